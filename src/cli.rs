@@ -1,0 +1,62 @@
+//! The command line, as clap sees it.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Shows how much traffic a rate limiter really lets through in any rolling
+/// interval — the 2× burst at a fixed window's boundary — and what the backend
+/// behind it has to take.
+#[derive(Debug, Parser)]
+#[command(name = "burstsim", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Simulate every workload through every limiter; print a table and
+    /// write summary.json, summary.csv and timeline.csv under output/<name>/.
+    Run(RunArgs),
+    /// Read and check a scenario without simulating it.
+    Validate {
+        /// The scenario file (TOML).
+        scenario: PathBuf,
+    },
+}
+
+/// `burstsim run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The scenario file (TOML).
+    pub scenario: PathBuf,
+    /// Write results into this folder instead of output/<name>/.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Use this seed instead of the scenario's.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// What to print on standard output.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Also write every decision to decisions/<workload>/<limiter>.csv.
+    #[arg(long)]
+    pub decisions: bool,
+    /// Print nothing on standard output, and no warnings.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// What `run` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A table for people.
+    Table,
+    /// summary.json's content.
+    Json,
+    /// summary.csv's content.
+    Csv,
+}

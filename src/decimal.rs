@@ -1,0 +1,151 @@
+//! Exact decimal parameters (rates, ratios) read from TOML numbers, so that a
+//! threshold like ⌊0.7 × 150⌋ is computed in integers, never in floats.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer};
+
+/// Most digits kept after the decimal point.
+const MAX_SCALE: u32 = 9;
+
+/// A non-negative decimal number, exactly `units / 10^scale`.
+///
+/// Invariant: `scale <= 9`, so `10^scale` fits any integer arithmetic used here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decimal {
+    units: u64,
+    scale: u32,
+}
+
+impl Decimal {
+    /// A whole number.
+    pub const fn whole(value: u64) -> Decimal {
+        Decimal {
+            units: value,
+            scale: 0,
+        }
+    }
+
+    /// `units / 10^scale`; `scale` is at most 9.
+    pub const fn new(units: u64, scale: u32) -> Decimal {
+        assert!(scale <= MAX_SCALE, "Decimal scale above 9");
+        Decimal { units, scale }
+    }
+
+    /// The numerator over [`Decimal::denominator`].
+    pub const fn numerator(self) -> u64 {
+        self.units
+    }
+
+    /// `10^scale`.
+    pub const fn denominator(self) -> u64 {
+        10u64.pow(self.scale)
+    }
+
+    /// True when the value is zero.
+    pub const fn is_zero(self) -> bool {
+        self.units == 0
+    }
+
+    /// ⌊self × value⌋, exactly.
+    pub fn floor_mul(self, value: u64) -> u128 {
+        u128::from(self.units) * u128::from(value) / u128::from(self.denominator())
+    }
+
+    /// The value as a float, for reports and for traffic generation only.
+    pub fn as_f64(self) -> f64 {
+        self.units as f64 / self.denominator() as f64
+    }
+
+    /// Parses the decimal text of a non-negative number, like `"0.7"` or `"150"`.
+    pub fn parse(text: &str) -> Result<Decimal, String> {
+        let invalid = || format!("expected a non-negative number, got {text}");
+        let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
+        let frac = frac.trim_end_matches('0');
+        if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(invalid());
+        }
+        if !frac.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(invalid());
+        }
+        let scale = u32::try_from(frac.len()).unwrap_or(u32::MAX);
+        if scale > MAX_SCALE {
+            return Err(format!(
+                "{text} has more than {MAX_SCALE} digits after the decimal point"
+            ));
+        }
+        let units = format!("{whole}{frac}")
+            .parse::<u64>()
+            .map_err(|_| format!("{text} is too large"))?;
+        Ok(Decimal { units, scale })
+    }
+
+    fn from_f64(value: f64) -> Result<Decimal, String> {
+        if !value.is_finite() {
+            return Err(format!("expected a finite number, got {value}"));
+        }
+        // Display prints the shortest text that reads back as the same float:
+        // 0.7 stays "0.7", not 0.6999999999999999555910790149937.
+        Decimal::parse(&value.to_string())
+    }
+}
+
+impl fmt::Display for Decimal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let den = self.denominator();
+        let (whole, frac) = (self.units / den, self.units % den);
+        if frac == 0 {
+            write!(f, "{whole}")
+        } else {
+            let digits = self.scale as usize;
+            let frac = format!("{frac:0digits$}");
+            write!(f, "{whole}.{}", frac.trim_end_matches('0'))
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Decimal {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged, expecting = "a non-negative number, like 100 or 0.7")]
+        enum Number {
+            Int(i64),
+            Float(f64),
+        }
+        let parsed = match Number::deserialize(deserializer)? {
+            Number::Int(value) => u64::try_from(value)
+                .map(Decimal::whole)
+                .map_err(|_| format!("expected a non-negative number, got {value}")),
+            Number::Float(value) => Decimal::from_f64(value),
+        };
+        parsed.map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floor_mul_is_exact_where_floats_are_not() {
+        // In f64, 0.29 × 100 = 28.999999999999996, which floors to 28.
+        let ratio = Decimal::from_f64(0.29).unwrap();
+        assert_eq!(ratio.floor_mul(100), 29);
+        assert_eq!(Decimal::from_f64(0.7).unwrap().floor_mul(150), 105);
+    }
+
+    #[test]
+    fn parses_whole_and_fractional_numbers() {
+        assert_eq!(Decimal::parse("150"), Ok(Decimal::whole(150)));
+        assert_eq!(Decimal::parse("0.50"), Ok(Decimal { units: 5, scale: 1 }));
+        assert_eq!(Decimal::parse("0.5").unwrap().to_string(), "0.5");
+    }
+
+    #[test]
+    fn refuses_negative_infinite_and_overly_precise_numbers() {
+        assert!(Decimal::parse("-1").is_err());
+        assert!(Decimal::from_f64(f64::NAN).is_err());
+        assert!(Decimal::from_f64(f64::INFINITY).is_err());
+        assert!(Decimal::parse("0.0000000001").is_err());
+    }
+}

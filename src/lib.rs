@@ -1,0 +1,17 @@
+//! burstsim: a discrete-event simulator that shows exactly how much traffic a
+//! rate limiter lets through in any rolling interval.
+
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod decimal;
+pub mod error;
+pub mod limiter;
+pub mod metrics;
+pub mod output;
+pub mod report;
+pub mod scenario;
+pub mod sim;
+pub mod summary;
+pub mod time;
+pub mod traffic;

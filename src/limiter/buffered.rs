@@ -1,0 +1,93 @@
+//! The buffered threshold: a fixed window set to a fraction ρ of what the
+//! backend takes per window, the "70% rule". Its worst case is still 2·⌊ρ·capacity⌋.
+
+use serde::Deserialize;
+
+use super::fixed_window::FixedWindow;
+use super::{Align, Context};
+use crate::decimal::Decimal;
+use crate::time::{NANOS_PER_SEC, Nanos};
+
+/// `kind = "buffered"`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Window length W.
+    pub window: Nanos,
+    /// ρ, the fraction of capacity used as the threshold (default 0.7).
+    pub ratio: Option<Decimal>,
+    /// Requests the backend takes per window (default: backend capacity × W).
+    pub capacity: Option<u64>,
+    /// Where windows start.
+    #[serde(default)]
+    pub align: Align,
+}
+
+/// The common rule of thumb.
+const DEFAULT_RATIO: Decimal = Decimal::new(7, 1);
+
+impl Config {
+    /// A fixed window with threshold ⌊ρ · capacity⌋, computed exactly.
+    pub fn build(&self, context: Context) -> Result<FixedWindow, String> {
+        let ratio = self.ratio.unwrap_or(DEFAULT_RATIO);
+        let capacity = match (self.capacity, context.backend_capacity_per_sec) {
+            (Some(capacity), _) => u128::from(capacity),
+            (None, Some(per_sec)) => {
+                u128::from(per_sec) * u128::from(self.window.get()) / u128::from(NANOS_PER_SEC)
+            }
+            (None, None) => {
+                return Err("capacity: missing; give `capacity` (requests per window) or a [backend] capacity".into());
+            }
+        };
+        let capacity = u64::try_from(capacity).map_err(|_| "capacity: too large".to_string())?;
+        let threshold = u64::try_from(ratio.floor_mul(capacity)).unwrap_or(u64::MAX);
+        if threshold == 0 {
+            return Err(format!(
+                "ratio: {ratio} × capacity {capacity} per window leaves a threshold of 0"
+            ));
+        }
+        FixedWindow::new(self.window, threshold, self.align)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limiter::RateLimiter;
+
+    fn config(ratio: Option<Decimal>, capacity: Option<u64>) -> Config {
+        Config {
+            window: Nanos::SECOND,
+            ratio,
+            capacity,
+            align: Align::Epoch,
+        }
+    }
+
+    #[test]
+    fn seventy_percent_of_a_150_per_second_backend_is_105_and_still_lets_210_through() {
+        let context = Context {
+            backend_capacity_per_sec: Some(150),
+        };
+        let limiter = config(None, None).build(context).unwrap();
+        assert_eq!(limiter.threshold(), 105);
+        assert_eq!(limiter.bound(Nanos::SECOND), 210);
+    }
+
+    #[test]
+    fn an_explicit_capacity_wins_over_the_backend() {
+        let context = Context {
+            backend_capacity_per_sec: Some(150),
+        };
+        let limiter = config(Some(Decimal::whole(1)), Some(40))
+            .build(context)
+            .unwrap();
+        assert_eq!(limiter.threshold(), 40);
+    }
+
+    #[test]
+    fn needs_a_capacity_from_somewhere() {
+        let err = config(None, None).build(Context::default()).unwrap_err();
+        assert!(err.contains("capacity"), "{err}");
+    }
+}

@@ -1,0 +1,197 @@
+//! The fixed-window counter: at most N admitted per window of length W.
+
+use std::num::NonZeroU64;
+
+use serde::Deserialize;
+
+use super::{Align, RateLimiter};
+use crate::time::Nanos;
+
+/// `kind = "fixed-window"`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Window length W.
+    pub window: Nanos,
+    /// Admitted requests per window, N.
+    pub threshold: NonZeroU64,
+    /// Where windows start.
+    #[serde(default)]
+    pub align: Align,
+}
+
+impl Config {
+    /// A fresh limiter in its initial state.
+    pub fn build(&self) -> Result<FixedWindow, String> {
+        FixedWindow::new(self.window, self.threshold.get(), self.align)
+    }
+}
+
+/// A fixed-window counter.
+///
+/// - `epoch`: windows are `[k·W, (k+1)·W)`; an arrival exactly at `k·W`
+///   belongs to the new window k and finds a fresh count.
+/// - `first-request`: a window starts at the first arrival and lasts W; an
+///   arrival exactly W after the window's start opens a new window (the
+///   Redis `INCR` + `EXPIRE` pattern). Rejected arrivals can open windows too.
+#[derive(Clone, Debug)]
+pub struct FixedWindow {
+    window: u64,
+    threshold: u64,
+    align: Align,
+    /// End of the current window (exclusive); 0 before the first arrival.
+    end: u64,
+    count: u64,
+}
+
+impl FixedWindow {
+    /// A counter of `threshold` per `window`.
+    pub fn new(window: Nanos, threshold: u64, align: Align) -> Result<FixedWindow, String> {
+        if window == Nanos::ZERO {
+            return Err("window: must be longer than 0".into());
+        }
+        if threshold == 0 {
+            return Err("threshold: must be at least 1".into());
+        }
+        Ok(FixedWindow {
+            window: window.get(),
+            threshold,
+            align,
+            end: 0,
+            count: 0,
+        })
+    }
+
+    /// The window length W.
+    pub fn window(&self) -> Nanos {
+        Nanos(self.window)
+    }
+
+    /// The threshold N.
+    pub fn threshold(&self) -> u64 {
+        self.threshold
+    }
+
+    /// The alignment of windows.
+    pub fn align(&self) -> Align {
+        self.align
+    }
+}
+
+impl RateLimiter for FixedWindow {
+    #[inline]
+    fn decide(&mut self, now: Nanos) -> bool {
+        let now = now.get();
+        if now >= self.end {
+            // Compare against the cached end instead of dividing on every request.
+            let start = match self.align {
+                Align::Epoch => now - now % self.window,
+                Align::FirstRequest => now,
+            };
+            self.end = start.saturating_add(self.window);
+            self.count = 0;
+        }
+        let admit = self.count < self.threshold;
+        self.count += u64::from(admit);
+        admit
+    }
+
+    /// Any interval of L ns meets at most ⌈(L−1)/W⌉ + 1 windows (2 when L = W),
+    /// each admitting at most N, with either alignment.
+    fn bound(&self, interval: Nanos) -> u64 {
+        windows_met(interval.get(), self.window).saturating_mul(self.threshold)
+    }
+
+    fn nominal(&self, interval: Nanos) -> f64 {
+        self.threshold as f64 * interval.get() as f64 / self.window as f64
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{} per {} ({})",
+            self.threshold,
+            Nanos(self.window),
+            self.align.name()
+        )
+    }
+}
+
+/// How many windows of length `window` (disjoint, back to back or apart) an
+/// interval of `interval` whole nanoseconds can meet: ⌈(L−1)/W⌉ + 1.
+pub fn windows_met(interval: u64, window: u64) -> u64 {
+    if interval == 0 {
+        return 0;
+    }
+    (interval - 1).div_ceil(window) + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limiter(align: Align) -> FixedWindow {
+        FixedWindow::new(Nanos::SECOND, 10, align).unwrap()
+    }
+
+    fn admitted(limiter: &mut FixedWindow, times: &[u64]) -> usize {
+        times.iter().filter(|&&t| limiter.decide(Nanos(t))).count()
+    }
+
+    #[test]
+    fn admits_the_tenth_request_and_rejects_the_eleventh() {
+        let mut fw = limiter(Align::Epoch);
+        let decisions: Vec<bool> = (0..11).map(|i| fw.decide(Nanos(i * 1_000))).collect();
+        assert!(decisions[..10].iter().all(|&d| d));
+        assert!(!decisions[10]);
+    }
+
+    #[test]
+    fn an_arrival_exactly_at_the_epoch_edge_belongs_to_the_new_window() {
+        let mut fw = limiter(Align::Epoch);
+        assert_eq!(admitted(&mut fw, &[999_999_999; 10]), 10);
+        assert!(!fw.decide(Nanos(999_999_999)));
+        assert!(fw.decide(Nanos(1_000_000_000)));
+    }
+
+    #[test]
+    fn first_request_alignment_restarts_exactly_one_window_after_the_start() {
+        let mut fw = limiter(Align::FirstRequest);
+        let start = 300_000_000;
+        assert_eq!(admitted(&mut fw, &[start; 10]), 10);
+        assert!(
+            !fw.decide(Nanos(start + 999_999_999)),
+            "still the first window"
+        );
+        assert!(
+            fw.decide(Nanos(start + 1_000_000_000)),
+            "a new window opens at start + W"
+        );
+    }
+
+    #[test]
+    fn a_rejected_arrival_can_open_a_first_request_window() {
+        let mut fw = limiter(Align::FirstRequest);
+        assert_eq!(admitted(&mut fw, &[0; 11]), 10);
+        // The arrival at 1.5 s opens a window [1.5 s, 2.5 s), so 2.2 s is in it.
+        assert_eq!(admitted(&mut fw, &[1_500_000_000; 10]), 10);
+        assert!(!fw.decide(Nanos(2_200_000_000)));
+    }
+
+    #[test]
+    fn lets_two_thresholds_through_across_an_edge() {
+        let mut fw = limiter(Align::Epoch);
+        let mut times = vec![999_999_999; 10];
+        times.extend([1_000_000_000; 10]);
+        assert_eq!(admitted(&mut fw, &times) as u64, fw.bound(Nanos::SECOND));
+    }
+
+    #[test]
+    fn counts_the_windows_an_interval_meets() {
+        let w = 1_000;
+        assert_eq!(windows_met(1, w), 1);
+        assert_eq!(windows_met(w, w), 2);
+        assert_eq!(windows_met(w + 1, w), 2);
+        assert_eq!(windows_met(w + 2, w), 3);
+        assert_eq!(windows_met(2 * w, w), 3);
+    }
+}

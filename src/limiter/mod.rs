@@ -1,0 +1,217 @@
+//! Rate limiters: one file per algorithm, each with its configuration, its
+//! state machine and its theoretical worst case over any traffic.
+
+pub mod buffered;
+pub mod chain;
+pub mod fixed_window;
+pub mod sliding_counter;
+pub mod sliding_log;
+pub mod smaller_window;
+pub mod token_bucket;
+
+use serde::Deserialize;
+
+use crate::config::KindTable;
+use crate::time::Nanos;
+
+/// What every limiter does: decide arrivals in time order, and state what it
+/// promises and what it can let through at worst.
+pub trait RateLimiter {
+    /// Admits (`true`) or rejects the arrival at `now`. Arrivals come in
+    /// non-decreasing time order; simultaneous arrivals are decided one by one.
+    fn decide(&mut self, now: Nanos) -> bool;
+
+    /// The most arrivals this limiter can admit in any interval `[s, s + L)`
+    /// of `interval` nanoseconds, over any traffic whatsoever.
+    fn bound(&self, interval: Nanos) -> u64;
+
+    /// What the limiter advertises over `interval` (N·L/W, or rate·L).
+    fn nominal(&self, interval: Nanos) -> f64;
+
+    /// Its effective parameters in a few words, like `100 per 1s (epoch)`.
+    fn describe(&self) -> String;
+}
+
+/// Where a window limiter's windows start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Align {
+    /// Windows `[k·W, (k+1)·W)` from the scenario's start.
+    #[default]
+    Epoch,
+    /// A window starts at the first arrival after the previous one ended.
+    FirstRequest,
+}
+
+impl Align {
+    /// The name used in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Align::Epoch => "epoch",
+            Align::FirstRequest => "first-request",
+        }
+    }
+}
+
+/// The limiter kinds accepted in `kind = "…"`.
+pub const KINDS: &[&str] = &[
+    "fixed-window",
+    "smaller-window",
+    "buffered",
+    "sliding-log",
+    "sliding-counter",
+    "token-bucket",
+    "chain",
+];
+
+/// A limiter's configuration, as written in a scenario file.
+#[derive(Clone, Debug)]
+pub enum LimiterConfig {
+    /// `fixed-window`.
+    FixedWindow(fixed_window::Config),
+    /// `smaller-window`.
+    SmallerWindow(smaller_window::Config),
+    /// `buffered`.
+    Buffered(buffered::Config),
+    /// `sliding-log`.
+    SlidingLog(sliding_log::Config),
+    /// `sliding-counter`.
+    SlidingCounter(sliding_counter::Config),
+    /// `token-bucket`.
+    TokenBucket(token_bucket::Config),
+    /// `chain`.
+    Chain(chain::Config),
+}
+
+/// What a limiter's configuration may depend on outside itself.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Context {
+    /// The backend's capacity in requests per second, when the scenario has one.
+    pub backend_capacity_per_sec: Option<u64>,
+}
+
+impl LimiterConfig {
+    /// Reads a configuration from a TOML table holding `kind` and its fields.
+    pub fn from_table(table: toml::Table) -> Result<LimiterConfig, String> {
+        let table = KindTable::new(table, KINDS)?;
+        Ok(match table.kind.as_str() {
+            "fixed-window" => LimiterConfig::FixedWindow(table.parse()?),
+            "smaller-window" => LimiterConfig::SmallerWindow(table.parse()?),
+            "buffered" => LimiterConfig::Buffered(table.parse()?),
+            "sliding-log" => LimiterConfig::SlidingLog(table.parse()?),
+            "sliding-counter" => LimiterConfig::SlidingCounter(table.parse()?),
+            "token-bucket" => LimiterConfig::TokenBucket(table.parse()?),
+            "chain" => LimiterConfig::Chain(table.parse()?),
+            other => unreachable!("KindTable accepted an unlisted kind {other}"),
+        })
+    }
+
+    /// The `kind` as written in scenario files.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LimiterConfig::FixedWindow(_) => "fixed-window",
+            LimiterConfig::SmallerWindow(_) => "smaller-window",
+            LimiterConfig::Buffered(_) => "buffered",
+            LimiterConfig::SlidingLog(_) => "sliding-log",
+            LimiterConfig::SlidingCounter(_) => "sliding-counter",
+            LimiterConfig::TokenBucket(_) => "token-bucket",
+            LimiterConfig::Chain(_) => "chain",
+        }
+    }
+
+    /// A fresh limiter in its initial state, or what is wrong with the configuration.
+    pub fn build(&self, context: Context) -> Result<Limiter, String> {
+        Ok(match self {
+            LimiterConfig::FixedWindow(config) => Limiter::FixedWindow(config.build()?),
+            LimiterConfig::SmallerWindow(config) => Limiter::FixedWindow(config.build()?),
+            LimiterConfig::Buffered(config) => Limiter::FixedWindow(config.build(context)?),
+            LimiterConfig::SlidingLog(config) => Limiter::SlidingLog(config.build()?),
+            LimiterConfig::SlidingCounter(config) => Limiter::SlidingCounter(config.build()?),
+            LimiterConfig::TokenBucket(config) => Limiter::TokenBucket(config.build()?),
+            LimiterConfig::Chain(config) => Limiter::Chain(config.build(context)?),
+        })
+    }
+}
+
+/// A limiter's running state. An enum rather than `Box<dyn RateLimiter>` so the
+/// per-request call is a jump table the compiler can inline, not a virtual call.
+#[derive(Clone, Debug)]
+pub enum Limiter {
+    /// Fixed windows (also smaller-window and buffered).
+    FixedWindow(fixed_window::FixedWindow),
+    /// The exact sliding log.
+    SlidingLog(sliding_log::SlidingLog),
+    /// The weighted sliding counter.
+    SlidingCounter(sliding_counter::SlidingCounter),
+    /// The token bucket.
+    TokenBucket(token_bucket::TokenBucket),
+    /// Layers in order.
+    Chain(chain::Chain),
+}
+
+macro_rules! each_limiter {
+    ($self:expr, $inner:ident => $body:expr) => {
+        match $self {
+            Limiter::FixedWindow($inner) => $body,
+            Limiter::SlidingLog($inner) => $body,
+            Limiter::SlidingCounter($inner) => $body,
+            Limiter::TokenBucket($inner) => $body,
+            Limiter::Chain($inner) => $body,
+        }
+    };
+}
+
+impl RateLimiter for Limiter {
+    #[inline]
+    fn decide(&mut self, now: Nanos) -> bool {
+        each_limiter!(self, limiter => limiter.decide(now))
+    }
+
+    fn bound(&self, interval: Nanos) -> u64 {
+        each_limiter!(self, limiter => limiter.bound(interval))
+    }
+
+    fn nominal(&self, interval: Nanos) -> f64 {
+        each_limiter!(self, limiter => limiter.nominal(interval))
+    }
+
+    fn describe(&self) -> String {
+        each_limiter!(self, limiter => limiter.describe())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<LimiterConfig, String> {
+        LimiterConfig::from_table(toml::from_str(text).unwrap())
+    }
+
+    #[test]
+    fn reads_each_kind_from_a_table() {
+        let config = parse("kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 100").unwrap();
+        assert_eq!(config.kind(), "fixed-window");
+    }
+
+    #[test]
+    fn names_the_misspelt_field() {
+        let err = parse("kind = \"fixed-window\"\nwindow = \"1s\"\nthreshhold = 100").unwrap_err();
+        assert!(err.contains("threshhold"), "{err}");
+    }
+
+    #[test]
+    fn names_the_field_with_a_bad_value() {
+        let err = parse("kind = \"sliding-log\"\nwindow = \"1s\"\nthreshold = 0").unwrap_err();
+        assert!(err.starts_with("threshold: "), "{err}");
+    }
+
+    #[test]
+    fn lists_the_kinds_for_an_unknown_kind() {
+        let err = parse("kind = \"leaky-bucket\"").unwrap_err();
+        assert!(
+            err.contains("leaky-bucket") && err.contains("token-bucket"),
+            "{err}"
+        );
+    }
+}

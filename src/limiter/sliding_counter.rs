@@ -1,0 +1,135 @@
+//! The weighted sliding counter (Cloudflare's approximation of a sliding
+//! window): the previous window's count, weighted by how much of it still
+//! overlaps the trailing window, plus the current window's count.
+
+use std::num::NonZeroU64;
+
+use serde::Deserialize;
+
+use super::RateLimiter;
+use super::fixed_window::windows_met;
+use crate::time::Nanos;
+
+/// `kind = "sliding-counter"`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Window length W.
+    pub window: Nanos,
+    /// The threshold N.
+    pub threshold: NonZeroU64,
+}
+
+impl Config {
+    /// A fresh counter.
+    pub fn build(&self) -> Result<SlidingCounter, String> {
+        if self.window == Nanos::ZERO {
+            return Err("window: must be longer than 0".into());
+        }
+        Ok(SlidingCounter {
+            window: self.window.get(),
+            threshold: self.threshold.get(),
+            start: 0,
+            previous: 0,
+            current: 0,
+        })
+    }
+}
+
+/// Epoch windows `[k·W, (k+1)·W)`. At `t`, with `e = t − k·W` elapsed in the
+/// current window, admits iff `previous·(W − e) + current·W < N·W`: the float
+/// rule `previous·(1 − e/W) + current < N` multiplied through by W, so there is
+/// no rounding at all. An arrival exactly at `k·W` has `e = 0`: the previous
+/// window still weighs in full.
+///
+/// `previous` is the count of window k − 1 only if that window immediately
+/// precedes; after an idle window it is 0.
+#[derive(Clone, Debug)]
+pub struct SlidingCounter {
+    window: u64,
+    threshold: u64,
+    /// Start of the current window.
+    start: u64,
+    previous: u64,
+    current: u64,
+}
+
+impl RateLimiter for SlidingCounter {
+    #[inline]
+    fn decide(&mut self, now: Nanos) -> bool {
+        let now = now.get();
+        let elapsed = now - self.start;
+        let elapsed = if elapsed < self.window {
+            elapsed
+        } else {
+            let start = now - now % self.window;
+            let adjacent = start - self.start == self.window;
+            self.previous = if adjacent { self.current } else { 0 };
+            self.current = 0;
+            self.start = start;
+            now - start
+        };
+        let weighted = u128::from(self.previous) * u128::from(self.window - elapsed)
+            + u128::from(self.current) * u128::from(self.window);
+        let admit = weighted < u128::from(self.threshold) * u128::from(self.window);
+        self.current += u64::from(admit);
+        admit
+    }
+
+    /// Each window admits at most N (`current < N` is necessary), and an
+    /// interval of L meets at most ⌈(L−1)/W⌉ + 1 windows: 2N for L = W. The
+    /// 2N is reached in whole nanoseconds: N at the last nanosecond of a
+    /// window, then the next window's N paced against the weighting (the j-th
+    /// admitted at e = ⌊j·W/N⌋ + 1), all within W when W/N ≥ 3.
+    fn bound(&self, interval: Nanos) -> u64 {
+        windows_met(interval.get(), self.window).saturating_mul(self.threshold)
+    }
+
+    fn nominal(&self, interval: Nanos) -> f64 {
+        self.threshold as f64 * interval.get() as f64 / self.window as f64
+    }
+
+    fn describe(&self) -> String {
+        format!("{} per {} (weighted)", self.threshold, Nanos(self.window))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counter(threshold: u64) -> SlidingCounter {
+        Config {
+            window: Nanos(1_000),
+            threshold: NonZeroU64::new(threshold).unwrap(),
+        }
+        .build()
+        .unwrap()
+    }
+
+    #[test]
+    fn the_previous_window_weighs_in_full_exactly_at_the_edge() {
+        let mut limiter = counter(10);
+        assert_eq!((0..10).filter(|_| limiter.decide(Nanos(999))).count(), 10);
+        assert!(
+            !limiter.decide(Nanos(1_000)),
+            "e = 0: 10·1000 + 0 is not < 10·1000"
+        );
+        assert!(limiter.decide(Nanos(1_001)), "e = 1: 10·999 < 10·1000");
+    }
+
+    #[test]
+    fn admits_by_the_weighted_rule_without_rounding() {
+        let mut limiter = counter(10);
+        (0..10).for_each(|_| assert!(limiter.decide(Nanos(500))));
+        // At e = 500: 10·500 + current·1000 < 10·1000 ⟺ current < 5.
+        assert_eq!((0..10).filter(|_| limiter.decide(Nanos(1_500))).count(), 5);
+    }
+
+    #[test]
+    fn an_idle_window_clears_the_previous_count() {
+        let mut limiter = counter(10);
+        (0..10).for_each(|_| assert!(limiter.decide(Nanos(999))));
+        assert_eq!((0..12).filter(|_| limiter.decide(Nanos(2_000))).count(), 10);
+    }
+}

@@ -1,0 +1,127 @@
+//! The sliding log: exact, at most N admitted in any trailing window W.
+
+use std::num::NonZeroU64;
+
+use serde::Deserialize;
+
+use super::RateLimiter;
+use crate::time::Nanos;
+
+/// `kind = "sliding-log"`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Window length W.
+    pub window: Nanos,
+    /// Admitted requests per trailing window, N.
+    pub threshold: NonZeroU64,
+}
+
+impl Config {
+    /// A fresh, empty log.
+    pub fn build(&self) -> Result<SlidingLog, String> {
+        if self.window == Nanos::ZERO {
+            return Err("window: must be longer than 0".into());
+        }
+        Ok(SlidingLog {
+            window: self.window.get(),
+            threshold: self.threshold.get(),
+            log: Vec::new(),
+            oldest: 0,
+        })
+    }
+}
+
+/// Admits at `t` when fewer than N were admitted in `(t − W, t]`. An admission
+/// exactly W before `t` has left the window, so its slot is free again at `t`.
+///
+/// Only the last N admitted times can matter, so they are kept in a ring of at
+/// most N entries: O(1) per decision, memory O(N), growing only as used.
+#[derive(Clone, Debug)]
+pub struct SlidingLog {
+    window: u64,
+    threshold: u64,
+    /// The last admitted times; once full, a ring whose oldest entry is at `oldest`.
+    log: Vec<u64>,
+    oldest: usize,
+}
+
+impl RateLimiter for SlidingLog {
+    #[inline]
+    fn decide(&mut self, now: Nanos) -> bool {
+        let now = now.get();
+        if (self.log.len() as u64) < self.threshold {
+            self.log.push(now);
+            return true;
+        }
+        if now - self.log[self.oldest] < self.window {
+            return false;
+        }
+        self.log[self.oldest] = now;
+        self.oldest = (self.oldest + 1) % self.log.len();
+        true
+    }
+
+    /// N·⌈L/W⌉: any window of length W holds at most N; an interval of L is
+    /// covered by ⌈L/W⌉ such windows.
+    fn bound(&self, interval: Nanos) -> u64 {
+        interval
+            .get()
+            .div_ceil(self.window)
+            .saturating_mul(self.threshold)
+    }
+
+    fn nominal(&self, interval: Nanos) -> f64 {
+        self.threshold as f64 * interval.get() as f64 / self.window as f64
+    }
+
+    fn describe(&self) -> String {
+        format!("{} per trailing {}", self.threshold, Nanos(self.window))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log(threshold: u64) -> SlidingLog {
+        Config {
+            window: Nanos::SECOND,
+            threshold: NonZeroU64::new(threshold).unwrap(),
+        }
+        .build()
+        .unwrap()
+    }
+
+    #[test]
+    fn a_slot_frees_exactly_one_window_after_its_admission() {
+        let mut limiter = log(2);
+        assert!(limiter.decide(Nanos(100)));
+        assert!(limiter.decide(Nanos(200)));
+        assert!(
+            !limiter.decide(Nanos(1_000_000_099)),
+            "100 is still inside (t − W, t]"
+        );
+        assert!(
+            limiter.decide(Nanos(1_000_000_100)),
+            "100 left the window at exactly +W"
+        );
+        assert!(!limiter.decide(Nanos(1_000_000_150)));
+        assert!(limiter.decide(Nanos(1_000_000_200)));
+    }
+
+    #[test]
+    fn rejected_requests_do_not_occupy_the_log() {
+        let mut limiter = log(1);
+        assert!(limiter.decide(Nanos(0)));
+        assert!(!limiter.decide(Nanos(500_000_000)));
+        assert!(limiter.decide(Nanos(1_000_000_000)));
+    }
+
+    #[test]
+    fn admits_no_more_than_the_threshold_across_a_boundary() {
+        let mut limiter = log(10);
+        let times = [999_999_999; 10].into_iter().chain([1_000_000_000; 10]);
+        assert_eq!(times.filter(|&t| limiter.decide(Nanos(t))).count(), 10);
+    }
+}

@@ -1,0 +1,84 @@
+//! Smaller windows: a fixed window of W/k with ⌊N/k⌋ each, the common
+//! mitigation that shrinks the boundary spike to (k + 1)·⌊N/k⌋.
+
+use std::num::NonZeroU64;
+
+use serde::Deserialize;
+
+use super::Align;
+use super::fixed_window::FixedWindow;
+use crate::time::Nanos;
+
+/// `kind = "smaller-window"`: the nominal limit N per W, enforced as k windows.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The nominal window W; each smaller window lasts W/k.
+    pub window: Nanos,
+    /// The nominal threshold N per W; each smaller window admits ⌊N/k⌋.
+    pub threshold: NonZeroU64,
+    /// k, the number of smaller windows per W.
+    pub splits: NonZeroU64,
+    /// Where windows start.
+    #[serde(default)]
+    pub align: Align,
+}
+
+impl Config {
+    /// The equivalent fixed window of W/k and ⌊N/k⌋ (its bound is (k + 1)·⌊N/k⌋ over W).
+    pub fn build(&self) -> Result<FixedWindow, String> {
+        let splits = self.splits.get();
+        if self.window.get() % splits != 0 {
+            return Err(format!(
+                "window: {} does not split evenly into {splits} windows; choose a window or splits that divide exactly",
+                self.window
+            ));
+        }
+        let threshold = self.threshold.get() / splits;
+        if threshold == 0 {
+            return Err(format!(
+                "threshold: {} split {splits} ways leaves 0 per window; use at most {} splits",
+                self.threshold, self.threshold
+            ));
+        }
+        FixedWindow::new(Nanos(self.window.get() / splits), threshold, self.align)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limiter::RateLimiter;
+
+    fn config(threshold: u64, splits: u64) -> Config {
+        Config {
+            window: Nanos::SECOND,
+            threshold: NonZeroU64::new(threshold).unwrap(),
+            splits: NonZeroU64::new(splits).unwrap(),
+            align: Align::Epoch,
+        }
+    }
+
+    #[test]
+    fn ten_splits_of_a_hundred_per_second_are_ten_per_hundred_milliseconds() {
+        let limiter = config(100, 10).build().unwrap();
+        assert_eq!(limiter.window(), Nanos(100_000_000));
+        assert_eq!(limiter.threshold(), 10);
+        assert_eq!(limiter.bound(Nanos::SECOND), 110);
+    }
+
+    #[test]
+    fn the_threshold_is_rounded_down() {
+        assert_eq!(config(105, 10).build().unwrap().threshold(), 10);
+    }
+
+    #[test]
+    fn refuses_splits_that_leave_nothing_per_window() {
+        assert!(config(5, 10).build().unwrap_err().contains("leaves 0"));
+    }
+
+    #[test]
+    fn refuses_a_window_that_does_not_divide() {
+        assert!(config(100, 7).build().unwrap_err().contains("split evenly"));
+    }
+}

@@ -1,0 +1,137 @@
+//! The token bucket: `rate` tokens per second up to `burst`, one per request.
+
+use std::num::NonZeroU64;
+
+use serde::Deserialize;
+
+use super::RateLimiter;
+use crate::decimal::Decimal;
+use crate::time::{NANOS_PER_SEC, Nanos};
+
+/// `kind = "token-bucket"`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Tokens added per second (may be fractional, like 0.5).
+    pub rate: Decimal,
+    /// Capacity of the bucket in tokens; it starts full.
+    pub burst: NonZeroU64,
+}
+
+impl Config {
+    /// A full bucket at t = 0.
+    pub fn build(&self) -> Result<TokenBucket, String> {
+        if self.rate.is_zero() {
+            return Err("rate: must be above 0 tokens per second".into());
+        }
+        // One token is `rate denominator × 1e9` units, so refilling for Δt ns
+        // adds exactly `rate numerator × Δt` units: no fraction is ever lost.
+        let token = u128::from(self.rate.denominator()) * u128::from(NANOS_PER_SEC);
+        let capacity = token * u128::from(self.burst.get());
+        Ok(TokenBucket {
+            rate: self.rate,
+            burst: self.burst.get(),
+            token,
+            capacity,
+            level: capacity,
+            last: 0,
+        })
+    }
+}
+
+/// Refilled continuously from full at t = 0; admits at `t` when it holds at
+/// least one token. The level is an integer count of 1/(denominator·10⁹)
+/// tokens, so a token that completes exactly at `t` is usable at `t`.
+#[derive(Clone, Debug)]
+pub struct TokenBucket {
+    rate: Decimal,
+    burst: u64,
+    /// Units in one token.
+    token: u128,
+    /// Units in a full bucket.
+    capacity: u128,
+    level: u128,
+    last: u64,
+}
+
+impl RateLimiter for TokenBucket {
+    #[inline]
+    fn decide(&mut self, now: Nanos) -> bool {
+        let now = now.get();
+        if self.level < self.capacity {
+            let refill = u128::from(self.rate.numerator()) * u128::from(now - self.last);
+            self.level = self.level.saturating_add(refill).min(self.capacity);
+        }
+        self.last = now;
+        let admit = self.level >= self.token;
+        if admit {
+            self.level -= self.token;
+        }
+        admit
+    }
+
+    /// burst + ⌊rate·(L − 1 ns)⌋: a full bucket at the interval's first
+    /// nanosecond, then every token that completes up to its last nanosecond.
+    fn bound(&self, interval: Nanos) -> u64 {
+        if interval == Nanos::ZERO {
+            return 0;
+        }
+        let refill =
+            u128::from(self.rate.numerator()) * u128::from(interval.get() - 1) / self.token;
+        u64::try_from(refill)
+            .unwrap_or(u64::MAX)
+            .saturating_add(self.burst)
+    }
+
+    fn nominal(&self, interval: Nanos) -> f64 {
+        self.rate.as_f64() * interval.as_secs_f64()
+    }
+
+    fn describe(&self) -> String {
+        format!("{}/s, burst {}", self.rate, self.burst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bucket(rate: Decimal, burst: u64) -> TokenBucket {
+        Config {
+            rate,
+            burst: NonZeroU64::new(burst).unwrap(),
+        }
+        .build()
+        .unwrap()
+    }
+
+    #[test]
+    fn starts_full_and_empties_after_the_burst() {
+        let mut limiter = bucket(Decimal::whole(10), 5);
+        assert_eq!((0..6).filter(|_| limiter.decide(Nanos(0))).count(), 5);
+    }
+
+    #[test]
+    fn a_token_is_usable_exactly_when_it_completes() {
+        let mut limiter = bucket(Decimal::whole(10), 1);
+        assert!(limiter.decide(Nanos(0)));
+        assert!(!limiter.decide(Nanos(99_999_999)));
+        assert!(limiter.decide(Nanos(100_000_000)));
+    }
+
+    #[test]
+    fn fractional_rates_refill_exactly() {
+        // 0.3 tokens per second: the next token completes at 3.333… s.
+        let mut limiter = bucket(Decimal::new(3, 1), 1);
+        assert!(limiter.decide(Nanos(0)));
+        assert!(!limiter.decide(Nanos(3_333_333_333)));
+        assert!(limiter.decide(Nanos(3_333_333_334)));
+    }
+
+    #[test]
+    fn the_bound_over_one_second_is_burst_plus_rate_minus_the_token_at_the_far_edge() {
+        let limiter = bucket(Decimal::whole(100), 100);
+        assert_eq!(limiter.bound(Nanos::SECOND), 199);
+        assert_eq!(limiter.bound(Nanos(1_000_000_001)), 200);
+    }
+}

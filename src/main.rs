@@ -1,0 +1,32 @@
+//! The `burstsim` command: parse, dispatch, print the error chain once, exit.
+
+use std::process::ExitCode;
+
+use burstsim::cli::{Cli, Command};
+use burstsim::commands;
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Run(args) => commands::run(args),
+        Command::Validate { scenario } => commands::validate(scenario),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `burstsim run … | head` closing the pipe early is not a failure.
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

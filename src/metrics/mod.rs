@@ -1,0 +1,6 @@
+//! Metrics over the stream of decisions: exact rolling-interval counts and the
+//! per-bucket timeline. Memory depends on the intervals, never on the number
+//! of requests.
+
+pub mod rolling;
+pub mod timeline;

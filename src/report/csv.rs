@@ -1,0 +1,99 @@
+//! `summary.csv` (one row per run) and `timeline.csv` (one row per run and bucket).
+
+use crate::sim::RunResult;
+use crate::summary::RunSummary;
+use crate::time::Nanos;
+
+/// `summary.csv`: the scalar figures of each run, then one `worst_<L>` column
+/// per profile interval.
+pub fn render_summary(runs: &[RunSummary]) -> String {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    let profile: Vec<String> = runs
+        .first()
+        .map(|run| {
+            run.profile
+                .iter()
+                .map(|p| format!("worst_{}", Nanos(p.interval_ns)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let header = [
+        "workload",
+        "limiter",
+        "kind",
+        "offered",
+        "admitted",
+        "rejected",
+        "rolling_ns",
+        "worst_rolling",
+        "worst_rolling_start_ns",
+        "nominal",
+        "spike_ratio",
+        "bound",
+        "capacity",
+        "over_capacity",
+        "seconds_over_capacity",
+    ];
+    let header = header.iter().map(|h| h.to_string()).chain(profile);
+    writer.write_record(header).expect("writing to memory");
+    for run in runs {
+        let backend = run.backend.as_ref();
+        let optional = |value: Option<String>| value.unwrap_or_default();
+        let mut row = vec![
+            run.workload.clone(),
+            run.limiter.clone(),
+            run.kind.clone(),
+            run.offered.to_string(),
+            run.admitted.to_string(),
+            run.rejected.to_string(),
+            run.rolling_ns.to_string(),
+            run.worst_rolling.to_string(),
+            run.worst_rolling_start_ns.to_string(),
+            run.nominal.to_string(),
+            run.spike_ratio.to_string(),
+            run.bound.to_string(),
+            optional(backend.map(|b| b.capacity.to_string())),
+            optional(backend.map(|b| b.over_capacity.to_string())),
+            optional(backend.map(|b| b.seconds_over_capacity.to_string())),
+        ];
+        row.extend(run.profile.iter().map(|p| p.worst.to_string()));
+        writer.write_record(&row).expect("writing to memory");
+    }
+    into_string(writer)
+}
+
+/// `timeline.csv`: admitted and rejected per bucket, every run one after another.
+pub fn render_timeline(runs: &[RunResult]) -> String {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer
+        .write_record([
+            "workload",
+            "limiter",
+            "bucket_start_ns",
+            "admitted",
+            "rejected",
+        ])
+        .expect("writing to memory");
+    for run in runs {
+        let timeline = &run.timeline;
+        for (index, (admitted, rejected)) in
+            timeline.admitted.iter().zip(&timeline.rejected).enumerate()
+        {
+            let start = timeline.bucket_start(index).get().to_string();
+            let row = [
+                &run.summary.workload,
+                &run.summary.limiter,
+                &start,
+                &admitted.to_string(),
+                &rejected.to_string(),
+            ];
+            writer.write_record(row).expect("writing to memory");
+        }
+    }
+    into_string(writer)
+}
+
+fn into_string(writer: csv::Writer<Vec<u8>>) -> String {
+    let bytes = writer.into_inner().expect("flushing to memory");
+    String::from_utf8(bytes).expect("every field is UTF-8")
+}

@@ -1,0 +1,23 @@
+//! Output formats: small pure functions from results to text.
+
+pub mod csv;
+pub mod table;
+
+use crate::summary::Summary;
+
+/// `summary.json`: pretty-printed, keys in a fixed order, a newline at the end.
+pub fn render_json(summary: &Summary) -> String {
+    let mut text = serde_json::to_string_pretty(summary).expect("a summary always serialises");
+    text.push('\n');
+    text
+}
+
+/// A ratio as `2.00×`.
+pub fn ratio(value: f64) -> String {
+    format!("{value:.2}×")
+}
+
+/// Seconds with millisecond precision, for times inside a run: `12.345s`.
+pub fn seconds(ns: u64) -> String {
+    format!("{:.3}s", ns as f64 / 1e9)
+}

@@ -1,0 +1,70 @@
+//! The terminal table: one row per run, readable in 100 columns.
+
+use comfy_table::{CellAlignment, ContentArrangement, LineStyle, Table, TableStyle};
+
+use super::{ratio, seconds};
+use crate::summary::RunSummary;
+use crate::time::Nanos;
+
+/// No borders, one rule under the header: quiet enough to read 28 rows.
+const STYLE: TableStyle =
+    TableStyle::new().header_separator(LineStyle::none().fill('─').junction('─'));
+
+/// The table printed by `burstsim run`. A workload's name is printed on its
+/// first row only, so the eye groups its limiters.
+pub fn render_table(runs: &[RunSummary]) -> String {
+    let rolling = runs
+        .first()
+        .map_or(Nanos::SECOND, |run| Nanos(run.rolling_ns));
+    let capacity = runs
+        .iter()
+        .find_map(|run| run.backend.as_ref().map(|b| b.capacity));
+    let backend_header = capacity.map_or("backend".to_string(), |c| format!("vs {c}/s"));
+    let mut table = Table::new();
+    table
+        .load_style(STYLE)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(vec![
+            "workload".to_string(),
+            "limiter".to_string(),
+            "admitted".to_string(),
+            format!("worst {rolling}"),
+            "from".to_string(),
+            "× limit".to_string(),
+            "bound".to_string(),
+            backend_header,
+        ]);
+    for (i, run) in runs.iter().enumerate() {
+        let first_of_workload = i == 0 || runs[i - 1].workload != run.workload;
+        table.add_row(vec![
+            if first_of_workload {
+                run.workload.clone()
+            } else {
+                String::new()
+            },
+            run.limiter.clone(),
+            format!("{}/{}", run.admitted, run.offered),
+            run.worst_rolling.to_string(),
+            seconds(run.worst_rolling_start_ns),
+            ratio(run.spike_ratio),
+            run.bound.to_string(),
+            verdict(run),
+        ]);
+    }
+    for (index, column) in table.column_iter_mut().enumerate() {
+        column.set_padding((0, 1));
+        if (2..7).contains(&index) {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    table.trim_fmt()
+}
+
+/// `ok`, `OVER +50` (the most admitted in 1 s beyond capacity), or `-` without a backend.
+pub fn verdict(run: &RunSummary) -> String {
+    match &run.backend {
+        None => "-".to_string(),
+        Some(backend) if backend.over_capacity > 0 => format!("OVER +{}", backend.over_capacity),
+        Some(_) => "ok".to_string(),
+    }
+}

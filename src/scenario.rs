@@ -1,0 +1,465 @@
+//! Scenario files: read the TOML, check every field and every cross-field
+//! rule once, and hand the simulator a validated [`Scenario`].
+
+use std::collections::HashSet;
+use std::num::NonZeroU64;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::error::ScenarioError;
+use crate::limiter::{Context, LimiterConfig, RateLimiter};
+use crate::time::Nanos;
+use crate::traffic::SourceConfig;
+
+/// The interval lengths of the default arrival-curve profile.
+pub const DEFAULT_PROFILE: [u64; 6] = [
+    10_000_000,
+    100_000_000,
+    200_000_000,
+    500_000_000,
+    1_000_000_000,
+    2_000_000_000,
+];
+/// Most timeline buckets in one run, to keep memory bounded.
+pub const MAX_BUCKETS: u64 = 10_000_000;
+
+/// A validated scenario.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// Name of the scenario, used for `output/<name>/`.
+    pub name: String,
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// Folder that relative paths in the file (traces) start from.
+    pub base_dir: PathBuf,
+    /// Length of the run.
+    pub duration: Nanos,
+    /// Seed of every random stream.
+    pub seed: u64,
+    /// The backend behind the limiters, if described.
+    pub backend: Option<Backend>,
+    /// What to measure.
+    pub metrics: Metrics,
+    /// Traffic, each run through every limiter.
+    pub workloads: Vec<Workload>,
+    /// Limiters, each fed every workload.
+    pub limiters: Vec<NamedLimiter>,
+    /// Things worth telling the user that do not stop the run.
+    pub warnings: Vec<String>,
+}
+
+/// The service the limiters protect.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Backend {
+    /// Requests per second it can serve.
+    #[serde(rename = "capacity")]
+    pub capacity_per_sec: NonZeroU64,
+    /// Requests it can hold waiting before it drops them.
+    pub queue: Option<u64>,
+}
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct Metrics {
+    /// Interval of the headline worst-rolling figure.
+    pub rolling: Nanos,
+    /// Intervals of the arrival-curve profile.
+    pub profile: Vec<Nanos>,
+    /// Timeline resolution.
+    pub bucket: Nanos,
+}
+
+/// A named traffic mix.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    /// Unique name.
+    pub name: String,
+    /// Sources, merged by time.
+    pub sources: Vec<SourceConfig>,
+}
+
+/// A named limiter configuration.
+#[derive(Clone, Debug)]
+pub struct NamedLimiter {
+    /// Unique name.
+    pub name: String,
+    /// Its configuration, checked to build.
+    pub config: LimiterConfig,
+    /// Its effective parameters in words.
+    pub description: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    name: Option<Spanned<String>>,
+    duration: Spanned<Nanos>,
+    #[serde(default)]
+    seed: u64,
+    backend: Option<Backend>,
+    #[serde(default)]
+    metrics: MetricsFile,
+    #[serde(default)]
+    workload: Vec<Spanned<WorkloadFile>>,
+    #[serde(default)]
+    limiter: Vec<Spanned<toml::Table>>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MetricsFile {
+    rolling: Option<Spanned<Nanos>>,
+    profile: Option<Spanned<Vec<Nanos>>>,
+    bucket: Option<Spanned<Nanos>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkloadFile {
+    name: Spanned<String>,
+    sources: Vec<Spanned<toml::Table>>,
+}
+
+/// Reads and validates the scenario at `path`.
+pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse(&text, path)
+}
+
+/// Validates scenario `text`, read from `path`.
+pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
+    let file: ScenarioFile = toml::from_str(text).map_err(|err| ScenarioError::Syntax {
+        path: path.to_owned(),
+        message: err.to_string().trim_end().to_string(),
+    })?;
+    Validator { text, path }.scenario(file)
+}
+
+struct Validator<'a> {
+    text: &'a str,
+    path: &'a Path,
+}
+
+impl Validator<'_> {
+    fn error(&self, span: std::ops::Range<usize>, message: String) -> ScenarioError {
+        let before = &self.text[..span.start.min(self.text.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        ScenarioError::Invalid {
+            path: self.path.to_owned(),
+            line,
+            column,
+            message,
+        }
+    }
+
+    fn scenario(&self, file: ScenarioFile) -> Result<Scenario, ScenarioError> {
+        let name = match &file.name {
+            Some(name) => {
+                check_name(name.get_ref())
+                    .map_err(|err| self.error(name.span(), format!("name: {err}")))?;
+                name.get_ref().clone()
+            }
+            None => {
+                let stem = self
+                    .path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                check_name(&stem).map_err(|err| {
+                    self.error(
+                        0..0,
+                        format!(
+                            "name: none given, and the file name {stem:?} cannot stand in: {err}"
+                        ),
+                    )
+                })?;
+                stem
+            }
+        };
+        let duration = *file.duration.get_ref();
+        if duration == Nanos::ZERO {
+            return Err(self.error(
+                file.duration.span(),
+                "duration: must be longer than 0".into(),
+            ));
+        }
+        let metrics = self.metrics(&file.metrics, duration)?;
+        let base_dir = self.path.parent().map(Path::to_owned).unwrap_or_default();
+        let mut warnings = Vec::new();
+        let workloads = self.workloads(&file.workload, duration, &base_dir, &mut warnings)?;
+        let context = Context {
+            backend_capacity_per_sec: file.backend.map(|b| b.capacity_per_sec.get()),
+        };
+        let limiters = self.limiters(file.limiter, context)?;
+        Ok(Scenario {
+            name,
+            path: self.path.to_owned(),
+            base_dir,
+            duration,
+            seed: file.seed,
+            backend: file.backend,
+            metrics,
+            workloads,
+            limiters,
+            warnings,
+        })
+    }
+
+    fn metrics(&self, file: &MetricsFile, duration: Nanos) -> Result<Metrics, ScenarioError> {
+        let positive = |value: &Spanned<Nanos>, field: &str| {
+            if value.get_ref().get() == 0 {
+                Err(self.error(
+                    value.span(),
+                    format!("metrics.{field}: must be longer than 0"),
+                ))
+            } else {
+                Ok(*value.get_ref())
+            }
+        };
+        let rolling = file
+            .rolling
+            .as_ref()
+            .map(|r| positive(r, "rolling"))
+            .transpose()?
+            .unwrap_or(Nanos::SECOND);
+        let bucket = file
+            .bucket
+            .as_ref()
+            .map(|b| positive(b, "bucket"))
+            .transpose()?
+            .unwrap_or(Nanos(10_000_000));
+        if duration.get().div_ceil(bucket.get()) > MAX_BUCKETS {
+            let span = file.bucket.as_ref().map_or(0..0, Spanned::span);
+            let smallest = Nanos(duration.get().div_ceil(MAX_BUCKETS));
+            return Err(self.error(span, format!("metrics.bucket: {bucket} makes more than {MAX_BUCKETS} timeline buckets over {duration}; use a bucket of at least {smallest}")));
+        }
+        let profile = match &file.profile {
+            None => DEFAULT_PROFILE.iter().map(|&ns| Nanos(ns)).collect(),
+            Some(profile) => {
+                if profile.get_ref().iter().any(|p| p.get() == 0) {
+                    return Err(self.error(
+                        profile.span(),
+                        "metrics.profile: every interval must be longer than 0".into(),
+                    ));
+                }
+                let mut intervals = profile.get_ref().clone();
+                intervals.sort_unstable();
+                intervals.dedup();
+                intervals
+            }
+        };
+        Ok(Metrics {
+            rolling,
+            profile,
+            bucket,
+        })
+    }
+
+    fn workloads(
+        &self,
+        files: &[Spanned<WorkloadFile>],
+        duration: Nanos,
+        base_dir: &Path,
+        warnings: &mut Vec<String>,
+    ) -> Result<Vec<Workload>, ScenarioError> {
+        if files.is_empty() {
+            return Err(self.error(
+                0..0,
+                "workload: none given; add at least one [[workload]] with sources".into(),
+            ));
+        }
+        let mut names = HashSet::new();
+        files
+            .iter()
+            .map(|file| {
+                let name = file.get_ref().name.get_ref();
+                let at = file.get_ref().name.span();
+                check_name(name).map_err(|err| self.error(at.clone(), format!("workload name: {err}")))?;
+                if !names.insert(name.clone()) {
+                    return Err(self.error(at, format!("workload {name:?}: the name is used twice; workload names must be unique")));
+                }
+                if file.get_ref().sources.is_empty() {
+                    return Err(self.error(file.span(), format!("workload {name:?}: sources: needs at least one source")));
+                }
+                let sources = file.get_ref().sources.iter().enumerate().map(|(i, table)| {
+                    let fail = |err: String| self.error(table.span(), format!("workload {name:?}, source {}: {err}", i + 1));
+                    let source = SourceConfig::from_table(table.get_ref().clone()).map_err(fail)?;
+                    let fail = |err: String| self.error(table.span(), format!("workload {name:?}, source {} ({}): {err}", i + 1, source.kind_name()));
+                    warnings.extend(source.validate(duration, base_dir).map_err(fail)?);
+                    Ok(source)
+                });
+                let sources = sources.collect::<Result<_, _>>()?;
+                Ok(Workload { name: name.clone(), sources })
+            })
+            .collect()
+    }
+
+    fn limiters(
+        &self,
+        tables: Vec<Spanned<toml::Table>>,
+        context: Context,
+    ) -> Result<Vec<NamedLimiter>, ScenarioError> {
+        if tables.is_empty() {
+            return Err(self.error(
+                0..0,
+                "limiter: none given; add at least one [[limiter]]".into(),
+            ));
+        }
+        let mut names = HashSet::new();
+        tables
+            .into_iter()
+            .enumerate()
+            .map(|(i, table)| {
+                let span = table.span();
+                let mut table = table.into_inner();
+                let name = match table.remove("name") {
+                    Some(toml::Value::String(name)) => name,
+                    Some(other) => {
+                        return Err(self.error(
+                            span,
+                            format!(
+                                "limiter {}: name: expected a string, got {}",
+                                i + 1,
+                                other.type_str()
+                            ),
+                        ));
+                    }
+                    None => {
+                        return Err(self.error(span, format!("limiter {}: name: missing", i + 1)));
+                    }
+                };
+                let fail =
+                    |err: String| self.error(span.clone(), format!("limiter {name:?}: {err}"));
+                check_name(&name).map_err(|err| fail(format!("name: {err}")))?;
+                if !names.insert(name.clone()) {
+                    return Err(fail(
+                        "the name is used twice; limiter names must be unique".into(),
+                    ));
+                }
+                let config = LimiterConfig::from_table(table).map_err(fail)?;
+                let description = config.build(context).map_err(fail)?.describe();
+                Ok(NamedLimiter {
+                    name,
+                    config,
+                    description,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Names become file and folder names, so they are kept to a safe alphabet.
+fn check_name(name: &str) -> Result<(), String> {
+    let safe = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    if name.is_empty() {
+        Err("must not be empty".into())
+    } else if name.len() > 64 {
+        Err(format!("{name:?} is longer than 64 characters"))
+    } else if name.starts_with('.') || !name.chars().all(safe) {
+        Err(format!(
+            "{name:?} may hold only letters, digits, '-', '_' and '.', and not start with '.'"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+duration = "10s"
+
+[[workload]]
+name = "steady"
+sources = [{ kind = "poisson", rate = 80 }]
+
+[[limiter]]
+name = "fixed"
+kind = "fixed-window"
+window = "1s"
+threshold = 100
+"#;
+
+    fn error(text: &str) -> String {
+        parse(text, Path::new("s.toml")).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn reads_a_minimal_scenario_with_defaults() {
+        let scenario = parse(MINIMAL, Path::new("dir/minimal.toml")).unwrap();
+        assert_eq!(scenario.name, "minimal");
+        assert_eq!(scenario.metrics.rolling, Nanos::SECOND);
+        assert_eq!(scenario.metrics.profile.len(), 6);
+        assert_eq!(scenario.limiters[0].description, "100 per 1s (epoch)");
+    }
+
+    #[test]
+    fn a_misspelt_top_level_key_is_an_error_with_its_line() {
+        let err = error(&MINIMAL.replace("duration", "durration"));
+        assert!(err.contains("line 2") && err.contains("durration"), "{err}");
+    }
+
+    #[test]
+    fn a_limiter_error_names_the_file_line_limiter_and_field() {
+        let err = error(&MINIMAL.replace("threshold = 100", "threshold = 0"));
+        assert!(err.starts_with("s.toml:8:"), "{err}");
+        assert!(err.contains("limiter \"fixed\": threshold:"), "{err}");
+    }
+
+    #[test]
+    fn a_source_error_names_the_workload_and_source() {
+        let err = error(&MINIMAL.replace("rate = 80", "rate = 80, burst = 3"));
+        assert!(err.starts_with("s.toml:6:"), "{err}");
+        assert!(
+            err.contains("workload \"steady\", source 1: ")
+                && err.contains("unknown field `burst`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn duplicate_limiter_names_are_an_error() {
+        let twice = format!(
+            "{MINIMAL}\n[[limiter]]\nname = \"fixed\"\nkind = \"sliding-log\"\nwindow = \"1s\"\nthreshold = 5\n"
+        );
+        assert!(error(&twice).contains("used twice"));
+    }
+
+    #[test]
+    fn a_zero_duration_or_window_is_an_error() {
+        assert!(
+            error(&MINIMAL.replace("\"10s\"", "\"0s\""))
+                .contains("duration: must be longer than 0")
+        );
+        assert!(
+            error(&MINIMAL.replace("window = \"1s\"", "window = \"0s\""))
+                .contains("window: must be longer than 0")
+        );
+    }
+
+    #[test]
+    fn a_source_ending_after_the_run_is_an_error() {
+        let err = error(&MINIMAL.replace("rate = 80", "rate = 80, end = \"20s\""));
+        assert!(
+            err.contains("end: 20s is after the end of the run (10s)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn names_that_could_escape_the_output_folder_are_refused() {
+        for bad in ["../up", "a/b", ".hidden", ""] {
+            let err = error(&format!("name = {bad:?}\n{MINIMAL}"));
+            assert!(err.contains("name:"), "{bad}: {err}");
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! The simulator: a validated scenario in, results out. Pure: it prints
+//! nothing and writes no file; decisions go to a sink the caller provides.
+
+use anyhow::{Context as _, Result, bail};
+
+use crate::limiter::{Context, Limiter, RateLimiter};
+use crate::metrics::rolling::RollingCounts;
+use crate::metrics::timeline::Timeline;
+use crate::scenario::{Scenario, Workload};
+use crate::summary::{BackendSummary, ProfilePoint, RunSummary, Summary};
+use crate::time::Nanos;
+use crate::traffic::{Merge, Source, stream};
+
+/// Arrivals generated at a time and shared by every limiter of a workload.
+const CHUNK: usize = 4096;
+
+/// Receives every decision, when the caller asks for them (`--decisions`).
+pub trait DecisionSink {
+    /// Records that run `run` (index into [`Outcome::runs`]) decided `admitted` at `time`.
+    fn record(&mut self, run: usize, time: Nanos, admitted: bool) -> std::io::Result<()>;
+}
+
+/// The result of one workload × limiter.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// The figures.
+    pub summary: RunSummary,
+    /// Admitted and rejected per bucket.
+    pub timeline: Timeline,
+}
+
+/// The result of a whole scenario.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// Workloads in file order, each with every limiter in file order.
+    pub runs: Vec<RunResult>,
+}
+
+impl Outcome {
+    /// The summary written to `summary.json`.
+    pub fn summary(&self, scenario: &Scenario) -> Summary {
+        Summary {
+            scenario: scenario.name.clone(),
+            seed: scenario.seed,
+            duration_ns: scenario.duration.get(),
+            runs: self.runs.iter().map(|run| run.summary.clone()).collect(),
+        }
+    }
+}
+
+/// Runs every workload through every limiter.
+pub fn simulate(scenario: &Scenario, mut sink: Option<&mut dyn DecisionSink>) -> Result<Outcome> {
+    let mut runs = Vec::with_capacity(scenario.workloads.len() * scenario.limiters.len());
+    for workload in &scenario.workloads {
+        let first = runs.len();
+        runs.extend(simulate_workload(scenario, workload, first, &mut sink)?);
+    }
+    Ok(Outcome { runs })
+}
+
+fn simulate_workload(
+    scenario: &Scenario,
+    workload: &Workload,
+    first_run: usize,
+    sink: &mut Option<&mut dyn DecisionSink>,
+) -> Result<Vec<RunResult>> {
+    let sources = workload
+        .sources
+        .iter()
+        .enumerate()
+        .map(|(i, source)| {
+            source.arrivals(
+                scenario.duration,
+                &scenario.base_dir,
+                stream(scenario.seed, &workload.name, i, 0),
+            )
+        })
+        .collect::<Result<Vec<Source>, String>>()
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("workload {:?}", workload.name))?;
+    let mut arrivals = Merge::new(sources);
+    let mut runs = scenario
+        .limiters
+        .iter()
+        .map(|limiter| RunState::new(scenario, limiter))
+        .collect::<Result<Vec<_>>>()?;
+    let mut chunk = Vec::with_capacity(CHUNK);
+    loop {
+        chunk.clear();
+        chunk.extend(arrivals.by_ref().take(CHUNK));
+        if chunk.is_empty() {
+            break;
+        }
+        for (offset, run) in runs.iter_mut().enumerate() {
+            match sink.as_deref_mut() {
+                None => chunk.iter().for_each(|&t| {
+                    run.observe(t);
+                }),
+                Some(sink) => {
+                    for &t in &chunk {
+                        let admitted = run.observe(t);
+                        sink.record(first_run + offset, t, admitted)
+                            .context("writing decisions")?;
+                    }
+                }
+            }
+        }
+    }
+    if let Some(err) = arrivals.take_error() {
+        bail!("workload {:?}: {err}", workload.name);
+    }
+    Ok(runs
+        .into_iter()
+        .zip(&scenario.limiters)
+        .map(|(run, limiter)| run.finish(scenario, &workload.name, &limiter.name))
+        .collect())
+}
+
+/// One limiter's state and metrics while a workload streams through it.
+struct RunState {
+    limiter: Limiter,
+    kind: &'static str,
+    description: String,
+    offered: u64,
+    admitted: u64,
+    rolling: RollingCounts,
+    /// The distinct intervals tracked by `rolling`, in its order.
+    intervals: Vec<Nanos>,
+    timeline: Timeline,
+}
+
+impl RunState {
+    fn new(scenario: &Scenario, named: &crate::scenario::NamedLimiter) -> Result<RunState> {
+        let context = Context {
+            backend_capacity_per_sec: scenario.backend.map(|b| b.capacity_per_sec.get()),
+        };
+        let limiter = named
+            .config
+            .build(context)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("limiter {:?}", named.name))?;
+        let metrics = &scenario.metrics;
+        let mut intervals: Vec<Nanos> = metrics
+            .profile
+            .iter()
+            .copied()
+            .chain([metrics.rolling, Nanos::SECOND])
+            .collect();
+        intervals.sort_unstable();
+        intervals.dedup();
+        let mut rolling = RollingCounts::new(&intervals);
+        if let Some(backend) = scenario.backend {
+            rolling = rolling.with_overload(Nanos::SECOND, backend.capacity_per_sec.get());
+        }
+        Ok(RunState {
+            limiter,
+            kind: named.config.kind(),
+            description: named.description.clone(),
+            offered: 0,
+            admitted: 0,
+            rolling,
+            intervals,
+            timeline: Timeline::new(metrics.bucket, scenario.duration),
+        })
+    }
+
+    #[inline]
+    fn observe(&mut self, now: Nanos) -> bool {
+        self.offered += 1;
+        let admitted = self.limiter.decide(now);
+        self.timeline.record(now, admitted);
+        if admitted {
+            self.admitted += 1;
+            self.rolling.push(now);
+        }
+        admitted
+    }
+
+    fn finish(self, scenario: &Scenario, workload: &str, limiter: &str) -> RunResult {
+        let worst = self.rolling.worst();
+        let at = |interval: Nanos| {
+            let index = self
+                .intervals
+                .iter()
+                .position(|&i| i == interval)
+                .expect("every reported interval is tracked");
+            worst[index]
+        };
+        let rolling = scenario.metrics.rolling;
+        let headline = at(rolling);
+        let nominal = self.limiter.nominal(rolling);
+        let profile = scenario
+            .metrics
+            .profile
+            .iter()
+            .map(|&interval| ProfilePoint {
+                interval_ns: interval.get(),
+                worst: at(interval).count,
+                worst_start_ns: at(interval).start.get(),
+                bound: self.limiter.bound(interval),
+            })
+            .collect();
+        let backend = scenario.backend.map(|backend| {
+            let capacity = backend.capacity_per_sec.get();
+            let worst_1s = at(Nanos::SECOND).count;
+            BackendSummary {
+                capacity,
+                worst_1s,
+                over_capacity: worst_1s.saturating_sub(capacity),
+                seconds_over_capacity: self.rolling.time_over_capacity().as_secs_f64(),
+            }
+        });
+        let summary = RunSummary {
+            workload: workload.to_string(),
+            limiter: limiter.to_string(),
+            kind: self.kind.to_string(),
+            description: self.description,
+            offered: self.offered,
+            admitted: self.admitted,
+            rejected: self.offered - self.admitted,
+            rolling_ns: rolling.get(),
+            worst_rolling: headline.count,
+            worst_rolling_start_ns: headline.start.get(),
+            nominal,
+            spike_ratio: if nominal > 0.0 {
+                headline.count as f64 / nominal
+            } else {
+                0.0
+            },
+            bound: self.limiter.bound(rolling),
+            profile,
+            backend,
+        };
+        RunResult {
+            summary,
+            timeline: self.timeline,
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! Burst pairs straddling window boundaries: the traffic that makes a fixed
+//! window admit 2N in far less than one window.
+
+use std::num::NonZeroU64;
+
+use rand::RngExt;
+use serde::Deserialize;
+
+use super::Rng;
+use crate::time::Nanos;
+
+/// `kind = "boundary"`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Distance between boundaries.
+    pub period: Nanos,
+    /// Arrivals in `[b − spread, b)`.
+    pub before: u64,
+    /// Arrivals in `[b, b + spread)`.
+    pub after: u64,
+    /// Width of each half of the burst.
+    pub spread: Nanos,
+    /// Offset of the boundaries: b = phase + k·period (default 0).
+    #[serde(default)]
+    pub phase: Nanos,
+    /// Target every n-th boundary, k = 1, 1 + n, 1 + 2n, … (default 2).
+    #[serde(default = "default_every")]
+    pub every: NonZeroU64,
+    /// Evenly spaced arrivals instead of uniformly random ones (default false).
+    #[serde(default)]
+    pub even: bool,
+}
+
+fn default_every() -> NonZeroU64 {
+    NonZeroU64::MIN.saturating_add(1)
+}
+
+impl Config {
+    /// Checks that bursts are non-empty and never overlap one another.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.period == Nanos::ZERO {
+            return Err("period: must be longer than 0".into());
+        }
+        if self.spread == Nanos::ZERO {
+            return Err("spread: must be longer than 0".into());
+        }
+        if self.before == 0 && self.after == 0 {
+            return Err("before: a burst needs arrivals; set `before` or `after` above 0".into());
+        }
+        let gap = u128::from(self.period.get()) * u128::from(self.every.get());
+        if 2 * u128::from(self.spread.get()) > gap {
+            return Err(format!(
+                "spread: {} on each side of boundaries {} apart makes bursts overlap; use a spread of at most half that",
+                self.spread,
+                Nanos(u64::try_from(gap).unwrap_or(u64::MAX))
+            ));
+        }
+        Ok(())
+    }
+
+    /// Arrivals in `[start, end)`.
+    pub fn arrivals(&self, start: Nanos, end: Nanos, rng: Rng) -> Arrivals {
+        Arrivals {
+            config: self.clone(),
+            start: start.get(),
+            end: end.get(),
+            k: 1,
+            burst: Vec::new().into_iter(),
+            rng,
+        }
+    }
+
+    /// The times of one burst pair around boundary `b`, sorted.
+    fn burst(&self, b: u64, rng: &mut Rng) -> Vec<u64> {
+        let spread = self.spread.get();
+        let mut times = Vec::with_capacity((self.before + self.after) as usize);
+        for (from, count) in [(b.saturating_sub(spread), self.before), (b, self.after)] {
+            let width = if from == b { spread } else { b - from };
+            if self.even {
+                times.extend((0..count).map(|i| from + evenly(i, count, width)));
+            } else {
+                times.extend((0..count).map(|_| from + rng.random_range(0..width)));
+            }
+        }
+        times.sort_unstable();
+        times
+    }
+}
+
+/// The i-th of `count` points evenly spaced across `width`, starting at 0.
+fn evenly(i: u64, count: u64, width: u64) -> u64 {
+    (u128::from(i) * u128::from(width) / u128::from(count)) as u64
+}
+
+/// The running source: one burst pair in memory at a time.
+pub struct Arrivals {
+    config: Config,
+    start: u64,
+    end: u64,
+    /// Index of the next boundary to burst around.
+    k: u64,
+    burst: std::vec::IntoIter<u64>,
+    rng: Rng,
+}
+
+impl Iterator for Arrivals {
+    type Item = Nanos;
+
+    fn next(&mut self) -> Option<Nanos> {
+        loop {
+            if let Some(time) = self
+                .burst
+                .by_ref()
+                .find(|t| (self.start..self.end).contains(t))
+            {
+                return Some(Nanos(time));
+            }
+            let offset = self.k.checked_mul(self.config.period.get())?;
+            let b = self.config.phase.get().checked_add(offset)?;
+            if b.saturating_sub(self.config.spread.get()) >= self.end {
+                return None;
+            }
+            self.k = self.k.checked_add(self.config.every.get())?;
+            self.burst = self.config.burst(b, &mut self.rng).into_iter();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    const MS: u64 = 1_000_000;
+
+    fn config(every: u64, even: bool) -> Config {
+        Config {
+            period: Nanos(1_000 * MS),
+            before: 10,
+            after: 10,
+            spread: Nanos(100 * MS),
+            phase: Nanos::ZERO,
+            every: NonZeroU64::new(every).unwrap(),
+            even,
+        }
+    }
+
+    fn times(config: &Config, end_ms: u64) -> Vec<u64> {
+        config
+            .arrivals(Nanos(0), Nanos(end_ms * MS), Rng::seed_from_u64(5))
+            .map(Nanos::get)
+            .collect()
+    }
+
+    #[test]
+    fn even_bursts_sit_just_before_and_just_after_the_boundary() {
+        let list = times(&config(2, true), 2_000);
+        let expected: Vec<u64> = (0..10)
+            .map(|i| 900 * MS + i * 10 * MS)
+            .chain((0..10).map(|i| 1_000 * MS + i * 10 * MS))
+            .collect();
+        assert_eq!(list, expected);
+    }
+
+    #[test]
+    fn every_second_boundary_by_default_and_every_one_on_request() {
+        let pairs = |every| times(&config(every, false), 6_000).len() / 20;
+        assert_eq!(pairs(2), 3, "boundaries 1 s, 3 s, 5 s");
+        assert_eq!(
+            pairs(1),
+            5,
+            "boundaries 1 s to 5 s, and only the first half of the 6 s pair"
+        );
+    }
+
+    #[test]
+    fn random_bursts_stay_within_their_halves_and_sorted() {
+        let list = times(&config(2, false), 2_000);
+        assert!(list.is_sorted());
+        assert_eq!(
+            list.iter()
+                .filter(|&&t| (900 * MS..1_000 * MS).contains(&t))
+                .count(),
+            10
+        );
+        assert_eq!(
+            list.iter()
+                .filter(|&&t| (1_000 * MS..1_100 * MS).contains(&t))
+                .count(),
+            10
+        );
+    }
+
+    #[test]
+    fn refuses_bursts_that_would_overlap() {
+        let mut wide = config(1, false);
+        wide.spread = Nanos(600 * MS);
+        assert!(wide.validate().unwrap_err().contains("overlap"));
+    }
+}

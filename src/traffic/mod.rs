@@ -1,0 +1,263 @@
+//! Synthetic and replayed traffic: each source kind is an iterator of arrival
+//! times in non-decreasing order; a workload merges its sources by time.
+
+pub mod boundary;
+pub mod poisson;
+pub mod trace;
+pub mod uniform;
+
+use std::path::Path;
+
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::Deserialize;
+
+use crate::config::{KindTable, parse_table};
+use crate::time::Nanos;
+
+/// The random generator behind every stochastic source, named after its
+/// algorithm so results do not change when `rand` changes its default.
+pub type Rng = Xoshiro256PlusPlus;
+
+/// The source kinds accepted in `kind = "…"`.
+pub const KINDS: &[&str] = &["uniform", "poisson", "boundary", "trace"];
+
+/// The part of the run a source is active in, `[start, end)`.
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Span {
+    /// First instant the source may produce (default: the run's start).
+    pub start: Option<Nanos>,
+    /// End of the source's activity, exclusive (default: the run's end).
+    pub end: Option<Nanos>,
+}
+
+/// One traffic source as written in a scenario file.
+#[derive(Clone, Debug)]
+pub struct SourceConfig {
+    /// Where in the run it is active.
+    pub span: Span,
+    /// What it produces.
+    pub kind: SourceKind,
+}
+
+/// The kinds of traffic.
+#[derive(Clone, Debug)]
+pub enum SourceKind {
+    /// `uniform`.
+    Uniform(uniform::Config),
+    /// `poisson`.
+    Poisson(poisson::Config),
+    /// `boundary`.
+    Boundary(boundary::Config),
+    /// `trace`.
+    Trace(trace::Config),
+}
+
+impl SourceConfig {
+    /// Reads a source from a TOML table holding `kind`, its fields, `start` and `end`.
+    pub fn from_table(table: toml::Table) -> Result<SourceConfig, String> {
+        let mut table = KindTable::new(table, KINDS)?;
+        let span = parse_table(table.take(&["start", "end"]))?;
+        let kind = match table.kind.as_str() {
+            "uniform" => SourceKind::Uniform(table.parse()?),
+            "poisson" => SourceKind::Poisson(table.parse()?),
+            "boundary" => SourceKind::Boundary(table.parse()?),
+            "trace" => SourceKind::Trace(table.parse()?),
+            other => unreachable!("KindTable accepted an unlisted kind {other}"),
+        };
+        Ok(SourceConfig { span, kind })
+    }
+
+    /// The `kind` as written in scenario files.
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            SourceKind::Uniform(_) => "uniform",
+            SourceKind::Poisson(_) => "poisson",
+            SourceKind::Boundary(_) => "boundary",
+            SourceKind::Trace(_) => "trace",
+        }
+    }
+
+    /// The active part of a run of `duration`, checked to lie inside it.
+    pub fn window(&self, duration: Nanos) -> Result<(Nanos, Nanos), String> {
+        let start = self.span.start.unwrap_or(Nanos::ZERO);
+        let end = self.span.end.unwrap_or(duration);
+        if end > duration {
+            return Err(format!(
+                "end: {end} is after the end of the run ({duration})"
+            ));
+        }
+        if start >= end {
+            return Err(format!("start: {start} is not before the end ({end})"));
+        }
+        Ok((start, end))
+    }
+
+    /// Checks what can be checked without generating traffic; for a trace,
+    /// reads the file once. Returns warnings worth showing the user.
+    pub fn validate(&self, duration: Nanos, base_dir: &Path) -> Result<Vec<String>, String> {
+        let (start, end) = self.window(duration)?;
+        match &self.kind {
+            SourceKind::Uniform(config) => config.validate().map(|()| Vec::new()),
+            SourceKind::Poisson(config) => config.validate(end).map(|()| Vec::new()),
+            SourceKind::Boundary(config) => config.validate().map(|()| Vec::new()),
+            SourceKind::Trace(config) => config.validate(base_dir, start, end),
+        }
+    }
+
+    /// The source's arrivals for one run, drawn from `rng`.
+    pub fn arrivals(&self, duration: Nanos, base_dir: &Path, rng: Rng) -> Result<Source, String> {
+        let (start, end) = self.window(duration)?;
+        Ok(match &self.kind {
+            SourceKind::Uniform(config) => Source::Uniform(config.arrivals(start, end, rng)),
+            SourceKind::Poisson(config) => Source::Poisson(config.arrivals(start, end, rng)),
+            SourceKind::Boundary(config) => Source::Boundary(config.arrivals(start, end, rng)),
+            SourceKind::Trace(config) => Source::Trace(config.arrivals(base_dir, start, end)?),
+        })
+    }
+}
+
+/// A running source: an iterator of arrival times.
+pub enum Source {
+    /// `uniform`.
+    Uniform(uniform::Arrivals),
+    /// `poisson`.
+    Poisson(poisson::Arrivals),
+    /// `boundary`.
+    Boundary(boundary::Arrivals),
+    /// `trace`.
+    Trace(trace::Arrivals),
+}
+
+impl Iterator for Source {
+    type Item = Nanos;
+
+    #[inline]
+    fn next(&mut self) -> Option<Nanos> {
+        match self {
+            Source::Uniform(source) => source.next(),
+            Source::Poisson(source) => source.next(),
+            Source::Boundary(source) => source.next(),
+            Source::Trace(source) => source.next(),
+        }
+    }
+}
+
+/// The time-merge of several sources. Simultaneous arrivals come in source
+/// order, so ties break the same way on every run.
+pub struct Merge {
+    sources: Vec<Source>,
+    heads: Vec<Option<Nanos>>,
+}
+
+impl Merge {
+    /// Merges `sources`; with one source this is a plain pass-through.
+    pub fn new(mut sources: Vec<Source>) -> Merge {
+        let heads = sources.iter_mut().map(Iterator::next).collect();
+        Merge { sources, heads }
+    }
+}
+
+impl Merge {
+    /// The error that cut a trace short while streaming, if any.
+    pub fn take_error(&mut self) -> Option<String> {
+        self.sources.iter_mut().find_map(|source| match source {
+            Source::Trace(trace) => trace.take_error(),
+            _ => None,
+        })
+    }
+}
+
+impl Iterator for Merge {
+    type Item = Nanos;
+
+    #[inline]
+    fn next(&mut self) -> Option<Nanos> {
+        // A linear scan: workloads have a handful of sources, where a heap costs more.
+        let (index, time) = self
+            .heads
+            .iter()
+            .enumerate()
+            .filter_map(|(i, head)| head.map(|t| (i, t)))
+            .min_by_key(|&(i, t)| (t, i))?;
+        self.heads[index] = self.sources[index].next();
+        Some(time)
+    }
+}
+
+/// The random stream of one source of one workload, derived from the scenario
+/// seed, the workload's name and the source's position, so that adding a
+/// workload or a source leaves the others' traffic unchanged.
+pub fn stream(seed: u64, workload: &str, source: usize, replication: u64) -> Rng {
+    // FNV-1a: a stable hash, unlike std's, which may change between releases.
+    let name_hash = workload
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    let mut state = seed
+        ^ name_hash.rotate_left(17)
+        ^ (source as u64).rotate_left(41)
+        ^ replication.rotate_left(53);
+    let mut seed_bytes = [0u8; 32];
+    for chunk in seed_bytes.chunks_exact_mut(8) {
+        chunk.copy_from_slice(&splitmix64(&mut state).to_le_bytes());
+    }
+    Rng::from_seed(seed_bytes)
+}
+
+/// SplitMix64, the seeding function the xoshiro authors recommend.
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn merged(lists: &[&[u64]]) -> Vec<u64> {
+        let sources = lists
+            .iter()
+            .map(|list| {
+                let times: Vec<Nanos> = list.iter().map(|&t| Nanos(t)).collect();
+                Source::Trace(trace::Arrivals::from_sorted(times))
+            })
+            .collect();
+        Merge::new(sources).map(Nanos::get).collect()
+    }
+
+    #[test]
+    fn merges_sources_by_time() {
+        assert_eq!(
+            merged(&[&[1, 5, 9], &[2, 3, 10], &[]]),
+            vec![1, 2, 3, 5, 9, 10]
+        );
+    }
+
+    #[test]
+    fn streams_differ_by_workload_and_source_but_repeat_for_the_same_inputs() {
+        use rand::Rng as _;
+        let first = |mut rng: Rng| rng.next_u64();
+        assert_eq!(
+            first(stream(42, "steady", 0, 0)),
+            first(stream(42, "steady", 0, 0))
+        );
+        assert_ne!(
+            first(stream(42, "steady", 0, 0)),
+            first(stream(42, "burst", 0, 0))
+        );
+        assert_ne!(
+            first(stream(42, "steady", 0, 0)),
+            first(stream(42, "steady", 1, 0))
+        );
+        assert_ne!(
+            first(stream(42, "steady", 0, 0)),
+            first(stream(43, "steady", 0, 0))
+        );
+    }
+}
