@@ -48,7 +48,12 @@ pub fn parse_table<T: DeserializeOwned>(table: toml::Table) -> Result<T, String>
     serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|err| {
         let path = err.path().to_string();
         let inner = err.into_inner().to_string();
-        let inner = inner.trim_end();
+        // toml's value deserializer appends "in `field`"; the path says it already.
+        let inner = inner
+            .lines()
+            .filter(|line| !line.starts_with("in `"))
+            .collect::<Vec<_>>()
+            .join(" ");
         if path == "." {
             inner.to_string()
         } else {

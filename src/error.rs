@@ -6,12 +6,13 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
     /// The file could not be read.
-    #[error("cannot read scenario {}: {source}", path.display())]
+    #[error("cannot read scenario {}: {cause}", path.display())]
     Read {
         /// The scenario file.
         path: PathBuf,
-        /// What the file system said.
-        source: std::io::Error,
+        /// What the file system said (in the message, not the error chain,
+        /// so it is printed once).
+        cause: std::io::Error,
     },
     /// TOML syntax or a field of the wrong type; the message carries line and column.
     #[error("{}: {message}", path.display())]

@@ -125,9 +125,9 @@ struct WorkloadFile {
 
 /// Reads and validates the scenario at `path`.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+    let text = std::fs::read_to_string(path).map_err(|cause| ScenarioError::Read {
         path: path.to_owned(),
-        source,
+        cause,
     })?;
     parse(&text, path)
 }

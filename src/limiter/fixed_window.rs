@@ -96,10 +96,21 @@ impl RateLimiter for FixedWindow {
         admit
     }
 
-    /// Any interval of L ns meets at most ⌈(L−1)/W⌉ + 1 windows (2 when L = W),
-    /// each admitting at most N, with either alignment.
+    /// Any interval of L ns meets at most m = ⌈(L−1)/W⌉ + 1 windows (2 when
+    /// L = W), each admitting at most N: mN with epoch windows. A first-request
+    /// window's opening request is admitted and lies W before the next window
+    /// opens, so an interval meeting m windows misses the first one's opener:
+    /// max(N·⌈L/W⌉, mN − 1), which is 2N − 1 for L = W.
     fn bound(&self, interval: Nanos) -> u64 {
-        windows_met(interval.get(), self.window).saturating_mul(self.threshold)
+        let (interval, n) = (interval.get(), self.threshold);
+        let met = windows_met(interval, self.window).saturating_mul(n);
+        match self.align {
+            Align::Epoch => met,
+            Align::FirstRequest => {
+                let whole = interval.div_ceil(self.window).saturating_mul(n);
+                whole.max(met.saturating_sub(1))
+            }
+        }
     }
 
     fn nominal(&self, interval: Nanos) -> f64 {

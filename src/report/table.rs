@@ -60,11 +60,12 @@ pub fn render_table(runs: &[RunSummary]) -> String {
     table.trim_fmt()
 }
 
-/// `ok`, `OVER +50` (the most admitted in 1 s beyond capacity), or `-` without a backend.
+/// The most admitted in any second against the backend's capacity:
+/// `OVER 200/s`, `ok 108/s`, or `-` without a backend.
 pub fn verdict(run: &RunSummary) -> String {
     match &run.backend {
         None => "-".to_string(),
-        Some(backend) if backend.over_capacity > 0 => format!("OVER +{}", backend.over_capacity),
-        Some(_) => "ok".to_string(),
+        Some(backend) if backend.over_capacity > 0 => format!("OVER {}/s", backend.worst_1s),
+        Some(backend) => format!("ok {}/s", backend.worst_1s),
     }
 }

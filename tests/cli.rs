@@ -1,0 +1,417 @@
+//! The `burstsim` command as users meet it: every shipped scenario runs, the
+//! headline figures hold, results are deterministic, and bad input gets one
+//! clear message and exit status 2.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn burstsim() -> Command {
+    Command::cargo_bin("burstsim").expect("the binary is built for tests")
+}
+
+fn scenarios() -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = fs::read_dir("scenarios")
+        .expect("scenarios/ exists")
+        .map(|entry| entry.expect("readable entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// Runs `scenario` into a fresh folder and returns the folder and summary.json.
+fn run(scenario: &str, extra: &[&str]) -> (tempfile::TempDir, Value) {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let out = dir.path().join("out");
+    burstsim()
+        .args(["run", scenario, "--quiet", "--out"])
+        .arg(&out)
+        .args(extra)
+        .assert()
+        .success();
+    let json = fs::read_to_string(out.join("summary.json")).expect("summary.json is written");
+    (
+        dir,
+        serde_json::from_str(&json).expect("summary.json is JSON"),
+    )
+}
+
+fn find<'a>(summary: &'a Value, workload: &str, limiter: &str) -> &'a Value {
+    summary["runs"]
+        .as_array()
+        .expect("runs is an array")
+        .iter()
+        .find(|run| run["workload"] == workload && run["limiter"] == limiter)
+        .unwrap_or_else(|| panic!("no run {workload} × {limiter}"))
+}
+
+#[test]
+fn every_shipped_scenario_runs_and_writes_its_files() {
+    let found = scenarios();
+    assert!(
+        found.len() >= 5,
+        "expected the shipped scenarios, found {found:?}"
+    );
+    for scenario in found {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        burstsim()
+            .arg("run")
+            .arg(&scenario)
+            .arg("--out")
+            .arg(&out)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("workload"));
+        for file in ["summary.json", "summary.csv", "timeline.csv"] {
+            assert!(
+                out.join(file).is_file(),
+                "{} wrote no {file}",
+                scenario.display()
+            );
+        }
+        let summary: Value =
+            serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+        for run in summary["runs"].as_array().unwrap() {
+            assert!(
+                run["worst_rolling"].as_u64() <= run["bound"].as_u64(),
+                "{} exceeds its bound: {run}",
+                scenario.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn promo_shows_the_fixed_window_letting_200_through_in_one_second() {
+    let (_dir, summary) = run("scenarios/promo.toml", &[]);
+    let fixed = find(&summary, "edge-burst", "fixed-1s");
+    assert_eq!(fixed["worst_rolling"], 200);
+    assert_eq!(fixed["rolling_ns"], 1_000_000_000u64);
+    assert_eq!(fixed["spike_ratio"], 2.0);
+    assert_eq!(fixed["backend"]["over_capacity"], 50);
+    assert!(
+        find(&summary, "edge-burst", "sliding-log")["worst_rolling"]
+            .as_u64()
+            .unwrap()
+            <= 100
+    );
+    let buffered = find(&summary, "edge-burst", "buffered-70");
+    assert_eq!(
+        buffered["bound"], 210,
+        "the 70% buffer of 150 is 105, and 2 × 105 = 210"
+    );
+    assert!(
+        buffered["backend"]["over_capacity"].as_u64().unwrap() > 0,
+        "the 70% buffer is still over capacity"
+    );
+}
+
+#[test]
+fn basic_shows_20_requests_in_200_milliseconds() {
+    let (_dir, summary) = run("scenarios/basic.toml", &[]);
+    let fixed = find(&summary, "boundary-pair", "fixed-window");
+    let at_200ms = fixed["profile"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["interval_ns"] == 200_000_000)
+        .unwrap();
+    assert_eq!(at_200ms["worst"], 20);
+    assert_eq!(
+        find(&summary, "boundary-pair", "sliding-log")["worst_rolling"],
+        10
+    );
+}
+
+#[test]
+fn the_same_seed_gives_byte_identical_json_and_another_seed_does_not() {
+    let read = |seed: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        burstsim()
+            .args([
+                "run",
+                "scenarios/promo.toml",
+                "--quiet",
+                "--seed",
+                seed,
+                "--out",
+            ])
+            .arg(&out)
+            .assert()
+            .success();
+        fs::read(out.join("summary.json")).unwrap()
+    };
+    assert_eq!(read("42"), read("42"));
+    assert_ne!(read("42"), read("43"));
+}
+
+#[test]
+fn format_json_prints_exactly_summary_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let printed = burstsim()
+        .args(["run", "scenarios/basic.toml", "--format", "json", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    let written = fs::read(out.join("summary.json")).unwrap();
+    assert_eq!(printed.get_output().stdout, written);
+}
+
+#[test]
+fn summary_json_has_the_documented_keys() {
+    let (_dir, summary) = run("scenarios/promo.toml", &[]);
+    assert_eq!(summary["scenario"], "promo");
+    assert_eq!(summary["seed"], 42);
+    let keys = [
+        "workload",
+        "limiter",
+        "kind",
+        "offered",
+        "admitted",
+        "rejected",
+        "rolling_ns",
+        "worst_rolling",
+        "worst_rolling_start_ns",
+        "nominal",
+        "spike_ratio",
+        "bound",
+        "profile",
+        "backend",
+    ];
+    let first = &summary["runs"][0];
+    for key in keys {
+        assert!(first.get(key).is_some(), "missing {key} in {first}");
+    }
+    assert!(
+        first["profile"][0].get("interval_ns").is_some()
+            && first["profile"][0].get("worst").is_some()
+    );
+}
+
+#[test]
+fn decisions_are_written_one_file_per_run() {
+    let (dir, _) = run("scenarios/basic.toml", &["--decisions"]);
+    let file = dir
+        .path()
+        .join("out/decisions/boundary-pair/sliding-log.csv");
+    let text = fs::read_to_string(&file).expect("a decisions file per run");
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("time_ns,admitted"));
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 20);
+    assert_eq!(rows.iter().filter(|row| row.ends_with(",true")).count(), 10);
+    assert_eq!(rows[0], "900000000,true");
+}
+
+#[test]
+fn validate_reports_a_valid_scenario() {
+    burstsim()
+        .args(["validate", "scenarios/promo.toml"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("is valid"));
+}
+
+/// Writes promo.toml with `from` replaced by `to` into a temporary folder.
+fn broken(from: &str, to: &str) -> (tempfile::TempDir, PathBuf) {
+    let text = fs::read_to_string("scenarios/promo.toml").unwrap();
+    assert!(
+        text.contains(from),
+        "promo.toml no longer contains {from:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    fs::write(&path, text.replacen(from, to, 1)).unwrap();
+    (dir, path)
+}
+
+/// The 1-based line of promo.toml where `text` starts.
+fn line_of(text: &str) -> usize {
+    let promo = fs::read_to_string("scenarios/promo.toml").unwrap();
+    promo[..promo.find(text).expect("text in promo.toml")]
+        .matches('\n')
+        .count()
+        + 1
+}
+
+/// Runs a broken scenario and checks exit 2, the message, and that nothing was written.
+fn rejects(from: &str, to: &str, expected: &[&str]) {
+    let (dir, path) = broken(from, to);
+    let out = dir.path().join("out");
+    let assert = burstsim()
+        .arg("run")
+        .arg(&path)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(2)
+        .stdout("");
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    for part in expected {
+        assert!(stderr.contains(part), "expected {part:?} in: {stderr}");
+    }
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(
+        fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "nothing but the scenario may be left: {stderr}"
+    );
+}
+
+#[test]
+fn a_misspelt_key_names_the_file_line_and_key() {
+    rejects(
+        "threshold = 100\n\n[[limiter]]\nname = \"smaller",
+        "threshhold = 100\n\n[[limiter]]\nname = \"smaller",
+        &["bad.toml:", "limiter \"fixed-1s\"", "threshhold"],
+    );
+    let line = format!("line {}", line_of("duration = \"60s\""));
+    rejects(
+        "duration = \"60s\"",
+        "durations = \"60s\"",
+        &["bad.toml", &line, "durations"],
+    );
+}
+
+#[test]
+fn an_unknown_kind_lists_the_known_ones() {
+    rejects(
+        "kind = \"sliding-log\"",
+        "kind = \"leaky-bucket\"",
+        &["limiter \"sliding-log\"", "leaky-bucket", "token-bucket"],
+    );
+}
+
+#[test]
+fn zero_and_negative_values_are_refused_with_the_field() {
+    rejects("threshold = 100", "threshold = 0", &["threshold"]);
+    rejects("threshold = 100", "threshold = -5", &["threshold"]);
+    rejects(
+        "window = \"1s\"",
+        "window = \"0s\"",
+        &["window: must be longer than 0"],
+    );
+    rejects(
+        "duration = \"60s\"",
+        "duration = \"-60s\"",
+        &["duration", "invalid duration"],
+    );
+    rejects(
+        "{ kind = \"poisson\", rate = 80 }",
+        "{ kind = \"poisson\", rate = -80 }",
+        &["workload \"steady\", source 1", "rate"],
+    );
+    rejects("capacity = 150 ", "capacity = 0 ", &["capacity"]);
+}
+
+#[test]
+fn duplicate_names_are_refused() {
+    rejects(
+        "name = \"smaller-100ms\"",
+        "name = \"fixed-1s\"",
+        &["limiter \"fixed-1s\"", "used twice"],
+    );
+}
+
+#[test]
+fn a_malformed_file_names_its_line_and_column() {
+    let line = format!("line {}, column 8", line_of("seed = 42"));
+    rejects("seed = 42", "seed = = 42", &["bad.toml", &line]);
+}
+
+#[test]
+fn a_missing_trace_names_the_file() {
+    let (dir, path) = broken(
+        "name = \"steady\"\nsources = [{ kind = \"poisson\", rate = 80 }]",
+        "name = \"steady\"\nsources = [{ kind = \"trace\", path = \"nowhere.csv\" }]",
+    );
+    burstsim()
+        .arg("validate")
+        .arg(&path)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nowhere.csv"));
+    drop(dir);
+}
+
+#[test]
+fn a_missing_scenario_is_exit_2() {
+    burstsim()
+        .args(["run", "scenarios/no-such-file.toml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "cannot read scenario scenarios/no-such-file.toml",
+        ));
+}
+
+#[test]
+fn an_unwritable_output_folder_is_exit_2_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("file");
+    fs::write(&blocker, "not a folder").unwrap();
+    burstsim()
+        .args(["run", "scenarios/basic.toml", "--out"])
+        .arg(blocker.join("out"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("output folder"));
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn a_folder_that_is_not_burstsim_output_is_never_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("precious.txt"), "keep me").unwrap();
+    burstsim()
+        .args(["run", "scenarios/basic.toml", "--out"])
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("does not hold burstsim results"));
+    assert!(dir.path().join("precious.txt").is_file());
+}
+
+#[test]
+fn a_rerun_replaces_earlier_results_and_leaves_no_staging_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    for seed in ["1", "2"] {
+        burstsim()
+            .args([
+                "run",
+                "scenarios/basic.toml",
+                "--quiet",
+                "--seed",
+                seed,
+                "--out",
+            ])
+            .arg(&out)
+            .assert()
+            .success();
+    }
+    let summary = fs::read_to_string(out.join("summary.json")).unwrap();
+    assert!(summary.contains("\"seed\": 2"));
+    let names: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![Path::new("out").as_os_str().to_owned()]);
+}
+
+#[test]
+fn help_lists_the_commands() {
+    burstsim()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("run").and(predicate::str::contains("validate")));
+}

@@ -1,0 +1,254 @@
+//! Every limiter's contract on arbitrary traffic: it never admits more than its
+//! stated bound in any interval, and a constructed adversarial trace reaches
+//! that bound. The streaming metric is checked against brute force.
+
+use burstsim::limiter::{Context, Limiter, LimiterConfig, RateLimiter};
+use burstsim::metrics::rolling::{RollingCounts, worst_by_brute_force};
+use burstsim::time::Nanos;
+use proptest::prelude::*;
+
+fn limiter(text: &str) -> Limiter {
+    let table: toml::Table = toml::from_str(text).expect("test configs are valid TOML");
+    let context = Context {
+        backend_capacity_per_sec: Some(150),
+    };
+    LimiterConfig::from_table(table)
+        .and_then(|c| c.build(context))
+        .expect("test configs build")
+}
+
+fn admitted(limiter: &mut Limiter, arrivals: &[u64]) -> Vec<u64> {
+    arrivals
+        .iter()
+        .copied()
+        .filter(|&t| limiter.decide(Nanos(t)))
+        .collect()
+}
+
+fn worst(admitted: &[u64], interval: u64) -> u64 {
+    let mut counts = RollingCounts::new(&[Nanos(interval)]);
+    admitted.iter().for_each(|&t| counts.push(Nanos(t)));
+    counts.worst()[0].count
+}
+
+/// Sorted arrival times with clusters, exact window multiples and long gaps,
+/// for windows of about 1,000 ns.
+fn arrivals() -> impl Strategy<Value = Vec<u64>> {
+    let gap = prop_oneof![
+        4 => Just(0u64),
+        4 => 1..50u64,
+        2 => 50..1_500u64,
+        1 => Just(1_000u64),
+        1 => Just(999u64),
+        1 => 1_500..5_000u64,
+    ];
+    prop::collection::vec(gap, 0..400).prop_map(|gaps| {
+        gaps.iter()
+            .scan(0u64, |t, g| {
+                *t += g;
+                Some(*t)
+            })
+            .collect()
+    })
+}
+
+/// A configuration of every kind, with small windows so traces cross many.
+fn configs() -> impl Strategy<Value = String> {
+    let window = prop_oneof![Just(1_000u64), Just(997), Just(250), Just(3_000)];
+    (window, 1..30u64, 0..3u32, prop::bool::ANY).prop_map(|(w, n, kind, first_request)| {
+        let align = if first_request {
+            "first-request"
+        } else {
+            "epoch"
+        };
+        let fixed = format!(
+            "kind = \"fixed-window\"\nwindow = \"{w}ns\"\nthreshold = {n}\nalign = \"{align}\""
+        );
+        match kind {
+            0 => fixed,
+            1 => format!("kind = \"sliding-log\"\nwindow = \"{w}ns\"\nthreshold = {n}"),
+            _ => format!("kind = \"sliding-counter\"\nwindow = \"{w}ns\"\nthreshold = {n}"),
+        }
+    })
+}
+
+fn other_configs() -> impl Strategy<Value = String> {
+    prop_oneof![
+        (1..40u64, 1..5u64).prop_map(|(n, k)| format!(
+            "kind = \"smaller-window\"\nwindow = \"1200ns\"\nthreshold = {}\nsplits = {k}",
+            n * k
+        )),
+        (1..10u64, 1..100u64).prop_map(|(ratio, cap)| format!(
+            "kind = \"buffered\"\nwindow = \"1us\"\nratio = 0.{ratio}\ncapacity = {}",
+            cap + 10
+        )),
+        // Rates in tokens per second over nanosecond windows: use huge rates.
+        (1..50u64, 1..20u64, 0..3u32).prop_map(|(rate, burst, frac)| format!(
+            "kind = \"token-bucket\"\nrate = {}.{frac}\nburst = {burst}",
+            rate * 1_000_000
+        )),
+        (1..20u64, 1..20u64).prop_map(|(n, burst)| format!(
+            "kind = \"chain\"\nlayers = [{{ kind = \"fixed-window\", window = \"1us\", threshold = {n} }}, {{ kind = \"token-bucket\", rate = 5000000, burst = {burst} }}]"
+        )),
+    ]
+}
+
+const INTERVALS: [u64; 6] = [1, 250, 999, 1_000, 1_001, 2_500];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn window_limiters_never_exceed_their_bound(config in configs(), times in arrivals()) {
+        let mut limiter = limiter(&config);
+        let passed = admitted(&mut limiter, &times);
+        for interval in INTERVALS {
+            prop_assert!(worst(&passed, interval) <= limiter.bound(Nanos(interval)), "{config} over {interval} ns");
+        }
+    }
+
+    #[test]
+    fn other_limiters_never_exceed_their_bound(config in other_configs(), times in arrivals()) {
+        let mut limiter = limiter(&config);
+        let passed = admitted(&mut limiter, &times);
+        for interval in INTERVALS {
+            prop_assert!(worst(&passed, interval) <= limiter.bound(Nanos(interval)), "{config} over {interval} ns");
+        }
+    }
+
+    #[test]
+    fn the_streaming_metric_equals_brute_force(times in arrivals(), interval in 1..3_000u64) {
+        let mut counts = RollingCounts::new(&[Nanos(interval)]);
+        times.iter().for_each(|&t| counts.push(Nanos(t)));
+        let streamed = counts.worst()[0];
+        prop_assert_eq!((streamed.count, streamed.start.get()), worst_by_brute_force(&times, interval));
+    }
+
+    #[test]
+    fn the_sliding_log_admits_exactly_when_fewer_than_n_are_in_the_trailing_window(
+        times in arrivals(), n in 1..20usize,
+    ) {
+        let mut limiter = limiter(&format!("kind = \"sliding-log\"\nwindow = \"1000ns\"\nthreshold = {n}"));
+        let mut passed: Vec<u64> = Vec::new();
+        for &t in &times {
+            let in_window = passed.iter().filter(|&&a| t - a < 1_000).count();
+            prop_assert_eq!(limiter.decide(Nanos(t)), in_window < n);
+            if in_window < n {
+                passed.push(t);
+            }
+        }
+    }
+}
+
+/// Each constructed trace must admit exactly the limiter's bound over W.
+fn reaches(config: &str, trace: &[u64], interval: u64) {
+    let mut limiter = limiter(config);
+    let passed = admitted(&mut limiter, trace);
+    assert_eq!(
+        worst(&passed, interval),
+        limiter.bound(Nanos(interval)),
+        "{config}"
+    );
+}
+
+const S: u64 = 1_000_000_000;
+
+fn burst(at: u64, count: usize) -> Vec<u64> {
+    vec![at; count]
+}
+
+#[test]
+fn a_fixed_window_reaches_2n_with_a_burst_on_each_side_of_the_edge() {
+    let trace = [burst(S - 1, 100), burst(S, 100)].concat();
+    reaches(
+        "kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 100",
+        &trace,
+        S,
+    );
+}
+
+#[test]
+fn a_first_request_window_reaches_2n_minus_1_one_window_after_its_first_request() {
+    // The request that opens a window is W before the next window opens, so
+    // at most N − 1 of the first window share an interval of W with the next.
+    let start = 300_000_000;
+    let trace = [vec![start], burst(start + S - 1, 99), burst(start + S, 100)].concat();
+    reaches(
+        "kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 100\nalign = \"first-request\"",
+        &trace,
+        S,
+    );
+}
+
+#[test]
+fn smaller_windows_reach_k_plus_one_times_n_over_k() {
+    // Ten windows of 100 ms with 10 each: fill all ten, plus the next one.
+    // The last nanosecond of window 0, then the first of windows 1 to 10.
+    let first_of_each = (1..=10).flat_map(|i| burst(S / 10 * i, 10));
+    let trace: Vec<u64> = burst(S / 10 - 1, 10)
+        .into_iter()
+        .chain(first_of_each)
+        .collect();
+    reaches(
+        "kind = \"smaller-window\"\nwindow = \"1s\"\nthreshold = 100\nsplits = 10",
+        &trace,
+        S,
+    );
+}
+
+#[test]
+fn the_70_percent_buffer_still_reaches_twice_its_threshold() {
+    let trace = [burst(S - 1, 105), burst(S, 105)].concat();
+    reaches(
+        "kind = \"buffered\"\nwindow = \"1s\"\nratio = 0.7",
+        &trace,
+        S,
+    );
+}
+
+#[test]
+fn the_sliding_log_reaches_exactly_n() {
+    let trace = [burst(S - 1, 100), burst(S, 100)].concat();
+    reaches(
+        "kind = \"sliding-log\"\nwindow = \"1s\"\nthreshold = 100",
+        &trace,
+        S,
+    );
+}
+
+#[test]
+fn the_sliding_counter_reaches_2n_with_traffic_paced_against_the_weighting() {
+    // N at the last nanosecond of window 0, then the j-th request of window 1
+    // at the first instant the weighting allows it: e = floor(j·W/N) + 1.
+    let n = 100;
+    let paced = (0..n).map(|j| S + j * S / n + 1);
+    let trace: Vec<u64> = burst(S - 1, n as usize).into_iter().chain(paced).collect();
+    reaches(
+        "kind = \"sliding-counter\"\nwindow = \"1s\"\nthreshold = 100",
+        &trace,
+        S,
+    );
+}
+
+#[test]
+fn a_token_bucket_reaches_burst_plus_rate_with_a_full_bucket_then_every_token() {
+    // Full at 0: take the burst, then every token as it completes.
+    let trace: Vec<u64> = burst(0, 100)
+        .into_iter()
+        .chain((1..=99).map(|i| i * S / 100))
+        .collect();
+    reaches(
+        "kind = \"token-bucket\"\nrate = 100\nburst = 100",
+        &trace,
+        S,
+    );
+}
+
+#[test]
+fn a_chain_reaches_its_tightest_layer() {
+    // The bucket's burst at the window's last nanosecond; its tokens fall in the next window.
+    let tokens = (1..=99).map(|i| S - 1 + i * S / 100);
+    let trace: Vec<u64> = burst(S - 1, 20).into_iter().chain(tokens).collect();
+    let config = "kind = \"chain\"\nlayers = [{ kind = \"fixed-window\", window = \"1s\", threshold = 100 }, { kind = \"token-bucket\", rate = 100, burst = 20 }]";
+    reaches(config, &trace, S);
+}
