@@ -18,8 +18,9 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Simulate every workload through every limiter; print a table and
-    /// write summary.json, summary.csv and timeline.csv under output/<name>/.
+    /// Simulate every workload through every limiter; print a table and write
+    /// summary.json, summary.csv, timeline.csv, charts/*.svg and report.html
+    /// under output/<name>/.
     Run(RunArgs),
     /// Read and check a scenario without simulating it.
     Validate {
@@ -45,6 +46,9 @@ pub struct RunArgs {
     /// Also write every decision to decisions/<workload>/<limiter>.csv.
     #[arg(long)]
     pub decisions: bool,
+    /// Write no charts and no report.html (faster on very large runs).
+    #[arg(long)]
+    pub no_charts: bool,
     /// Print nothing on standard output, and no warnings.
     #[arg(long, short)]
     pub quiet: bool,

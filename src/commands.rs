@@ -7,8 +7,8 @@ use anyhow::Result;
 
 use crate::cli::{Format, RunArgs};
 use crate::output::{DecisionFiles, Staging};
-use crate::report::{self, csv, table};
-use crate::{scenario, sim};
+use crate::report::{self, csv, html, table};
+use crate::{chart, scenario, sim};
 
 /// `burstsim run`.
 pub fn run(args: &RunArgs) -> Result<()> {
@@ -22,13 +22,20 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("output").join(&scenario.name));
     let staging = Staging::new(&target)?;
+    let options = sim::Options {
+        curve: if args.no_charts {
+            Vec::new()
+        } else {
+            chart::curve_intervals(&scenario)
+        },
+    };
     let outcome = if args.decisions {
         let mut files = DecisionFiles::create(staging.path(), &scenario)?;
-        let outcome = sim::simulate(&scenario, Some(&mut files))?;
+        let outcome = sim::simulate(&scenario, &options, Some(&mut files))?;
         files.finish()?;
         outcome
     } else {
-        sim::simulate(&scenario, None)?
+        sim::simulate(&scenario, &options, None)?
     };
     let summary = outcome.summary(&scenario);
     let json = report::render_json(&summary);
@@ -36,6 +43,20 @@ pub fn run(args: &RunArgs) -> Result<()> {
     staging.write("summary.json", &json)?;
     staging.write("summary.csv", &summary_csv)?;
     staging.write("timeline.csv", &csv::render_timeline(&outcome.runs))?;
+    if !args.no_charts {
+        let results = chart::Results {
+            scenario: &scenario,
+            runs: &outcome.runs,
+        };
+        let charts = chart::render_charts(&results)?;
+        for chart in &charts {
+            staging.write(&format!("charts/{}", chart.file), &chart.svg)?;
+        }
+        staging.write(
+            "report.html",
+            &html::render_report(&scenario, &summary, &charts),
+        )?;
+    }
     staging.commit()?;
     if !args.quiet {
         let text = match args.format {

@@ -4,7 +4,7 @@
 use anyhow::{Context as _, Result, bail};
 
 use crate::limiter::{Context, Limiter, RateLimiter};
-use crate::metrics::rolling::RollingCounts;
+use crate::metrics::rolling::{RollingCounts, Worst};
 use crate::metrics::timeline::Timeline;
 use crate::scenario::{Scenario, Workload};
 use crate::summary::{BackendSummary, ProfilePoint, RunSummary, Summary};
@@ -27,6 +27,17 @@ pub struct RunResult {
     pub summary: RunSummary,
     /// Admitted and rejected per bucket.
     pub timeline: Timeline,
+    /// The limiter's window when it is fixed in time (for drawing boundaries).
+    pub epoch_window: Option<Nanos>,
+    /// The worst count at each interval of [`Options::curve`].
+    pub curve: Vec<Worst>,
+}
+
+/// What to compute beyond the scenario's own metrics.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Interval lengths at which to sample the arrival curve (for charts).
+    pub curve: Vec<Nanos>,
 }
 
 /// The result of a whole scenario.
@@ -49,17 +60,24 @@ impl Outcome {
 }
 
 /// Runs every workload through every limiter.
-pub fn simulate(scenario: &Scenario, mut sink: Option<&mut dyn DecisionSink>) -> Result<Outcome> {
+pub fn simulate(
+    scenario: &Scenario,
+    options: &Options,
+    mut sink: Option<&mut dyn DecisionSink>,
+) -> Result<Outcome> {
     let mut runs = Vec::with_capacity(scenario.workloads.len() * scenario.limiters.len());
     for workload in &scenario.workloads {
         let first = runs.len();
-        runs.extend(simulate_workload(scenario, workload, first, &mut sink)?);
+        runs.extend(simulate_workload(
+            scenario, options, workload, first, &mut sink,
+        )?);
     }
     Ok(Outcome { runs })
 }
 
 fn simulate_workload(
     scenario: &Scenario,
+    options: &Options,
     workload: &Workload,
     first_run: usize,
     sink: &mut Option<&mut dyn DecisionSink>,
@@ -82,7 +100,7 @@ fn simulate_workload(
     let mut runs = scenario
         .limiters
         .iter()
-        .map(|limiter| RunState::new(scenario, limiter))
+        .map(|limiter| RunState::new(scenario, options, limiter))
         .collect::<Result<Vec<_>>>()?;
     let mut chunk = Vec::with_capacity(CHUNK);
     loop {
@@ -112,7 +130,7 @@ fn simulate_workload(
     Ok(runs
         .into_iter()
         .zip(&scenario.limiters)
-        .map(|(run, limiter)| run.finish(scenario, &workload.name, &limiter.name))
+        .map(|(run, limiter)| run.finish(scenario, options, &workload.name, &limiter.name))
         .collect())
 }
 
@@ -130,7 +148,11 @@ struct RunState {
 }
 
 impl RunState {
-    fn new(scenario: &Scenario, named: &crate::scenario::NamedLimiter) -> Result<RunState> {
+    fn new(
+        scenario: &Scenario,
+        options: &Options,
+        named: &crate::scenario::NamedLimiter,
+    ) -> Result<RunState> {
         let context = Context {
             backend_capacity_per_sec: scenario.backend.map(|b| b.capacity_per_sec.get()),
         };
@@ -145,6 +167,7 @@ impl RunState {
             .iter()
             .copied()
             .chain([metrics.rolling, Nanos::SECOND])
+            .chain(options.curve.iter().copied())
             .collect();
         intervals.sort_unstable();
         intervals.dedup();
@@ -176,7 +199,13 @@ impl RunState {
         admitted
     }
 
-    fn finish(self, scenario: &Scenario, workload: &str, limiter: &str) -> RunResult {
+    fn finish(
+        self,
+        scenario: &Scenario,
+        options: &Options,
+        workload: &str,
+        limiter: &str,
+    ) -> RunResult {
         let worst = self.rolling.worst();
         let at = |interval: Nanos| {
             let index = self
@@ -234,6 +263,8 @@ impl RunState {
         RunResult {
             summary,
             timeline: self.timeline,
+            epoch_window: self.limiter.epoch_window(),
+            curve: options.curve.iter().map(|&interval| at(interval)).collect(),
         }
     }
 }

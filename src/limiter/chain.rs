@@ -87,6 +87,10 @@ impl RateLimiter for Chain {
         let layers: Vec<String> = self.layers.iter().map(Limiter::describe).collect();
         layers.join(" → ")
     }
+
+    fn epoch_window(&self) -> Option<Nanos> {
+        self.layers.iter().find_map(Limiter::epoch_window)
+    }
 }
 
 #[cfg(test)]

@@ -125,6 +125,10 @@ impl RateLimiter for FixedWindow {
             self.align.name()
         )
     }
+
+    fn epoch_window(&self) -> Option<Nanos> {
+        (self.align == Align::Epoch).then_some(Nanos(self.window))
+    }
 }
 
 /// How many windows of length `window` (disjoint, back to back or apart) an

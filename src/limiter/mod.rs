@@ -30,6 +30,12 @@ pub trait RateLimiter {
 
     /// Its effective parameters in a few words, like `100 per 1s (epoch)`.
     fn describe(&self) -> String;
+
+    /// The length of its windows when they are fixed in time, `[k·W, (k+1)·W)`,
+    /// so charts can draw their boundaries.
+    fn epoch_window(&self) -> Option<Nanos> {
+        None
+    }
 }
 
 /// Where a window limiter's windows start.
@@ -177,6 +183,10 @@ impl RateLimiter for Limiter {
 
     fn describe(&self) -> String {
         each_limiter!(self, limiter => limiter.describe())
+    }
+
+    fn epoch_window(&self) -> Option<Nanos> {
+        each_limiter!(self, limiter => limiter.epoch_window())
     }
 }
 

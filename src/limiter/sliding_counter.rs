@@ -92,6 +92,10 @@ impl RateLimiter for SlidingCounter {
     fn describe(&self) -> String {
         format!("{} per {} (weighted)", self.threshold, Nanos(self.window))
     }
+
+    fn epoch_window(&self) -> Option<Nanos> {
+        Some(Nanos(self.window))
+    }
 }
 
 #[cfg(test)]

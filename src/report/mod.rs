@@ -1,6 +1,7 @@
 //! Output formats: small pure functions from results to text.
 
 pub mod csv;
+pub mod html;
 pub mod table;
 
 use crate::summary::Summary;

@@ -79,6 +79,45 @@ impl SourceConfig {
         }
     }
 
+    /// The source in a few words, like `poisson 80/s` or `trace traces/log.csv`.
+    pub fn describe(&self) -> String {
+        let what = match &self.kind {
+            SourceKind::Uniform(c) => format!("uniform {}/s", c.rate),
+            SourceKind::Poisson(c) => match (&c.rate, &c.schedule) {
+                (Some(rate), _) => format!("poisson {rate}/s"),
+                (None, Some(schedule)) => {
+                    let steps: Vec<String> = schedule.iter().map(|(at, rate)| format!("{rate}/s from {at}")).collect();
+                    format!("poisson {}", steps.join(", "))
+                }
+                (None, None) => "poisson".to_string(),
+            },
+            SourceKind::Boundary(c) => format!(
+                "boundary bursts: {} before and {} after every {} boundary of {} (phase {}), within {}",
+                c.before,
+                c.after,
+                match c.every.get() {
+                    1 => "".to_string(),
+                    2 => "2nd".to_string(),
+                    3 => "3rd".to_string(),
+                    n => format!("{n}th"),
+                },
+                c.period,
+                c.phase,
+                c.spread
+            )
+            .replace("every  boundary", "every boundary"),
+            SourceKind::Trace(c) => format!("trace {}", c.path.display()),
+        };
+        match (self.span.start, self.span.end) {
+            (None, None) => what,
+            (start, end) => format!(
+                "{what} in [{}, {})",
+                start.unwrap_or(Nanos::ZERO),
+                end.map_or("end".to_string(), |e| e.to_string())
+            ),
+        }
+    }
+
     /// The active part of a run of `duration`, checked to lie inside it.
     pub fn window(&self, duration: Nanos) -> Result<(Nanos, Nanos), String> {
         let start = self.span.start.unwrap_or(Nanos::ZERO);

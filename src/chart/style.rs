@@ -1,0 +1,48 @@
+//! Chart size, fonts and colours, in one place.
+
+use plotters::style::RGBColor;
+
+/// Width of every chart, in pixels.
+pub const WIDTH: u32 = 1280;
+/// Height of a single-panel chart, in pixels.
+pub const HEIGHT: u32 = 720;
+/// Height of one small-multiple panel of the timeline chart.
+pub const PANEL_HEIGHT: u32 = 92;
+
+/// Font family for all text; SVG viewers pick their own sans-serif.
+pub const FONT: &str = "sans-serif";
+/// Chart titles.
+pub const TITLE_SIZE: u32 = 22;
+/// Axis descriptions.
+pub const AXIS_SIZE: u32 = 15;
+/// Tick labels, legends and annotations.
+pub const LABEL_SIZE: u32 = 13;
+
+/// Okabe–Ito: distinguishable with every common colour-vision deficiency.
+/// Limiter i is drawn in `PALETTE[i % 8]` in every chart.
+pub const PALETTE: [RGBColor; 8] = [
+    RGBColor(0, 114, 178),   // blue
+    RGBColor(213, 94, 0),    // vermillion
+    RGBColor(0, 158, 115),   // bluish green
+    RGBColor(204, 121, 167), // reddish purple
+    RGBColor(230, 159, 0),   // orange
+    RGBColor(86, 180, 233),  // sky blue
+    RGBColor(0, 0, 0),       // black
+    RGBColor(240, 228, 66),  // yellow
+];
+
+/// The backend's capacity line.
+pub const CAPACITY: RGBColor = RGBColor(200, 0, 0);
+/// Nominal allowances, window boundaries and other quiet references.
+pub const REFERENCE: RGBColor = RGBColor(90, 90, 90);
+/// Shading of the worst rolling interval.
+pub const HIGHLIGHT: RGBColor = RGBColor(255, 221, 120);
+/// Opacity of rejected requests stacked over admitted ones.
+pub const REJECTED_ALPHA: f64 = 0.28;
+/// Thin grid and boundary lines.
+pub const FAINT: RGBColor = RGBColor(205, 205, 205);
+
+/// The colour of limiter number `index` (in scenario order).
+pub fn limiter_colour(index: usize) -> RGBColor {
+    PALETTE[index % PALETTE.len()]
+}

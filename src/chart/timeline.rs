@@ -1,0 +1,345 @@
+//! `timeline-<workload>.svg`: admitted and rejected requests per bucket around
+//! the workload's worst spike, one panel per limiter on shared axes.
+
+use anyhow::Result;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::style::{
+    AXIS_SIZE, CAPACITY, FAINT, FONT, HEIGHT, HIGHLIGHT, LABEL_SIZE, PANEL_HEIGHT, REFERENCE,
+    REJECTED_ALPHA, TITLE_SIZE, WIDTH, limiter_colour,
+};
+use super::{Chart, Results, interval_words, per_second};
+use crate::sim::RunResult;
+use crate::time::{NANOS_PER_SEC, Nanos};
+
+/// Room above the tallest bar for each panel's annotation.
+const HEADROOM: f64 = 1.6;
+const LEGEND_HEIGHT: u32 = 30;
+const X_AXIS_HEIGHT: u32 = 48;
+/// Room right of each panel for the labels of its reference lines.
+const REFERENCE_LABELS: u32 = 120;
+
+/// The span shown: the focus run's worst interval, one rolling interval either side.
+struct View {
+    from: u64,
+    to: u64,
+}
+
+impl View {
+    fn around(focus: &RunResult, rolling: u64, bucket: u64, duration: u64) -> View {
+        let start = focus.summary.worst_rolling_start_ns;
+        let from = start.saturating_sub(rolling) / bucket * bucket;
+        let to = start
+            .saturating_add(2 * rolling)
+            .min(duration)
+            .div_ceil(bucket)
+            * bucket;
+        View {
+            from,
+            to: to.max(from + bucket),
+        }
+    }
+
+    fn seconds(&self) -> std::ops::Range<f64> {
+        secs(self.from)..secs(self.to)
+    }
+
+    fn buckets(&self, bucket: u64) -> std::ops::Range<usize> {
+        (self.from / bucket) as usize..(self.to / bucket) as usize
+    }
+}
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / NANOS_PER_SEC as f64
+}
+
+/// The chart for workload number `index`.
+pub fn render(results: &Results, index: usize, workload: &str) -> Result<Chart> {
+    let runs = results.workload(index);
+    let scenario = results.scenario;
+    let (bucket, rolling) = (
+        scenario.metrics.bucket.get(),
+        scenario.metrics.rolling.get(),
+    );
+    let focus = runs
+        .iter()
+        .reduce(|best, run| {
+            if run.summary.spike_ratio > best.summary.spike_ratio {
+                run
+            } else {
+                best
+            }
+        })
+        .expect("a scenario has at least one limiter");
+    let view = View::around(focus, rolling, bucket, scenario.duration.get());
+    let per_bucket = |per_sec: f64| per_sec * bucket as f64 / NANOS_PER_SEC as f64;
+    let capacity = results.capacity().map(|c| per_bucket(c as f64));
+    let tallest = runs
+        .iter()
+        .flat_map(|run| {
+            view.buckets(bucket).map(|i| {
+                run.timeline.admitted.get(i).copied().unwrap_or(0)
+                    + run.timeline.rejected.get(i).copied().unwrap_or(0)
+            })
+        })
+        .max()
+        .unwrap_or(0) as f64;
+    let nominal_max = runs
+        .iter()
+        .map(|run| run.summary.nominal * bucket as f64 / rolling as f64)
+        .fold(0.0, f64::max);
+    let y_max = (tallest.max(nominal_max).max(capacity.unwrap_or(0.0)) * HEADROOM).max(1.0);
+
+    let title = format!(
+        "{workload}: requests per {} around the worst {} interval, one panel per limiter",
+        interval_words(Nanos(bucket)),
+        interval_words(Nanos(rolling))
+    );
+    let mut svg = String::new();
+    {
+        let panels = runs.len() as u32;
+        let chrome = TITLE_SIZE * 2 + LEGEND_HEIGHT + X_AXIS_HEIGHT;
+        let height = HEIGHT.max(chrome + PANEL_HEIGHT * panels);
+        // Every panel gets the same plot height; the last also holds the x axis.
+        let panel_height = (height - chrome) / panels;
+        let canvas = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        canvas.fill(&WHITE)?;
+        let root = canvas.titled(&title, (FONT, TITLE_SIZE))?;
+        let (legend, body) = root.split_vertically(LEGEND_HEIGHT);
+        draw_legend(&legend, capacity.is_some())?;
+        let breaks: Vec<u32> = (1..panels).map(|i| i * panel_height).collect();
+        let areas = body.split_by_breakpoints::<u32, u32, _, _>([], breaks);
+        for (i, (run, area)) in runs.iter().zip(&areas).enumerate() {
+            let panel = Panel {
+                run,
+                colour: limiter_colour(i),
+                view: &view,
+                y_max,
+                bucket,
+                rolling,
+                nominal: run.summary.nominal * bucket as f64 / rolling as f64,
+                capacity,
+                last: i + 1 == runs.len(),
+                y_desc: (i == runs.len() / 2)
+                    .then(|| format!("requests per {}", interval_words(Nanos(bucket)))),
+            };
+            panel.draw(area, &canvas)?;
+        }
+        canvas.present()?;
+    }
+    let caption = format!(
+        "The shaded band in each panel is that limiter's worst {} interval; {} lets {} through there, {:.2}× its limit. Bars are admitted requests, lighter bars above them rejected ones.",
+        interval_words(Nanos(rolling)),
+        focus.summary.limiter,
+        focus.summary.worst_rolling,
+        focus.summary.spike_ratio
+    );
+    Ok(Chart {
+        file: format!("timeline-{workload}.svg"),
+        title,
+        caption,
+        svg,
+    })
+}
+
+type Canvas<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+fn draw_legend(area: &Canvas, with_capacity: bool) -> Result<()> {
+    let font = (FONT, LABEL_SIZE).into_font().color(&BLACK);
+    let boxes: [(&str, ShapeStyle); 3] = [
+        ("admitted", limiter_colour(0).filled()),
+        (
+            "rejected (lighter, stacked)",
+            limiter_colour(0).mix(REJECTED_ALPHA).filled(),
+        ),
+        ("worst interval", HIGHLIGHT.filled()),
+    ];
+    let mut x = 80;
+    for (label, style) in boxes {
+        area.draw(&Rectangle::new([(x, 9), (x + 14, 21)], style))?;
+        area.draw(&Text::new(label, (x + 20, 8), font.clone()))?;
+        x += 40 + (label.len() as i32) * 7;
+    }
+    area.draw(&PathElement::new(
+        vec![(x + 7, 7), (x + 7, 23)],
+        FAINT.stroke_width(2),
+    ))?;
+    area.draw(&Text::new("window boundary", (x + 20, 8), font.clone()))?;
+    x += 40 + 15 * 7;
+    let lines = [
+        ("limit, per bucket", REFERENCE),
+        ("backend capacity, per bucket", CAPACITY),
+    ];
+    for (label, colour) in lines.into_iter().take(if with_capacity { 2 } else { 1 }) {
+        area.draw(&PathElement::new(
+            vec![(x, 15), (x + 8, 15)],
+            colour.stroke_width(2),
+        ))?;
+        area.draw(&PathElement::new(
+            vec![(x + 12, 15), (x + 20, 15)],
+            colour.stroke_width(2),
+        ))?;
+        area.draw(&Text::new(label, (x + 26, 8), font.clone()))?;
+        x += 46 + (label.len() as i32) * 7;
+    }
+    Ok(())
+}
+
+struct Panel<'a> {
+    run: &'a RunResult,
+    colour: RGBColor,
+    view: &'a View,
+    y_max: f64,
+    bucket: u64,
+    rolling: u64,
+    nominal: f64,
+    capacity: Option<f64>,
+    last: bool,
+    y_desc: Option<String>,
+}
+
+impl Panel<'_> {
+    /// Draws the panel in `area`; `canvas` is the whole image, for text placed
+    /// at the absolute pixel positions that `backend_coord` returns.
+    fn draw(&self, area: &Canvas, canvas: &Canvas) -> Result<()> {
+        let mut chart = ChartBuilder::on(area)
+            .margin_left(12)
+            .margin_right(REFERENCE_LABELS)
+            .margin_top(4)
+            .x_label_area_size(if self.last { X_AXIS_HEIGHT } else { 0 })
+            .y_label_area_size(70)
+            .build_cartesian_2d(self.view.seconds(), 0.0..self.y_max)?;
+        let mut mesh = chart.configure_mesh();
+        mesh.disable_x_mesh()
+            .light_line_style(WHITE)
+            .bold_line_style(FAINT.mix(0.5))
+            .y_labels(3)
+            .label_style((FONT, LABEL_SIZE))
+            .axis_desc_style((FONT, AXIS_SIZE))
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .x_label_formatter(&|x| format!("{x:.2}"));
+        if self.last {
+            mesh.x_desc("time since the start of the run (s)")
+                .x_labels(12);
+        } else {
+            mesh.x_labels(0);
+        }
+        if let Some(desc) = &self.y_desc {
+            mesh.y_desc(desc.as_str());
+        }
+        mesh.draw()?;
+
+        let summary = &self.run.summary;
+        let (shade_from, shade_to) = (
+            summary.worst_rolling_start_ns,
+            summary.worst_rolling_start_ns + self.rolling,
+        );
+        let visible = shade_from < self.view.to && shade_to > self.view.from;
+        if visible {
+            let from = secs(shade_from.max(self.view.from));
+            let to = secs(shade_to.min(self.view.to));
+            chart.draw_series([Rectangle::new(
+                [(from, 0.0), (to, self.y_max)],
+                HIGHLIGHT.mix(0.55).filled(),
+            )])?;
+        }
+        if let Some(window) = self.run.epoch_window.map(Nanos::get) {
+            let edges =
+                (self.view.from.div_ceil(window)..=self.view.to / window).map(|k| secs(k * window));
+            chart.draw_series(edges.map(|x| {
+                PathElement::new(vec![(x, 0.0), (x, self.y_max)], FAINT.stroke_width(1))
+            }))?;
+        }
+        let bars = self.view.buckets(self.bucket).flat_map(|i| {
+            let admitted = f64::from(self.run.timeline.admitted.get(i).copied().unwrap_or(0));
+            let rejected = f64::from(self.run.timeline.rejected.get(i).copied().unwrap_or(0));
+            let (x0, x1) = (
+                secs(i as u64 * self.bucket),
+                secs((i as u64 + 1) * self.bucket),
+            );
+            [
+                Rectangle::new([(x0, 0.0), (x1, admitted)], self.colour.filled()),
+                Rectangle::new(
+                    [(x0, admitted), (x1, admitted + rejected)],
+                    self.colour.mix(REJECTED_ALPHA).filled(),
+                ),
+            ]
+        });
+        chart.draw_series(bars)?;
+
+        // Reference lines, labelled in the margin right of the panel where no
+        // bar can hide them: the lower label under its line, the upper above.
+        let range = self.view.seconds();
+        let font = (FONT, LABEL_SIZE).into_font();
+        let per_sec =
+            |per_bucket: f64| per_second(per_bucket * NANOS_PER_SEC as f64 / self.bucket as f64);
+        let mut lines = vec![(
+            self.nominal,
+            format!("limit {}", per_sec(self.nominal)),
+            REFERENCE,
+        )];
+        if let Some(capacity) = self.capacity {
+            lines.push((
+                capacity,
+                format!("capacity {}", per_sec(capacity)),
+                CAPACITY,
+            ));
+        }
+        lines.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (rank, (level, label, colour)) in lines.into_iter().enumerate() {
+            chart.draw_series(DashedLineSeries::new(
+                vec![(range.start, level), (range.end, level)],
+                6,
+                4,
+                colour.stroke_width(1),
+            ))?;
+            let (x, y) = chart.backend_coord(&(range.end, level));
+            let v = if rank == 0 { VPos::Top } else { VPos::Bottom };
+            canvas.draw(&Text::new(
+                label,
+                (x + 6, y),
+                font.color(&colour).pos(Pos::new(HPos::Left, v)),
+            ))?;
+        }
+        let mut note = self.annotation();
+        if !visible {
+            note.push_str(" (outside this view)");
+        }
+        chart.draw_series([Text::new(
+            note,
+            (
+                range.start + (range.end - range.start) * 0.005,
+                self.y_max * 0.97,
+            ),
+            (FONT, LABEL_SIZE)
+                .into_font()
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Left, VPos::Top)),
+        )])?;
+        Ok(())
+    }
+
+    /// "fixed-1s: 200 admitted in 1 s from 0.901 s — 2.00× the limit of 100/s, 1.33× backend capacity"
+    fn annotation(&self) -> String {
+        let summary = &self.run.summary;
+        let rolling_secs = secs(self.rolling);
+        let mut note = format!(
+            "{}: {} admitted in {} from {:.3} s — {:.2}× the limit of {}",
+            summary.limiter,
+            summary.worst_rolling,
+            interval_words(Nanos(self.rolling)),
+            secs(summary.worst_rolling_start_ns),
+            summary.spike_ratio,
+            per_second(summary.nominal / rolling_secs),
+        );
+        if let Some(capacity) = self.capacity {
+            let capacity_per_interval = capacity * self.rolling as f64 / self.bucket as f64;
+            note.push_str(&format!(
+                ", {:.2}× backend capacity",
+                summary.worst_rolling as f64 / capacity_per_interval
+            ));
+        }
+        note
+    }
+}

@@ -1,0 +1,182 @@
+//! `worst-rolling.svg`: the worst rolling count of every workload × limiter as
+//! a bar, against its nominal allowance, its bound and the backend's capacity.
+
+use anyhow::Result;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::style::{
+    AXIS_SIZE, CAPACITY, FAINT, FONT, HEIGHT, LABEL_SIZE, TITLE_SIZE, WIDTH, limiter_colour,
+};
+use super::{Chart, Results, interval_words};
+use crate::time::NANOS_PER_SEC;
+
+/// Share of a workload's slot covered by its bars.
+const GROUP_FILL: f64 = 0.84;
+const LEGEND_HEIGHT: u32 = 56;
+
+/// The chart.
+pub fn render(results: &Results) -> Result<Chart> {
+    let scenario = results.scenario;
+    let rolling = scenario.metrics.rolling;
+    let groups = scenario.workloads.len();
+    let limiters = scenario.limiters.len();
+    let capacity = results
+        .capacity()
+        .map(|c| c as f64 * rolling.get() as f64 / NANOS_PER_SEC as f64);
+    let highest = results
+        .runs
+        .iter()
+        .map(|run| {
+            (run.summary.worst_rolling.max(run.summary.bound) as f64).max(run.summary.nominal)
+        })
+        .chain(capacity)
+        .fold(1.0, f64::max);
+    let y_max = highest * 1.12;
+    let title = format!(
+        "Worst {} admitted per workload and limiter, against limit, bound and capacity",
+        interval_words(rolling)
+    );
+    let mut svg = String::new();
+    {
+        let canvas = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        canvas.fill(&WHITE)?;
+        let root = canvas.titled(&title, (FONT, TITLE_SIZE))?;
+        let (legend, body) = root.split_vertically(LEGEND_HEIGHT);
+        draw_legend(&legend, results)?;
+        let mut chart = ChartBuilder::on(&body)
+            .margin(16)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..groups as f64, 0.0..y_max)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(0)
+            .light_line_style(WHITE)
+            .bold_line_style(FAINT.mix(0.6))
+            .label_style((FONT, LABEL_SIZE))
+            .axis_desc_style((FONT, AXIS_SIZE))
+            .y_desc(format!(
+                "most requests admitted in any {}",
+                interval_words(rolling)
+            ))
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .draw()?;
+
+        let slot = GROUP_FILL / limiters as f64;
+        let small = (FONT, LABEL_SIZE - 2).into_font();
+        for (index, run) in results.runs.iter().enumerate() {
+            let (group, bar) = (index / limiters, index % limiters);
+            let x0 = group as f64 + (1.0 - GROUP_FILL) / 2.0 + bar as f64 * slot;
+            let (x1, mid) = (x0 + slot * 0.86, x0 + slot * 0.43);
+            let summary = &run.summary;
+            let worst = summary.worst_rolling as f64;
+            chart.draw_series([Rectangle::new(
+                [(x0, 0.0), (x1, worst)],
+                limiter_colour(bar).filled(),
+            )])?;
+            chart.draw_series([PathElement::new(
+                vec![(x0, summary.nominal), (x1, summary.nominal)],
+                BLACK.stroke_width(3),
+            )])?;
+            chart.draw_series([TriangleMarker::new(
+                (mid, summary.bound as f64),
+                6,
+                BLACK.filled(),
+            )])?;
+            // The count sits at the foot of its bar, clear of the tick and the triangle.
+            let (_, base) = chart.backend_coord(&(mid, 0.0));
+            let (x, top) = chart.backend_coord(&(mid, worst));
+            let (y, colour, v) = if base - top > 20 {
+                (base - 4, text_colour(bar), VPos::Bottom)
+            } else {
+                (top - 3, BLACK, VPos::Bottom)
+            };
+            canvas.draw(&Text::new(
+                summary.worst_rolling.to_string(),
+                (x, y),
+                small.color(&colour).pos(Pos::new(HPos::Center, v)),
+            ))?;
+        }
+        if let Some(capacity) = capacity {
+            chart.draw_series(DashedLineSeries::new(
+                vec![(0.0, capacity), (groups as f64, capacity)],
+                8,
+                5,
+                CAPACITY.stroke_width(2),
+            ))?;
+        }
+        for (group, workload) in scenario.workloads.iter().enumerate() {
+            let (x, y) = chart.backend_coord(&(group as f64 + 0.5, 0.0));
+            canvas.draw(&Text::new(
+                workload.name.clone(),
+                (x, y + 8),
+                (FONT, AXIS_SIZE)
+                    .into_font()
+                    .color(&BLACK)
+                    .pos(Pos::new(HPos::Center, VPos::Top)),
+            ))?;
+        }
+        canvas.present()?;
+    }
+    let caption = format!(
+        "Bars taller than the red line let more through in {} than the backend can serve; the black tick is what the limiter advertises, the triangle the most it can admit for any traffic.",
+        interval_words(rolling)
+    );
+    Ok(Chart {
+        file: "worst-rolling.svg".into(),
+        title,
+        caption,
+        svg,
+    })
+}
+
+/// Counts inside a bar: white on dark colours, black on light ones.
+fn text_colour(index: usize) -> RGBColor {
+    let RGBColor(r, g, b) = limiter_colour(index);
+    let luminance = 0.299 * f64::from(r) + 0.587 * f64::from(g) + 0.114 * f64::from(b);
+    if luminance > 150.0 { BLACK } else { WHITE }
+}
+
+fn draw_legend(
+    area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+    results: &Results,
+) -> Result<()> {
+    let font = (FONT, LABEL_SIZE).into_font().color(&BLACK);
+    let mut x = 80;
+    for (index, limiter) in results.scenario.limiters.iter().enumerate() {
+        area.draw(&Rectangle::new(
+            [(x, 8), (x + 14, 20)],
+            limiter_colour(index).filled(),
+        ))?;
+        area.draw(&Text::new(limiter.name.clone(), (x + 20, 7), font.clone()))?;
+        x += 44 + limiter.name.len() as i32 * 7;
+    }
+    area.draw(&PathElement::new(
+        vec![(80, 40), (96, 40)],
+        BLACK.stroke_width(3),
+    ))?;
+    area.draw(&Text::new("nominal allowance", (102, 33), font.clone()))?;
+    area.draw(&TriangleMarker::new((262, 40), 6, BLACK.filled()))?;
+    area.draw(&Text::new(
+        "bound over any traffic",
+        (272, 33),
+        font.clone(),
+    ))?;
+    if results.capacity().is_some() {
+        area.draw(&PathElement::new(
+            vec![(462, 40), (486, 40)],
+            CAPACITY.stroke_width(2),
+        ))?;
+        let rolling = results.scenario.metrics.rolling;
+        let per_interval =
+            results.capacity().unwrap_or(0) as f64 * rolling.get() as f64 / NANOS_PER_SEC as f64;
+        let label = format!(
+            "backend capacity ({per_interval:.0} per {})",
+            interval_words(rolling)
+        );
+        area.draw(&Text::new(label, (492, 33), font))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,262 @@
+//! `report.html`: one self-contained page for a design review: the scenario,
+//! the results table with verdicts and bounds, every chart inlined with a
+//! caption, and what the results mean, in words.
+
+use std::fmt::Write;
+
+use super::{ratio, seconds, table::verdict};
+use crate::chart::Chart;
+use crate::scenario::Scenario;
+use crate::summary::{RunSummary, Summary};
+use crate::time::Nanos;
+
+const STYLE: &str = "
+body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; max-width: 1320px; margin: 2em auto; padding: 0 1em; color: #222; line-height: 1.45; }
+h1 { margin-bottom: 0.2em; } .sub { color: #555; margin-top: 0; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.92em; }
+th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #ddd; text-align: left; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+.over { color: #b00000; font-weight: 600; } .ok { color: #006b3c; }
+figure { margin: 2em 0; } figure svg { width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { color: #444; margin-top: 0.4em; }
+.meaning { background: #f5f7fa; border-left: 4px solid #0072b2; padding: 0.6em 1em; }
+@media print { body { max-width: none; margin: 0; } figure, table, .meaning { break-inside: avoid; } }
+";
+
+/// The whole page.
+pub fn render_report(scenario: &Scenario, summary: &Summary, charts: &[Chart]) -> String {
+    let mut page = String::new();
+    let _ = write!(
+        page,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>burstsim: {name}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>burstsim report: {name}</h1>\n<p class=\"sub\">{file} · {duration} · seed {seed} · burstsim {version}</p>\n",
+        name = escape(&scenario.name),
+        file = escape(&scenario.path.display().to_string()),
+        duration = scenario.duration,
+        seed = summary.seed,
+        version = env!("CARGO_PKG_VERSION"),
+    );
+    let _ = write!(
+        page,
+        "<h2>What this means</h2>\n<div class=\"meaning\">{}</div>\n",
+        meaning(scenario, &summary.runs)
+    );
+    page.push_str(&results_table(scenario, &summary.runs));
+    for chart in charts {
+        let _ = write!(
+            page,
+            "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
+            inline_svg(&chart.svg),
+            escape(&chart.caption)
+        );
+    }
+    page.push_str(&parameters(scenario));
+    page.push_str("</body>\n</html>\n");
+    page
+}
+
+/// The results in a few sentences, generated from the figures.
+fn meaning(scenario: &Scenario, runs: &[RunSummary]) -> String {
+    let rolling = scenario.metrics.rolling;
+    let mut text = String::new();
+    if let Some(top) = runs
+        .iter()
+        .reduce(|a, b| if b.spike_ratio > a.spike_ratio { b } else { a })
+    {
+        let _ = write!(
+            text,
+            "<p>The largest spike: <b>{}</b> let <b>{}</b> requests through in {} on <i>{}</i>, {} its advertised limit (its bound for any traffic is {}).</p>",
+            escape(&top.limiter),
+            top.worst_rolling,
+            Nanos(top.rolling_ns),
+            escape(&top.workload),
+            ratio(top.spike_ratio),
+            top.bound
+        );
+    }
+    let Some(backend) = scenario.backend else {
+        let _ = write!(
+            text,
+            "<p>No <code>[backend]</code> is given, so no run is judged against a capacity; add one to see which limiters keep the backend safe. The worst interval measured is {rolling}.</p>"
+        );
+        return text;
+    };
+    let capacity = backend.capacity_per_sec.get();
+    let over_somewhere = |limiter: &str| {
+        runs.iter()
+            .filter(|r| r.limiter == limiter && r.exceeds_capacity())
+            .max_by_key(|r| r.backend.as_ref().map_or(0, |b| b.worst_1s))
+    };
+    let (mut safe, mut unsafe_) = (Vec::new(), Vec::new());
+    for limiter in &scenario.limiters {
+        match over_somewhere(&limiter.name) {
+            None => safe.push(format!("<b>{}</b>", escape(&limiter.name))),
+            Some(run) => unsafe_.push(format!(
+                "<b>{}</b> (up to {} in one second, on <i>{}</i>)",
+                escape(&run.limiter),
+                run.backend.as_ref().map_or(0, |b| b.worst_1s),
+                escape(&run.workload)
+            )),
+        }
+    }
+    let _ = write!(
+        text,
+        "<p>Against a backend that serves {capacity} requests per second: "
+    );
+    match (safe.is_empty(), unsafe_.is_empty()) {
+        (false, true) => {
+            let _ = write!(
+                text,
+                "every limiter stayed under capacity on every workload."
+            );
+        }
+        (true, false) => {
+            let _ = write!(
+                text,
+                "every limiter let more through than the backend can take on some workload: {}.",
+                unsafe_.join(", ")
+            );
+        }
+        _ => {
+            let _ = write!(
+                text,
+                "{} stayed under capacity on every workload; {} did not.",
+                join(&safe),
+                unsafe_.join(", ")
+            );
+        }
+    }
+    text.push_str("</p>");
+    let risky: Vec<String> = scenario
+        .limiters
+        .iter()
+        .filter_map(|limiter| {
+            let run = runs.iter().find(|r| r.limiter == limiter.name)?;
+            let bound_1s = run
+                .profile
+                .iter()
+                .find(|p| p.interval_ns == 1_000_000_000)
+                .map(|p| p.bound);
+            let bound_1s = bound_1s.or((run.rolling_ns == 1_000_000_000).then_some(run.bound))?;
+            (bound_1s > capacity && over_somewhere(&limiter.name).is_none())
+                .then(|| format!("<b>{}</b> (bound {bound_1s})", escape(&limiter.name)))
+        })
+        .collect();
+    if !risky.is_empty() {
+        let _ = write!(
+            text,
+            "<p>No workload here pushed {} over capacity, but their bounds say some traffic would: {} can exceed {capacity} in one second.</p>",
+            if risky.len() == 1 { "it" } else { "them" },
+            join(&risky)
+        );
+    }
+    text
+}
+
+fn join(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+fn results_table(scenario: &Scenario, runs: &[RunSummary]) -> String {
+    let rolling = scenario.metrics.rolling;
+    let mut html = format!(
+        "<h2>Results</h2>\n<table>\n<tr><th>workload</th><th>limiter</th><th>kind</th><th>admitted / offered</th><th>worst {rolling}</th><th>from</th><th>× limit</th><th>bound (theory)</th><th>worst 1 s vs backend</th><th>time over capacity</th></tr>\n"
+    );
+    for (i, run) in runs.iter().enumerate() {
+        let verdict = verdict(run);
+        let first_of_workload = i == 0 || runs[i - 1].workload != run.workload;
+        let workload = if first_of_workload {
+            escape(&run.workload)
+        } else {
+            String::new()
+        };
+        let class = if run.exceeds_capacity() { "over" } else { "ok" };
+        let over_time = run.backend.as_ref().map_or("-".to_string(), |b| {
+            format!("{:.2} s", b.seconds_over_capacity)
+        });
+        let _ = writeln!(
+            html,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{} / {}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{class}\">{}</td><td class=\"n\">{over_time}</td></tr>",
+            workload,
+            escape(&run.limiter),
+            escape(&run.kind),
+            run.admitted,
+            run.offered,
+            run.worst_rolling,
+            seconds(run.worst_rolling_start_ns),
+            ratio(run.spike_ratio),
+            run.bound,
+            escape(&verdict),
+        );
+    }
+    html.push_str("</table>\n");
+    html
+}
+
+fn parameters(scenario: &Scenario) -> String {
+    let mut html = String::from("<h2>Scenario</h2>\n<table>\n");
+    let backend = scenario
+        .backend
+        .map_or("none".to_string(), |b| match b.queue {
+            Some(queue) => format!(
+                "{} requests per second, queue of {queue}",
+                b.capacity_per_sec
+            ),
+            None => format!("{} requests per second", b.capacity_per_sec),
+        });
+    let metrics = &scenario.metrics;
+    let profile: Vec<String> = metrics.profile.iter().map(Nanos::to_string).collect();
+    let rows = [
+        ("duration", scenario.duration.to_string()),
+        ("seed", scenario.seed.to_string()),
+        ("backend", backend),
+        ("rolling interval", metrics.rolling.to_string()),
+        ("profile intervals", profile.join(", ")),
+        ("timeline bucket", metrics.bucket.to_string()),
+    ];
+    for (key, value) in rows {
+        let _ = writeln!(html, "<tr><th>{key}</th><td>{}</td></tr>", escape(&value));
+    }
+    for workload in &scenario.workloads {
+        let sources: Vec<String> = workload
+            .sources
+            .iter()
+            .map(|s| escape(&s.describe()))
+            .collect();
+        let _ = writeln!(
+            html,
+            "<tr><th>workload {}</th><td>{}</td></tr>",
+            escape(&workload.name),
+            sources.join("<br>")
+        );
+    }
+    for limiter in &scenario.limiters {
+        let _ = writeln!(
+            html,
+            "<tr><th>limiter {}</th><td>{}: {}</td></tr>",
+            escape(&limiter.name),
+            limiter.config.kind(),
+            escape(&limiter.description)
+        );
+    }
+    html.push_str("</table>\n");
+    html
+}
+
+/// The SVG element as HTML wants it: no XML declaration, and no namespace
+/// attribute (HTML puts `<svg>` in the SVG namespace by itself), so the page
+/// names no address at all.
+fn inline_svg(svg: &str) -> String {
+    let svg = svg.find("<svg").map_or(svg, |start| &svg[start..]);
+    svg.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1)
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}

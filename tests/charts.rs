@@ -1,0 +1,264 @@
+//! The charts and the report as a reviewer gets them: well-formed SVG with a
+//! title, axis labels and every limiter; the shaded interval where the
+//! summary says; a report that needs nothing from the network.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+struct Run {
+    _dir: tempfile::TempDir,
+    out: PathBuf,
+    summary: Value,
+}
+
+fn run(scenario: &str, extra: &[&str]) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    Command::cargo_bin("burstsim")
+        .unwrap()
+        .args(["run", scenario, "--quiet", "--out"])
+        .arg(&out)
+        .args(extra)
+        .assert()
+        .success();
+    let summary =
+        serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    Run {
+        _dir: dir,
+        out,
+        summary,
+    }
+}
+
+fn texts(svg: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(svg).expect("the SVG is well-formed XML");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text().map(|t| t.trim().to_string()))
+        .collect()
+}
+
+fn limiters(summary: &Value) -> Vec<String> {
+    let mut names: Vec<String> = summary["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["limiter"].as_str().unwrap().to_string())
+        .collect();
+    names.dedup();
+    names.sort();
+    names.dedup();
+    names
+}
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+}
+
+#[test]
+fn every_chart_is_well_formed_with_a_title_axis_labels_and_every_limiter() {
+    let promo = run("scenarios/promo.toml", &[]);
+    let names = limiters(&promo.summary);
+    let charts = promo.out.join("charts");
+    let expected = [
+        (
+            "timeline-edge-burst.svg",
+            "edge-burst: requests per 10 ms",
+            ["time since the start of the run (s)", "requests per 10 ms"],
+        ),
+        (
+            "worst-rolling.svg",
+            "Worst 1 s admitted",
+            ["most requests admitted in any 1 s", "edge-burst"],
+        ),
+        (
+            "arrival-curve.svg",
+            "Arrival curve",
+            [
+                "interval length (log scale)",
+                "most requests admitted (log scale)",
+            ],
+        ),
+    ];
+    for (file, title, axes) in expected {
+        let texts = texts(&read(&charts.join(file)));
+        assert!(
+            texts.iter().any(|t| t.starts_with(title)),
+            "{file}: no title {title:?}"
+        );
+        for axis in axes {
+            assert!(texts.iter().any(|t| t == axis), "{file}: no label {axis:?}");
+        }
+        for name in &names {
+            assert!(
+                texts
+                    .iter()
+                    .any(|t| t == name || t.starts_with(&format!("{name}: "))),
+                "{file}: no series for {name}"
+            );
+        }
+    }
+    for workload in ["steady", "edge-burst", "burst-on-background", "flash-sale"] {
+        texts(&read(&charts.join(format!("timeline-{workload}.svg"))));
+    }
+}
+
+/// Pixel x of a time in seconds, from two labelled ticks of the x axis.
+fn x_axis(svg: &str) -> impl Fn(f64) -> f64 {
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    let ticks: Vec<(f64, f64)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| {
+            let text = n.text()?.trim();
+            // x tick labels have two decimals; y tick labels have none.
+            if text.len() < 4 || text.as_bytes()[text.len() - 3] != b'.' {
+                return None;
+            }
+            Some((
+                text.parse::<f64>().ok()?,
+                n.attribute("x")?.parse::<f64>().ok()?,
+            ))
+        })
+        .collect();
+    let ((s0, x0), (s1, x1)) = (ticks[0], ticks[ticks.len() - 1]);
+    move |s| x0 + (s - s0) * (x1 - x0) / (s1 - s0)
+}
+
+#[test]
+fn the_shaded_interval_is_the_worst_rolling_interval_of_the_summary() {
+    let promo = run("scenarios/promo.toml", &[]);
+    let fixed = promo.summary["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["workload"] == "edge-burst" && r["limiter"] == "fixed-1s")
+        .unwrap();
+    let start = fixed["worst_rolling_start_ns"].as_u64().unwrap() as f64 / 1e9;
+    let length = fixed["rolling_ns"].as_u64().unwrap() as f64 / 1e9;
+    let svg = read(&promo.out.join("charts/timeline-edge-burst.svg"));
+    let x = x_axis(&svg);
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let shaded = doc
+        .descendants()
+        .find(|n| {
+            n.has_tag_name("rect")
+                && n.attribute("fill") == Some("#FFDD78")
+                && n.attribute("opacity") != Some("1")
+        })
+        .expect("the first panel (fixed-1s) has a shaded interval");
+    let left: f64 = shaded.attribute("x").unwrap().parse().unwrap();
+    let width: f64 = shaded.attribute("width").unwrap().parse().unwrap();
+    assert!(
+        (left - x(start)).abs() <= 1.5,
+        "shade starts at {left}, expected {}",
+        x(start)
+    );
+    assert!(
+        (left + width - x(start + length)).abs() <= 1.5,
+        "shade ends at {}, expected {}",
+        left + width,
+        x(start + length)
+    );
+    let texts = texts(&svg);
+    assert!(texts.iter().any(|t| t.starts_with("fixed-1s: 200 admitted in 1 s from 0.901 s — 2.00× the limit of 100/s, 1.33× backend capacity")), "{texts:?}");
+}
+
+#[test]
+fn the_report_is_self_contained_and_has_every_chart_and_verdict() {
+    let promo = run("scenarios/promo.toml", &[]);
+    let html = read(&promo.out.join("report.html"));
+    for external in [
+        "http://", "https://", "src=", "<link", "<script", "url(", "@import",
+    ] {
+        assert!(
+            !html.contains(external),
+            "report.html references {external}"
+        );
+    }
+    assert_eq!(
+        html.matches("<svg").count(),
+        fs::read_dir(promo.out.join("charts")).unwrap().count()
+    );
+    assert_eq!(
+        html.matches("<figcaption>").count(),
+        html.matches("<svg").count()
+    );
+    assert!(html.contains("What this means"));
+    assert!(html.contains("OVER 200/s"));
+    assert!(html.contains("bound (theory)"));
+}
+
+#[test]
+fn no_charts_writes_no_charts_and_no_report() {
+    let basic = run("scenarios/basic.toml", &["--no-charts"]);
+    assert!(!basic.out.join("charts").exists());
+    assert!(!basic.out.join("report.html").exists());
+    assert!(basic.out.join("summary.json").is_file());
+}
+
+#[test]
+fn the_report_renders_non_blank_in_a_headless_browser() {
+    let Some(browser) = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| which(b))
+    else {
+        eprintln!(
+            "SKIPPED: no chromium on PATH; .ci/run installs Debian's chromium so CI runs this check for real"
+        );
+        return;
+    };
+    let promo = run("scenarios/promo.toml", &[]);
+    let shot = promo.out.join("shot.png");
+    let profile = tempfile::tempdir().unwrap();
+    let report = fs::canonicalize(promo.out.join("report.html")).unwrap();
+    let status = std::process::Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+        ])
+        .args([
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--window-size=1280,2400",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", report.display()))
+        .output()
+        .expect("the browser starts");
+    assert!(
+        shot.is_file(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let decoder = png::Decoder::new(std::io::BufReader::new(fs::File::open(&shot).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut pixels).unwrap();
+    let bytes = &pixels[..info.buffer_size()];
+    let channels = info.color_type.samples();
+    let inked = bytes
+        .chunks(channels)
+        .filter(|px| px.iter().take(3).any(|&c| c < 200))
+        .count();
+    let share = inked as f64 / (bytes.len() / channels) as f64;
+    assert!(
+        share > 0.02,
+        "the page looks blank: {:.2}% of pixels are not white",
+        share * 100.0
+    );
+}
+
+fn which(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
