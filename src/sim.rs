@@ -235,6 +235,8 @@ impl RunState {
             BackendSummary {
                 capacity,
                 worst_1s,
+                bound_1s: self.limiter.bound(Nanos::SECOND),
+                nominal_1s: self.limiter.nominal(Nanos::SECOND),
                 over_capacity: worst_1s.saturating_sub(capacity),
                 seconds_over_capacity: self.rolling.time_over_capacity().as_secs_f64(),
             }

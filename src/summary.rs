@@ -57,6 +57,10 @@ pub struct BackendSummary {
     pub capacity: u64,
     /// The most admitted in any 1 s interval.
     pub worst_1s: u64,
+    /// The limiter's bound over 1 s: what it could admit in a second for any traffic.
+    pub bound_1s: u64,
+    /// The limiter's nominal allowance over 1 s.
+    pub nominal_1s: f64,
     /// `max(0, worst_1s − capacity)`.
     pub over_capacity: u64,
     /// Total time during which the trailing-1 s admitted count exceeded capacity.

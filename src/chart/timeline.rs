@@ -333,12 +333,20 @@ impl Panel<'_> {
             summary.spike_ratio,
             per_second(summary.nominal / rolling_secs),
         );
-        if let Some(capacity) = self.capacity {
-            let capacity_per_interval = capacity * self.rolling as f64 / self.bucket as f64;
-            note.push_str(&format!(
-                ", {:.2}× backend capacity",
-                summary.worst_rolling as f64 / capacity_per_interval
-            ));
+        if let Some(backend) = &summary.backend {
+            let times = |count: u64| count as f64 / backend.capacity as f64;
+            if self.rolling == NANOS_PER_SEC {
+                note.push_str(&format!(
+                    ", {:.2}× backend capacity",
+                    times(summary.worst_rolling)
+                ));
+            } else {
+                note.push_str(&format!(
+                    "; worst 1 s {}, {:.2}× backend capacity",
+                    backend.worst_1s,
+                    times(backend.worst_1s)
+                ));
+            }
         }
         note
     }

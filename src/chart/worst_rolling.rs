@@ -9,7 +9,8 @@ use super::style::{
     AXIS_SIZE, CAPACITY, FAINT, FONT, HEIGHT, LABEL_SIZE, TITLE_SIZE, WIDTH, limiter_colour,
 };
 use super::{Chart, Results, interval_words};
-use crate::time::NANOS_PER_SEC;
+use crate::summary::RunSummary;
+use crate::time::Nanos;
 
 /// Share of a workload's slot covered by its bars.
 const GROUP_FILL: f64 = 0.84;
@@ -18,21 +19,27 @@ const LEGEND_HEIGHT: u32 = 56;
 /// The chart.
 pub fn render(results: &Results) -> Result<Chart> {
     let scenario = results.scenario;
-    let rolling = scenario.metrics.rolling;
     let groups = scenario.workloads.len();
     let limiters = scenario.limiters.len();
-    let capacity = results
-        .capacity()
-        .map(|c| c as f64 * rolling.get() as f64 / NANOS_PER_SEC as f64);
-    let highest = results
+    // With a backend, the figures that decide the verdict: those over 1 s.
+    let bars: Vec<Bar> = results
         .runs
         .iter()
-        .map(|run| {
-            (run.summary.worst_rolling.max(run.summary.bound) as f64).max(run.summary.nominal)
-        })
+        .map(|run| Bar::of(&run.summary))
+        .collect();
+    let interval = if results.capacity().is_some() {
+        Nanos::SECOND
+    } else {
+        scenario.metrics.rolling
+    };
+    let capacity = results.capacity().map(|c| c as f64);
+    let highest = bars
+        .iter()
+        .map(|bar| (bar.worst.max(bar.bound) as f64).max(bar.nominal))
         .chain(capacity)
         .fold(1.0, f64::max);
     let y_max = highest * 1.12;
+    let rolling = interval;
     let title = format!(
         "Worst {} admitted per workload and limiter, against limit, bound and capacity",
         interval_words(rolling)
@@ -66,12 +73,11 @@ pub fn render(results: &Results) -> Result<Chart> {
 
         let slot = GROUP_FILL / limiters as f64;
         let small = (FONT, LABEL_SIZE - 2).into_font();
-        for (index, run) in results.runs.iter().enumerate() {
+        for (index, summary) in bars.iter().enumerate() {
             let (group, bar) = (index / limiters, index % limiters);
             let x0 = group as f64 + (1.0 - GROUP_FILL) / 2.0 + bar as f64 * slot;
             let (x1, mid) = (x0 + slot * 0.86, x0 + slot * 0.43);
-            let summary = &run.summary;
-            let worst = summary.worst_rolling as f64;
+            let worst = summary.worst as f64;
             chart.draw_series([Rectangle::new(
                 [(x0, 0.0), (x1, worst)],
                 limiter_colour(bar).filled(),
@@ -94,7 +100,7 @@ pub fn render(results: &Results) -> Result<Chart> {
                 (top - 3, BLACK, VPos::Bottom)
             };
             canvas.draw(&Text::new(
-                summary.worst_rolling.to_string(),
+                summary.worst.to_string(),
                 (x, y),
                 small.color(&colour).pos(Pos::new(HPos::Center, v)),
             ))?;
@@ -139,6 +145,30 @@ fn text_colour(index: usize) -> RGBColor {
     if luminance > 150.0 { BLACK } else { WHITE }
 }
 
+/// One bar's figures, over 1 s with a backend, else over the rolling interval.
+struct Bar {
+    worst: u64,
+    nominal: f64,
+    bound: u64,
+}
+
+impl Bar {
+    fn of(summary: &RunSummary) -> Bar {
+        match &summary.backend {
+            Some(b) => Bar {
+                worst: b.worst_1s,
+                nominal: b.nominal_1s,
+                bound: b.bound_1s,
+            },
+            None => Bar {
+                worst: summary.worst_rolling,
+                nominal: summary.nominal,
+                bound: summary.bound,
+            },
+        }
+    }
+}
+
 fn draw_legend(
     area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
     results: &Results,
@@ -169,12 +199,9 @@ fn draw_legend(
             vec![(462, 40), (486, 40)],
             CAPACITY.stroke_width(2),
         ))?;
-        let rolling = results.scenario.metrics.rolling;
-        let per_interval =
-            results.capacity().unwrap_or(0) as f64 * rolling.get() as f64 / NANOS_PER_SEC as f64;
         let label = format!(
-            "backend capacity ({per_interval:.0} per {})",
-            interval_words(rolling)
+            "backend capacity ({} per second)",
+            results.capacity().unwrap_or(0)
         );
         area.draw(&Text::new(label, (492, 33), font))?;
     }

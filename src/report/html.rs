@@ -131,12 +131,7 @@ fn meaning(scenario: &Scenario, runs: &[RunSummary]) -> String {
         .iter()
         .filter_map(|limiter| {
             let run = runs.iter().find(|r| r.limiter == limiter.name)?;
-            let bound_1s = run
-                .profile
-                .iter()
-                .find(|p| p.interval_ns == 1_000_000_000)
-                .map(|p| p.bound);
-            let bound_1s = bound_1s.or((run.rolling_ns == 1_000_000_000).then_some(run.bound))?;
+            let bound_1s = run.backend.as_ref()?.bound_1s;
             (bound_1s > capacity && over_somewhere(&limiter.name).is_none())
                 .then(|| format!("<b>{}</b> (bound {bound_1s})", escape(&limiter.name)))
         })
