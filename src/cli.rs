@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use std::num::NonZeroU64;
+
 use clap::{Parser, Subcommand, ValueEnum};
 
 /// Shows how much traffic a rate limiter really lets through in any rolling
@@ -22,6 +24,19 @@ pub enum Command {
     /// summary.json, summary.csv, timeline.csv, charts/*.svg and report.html
     /// under output/<name>/.
     Run(RunArgs),
+    /// Find, for each limiter, the largest threshold (or rate) that keeps the
+    /// worst second within the backend's capacity, and what it costs; writes
+    /// sizing.json, sizing.csv and charts/sizing.svg under output/<name>/.
+    Size(SizeArgs),
+    /// Exit 1 if any run lets more through in one second than the backend's
+    /// capacity, or the backend drops requests; for CI of gateway configurations.
+    Check {
+        /// The scenario file (TOML).
+        scenario: PathBuf,
+        /// Check against this capacity (requests per second) instead of [backend] capacity.
+        #[arg(long, value_name = "REQ_PER_S")]
+        capacity: Option<NonZeroU64>,
+    },
     /// Read and check a scenario without simulating it.
     Validate {
         /// The scenario file (TOML).
@@ -49,6 +64,28 @@ pub struct RunArgs {
     /// Write no charts and no report.html (faster on very large runs).
     #[arg(long)]
     pub no_charts: bool,
+    /// Print nothing on standard output, and no warnings.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `burstsim size`.
+#[derive(Debug, clap::Args)]
+pub struct SizeArgs {
+    /// The scenario file (TOML).
+    pub scenario: PathBuf,
+    /// Size against this capacity (requests per second) instead of [backend] capacity.
+    #[arg(long, value_name = "REQ_PER_S")]
+    pub capacity: Option<NonZeroU64>,
+    /// Simulate each setting with this many seeds (default: the scenario's `replications`, else 1).
+    #[arg(long, value_name = "N")]
+    pub replications: Option<NonZeroU64>,
+    /// Write sizing files into this folder instead of output/<name>/.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// What to print on standard output.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
     /// Print nothing on standard output, and no warnings.
     #[arg(long, short)]
     pub quiet: bool,

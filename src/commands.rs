@@ -3,12 +3,16 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Result;
+use std::num::NonZeroU64;
+use std::path::Path;
 
-use crate::cli::{Format, RunArgs};
+use anyhow::{Result, bail};
+
+use crate::cli::{Format, RunArgs, SizeArgs};
 use crate::output::{DecisionFiles, Staging};
-use crate::report::{self, csv, html, table};
-use crate::{chart, scenario, sim};
+use crate::report::{self, csv, html, sizing, table};
+use crate::scenario::{Backend, Scenario};
+use crate::{chart, check, output, scenario, sim, size};
 
 /// `burstsim run`.
 pub fn run(args: &RunArgs) -> Result<()> {
@@ -28,6 +32,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         } else {
             chart::curve_intervals(&scenario)
         },
+        ..sim::Options::default()
     };
     let outcome = if args.decisions {
         let mut files = DecisionFiles::create(staging.path(), &scenario)?;
@@ -69,6 +74,102 @@ pub fn run(args: &RunArgs) -> Result<()> {
             Format::Csv => summary_csv,
         };
         std::io::stdout().write_all(text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// `burstsim size`.
+pub fn size(args: &SizeArgs) -> Result<()> {
+    let mut scenario = scenario::load(&args.scenario)?;
+    warn(&scenario.warnings, args.quiet);
+    with_capacity(&mut scenario, args.capacity)?;
+    let capacity = scenario.backend.map_or(0, |b| b.capacity_per_sec.get());
+    let replications = args.replications.map_or(1, NonZeroU64::get);
+    let report = size::size(&scenario, capacity, replications)?;
+    let json = serde_json::to_string_pretty(&report)? + "\n";
+    let sizing_csv = sizing::render_sizing_csv(&report);
+    let target = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("output").join(&scenario.name));
+    let chart = chart::render_sizing(&report)?;
+    output::write_each(
+        &target,
+        &[
+            ("sizing.json", json.as_str()),
+            ("sizing.csv", sizing_csv.as_str()),
+            ("charts/sizing.svg", chart.svg.as_str()),
+        ],
+    )?;
+    if !args.quiet {
+        let text = match args.format {
+            Format::Table => format!(
+                "{}results in {}\n",
+                sizing::render_sizing_table(&report),
+                target.display()
+            ),
+            Format::Json => json,
+            Format::Csv => sizing_csv,
+        };
+        std::io::stdout().write_all(text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// `burstsim check`: true when every run stays within the backend.
+pub fn check(path: &Path, capacity: Option<NonZeroU64>) -> Result<bool> {
+    let mut scenario = scenario::load(path)?;
+    warn(&scenario.warnings, false);
+    with_capacity(&mut scenario, capacity)?;
+    let outcome = sim::simulate(&scenario, &sim::Options::default(), None)?;
+    let failures: Vec<String> = outcome
+        .runs
+        .iter()
+        .flat_map(|run| check::failures(&run.summary))
+        .collect();
+    let mut out = std::io::stdout().lock();
+    let capacity = scenario.backend.map_or(0, |b| b.capacity_per_sec.get());
+    if failures.is_empty() {
+        writeln!(
+            out,
+            "ok: all {} runs of {} stay within the backend's {capacity}/s",
+            outcome.runs.len(),
+            scenario.name
+        )?;
+        return Ok(true);
+    }
+    for failure in &failures {
+        writeln!(out, "{failure}")?;
+    }
+    let offending = outcome
+        .runs
+        .iter()
+        .filter(|run| !check::failures(&run.summary).is_empty())
+        .count();
+    writeln!(
+        out,
+        "check failed: {offending} of {} runs of {} exceed the backend's {capacity}/s",
+        outcome.runs.len(),
+        scenario.name
+    )?;
+    Ok(false)
+}
+
+/// Puts `capacity` in place of the scenario's, or insists there is one.
+fn with_capacity(scenario: &mut Scenario, capacity: Option<NonZeroU64>) -> Result<()> {
+    match (capacity, &mut scenario.backend) {
+        (Some(capacity), Some(backend)) => backend.capacity_per_sec = capacity,
+        (Some(capacity), None) => {
+            scenario.backend = Some(Backend {
+                capacity_per_sec: capacity,
+                queue: None,
+            })
+        }
+        (None, Some(_)) => {}
+        (None, None) => bail!(
+            "{}: no [backend] capacity to check against; add `[backend] capacity = N` (requests per second) or pass --capacity N",
+            scenario.path.display()
+        ),
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! rate limiter lets through in any rolling interval.
 
 pub mod chart;
+pub mod check;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -13,6 +14,7 @@ pub mod output;
 pub mod report;
 pub mod scenario;
 pub mod sim;
+pub mod size;
 pub mod summary;
 pub mod time;
 pub mod traffic;

@@ -9,11 +9,14 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
-        Command::Run(args) => commands::run(args),
-        Command::Validate { scenario } => commands::validate(scenario),
+        Command::Run(args) => commands::run(args).map(|()| true),
+        Command::Size(args) => commands::size(args).map(|()| true),
+        Command::Check { scenario, capacity } => commands::check(scenario, *capacity),
+        Command::Validate { scenario } => commands::validate(scenario).map(|()| true),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");

@@ -102,6 +102,27 @@ impl Drop for Staging {
     }
 }
 
+/// Writes each `(relative path, contents)` into `folder`, one file at a time:
+/// each goes to a hidden temporary file first and is renamed into place, so no
+/// file is ever half-written. Other files in the folder are left alone.
+pub fn write_each(folder: &Path, files: &[(&str, &str)]) -> Result<()> {
+    for (relative, contents) in files {
+        let path = folder.join(relative);
+        let parent = path.parent().unwrap_or(folder);
+        fs::create_dir_all(parent)
+            .with_context(|| format!("cannot write to output folder {}", parent.display()))?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let partial = parent.join(format!(".{name}.partial-{}", std::process::id()));
+        fs::write(&partial, contents).with_context(|| format!("writing {}", partial.display()))?;
+        fs::rename(&partial, &path)
+            .with_context(|| format!("moving {} into place", path.display()))?;
+    }
+    Ok(())
+}
+
 /// An empty folder, or one holding earlier burstsim results, may be replaced.
 fn is_replaceable(folder: &Path) -> bool {
     folder.is_dir()

@@ -4,10 +4,11 @@
 use anyhow::{Context as _, Result, bail};
 
 use crate::limiter::{Context, Limiter, RateLimiter};
+use crate::metrics::backend::Server;
 use crate::metrics::rolling::{RollingCounts, Worst};
 use crate::metrics::timeline::Timeline;
 use crate::scenario::{Scenario, Workload};
-use crate::summary::{BackendSummary, ProfilePoint, RunSummary, Summary};
+use crate::summary::{BackendSummary, ProfilePoint, QueueSummary, RunSummary, Summary};
 use crate::time::Nanos;
 use crate::traffic::{Merge, Source, stream};
 
@@ -38,6 +39,8 @@ pub struct RunResult {
 pub struct Options {
     /// Interval lengths at which to sample the arrival curve (for charts).
     pub curve: Vec<Nanos>,
+    /// Which replication's random streams to draw from (0 is the scenario's own).
+    pub replication: u64,
 }
 
 /// The result of a whole scenario.
@@ -90,7 +93,7 @@ fn simulate_workload(
             source.arrivals(
                 scenario.duration,
                 &scenario.base_dir,
-                stream(scenario.seed, &workload.name, i, 0),
+                stream(scenario.seed, &workload.name, i, options.replication),
             )
         })
         .collect::<Result<Vec<Source>, String>>()
@@ -145,6 +148,10 @@ struct RunState {
     /// The distinct intervals tracked by `rolling`, in its order.
     intervals: Vec<Nanos>,
     timeline: Timeline,
+    /// Backend capacity per second, to count rejections it had room for.
+    capacity: Option<u64>,
+    rejected_with_spare_capacity: u64,
+    server: Option<Server>,
 }
 
 impl RunState {
@@ -184,6 +191,12 @@ impl RunState {
             rolling,
             intervals,
             timeline: Timeline::new(metrics.bucket, scenario.duration),
+            capacity: scenario.backend.map(|b| b.capacity_per_sec.get()),
+            rejected_with_spare_capacity: 0,
+            server: scenario.backend.and_then(|b| {
+                b.queue
+                    .map(|queue| Server::new(b.capacity_per_sec.get(), queue))
+            }),
         })
     }
 
@@ -195,6 +208,13 @@ impl RunState {
         if admitted {
             self.admitted += 1;
             self.rolling.push(now);
+            if let Some(server) = &mut self.server {
+                server.arrive(now);
+            }
+        } else if let Some(capacity) = self.capacity {
+            if self.rolling.trailing_count(now) < capacity {
+                self.rejected_with_spare_capacity += 1;
+            }
         }
         admitted
     }
@@ -237,6 +257,18 @@ impl RunState {
                 worst_1s,
                 bound_1s: self.limiter.bound(Nanos::SECOND),
                 nominal_1s: self.limiter.nominal(Nanos::SECOND),
+                rejected_with_spare_capacity: self.rejected_with_spare_capacity,
+                queue: self.server.as_ref().map(|server| {
+                    let stats = server.stats();
+                    QueueSummary {
+                        size: backend.queue.unwrap_or(0),
+                        dropped: stats.dropped,
+                        max_queue: stats.max_queue,
+                        wait_p50_ns: stats.wait_p50.get(),
+                        wait_p99_ns: stats.wait_p99.get(),
+                        wait_max_ns: stats.wait_max.get(),
+                    }
+                }),
                 over_capacity: worst_1s.saturating_sub(capacity),
                 seconds_over_capacity: self.rolling.time_over_capacity().as_secs_f64(),
             }

@@ -61,10 +61,32 @@ pub struct BackendSummary {
     pub bound_1s: u64,
     /// The limiter's nominal allowance over 1 s.
     pub nominal_1s: f64,
+    /// Requests rejected while fewer than `capacity` had been admitted in the
+    /// trailing second: turned away although the backend had room.
+    pub rejected_with_spare_capacity: u64,
     /// `max(0, worst_1s − capacity)`.
     pub over_capacity: u64,
     /// Total time during which the trailing-1 s admitted count exceeded capacity.
     pub seconds_over_capacity: f64,
+    /// The backend as a server with a bounded queue, when `queue` is given.
+    pub queue: Option<QueueSummary>,
+}
+
+/// The admitted requests served at `capacity` per second with a bounded queue.
+#[derive(Clone, Debug, Serialize)]
+pub struct QueueSummary {
+    /// Requests the backend can hold waiting.
+    pub size: u64,
+    /// Requests that found the queue full.
+    pub dropped: u64,
+    /// The most requests waiting at once.
+    pub max_queue: u64,
+    /// Median wait before service, in nanoseconds (3 significant digits).
+    pub wait_p50_ns: u64,
+    /// 99th percentile of the wait, in nanoseconds (3 significant digits).
+    pub wait_p99_ns: u64,
+    /// Longest wait, in nanoseconds (3 significant digits).
+    pub wait_max_ns: u64,
 }
 
 impl RunSummary {

@@ -101,7 +101,7 @@ fn every_chart_is_well_formed_with_a_title_axis_labels_and_every_limiter() {
             );
         }
     }
-    for workload in ["steady", "edge-burst", "burst-on-background", "flash-sale"] {
+    for workload in ["steady", "edge-burst", "noisy-edge-burst", "flash-sale"] {
         texts(&read(&charts.join(format!("timeline-{workload}.svg"))));
     }
 }

@@ -2,8 +2,11 @@
 //! they never simulate.
 
 mod arrival_curve;
+mod sizing;
 pub mod style;
 mod timeline;
+
+pub use sizing::render_sizing;
 mod worst_rolling;
 
 use anyhow::Result;

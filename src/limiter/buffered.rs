@@ -27,6 +27,23 @@ pub struct Config {
 const DEFAULT_RATIO: Decimal = Decimal::new(7, 1);
 
 impl Config {
+    /// The sizing parameter: the effective threshold ⌊ratio · capacity⌋.
+    pub fn parameter(&self, context: Context) -> (&'static str, u64) {
+        (
+            "threshold",
+            self.build(context).map_or(0, |limiter| limiter.threshold()),
+        )
+    }
+
+    /// The same limiter with threshold `value`: ratio 1 of a capacity of `value`.
+    pub fn with_parameter(&self, value: u64) -> Config {
+        Config {
+            ratio: Some(Decimal::whole(1)),
+            capacity: Some(value),
+            ..self.clone()
+        }
+    }
+
     /// A fixed window with threshold ⌊ρ · capacity⌋, computed exactly.
     pub fn build(&self, context: Context) -> Result<FixedWindow, String> {
         let ratio = self.ratio.unwrap_or(DEFAULT_RATIO);

@@ -34,6 +34,22 @@ impl<'de> Deserialize<'de> for Config {
 }
 
 impl Config {
+    /// The sizing parameter: the first layer's.
+    pub fn parameter(&self, context: Context) -> (&'static str, u64) {
+        self.layers
+            .first()
+            .map_or(("threshold", 0), |layer| layer.parameter(context))
+    }
+
+    /// The same chain with the first layer's parameter set to `value`.
+    pub fn with_parameter(&self, value: u64) -> Config {
+        let mut layers = self.layers.clone();
+        if let Some(first) = layers.first_mut() {
+            *first = first.with_parameter(value);
+        }
+        Config { layers }
+    }
+
     /// Every layer, fresh.
     pub fn build(&self, context: Context) -> Result<Chain, String> {
         if self.layers.is_empty() {

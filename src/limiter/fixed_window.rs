@@ -21,6 +21,19 @@ pub struct Config {
 }
 
 impl Config {
+    /// The sizing parameter: the threshold.
+    pub fn parameter(&self) -> (&'static str, u64) {
+        ("threshold", self.threshold.get())
+    }
+
+    /// The same limiter with threshold `value`.
+    pub fn with_parameter(&self, value: u64) -> Config {
+        Config {
+            threshold: NonZeroU64::new(value).unwrap_or(NonZeroU64::MIN),
+            ..self.clone()
+        }
+    }
+
     /// A fresh limiter in its initial state.
     pub fn build(&self) -> Result<FixedWindow, String> {
         FixedWindow::new(self.window, self.threshold.get(), self.align)

@@ -125,6 +125,44 @@ impl LimiterConfig {
         }
     }
 
+    /// The parameter `burstsim size` varies (threshold, or rate) and its value.
+    pub fn parameter(&self, context: Context) -> (&'static str, u64) {
+        match self {
+            LimiterConfig::FixedWindow(config) => config.parameter(),
+            LimiterConfig::SmallerWindow(config) => config.parameter(),
+            LimiterConfig::Buffered(config) => config.parameter(context),
+            LimiterConfig::SlidingLog(config) => config.parameter(),
+            LimiterConfig::SlidingCounter(config) => config.parameter(),
+            LimiterConfig::TokenBucket(config) => config.parameter(),
+            LimiterConfig::Chain(config) => config.parameter(context),
+        }
+    }
+
+    /// The same configuration with the sizing parameter set to `value`.
+    pub fn with_parameter(&self, value: u64) -> LimiterConfig {
+        match self {
+            LimiterConfig::FixedWindow(config) => {
+                LimiterConfig::FixedWindow(config.with_parameter(value))
+            }
+            LimiterConfig::SmallerWindow(config) => {
+                LimiterConfig::SmallerWindow(config.with_parameter(value))
+            }
+            LimiterConfig::Buffered(config) => {
+                LimiterConfig::Buffered(config.with_parameter(value))
+            }
+            LimiterConfig::SlidingLog(config) => {
+                LimiterConfig::SlidingLog(config.with_parameter(value))
+            }
+            LimiterConfig::SlidingCounter(config) => {
+                LimiterConfig::SlidingCounter(config.with_parameter(value))
+            }
+            LimiterConfig::TokenBucket(config) => {
+                LimiterConfig::TokenBucket(config.with_parameter(value))
+            }
+            LimiterConfig::Chain(config) => LimiterConfig::Chain(config.with_parameter(value)),
+        }
+    }
+
     /// A fresh limiter in its initial state, or what is wrong with the configuration.
     pub fn build(&self, context: Context) -> Result<Limiter, String> {
         Ok(match self {

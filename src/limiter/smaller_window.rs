@@ -25,6 +25,20 @@ pub struct Config {
 }
 
 impl Config {
+    /// The sizing parameter: the threshold of each smaller window, ⌊N/k⌋.
+    pub fn parameter(&self) -> (&'static str, u64) {
+        ("per split", self.threshold.get() / self.splits.get())
+    }
+
+    /// The same limiter with `value` per smaller window (N = value · k).
+    pub fn with_parameter(&self, value: u64) -> Config {
+        let threshold = value.saturating_mul(self.splits.get());
+        Config {
+            threshold: NonZeroU64::new(threshold).unwrap_or(NonZeroU64::MIN),
+            ..self.clone()
+        }
+    }
+
     /// The equivalent fixed window of W/k and ⌊N/k⌋ (its bound is (k + 1)·⌊N/k⌋ over W).
     pub fn build(&self) -> Result<FixedWindow, String> {
         let splits = self.splits.get();

@@ -19,6 +19,19 @@ pub struct Config {
 }
 
 impl Config {
+    /// The sizing parameter: the rate, in whole tokens per second (rounded down).
+    pub fn parameter(&self) -> (&'static str, u64) {
+        ("rate", self.rate.numerator() / self.rate.denominator())
+    }
+
+    /// The same bucket refilled at `value` tokens per second.
+    pub fn with_parameter(&self, value: u64) -> Config {
+        Config {
+            rate: Decimal::whole(value),
+            ..self.clone()
+        }
+    }
+
     /// A full bucket at t = 0.
     pub fn build(&self) -> Result<TokenBucket, String> {
         if self.rate.is_zero() {

@@ -2,5 +2,6 @@
 //! per-bucket timeline. Memory depends on the intervals, never on the number
 //! of requests.
 
+pub mod backend;
 pub mod rolling;
 pub mod timeline;

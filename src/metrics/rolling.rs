@@ -140,6 +140,25 @@ impl RollingCounts {
         self.trackers.iter().map(worst).collect()
     }
 
+    /// How many admitted requests lie in `(now − L, now]` for the overload
+    /// interval L, at `now` (non-decreasing, and not before the last push).
+    #[inline]
+    pub fn trailing_count(&mut self, now: Nanos) -> u64 {
+        let Some(overload) = self.overload.as_mut() else {
+            return 0;
+        };
+        let tracker = &mut self.trackers[overload.tracker];
+        advance(
+            tracker,
+            &self.times,
+            self.dropped,
+            self.pushed,
+            now.get(),
+            Some(overload),
+        );
+        self.pushed - tracker.front
+    }
+
     /// Total time the trailing count exceeded the capacity, once every admitted
     /// request has expired from the interval.
     pub fn time_over_capacity(&self) -> Nanos {

@@ -33,6 +33,13 @@ pub fn render_summary(runs: &[RunSummary]) -> String {
         "capacity",
         "over_capacity",
         "seconds_over_capacity",
+        "rejected_with_spare_capacity",
+        "queue",
+        "dropped",
+        "max_queue",
+        "wait_p50_ns",
+        "wait_p99_ns",
+        "wait_max_ns",
     ];
     let header = header.iter().map(|h| h.to_string()).chain(profile);
     writer.write_record(header).expect("writing to memory");
@@ -55,7 +62,18 @@ pub fn render_summary(runs: &[RunSummary]) -> String {
             optional(backend.map(|b| b.capacity.to_string())),
             optional(backend.map(|b| b.over_capacity.to_string())),
             optional(backend.map(|b| b.seconds_over_capacity.to_string())),
+            optional(backend.map(|b| b.rejected_with_spare_capacity.to_string())),
         ];
+        let queue = backend.and_then(|b| b.queue.as_ref());
+        let queue_fields = [
+            queue.map(|q| q.size),
+            queue.map(|q| q.dropped),
+            queue.map(|q| q.max_queue),
+            queue.map(|q| q.wait_p50_ns),
+            queue.map(|q| q.wait_p99_ns),
+            queue.map(|q| q.wait_max_ns),
+        ];
+        row.extend(queue_fields.map(|field| optional(field.map(|v| v.to_string()))));
         row.extend(run.profile.iter().map(|p| p.worst.to_string()));
         writer.write_record(&row).expect("writing to memory");
     }

@@ -2,6 +2,7 @@
 
 pub mod csv;
 pub mod html;
+pub mod sizing;
 pub mod table;
 
 use crate::summary::Summary;

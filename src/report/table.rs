@@ -7,7 +7,7 @@ use crate::summary::RunSummary;
 use crate::time::Nanos;
 
 /// No borders, one rule under the header: quiet enough to read 28 rows.
-const STYLE: TableStyle =
+pub const STYLE: TableStyle =
     TableStyle::new().header_separator(LineStyle::none().fill('─').junction('─'));
 
 /// The table printed by `burstsim run`. A workload's name is printed on its
@@ -20,23 +20,30 @@ pub fn render_table(runs: &[RunSummary]) -> String {
         .iter()
         .find_map(|run| run.backend.as_ref().map(|b| b.capacity));
     let backend_header = capacity.map_or("backend".to_string(), |c| format!("vs {c}/s"));
+    let queue = runs
+        .iter()
+        .any(|run| run.backend.as_ref().is_some_and(|b| b.queue.is_some()));
+    let mut header = vec![
+        "workload".to_string(),
+        "limiter".to_string(),
+        "admitted".to_string(),
+        format!("worst {rolling}"),
+        "from".to_string(),
+        "×limit".to_string(),
+        "bound".to_string(),
+        backend_header,
+    ];
+    if queue {
+        header.push("drops".to_string());
+    }
     let mut table = Table::new();
     table
         .load_style(STYLE)
         .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(vec![
-            "workload".to_string(),
-            "limiter".to_string(),
-            "admitted".to_string(),
-            format!("worst {rolling}"),
-            "from".to_string(),
-            "× limit".to_string(),
-            "bound".to_string(),
-            backend_header,
-        ]);
+        .set_header(header);
     for (i, run) in runs.iter().enumerate() {
         let first_of_workload = i == 0 || runs[i - 1].workload != run.workload;
-        table.add_row(vec![
+        let mut row = vec![
             if first_of_workload {
                 run.workload.clone()
             } else {
@@ -49,11 +56,20 @@ pub fn render_table(runs: &[RunSummary]) -> String {
             ratio(run.spike_ratio),
             run.bound.to_string(),
             verdict(run),
-        ]);
+        ];
+        if queue {
+            let dropped = run
+                .backend
+                .as_ref()
+                .and_then(|b| b.queue.as_ref())
+                .map(|q| q.dropped);
+            row.push(dropped.map_or("-".to_string(), |d| d.to_string()));
+        }
+        table.add_row(row);
     }
     for (index, column) in table.column_iter_mut().enumerate() {
         column.set_padding((0, 1));
-        if (2..7).contains(&index) {
+        if (2..7).contains(&index) || index == 8 {
             column.set_cell_alignment(CellAlignment::Right);
         }
     }

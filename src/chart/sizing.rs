@@ -1,0 +1,124 @@
+//! `charts/sizing.svg`: each limiter's simulated worst second against its
+//! setting, with the capacity line and the safe settings marked.
+
+use anyhow::Result;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::Chart;
+use super::style::{
+    AXIS_SIZE, CAPACITY, FAINT, FONT, HEIGHT, LABEL_SIZE, TITLE_SIZE, WIDTH, limiter_colour,
+};
+use crate::size::{Safe, SizingReport};
+
+/// The chart. Settings are shown as a percentage of each limiter's current
+/// value, so limiters with different parameters share one axis.
+pub fn render_sizing(report: &SizingReport) -> Result<Chart> {
+    let percent = |value: u64, current: u64| value as f64 * 100.0 / current.max(1) as f64;
+    let x_max = report
+        .limiters
+        .iter()
+        .flat_map(|s| s.sweep.iter().map(move |&(v, _, _)| percent(v, s.current)))
+        .fold(200.0, f64::max);
+    let y_max = report
+        .limiters
+        .iter()
+        .flat_map(|s| s.sweep.iter().map(|&(_, worst, _)| worst as f64))
+        .fold(report.capacity as f64, f64::max)
+        * 1.12;
+    let title = "Sizing: most admitted in any second against each limiter's setting".to_string();
+    let mut svg = String::new();
+    {
+        let canvas = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        canvas.fill(&WHITE)?;
+        let root = canvas.titled(&title, (FONT, TITLE_SIZE))?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin_top(30)
+            .margin(18)
+            .x_label_area_size(50)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
+        chart
+            .configure_mesh()
+            .light_line_style(WHITE)
+            .bold_line_style(FAINT.mix(0.6))
+            .label_style((FONT, LABEL_SIZE))
+            .axis_desc_style((FONT, AXIS_SIZE))
+            .x_desc("setting, % of the scenario's value (100% = as configured)")
+            .y_desc("most requests admitted in any 1 s, on the workloads")
+            .x_label_formatter(&|x| format!("{x:.0}%"))
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .draw()?;
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![
+                    (0.0, report.capacity as f64),
+                    (x_max, report.capacity as f64),
+                ],
+                8,
+                5,
+                CAPACITY.stroke_width(2),
+            ))?
+            .label(format!("backend capacity {}/s", report.capacity))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], CAPACITY.stroke_width(2)));
+        for (index, sizing) in report.limiters.iter().enumerate() {
+            let colour = limiter_colour(index);
+            let points: Vec<(f64, f64)> = sizing
+                .sweep
+                .iter()
+                .map(|&(v, worst, _)| (percent(v, sizing.current), worst as f64))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
+                .label(sizing.limiter.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3))
+                });
+            if let Safe::Value {
+                value,
+                simulated_1s,
+                ..
+            } = &sizing.safe_any_traffic
+            {
+                chart.draw_series([Circle::new(
+                    (percent(*value, sizing.current), *simulated_1s as f64),
+                    6,
+                    colour.filled(),
+                )])?;
+            }
+            if let Safe::Value {
+                value,
+                simulated_1s,
+                ..
+            } = &sizing.safe_on_workloads
+            {
+                chart.draw_series([Circle::new(
+                    (percent(*value, sizing.current), *simulated_1s as f64),
+                    8,
+                    colour.stroke_width(2),
+                )])?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font((FONT, LABEL_SIZE))
+            .background_style(WHITE.mix(0.9))
+            .border_style(FAINT)
+            .draw()?;
+        let note = "filled dot: largest setting safe for any traffic (from the bound); ring: largest safe on these workloads";
+        let style = (FONT, LABEL_SIZE)
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Center, VPos::Top));
+        canvas.draw(&Text::new(note, (WIDTH as i32 / 2, 30), style))?;
+        canvas.present()?;
+    }
+    let caption = "Each line is one limiter's worst second as its threshold (or rate) varies; settings left of where a line crosses the red capacity line keep these workloads safe, the filled dot keeps any traffic safe.".to_string();
+    Ok(Chart {
+        file: "sizing.svg".into(),
+        title,
+        caption,
+        svg,
+    })
+}

@@ -1,0 +1,173 @@
+//! `burstsim size` output: the recommendation table, and sizing.csv.
+
+use comfy_table::{CellAlignment, ContentArrangement, Table};
+
+use super::table::STYLE;
+use crate::size::{Safe, Sizing, SizingReport};
+
+/// The recommendation table, with a legend under it.
+pub fn render_sizing_table(report: &SizingReport) -> String {
+    let mut table = Table::new();
+    table
+        .load_style(STYLE)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(vec![
+            "limiter",
+            "parameter",
+            "now",
+            "bound now",
+            "any traffic",
+            "on workloads",
+            "rejected",
+            "spare",
+        ]);
+    for sizing in &report.limiters {
+        let mark = if sizing.current_bound_1s > report.capacity {
+            "✗"
+        } else {
+            "✓"
+        };
+        let (rejected, spare) = cost(sizing);
+        table.add_row(vec![
+            sizing.limiter.clone(),
+            sizing.parameter.clone(),
+            sizing.current.to_string(),
+            format!("{} {mark}", sizing.current_bound_1s),
+            safe_cell(&sizing.safe_any_traffic),
+            safe_cell(&sizing.safe_on_workloads),
+            rejected,
+            spare,
+        ]);
+    }
+    for (index, column) in table.column_iter_mut().enumerate() {
+        column.set_padding((0, 1));
+        if index >= 2 {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    format!(
+        "{}\n\
+         Sized against {capacity} requests per second; simulated over {replications} replication(s).\n\
+         bound now     the most the current setting can admit in 1 s, for any traffic (✗: above {capacity})\n\
+         any traffic   the largest setting whose bound over 1 s is at most {capacity}, and that bound\n\
+         on workloads  the largest setting whose simulated worst second stays at most {capacity}, and that worst\n\
+         rejected      at the any-traffic setting: the largest share of a workload's requests rejected\n\
+         spare         at the any-traffic setting: requests rejected while the backend had room for them\n",
+        table.trim_fmt(),
+        capacity = report.capacity,
+        replications = report.replications
+    )
+}
+
+fn safe_cell(safe: &Safe) -> String {
+    match safe {
+        Safe::Any => "any".to_string(),
+        Safe::None => "none".to_string(),
+        Safe::Value {
+            value, worst_1s, ..
+        } => format!("{value} ({worst_1s})"),
+    }
+}
+
+/// The largest rejected share (and its workload) and the spare-capacity rejections.
+fn cost(sizing: &Sizing) -> (String, String) {
+    let Safe::Value { costs, .. } = &sizing.safe_any_traffic else {
+        return ("-".to_string(), "-".to_string());
+    };
+    let worst = costs
+        .iter()
+        .max_by(|a, b| a.rejected_share.total_cmp(&b.rejected_share));
+    let spare: u64 = costs.iter().map(|c| c.rejected_with_spare_capacity).sum();
+    (
+        worst.map_or("-".to_string(), |c| {
+            format!("{:.1}% {}", c.rejected_share * 100.0, c.workload)
+        }),
+        spare.to_string(),
+    )
+}
+
+/// `sizing.csv`: one row per limiter and choice (`any-traffic`, `workloads`) and workload.
+pub fn render_sizing_csv(report: &SizingReport) -> String {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    let header = [
+        "limiter",
+        "kind",
+        "parameter",
+        "current",
+        "current_bound_1s",
+        "choice",
+        "safe",
+        "value",
+        "worst_1s",
+        "workload",
+        "offered",
+        "rejected",
+        "rejected_share",
+        "rejected_with_spare_capacity",
+    ];
+    writer.write_record(header).expect("writing to memory");
+    for sizing in &report.limiters {
+        for (choice, safe) in [
+            ("any-traffic", &sizing.safe_any_traffic),
+            ("workloads", &sizing.safe_on_workloads),
+        ] {
+            let head = [
+                sizing.limiter.clone(),
+                sizing.kind.clone(),
+                sizing.parameter.clone(),
+                sizing.current.to_string(),
+                sizing.current_bound_1s.to_string(),
+                choice.to_string(),
+            ];
+            let rows: Vec<Vec<String>> = match safe {
+                Safe::Any => vec![vec![
+                    "any".into(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ]],
+                Safe::None => vec![vec![
+                    "none".into(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ]],
+                Safe::Value {
+                    value,
+                    worst_1s,
+                    costs,
+                    ..
+                } => costs
+                    .iter()
+                    .map(|c| {
+                        vec![
+                            "value".into(),
+                            value.to_string(),
+                            worst_1s.to_string(),
+                            c.workload.clone(),
+                            c.offered.to_string(),
+                            c.rejected.to_string(),
+                            c.rejected_share.to_string(),
+                            c.rejected_with_spare_capacity.to_string(),
+                        ]
+                    })
+                    .collect(),
+            };
+            for row in rows {
+                writer
+                    .write_record(head.iter().chain(&row))
+                    .expect("writing to memory");
+            }
+        }
+    }
+    String::from_utf8(writer.into_inner().expect("flushing to memory"))
+        .expect("every field is UTF-8")
+}

@@ -1,0 +1,320 @@
+//! Sizing: for each limiter, the largest threshold (or rate) that keeps the
+//! worst second within the backend's capacity — for any traffic, from the
+//! bound, and on the scenario's workloads, simulated — and what it costs.
+
+use anyhow::{Context as _, Result};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::limiter::{Context, LimiterConfig, RateLimiter};
+use crate::scenario::{Backend, NamedLimiter, Scenario};
+use crate::sim::{self, Options};
+use crate::time::Nanos;
+
+/// How many settings the sizing chart samples per limiter.
+const SWEEP_POINTS: u64 = 24;
+
+/// A safe setting, if there is one.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Safe {
+    /// Every value is safe (another layer, or the traffic itself, stays under capacity).
+    Any,
+    /// Not even the smallest value is safe.
+    None,
+    /// The largest safe value.
+    Value {
+        /// The parameter's value.
+        value: u64,
+        /// The limiter's effective parameters at that value.
+        description: String,
+        /// Its worst second: the bound, or the simulated worst over all workloads and replications.
+        worst_1s: u64,
+        /// The simulated worst second at this value, over all workloads and replications.
+        simulated_1s: u64,
+        /// What this setting costs on each workload.
+        costs: Vec<Cost>,
+    },
+}
+
+/// What a setting costs on one workload (summed over replications).
+#[derive(Clone, Debug, Serialize)]
+pub struct Cost {
+    /// The workload.
+    pub workload: String,
+    /// Requests offered.
+    pub offered: u64,
+    /// Requests rejected.
+    pub rejected: u64,
+    /// Share of the offered requests rejected.
+    pub rejected_share: f64,
+    /// Rejected while fewer than `capacity` had been admitted in the trailing second.
+    pub rejected_with_spare_capacity: u64,
+}
+
+/// The sizing of one limiter.
+#[derive(Clone, Debug, Serialize)]
+pub struct Sizing {
+    /// The limiter's name.
+    pub limiter: String,
+    /// Its kind.
+    pub kind: String,
+    /// What is varied, like `threshold` or `rate`.
+    pub parameter: String,
+    /// The parameter's value in the scenario.
+    pub current: u64,
+    /// Its bound over 1 s at the current value.
+    pub current_bound_1s: u64,
+    /// Largest value whose bound over 1 s is within capacity.
+    pub safe_any_traffic: Safe,
+    /// Largest value whose simulated worst second is within capacity on every
+    /// workload, and (with a queue) with no request dropped.
+    pub safe_on_workloads: Safe,
+    /// (value, simulated worst 1 s, bound over 1 s) over a range of values, for the chart.
+    pub sweep: Vec<(u64, u64, u64)>,
+}
+
+/// The whole sizing report.
+#[derive(Clone, Debug, Serialize)]
+pub struct SizingReport {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The capacity sized against, requests per second.
+    pub capacity: u64,
+    /// Replications simulated per setting.
+    pub replications: u64,
+    /// One entry per limiter.
+    pub limiters: Vec<Sizing>,
+}
+
+/// Sizes every limiter of `scenario` against `capacity` requests per second.
+pub fn size(scenario: &Scenario, capacity: u64, replications: u64) -> Result<SizingReport> {
+    let mut scenario = scenario.clone();
+    let queue = scenario.backend.and_then(|b| b.queue);
+    let capacity_per_sec =
+        std::num::NonZeroU64::new(capacity).context("the capacity must be at least 1")?;
+    scenario.backend = Some(Backend {
+        capacity_per_sec,
+        queue,
+    });
+    let scenario = &scenario;
+    let limiters = scenario
+        .limiters
+        .par_iter()
+        .map(|limiter| size_limiter(scenario, limiter, capacity, replications))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(SizingReport {
+        scenario: scenario.name.clone(),
+        capacity,
+        replications,
+        limiters,
+    })
+}
+
+struct Probe<'a> {
+    scenario: &'a Scenario,
+    named: &'a NamedLimiter,
+    replications: u64,
+    context: Context,
+}
+
+impl Probe<'_> {
+    fn config(&self, value: u64) -> LimiterConfig {
+        self.named.config.with_parameter(value.max(1))
+    }
+
+    fn bound_1s(&self, value: u64) -> u64 {
+        self.config(value)
+            .build(self.context)
+            .map_or(u64::MAX, |l| l.bound(Nanos::SECOND))
+    }
+
+    fn description(&self, value: u64) -> String {
+        self.config(value)
+            .build(self.context)
+            .map_or_else(|err| err, |l| l.describe())
+    }
+
+    /// The worst second over all workloads and replications, the requests
+    /// the backend dropped (with a queue), and the costs.
+    fn simulate(&self, value: u64) -> Result<(u64, u64, Vec<Cost>)> {
+        let mut scenario = self.scenario.clone();
+        scenario.limiters = vec![NamedLimiter {
+            config: self.config(value),
+            ..self.named.clone()
+        }];
+        let mut costs: Vec<Cost> = scenario
+            .workloads
+            .iter()
+            .map(|w| Cost {
+                workload: w.name.clone(),
+                offered: 0,
+                rejected: 0,
+                rejected_share: 0.0,
+                rejected_with_spare_capacity: 0,
+            })
+            .collect();
+        let (mut worst, mut dropped) = (0, 0);
+        for replication in 0..self.replications {
+            let outcome = sim::simulate(
+                &scenario,
+                &Options {
+                    replication,
+                    ..Options::default()
+                },
+                None,
+            )?;
+            for (cost, run) in costs.iter_mut().zip(&outcome.runs) {
+                let summary = &run.summary;
+                let backend = summary
+                    .backend
+                    .as_ref()
+                    .expect("sizing always has a backend");
+                worst = worst.max(backend.worst_1s);
+                dropped += backend.queue.as_ref().map_or(0, |q| q.dropped);
+                cost.offered += summary.offered;
+                cost.rejected += summary.rejected;
+                cost.rejected_with_spare_capacity += backend.rejected_with_spare_capacity;
+            }
+        }
+        for cost in &mut costs {
+            cost.rejected_share = if cost.offered == 0 {
+                0.0
+            } else {
+                cost.rejected as f64 / cost.offered as f64
+            };
+        }
+        Ok((worst, dropped, costs))
+    }
+
+    fn safe(&self, value: u64, worst_1s: u64) -> Result<Safe> {
+        let (simulated_1s, _, costs) = self.simulate(value)?;
+        Ok(Safe::Value {
+            value,
+            description: self.description(value),
+            worst_1s,
+            simulated_1s,
+            costs,
+        })
+    }
+}
+
+fn size_limiter(
+    scenario: &Scenario,
+    named: &NamedLimiter,
+    capacity: u64,
+    replications: u64,
+) -> Result<Sizing> {
+    let context = Context {
+        backend_capacity_per_sec: Some(capacity),
+    };
+    let probe = Probe {
+        scenario,
+        named,
+        replications,
+        context,
+    };
+    let (parameter, current) = named.config.parameter(context);
+    // Every bound grows at least as fast as the parameter, so no safe value
+    // exceeds a few times the capacity; past that, a bound within capacity
+    // means another layer caps the limiter whatever this value is.
+    let ceiling = capacity.saturating_mul(4).saturating_add(4);
+    let safe_any_traffic = match largest(1, ceiling, |v| Ok(probe.bound_1s(v) <= capacity))? {
+        Largest::All => Safe::Any,
+        Largest::None => Safe::None,
+        Largest::Value(v) => probe.safe(v, probe.bound_1s(v))?,
+    };
+    // Past the most requests a workload offers, a window lets everything through.
+    let offered = probe
+        .simulate(current)?
+        .2
+        .iter()
+        .map(|c| c.offered)
+        .max()
+        .unwrap_or(0);
+    let offered_ceiling = offered.saturating_add(1).max(ceiling);
+    let safe_on_workloads = match largest(1, offered_ceiling, |v| {
+        let (worst, dropped, _) = probe.simulate(v)?;
+        Ok(worst <= capacity && dropped == 0)
+    })? {
+        Largest::All => Safe::Any,
+        Largest::None => Safe::None,
+        Largest::Value(v) => probe.safe(v, probe.simulate(v)?.0)?,
+    };
+    let top = (current.max(1) * 2).max(match &safe_on_workloads {
+        Safe::Value { value, .. } => value + value / 4,
+        _ => 0,
+    });
+    // The sweep passes through both safe values, so the chart's marks sit on its lines.
+    let marks = [&safe_any_traffic, &safe_on_workloads]
+        .into_iter()
+        .filter_map(|safe| match safe {
+            Safe::Value { value, .. } => Some(*value),
+            _ => None,
+        });
+    let values: Vec<u64> = (1..=SWEEP_POINTS)
+        .map(|i| (top * i).div_ceil(SWEEP_POINTS))
+        .chain(marks)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let sweep = values
+        .par_iter()
+        .map(|&v| Ok((v, probe.simulate(v)?.0, probe.bound_1s(v))))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Sizing {
+        limiter: named.name.clone(),
+        kind: named.config.kind().to_string(),
+        parameter: parameter.to_string(),
+        current,
+        current_bound_1s: probe.bound_1s(current),
+        safe_any_traffic,
+        safe_on_workloads,
+        sweep,
+    })
+}
+
+enum Largest {
+    All,
+    None,
+    Value(u64),
+}
+
+/// The largest v in [low, high] for which `safe(v)` holds, assuming safety
+/// only fails from some value on; `All` when even `high` is safe. Bounds are
+/// monotone in the parameter; simulated worst counts are assumed to be (a
+/// larger threshold admits a superset for fixed windows, and in practice for
+/// the others), so the search is a bisection.
+fn largest(low: u64, high: u64, mut safe: impl FnMut(u64) -> Result<bool>) -> Result<Largest> {
+    if !safe(low)? {
+        return Ok(Largest::None);
+    }
+    if safe(high)? {
+        return Ok(Largest::All);
+    }
+    let (mut good, mut bad) = (low, high);
+    while bad - good > 1 {
+        let mid = good + (bad - good) / 2;
+        if safe(mid)? { good = mid } else { bad = mid }
+    }
+    Ok(Largest::Value(good))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_last_safe_value() {
+        let found = largest(1, 1_000, |v| Ok(v * 2 <= 150)).unwrap();
+        assert!(matches!(found, Largest::Value(75)));
+        assert!(matches!(
+            largest(1, 10, |_| Ok(true)).unwrap(),
+            Largest::All
+        ));
+        assert!(matches!(
+            largest(1, 10, |_| Ok(false)).unwrap(),
+            Largest::None
+        ));
+    }
+}
