@@ -11,7 +11,12 @@ pub fn failures(run: &RunSummary) -> Vec<String> {
     };
     let name = format!("{} × {}", run.workload, run.limiter);
     let mut lines = Vec::new();
-    if backend.over_capacity > 0 {
+    let worst_1s = run.worst_1s_max().unwrap_or(backend.worst_1s);
+    let replicated = run.replications.as_ref().map_or(String::new(), |r| {
+        format!(" (worst of {} replications)", r.count)
+    });
+    if worst_1s > backend.capacity {
+        // Where the worst second starts is known for replication 0 only.
         let start = run
             .profile
             .iter()
@@ -19,16 +24,23 @@ pub fn failures(run: &RunSummary) -> Vec<String> {
             .map(|p| p.worst_start_ns);
         let start =
             start.or((run.rolling_ns == 1_000_000_000).then_some(run.worst_rolling_start_ns));
-        let at = start.map_or(String::new(), |ns| format!(" from {}", seconds(ns)));
+        let at = match (&run.replications, start) {
+            (Some(_), _) => replicated.clone(),
+            (None, Some(ns)) => format!(" from {}", seconds(ns)),
+            (None, None) => String::new(),
+        };
         lines.push(format!(
-            "OVER  {name}: {} admitted in one second{at}, {} over the backend's {}/s",
-            backend.worst_1s, backend.over_capacity, backend.capacity
+            "OVER  {name}: {worst_1s} admitted in one second{at}, {} over the backend's {}/s",
+            worst_1s - backend.capacity,
+            backend.capacity
         ));
     }
-    if let Some(queue) = backend.queue.as_ref().filter(|q| q.dropped > 0) {
+    if let (Some(queue), Some(dropped)) =
+        (backend.queue.as_ref(), run.dropped_max().filter(|&d| d > 0))
+    {
         lines.push(format!(
-            "DROPS {name}: the backend dropped {} requests (queue of {})",
-            queue.dropped, queue.size
+            "DROPS {name}: the backend dropped {dropped} requests{replicated} (queue of {})",
+            queue.size
         ));
     }
     lines

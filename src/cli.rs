@@ -58,6 +58,11 @@ pub struct RunArgs {
     /// What to print on standard output.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Run each stochastic workload with N seeds derived from the scenario's,
+    /// on all cores, and report mean, p50, p99 and max of each figure
+    /// (default: the scenario's `replications`, else 1).
+    #[arg(long, value_name = "N")]
+    pub replications: Option<NonZeroU64>,
     /// Also write every decision to decisions/<workload>/<limiter>.csv.
     #[arg(long)]
     pub decisions: bool,

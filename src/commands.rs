@@ -6,13 +6,16 @@ use std::path::PathBuf;
 use std::num::NonZeroU64;
 use std::path::Path;
 
+use std::io::IsTerminal;
+
 use anyhow::{Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::{Format, RunArgs, SizeArgs};
 use crate::output::{DecisionFiles, Staging};
 use crate::report::{self, csv, html, sizing, table};
 use crate::scenario::{Backend, Scenario};
-use crate::{chart, check, output, scenario, sim, size};
+use crate::{chart, check, output, replicate, scenario, sim, size};
 
 /// `burstsim run`.
 pub fn run(args: &RunArgs) -> Result<()> {
@@ -34,14 +37,19 @@ pub fn run(args: &RunArgs) -> Result<()> {
         },
         ..sim::Options::default()
     };
-    let outcome = if args.decisions {
+    if args.decisions {
+        // Decisions are replication 0's, streamed in a pass of their own.
         let mut files = DecisionFiles::create(staging.path(), &scenario)?;
-        let outcome = sim::simulate(&scenario, &options, Some(&mut files))?;
+        sim::simulate(&scenario, &sim::Options::default(), Some(&mut files))?;
         files.finish()?;
-        outcome
-    } else {
-        sim::simulate(&scenario, &options, None)?
-    };
+    }
+    let replications = args
+        .replications
+        .map_or(scenario.replications, NonZeroU64::get);
+    let bar = progress_bar(replicate::units(&scenario, replications), args.quiet);
+    let outcome =
+        replicate::simulate_replicated(&scenario, &options, replications, &|| bar.inc(1))?;
+    bar.finish_and_clear();
     let summary = outcome.summary(&scenario);
     let json = report::render_json(&summary);
     let summary_csv = csv::render_summary(&summary.runs);
@@ -84,7 +92,9 @@ pub fn size(args: &SizeArgs) -> Result<()> {
     warn(&scenario.warnings, args.quiet);
     with_capacity(&mut scenario, args.capacity)?;
     let capacity = scenario.backend.map_or(0, |b| b.capacity_per_sec.get());
-    let replications = args.replications.map_or(1, NonZeroU64::get);
+    let replications = args
+        .replications
+        .map_or(scenario.replications, NonZeroU64::get);
     let report = size::size(&scenario, capacity, replications)?;
     let json = serde_json::to_string_pretty(&report)? + "\n";
     let sizing_csv = sizing::render_sizing_csv(&report);
@@ -121,7 +131,9 @@ pub fn check(path: &Path, capacity: Option<NonZeroU64>) -> Result<bool> {
     let mut scenario = scenario::load(path)?;
     warn(&scenario.warnings, false);
     with_capacity(&mut scenario, capacity)?;
-    let outcome = sim::simulate(&scenario, &sim::Options::default(), None)?;
+    let replications = scenario.replications;
+    let outcome =
+        replicate::simulate_replicated(&scenario, &sim::Options::default(), replications, &|| {})?;
     let failures: Vec<String> = outcome
         .runs
         .iter()
@@ -198,6 +210,21 @@ pub fn validate(path: &std::path::Path) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// A progress bar on standard error when it is a terminal and the work has
+/// several parts; hidden otherwise.
+fn progress_bar(units: u64, quiet: bool) -> ProgressBar {
+    if quiet || units < 2 || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(units);
+    if let Ok(style) =
+        ProgressStyle::with_template("{elapsed:>4} [{bar:40}] {pos}/{len} workload runs {eta} left")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
 }
 
 fn warn(warnings: &[String], quiet: bool) {

@@ -11,6 +11,7 @@ pub mod error;
 pub mod limiter;
 pub mod metrics;
 pub mod output;
+pub mod replicate;
 pub mod report;
 pub mod scenario;
 pub mod sim;

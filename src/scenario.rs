@@ -38,6 +38,8 @@ pub struct Scenario {
     pub duration: Nanos,
     /// Seed of every random stream.
     pub seed: u64,
+    /// How many seeds each stochastic workload runs with.
+    pub replications: u64,
     /// The backend behind the limiters, if described.
     pub backend: Option<Backend>,
     /// What to measure.
@@ -99,6 +101,7 @@ struct ScenarioFile {
     duration: Spanned<Nanos>,
     #[serde(default)]
     seed: u64,
+    replications: Option<NonZeroU64>,
     backend: Option<Backend>,
     #[serde(default)]
     metrics: MetricsFile,
@@ -204,6 +207,7 @@ impl Validator<'_> {
             base_dir,
             duration,
             seed: file.seed,
+            replications: file.replications.map_or(1, NonZeroU64::get),
             backend: file.backend,
             metrics,
             workloads,

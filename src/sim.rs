@@ -2,6 +2,7 @@
 //! nothing and writes no file; decisions go to a sink the caller provides.
 
 use anyhow::{Context as _, Result, bail};
+use rayon::prelude::*;
 
 use crate::limiter::{Context, Limiter, RateLimiter};
 use crate::metrics::backend::Server;
@@ -68,6 +69,16 @@ pub fn simulate(
     options: &Options,
     mut sink: Option<&mut dyn DecisionSink>,
 ) -> Result<Outcome> {
+    if sink.is_none() {
+        // Workloads are independent: one per core.
+        let per_workload = (0..scenario.workloads.len())
+            .into_par_iter()
+            .map(|index| simulate_workload_at(scenario, options, index))
+            .collect::<Result<Vec<_>>>()?;
+        return Ok(Outcome {
+            runs: per_workload.into_iter().flatten().collect(),
+        });
+    }
     let mut runs = Vec::with_capacity(scenario.workloads.len() * scenario.limiters.len());
     for workload in &scenario.workloads {
         let first = runs.len();
@@ -76,6 +87,15 @@ pub fn simulate(
         )?);
     }
     Ok(Outcome { runs })
+}
+
+/// Runs workload number `index` through every limiter.
+pub fn simulate_workload_at(
+    scenario: &Scenario,
+    options: &Options,
+    index: usize,
+) -> Result<Vec<RunResult>> {
+    simulate_workload(scenario, options, &scenario.workloads[index], 0, &mut None)
 }
 
 fn simulate_workload(
@@ -293,6 +313,7 @@ impl RunState {
             bound: self.limiter.bound(rolling),
             profile,
             backend,
+            replications: None,
         };
         RunResult {
             summary,

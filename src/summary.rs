@@ -35,6 +35,57 @@ pub struct RunSummary {
     pub profile: Vec<ProfilePoint>,
     /// How the admitted traffic compares with the backend, when one is given.
     pub backend: Option<BackendSummary>,
+    /// With several replications: each figure over all of them. The figures
+    /// above are replication 0's, drawn from the scenario's own seed.
+    pub replications: Option<Replications>,
+}
+
+/// Figures over every replication of a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Replications {
+    /// How many replications (seeds) were run.
+    pub count: u64,
+    /// `worst_rolling`.
+    pub worst_rolling: Stat,
+    /// `admitted`.
+    pub admitted: Stat,
+    /// `backend.worst_1s`, with a backend.
+    pub worst_1s: Option<Stat>,
+    /// `backend.over_capacity`, with a backend.
+    pub over_capacity: Option<Stat>,
+    /// `backend.seconds_over_capacity`, with a backend.
+    pub seconds_over_capacity: Option<Stat>,
+    /// `backend.queue.dropped`, with a queue.
+    pub dropped: Option<Stat>,
+}
+
+/// Mean, median, 99th percentile (nearest rank) and maximum of one figure.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Stat {
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+impl Stat {
+    /// The statistics of `values` (in replication order; at least one).
+    pub fn of(values: &[f64]) -> Stat {
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let rank =
+            |q: f64| sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1];
+        Stat {
+            mean: values.iter().sum::<f64>() / values.len() as f64,
+            p50: rank(0.5),
+            p99: rank(0.99),
+            max: sorted[sorted.len() - 1],
+        }
+    }
 }
 
 /// One point of the arrival curve.
@@ -90,9 +141,35 @@ pub struct QueueSummary {
 }
 
 impl RunSummary {
-    /// True when the run let through more in 1 s than the backend can take.
+    /// True when the run let through more in 1 s than the backend can take,
+    /// in any replication.
     pub fn exceeds_capacity(&self) -> bool {
-        self.backend.as_ref().is_some_and(|b| b.over_capacity > 0)
+        self.worst_1s_max()
+            .zip(self.backend.as_ref())
+            .is_some_and(|(worst, b)| worst > b.capacity)
+    }
+
+    /// The most admitted in any second, over every replication.
+    pub fn worst_1s_max(&self) -> Option<u64> {
+        let replicated = self
+            .replications
+            .as_ref()
+            .and_then(|r| r.worst_1s)
+            .map(|s| s.max as u64);
+        self.backend
+            .as_ref()
+            .map(|b| replicated.unwrap_or(0).max(b.worst_1s))
+    }
+
+    /// Requests the backend dropped, over every replication.
+    pub fn dropped_max(&self) -> Option<u64> {
+        let replicated = self
+            .replications
+            .as_ref()
+            .and_then(|r| r.dropped)
+            .map(|s| s.max as u64);
+        let queue = self.backend.as_ref()?.queue.as_ref()?;
+        Some(replicated.unwrap_or(0).max(queue.dropped))
     }
 }
 

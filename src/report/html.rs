@@ -84,7 +84,7 @@ fn meaning(scenario: &Scenario, runs: &[RunSummary]) -> String {
     let over_somewhere = |limiter: &str| {
         runs.iter()
             .filter(|r| r.limiter == limiter && r.exceeds_capacity())
-            .max_by_key(|r| r.backend.as_ref().map_or(0, |b| b.worst_1s))
+            .max_by_key(|r| r.worst_1s_max().unwrap_or(0))
     };
     let (mut safe, mut unsafe_) = (Vec::new(), Vec::new());
     for limiter in &scenario.limiters {
@@ -93,7 +93,7 @@ fn meaning(scenario: &Scenario, runs: &[RunSummary]) -> String {
             Some(run) => unsafe_.push(format!(
                 "<b>{}</b> (up to {} in one second, on <i>{}</i>)",
                 escape(&run.limiter),
-                run.backend.as_ref().map_or(0, |b| b.worst_1s),
+                run.worst_1s_max().unwrap_or(0),
                 escape(&run.workload)
             )),
         }

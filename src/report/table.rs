@@ -23,12 +23,19 @@ pub fn render_table(runs: &[RunSummary]) -> String {
     let queue = runs
         .iter()
         .any(|run| run.backend.as_ref().is_some_and(|b| b.queue.is_some()));
+    // With replications, the worst column is the maximum over them, and its
+    // median and 99th percentile replace the start of replication 0's.
+    let replicated = runs.iter().any(|run| run.replications.is_some());
     let mut header = vec![
         "workload".to_string(),
         "limiter".to_string(),
         "admitted".to_string(),
-        format!("worst {rolling}"),
-        "from".to_string(),
+        if replicated {
+            format!("max {rolling}")
+        } else {
+            format!("worst {rolling}")
+        },
+        if replicated { "p50/p99" } else { "from" }.to_string(),
         "×limit".to_string(),
         "bound".to_string(),
         backend_header,
@@ -51,18 +58,23 @@ pub fn render_table(runs: &[RunSummary]) -> String {
             },
             run.limiter.clone(),
             format!("{}/{}", run.admitted, run.offered),
-            run.worst_rolling.to_string(),
-            seconds(run.worst_rolling_start_ns),
-            ratio(run.spike_ratio),
+            match &run.replications {
+                Some(r) => format!("{:.0}", r.worst_rolling.max),
+                None => run.worst_rolling.to_string(),
+            },
+            match &run.replications {
+                Some(r) => format!("{:.0}/{:.0}", r.worst_rolling.p50, r.worst_rolling.p99),
+                None => seconds(run.worst_rolling_start_ns),
+            },
+            match &run.replications {
+                Some(r) => ratio(r.worst_rolling.max / run.nominal),
+                None => ratio(run.spike_ratio),
+            },
             run.bound.to_string(),
             verdict(run),
         ];
         if queue {
-            let dropped = run
-                .backend
-                .as_ref()
-                .and_then(|b| b.queue.as_ref())
-                .map(|q| q.dropped);
+            let dropped = run.dropped_max();
             row.push(dropped.map_or("-".to_string(), |d| d.to_string()));
         }
         table.add_row(row);
@@ -81,7 +93,13 @@ pub fn render_table(runs: &[RunSummary]) -> String {
 pub fn verdict(run: &RunSummary) -> String {
     match &run.backend {
         None => "-".to_string(),
-        Some(backend) if backend.over_capacity > 0 => format!("OVER {}/s", backend.worst_1s),
-        Some(backend) => format!("ok {}/s", backend.worst_1s),
+        Some(backend) => {
+            let worst = run.worst_1s_max().unwrap_or(backend.worst_1s);
+            if run.exceeds_capacity() {
+                format!("OVER {worst}/s")
+            } else {
+                format!("ok {worst}/s")
+            }
+        }
     }
 }

@@ -69,6 +69,16 @@ impl SourceConfig {
         Ok(SourceConfig { span, kind })
     }
 
+    /// True when the source draws random numbers, so replications differ.
+    pub fn is_stochastic(&self) -> bool {
+        match &self.kind {
+            SourceKind::Uniform(config) => config.jitter > 0.0,
+            SourceKind::Poisson(_) => true,
+            SourceKind::Boundary(config) => !config.even,
+            SourceKind::Trace(_) => false,
+        }
+    }
+
     /// The `kind` as written in scenario files.
     pub fn kind_name(&self) -> &'static str {
         match self.kind {

@@ -1,0 +1,189 @@
+//! `burstsim size` and `burstsim check` as a gateway team uses them: the
+//! recommended settings, the CI verdict, and that the one passes the other.
+
+use std::fs;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn burstsim() -> Command {
+    Command::cargo_bin("burstsim").unwrap()
+}
+
+fn sizing(scenario: &str) -> (tempfile::TempDir, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let output = burstsim()
+        .args(["size", scenario, "--format", "json", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for file in ["sizing.json", "sizing.csv", "charts/sizing.svg"] {
+        assert!(dir.path().join(file).is_file(), "no {file}");
+    }
+    let json = serde_json::from_slice(&output.stdout).unwrap();
+    (dir, json)
+}
+
+fn limiter<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["limiters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["limiter"] == name)
+        .unwrap()
+}
+
+#[test]
+fn promo_sizes_as_the_theory_says() {
+    let (_dir, report) = sizing("scenarios/promo.toml");
+    assert_eq!(report["capacity"], 150);
+    let fixed = limiter(&report, "fixed-1s");
+    assert_eq!(fixed["safe_any_traffic"]["value"], 75, "capacity / 2");
+    let buffered = limiter(&report, "buffered-70");
+    assert_eq!(
+        (
+            buffered["current"].as_u64(),
+            buffered["current_bound_1s"].as_u64()
+        ),
+        (Some(105), Some(210)),
+        "the 70% buffer is unsafe"
+    );
+    assert_eq!(buffered["safe_any_traffic"]["value"], 75);
+    let smaller = limiter(&report, "smaller-100ms");
+    assert_eq!(
+        smaller["safe_any_traffic"]["value"], 13,
+        "13 per 100 ms: 11 × 13 = 143 ≤ 150"
+    );
+    assert_eq!(
+        limiter(&report, "sliding-log")["safe_any_traffic"]["value"],
+        150
+    );
+    assert_eq!(
+        limiter(&report, "token-bucket")["safe_any_traffic"]["value"],
+        51,
+        "100 + ⌊51 × (1 s − 1 ns)⌋ = 150"
+    );
+    for sizing in report["limiters"].as_array().unwrap() {
+        if let Some(worst) = sizing["safe_on_workloads"]["worst_1s"].as_u64() {
+            assert!(worst <= 150, "{sizing}");
+        }
+    }
+}
+
+#[test]
+fn check_fails_promo_naming_the_fixed_window_and_the_buffer() {
+    burstsim()
+        .args(["check", "scenarios/promo.toml"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "edge-burst × fixed-1s: 200 admitted in one second",
+        ))
+        .stdout(predicate::str::contains("edge-burst × buffered-70"))
+        .stdout(predicate::str::contains("DROPS edge-burst × fixed-1s"))
+        .stdout(predicate::str::contains("× sliding-log").not());
+}
+
+/// promo.toml with every limiter set to the value `size` recommends for any traffic.
+fn sized_promo(report: &Value) -> String {
+    let mut scenario: toml::Table =
+        toml::from_str(&fs::read_to_string("scenarios/promo.toml").unwrap()).unwrap();
+    let limiters = scenario.get_mut("limiter").unwrap().as_array_mut().unwrap();
+    for table in limiters.iter_mut().map(|l| l.as_table_mut().unwrap()) {
+        let name = table["name"].as_str().unwrap().to_string();
+        let Some(value) = limiter(report, &name)["safe_any_traffic"]["value"].as_i64() else {
+            continue;
+        };
+        let table = if table["kind"].as_str() == Some("chain") {
+            table.get_mut("layers").unwrap().as_array_mut().unwrap()[0]
+                .as_table_mut()
+                .unwrap()
+        } else {
+            table
+        };
+        match table["kind"].as_str().unwrap() {
+            "token-bucket" => {
+                table.insert("rate".into(), value.into());
+            }
+            "smaller-window" => {
+                let splits = table["splits"].as_integer().unwrap();
+                table.insert("threshold".into(), (value * splits).into());
+            }
+            "buffered" => {
+                table.insert("ratio".into(), 1.0.into());
+                table.insert("capacity".into(), value.into());
+            }
+            _ => {
+                table.insert("threshold".into(), value.into());
+            }
+        }
+    }
+    toml::to_string(&scenario).unwrap()
+}
+
+#[test]
+fn a_scenario_sized_by_size_passes_check() {
+    let (dir, report) = sizing("scenarios/promo.toml");
+    let path = dir.path().join("sized.toml");
+    fs::write(&path, sized_promo(&report)).unwrap();
+    burstsim()
+        .arg("check")
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("ok: all 28 runs"));
+}
+
+#[test]
+fn check_needs_a_capacity() {
+    burstsim()
+        .args(["check", "scenarios/basic.toml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--capacity"));
+    burstsim()
+        .args(["check", "scenarios/basic.toml", "--capacity", "20"])
+        .assert()
+        .success();
+    burstsim()
+        .args(["check", "scenarios/basic.toml", "--capacity", "19"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "boundary-pair × fixed-window: 20 admitted",
+        ));
+}
+
+#[test]
+fn the_queue_model_reports_drops_and_waits() {
+    let dir = tempfile::tempdir().unwrap();
+    burstsim()
+        .args(["run", "scenarios/promo.toml", "-q", "--no-charts", "--out"])
+        .arg(dir.path().join("o"))
+        .assert()
+        .success();
+    let summary: Value =
+        serde_json::from_str(&fs::read_to_string(dir.path().join("o/summary.json")).unwrap())
+            .unwrap();
+    let run = summary["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["workload"] == "edge-burst" && r["limiter"] == "fixed-1s")
+        .unwrap();
+    let queue = &run["backend"]["queue"];
+    // 200 within 200 ms, served at 150/s: 30 served, one in service, 150 waiting, 19 dropped per pair.
+    assert_eq!(queue["size"], 150);
+    assert_eq!(queue["max_queue"], 150);
+    assert!(queue["dropped"].as_u64().unwrap() > 0);
+    assert!(
+        queue["wait_max_ns"].as_u64().unwrap() >= 900_000_000,
+        "150 waiting at 150/s wait about a second: {queue}"
+    );
+}
