@@ -1,6 +1,7 @@
 //! burstsim: a discrete-event simulator that shows exactly how much traffic a
 //! rate limiter lets through in any rolling interval.
 
+pub mod adversary;
 pub mod chart;
 pub mod check;
 pub mod cli;

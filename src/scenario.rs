@@ -299,7 +299,10 @@ impl Validator<'_> {
                     warnings.extend(source.validate(duration, base_dir).map_err(fail)?);
                     Ok(source)
                 });
-                let sources = sources.collect::<Result<_, _>>()?;
+                let sources: Vec<SourceConfig> = sources.collect::<Result<_, _>>()?;
+                if sources.len() > 1 && sources.iter().any(|s| s.adversary_budget().is_some()) {
+                    return Err(self.error(file.span(), format!("workload {name:?}: an adversary source must be the workload's only source")));
+                }
                 Ok(Workload { name: name.clone(), sources })
             })
             .collect()

@@ -4,6 +4,7 @@
 use anyhow::{Context as _, Result, bail};
 use rayon::prelude::*;
 
+use crate::adversary;
 use crate::limiter::{Context, Limiter, RateLimiter};
 use crate::metrics::backend::Server;
 use crate::metrics::rolling::{RollingCounts, Worst};
@@ -11,7 +12,7 @@ use crate::metrics::timeline::Timeline;
 use crate::scenario::{Scenario, Workload};
 use crate::summary::{BackendSummary, ProfilePoint, QueueSummary, RunSummary, Summary};
 use crate::time::Nanos;
-use crate::traffic::{Merge, Source, stream};
+use crate::traffic::{Merge, Source, SourceConfig, stream};
 
 /// Arrivals generated at a time and shared by every limiter of a workload.
 const CHUNK: usize = 4096;
@@ -105,6 +106,13 @@ fn simulate_workload(
     first_run: usize,
     sink: &mut Option<&mut dyn DecisionSink>,
 ) -> Result<Vec<RunResult>> {
+    if let Some(budget) = workload
+        .sources
+        .iter()
+        .find_map(SourceConfig::adversary_budget)
+    {
+        return simulate_adversary(scenario, options, workload, budget, first_run, sink);
+    }
     let sources = workload
         .sources
         .iter()
@@ -155,6 +163,34 @@ fn simulate_workload(
         .zip(&scenario.limiters)
         .map(|(run, limiter)| run.finish(scenario, options, &workload.name, &limiter.name))
         .collect())
+}
+
+/// Each limiter against the pattern the adversary found for it.
+fn simulate_adversary(
+    scenario: &Scenario,
+    options: &Options,
+    workload: &Workload,
+    budget: u64,
+    first_run: usize,
+    sink: &mut Option<&mut dyn DecisionSink>,
+) -> Result<Vec<RunResult>> {
+    let mut results = Vec::with_capacity(scenario.limiters.len());
+    for (offset, named) in scenario.limiters.iter().enumerate() {
+        let mut run = RunState::new(scenario, options, named)?;
+        let found = adversary::search(&run.limiter, budget, scenario.metrics.rolling, scenario.duration)
+            .with_context(|| format!("workload {:?}: the run ({}) is too short for an adversary; make it at least a few windows long", workload.name, scenario.duration))?;
+        for &t in &found.arrivals {
+            let admitted = run.observe(t);
+            if let Some(sink) = sink.as_deref_mut() {
+                sink.record(first_run + offset, t, admitted)
+                    .context("writing decisions")?;
+            }
+        }
+        let mut result = run.finish(scenario, options, &workload.name, &named.name);
+        result.summary.adversary = Some(found.description);
+        results.push(result);
+    }
+    Ok(results)
 }
 
 /// One limiter's state and metrics while a workload streams through it.
@@ -314,6 +350,7 @@ impl RunState {
             profile,
             backend,
             replications: None,
+            adversary: None,
         };
         RunResult {
             summary,

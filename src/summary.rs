@@ -35,6 +35,9 @@ pub struct RunSummary {
     pub profile: Vec<ProfilePoint>,
     /// How the admitted traffic compares with the backend, when one is given.
     pub backend: Option<BackendSummary>,
+    /// For an adversary workload: the pattern that made this limiter admit the most.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adversary: Option<String>,
     /// With several replications: each figure over all of them. The figures
     /// above are replication 0's, drawn from the scenario's own seed.
     pub replications: Option<Replications>,

@@ -1,6 +1,7 @@
 //! Synthetic and replayed traffic: each source kind is an iterator of arrival
 //! times in non-decreasing order; a workload merges its sources by time.
 
+pub mod adversary;
 pub mod boundary;
 pub mod poisson;
 pub mod trace;
@@ -20,7 +21,7 @@ use crate::time::Nanos;
 pub type Rng = Xoshiro256PlusPlus;
 
 /// The source kinds accepted in `kind = "…"`.
-pub const KINDS: &[&str] = &["uniform", "poisson", "boundary", "trace"];
+pub const KINDS: &[&str] = &["uniform", "poisson", "boundary", "trace", "adversary"];
 
 /// The part of the run a source is active in, `[start, end)`.
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
@@ -52,6 +53,8 @@ pub enum SourceKind {
     Boundary(boundary::Config),
     /// `trace`.
     Trace(trace::Config),
+    /// `adversary`: a search per limiter, not a stream; see [`crate::adversary`].
+    Adversary(adversary::Config),
 }
 
 impl SourceConfig {
@@ -64,6 +67,7 @@ impl SourceConfig {
             "poisson" => SourceKind::Poisson(table.parse()?),
             "boundary" => SourceKind::Boundary(table.parse()?),
             "trace" => SourceKind::Trace(table.parse()?),
+            "adversary" => SourceKind::Adversary(table.parse()?),
             other => unreachable!("KindTable accepted an unlisted kind {other}"),
         };
         Ok(SourceConfig { span, kind })
@@ -75,7 +79,15 @@ impl SourceConfig {
             SourceKind::Uniform(config) => config.jitter > 0.0,
             SourceKind::Poisson(_) => true,
             SourceKind::Boundary(config) => !config.even,
-            SourceKind::Trace(_) => false,
+            SourceKind::Trace(_) | SourceKind::Adversary(_) => false,
+        }
+    }
+
+    /// The budget of an adversary source (requests per second), if it is one.
+    pub fn adversary_budget(&self) -> Option<u64> {
+        match &self.kind {
+            SourceKind::Adversary(config) => Some(config.budget.get()),
+            _ => None,
         }
     }
 
@@ -86,6 +98,7 @@ impl SourceConfig {
             SourceKind::Poisson(_) => "poisson",
             SourceKind::Boundary(_) => "boundary",
             SourceKind::Trace(_) => "trace",
+            SourceKind::Adversary(_) => "adversary",
         }
     }
 
@@ -117,6 +130,7 @@ impl SourceConfig {
             )
             .replace("every  boundary", "every boundary"),
             SourceKind::Trace(c) => format!("trace {}", c.path.display()),
+            SourceKind::Adversary(c) => format!("adversary searching for each limiter's worst traffic, at most {} requests per second", c.budget),
         };
         match (self.span.start, self.span.end) {
             (None, None) => what,
@@ -152,6 +166,7 @@ impl SourceConfig {
             SourceKind::Poisson(config) => config.validate(end).map(|()| Vec::new()),
             SourceKind::Boundary(config) => config.validate().map(|()| Vec::new()),
             SourceKind::Trace(config) => config.validate(base_dir, start, end),
+            SourceKind::Adversary(_) => Ok(Vec::new()),
         }
     }
 
@@ -163,6 +178,9 @@ impl SourceConfig {
             SourceKind::Poisson(config) => Source::Poisson(config.arrivals(start, end, rng)),
             SourceKind::Boundary(config) => Source::Boundary(config.arrivals(start, end, rng)),
             SourceKind::Trace(config) => Source::Trace(config.arrivals(base_dir, start, end)?),
+            SourceKind::Adversary(_) => {
+                return Err("an adversary's traffic is searched per limiter, not generated".into());
+            }
         })
     }
 }
