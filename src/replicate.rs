@@ -46,6 +46,8 @@ pub fn simulate_replicated(
             (0..count).map(move |replication| (index, replication))
         })
         .collect();
+    // Replication 0 keeps whole results for the charts; the others keep
+    // only their summaries, so memory does not grow with the replications.
     let results = units
         .par_iter()
         .map(|&(index, replication)| {
@@ -55,31 +57,31 @@ pub fn simulate_replicated(
                 Options {
                     curve: Vec::new(),
                     replication,
+                    skip_timeline: true,
                 }
             };
             let runs = sim::simulate_workload_at(scenario, &options, index)?;
             progress();
-            Ok((index, replication, runs))
+            let summaries: Vec<RunSummary> = runs.iter().map(|run| run.summary.clone()).collect();
+            Ok((index, summaries, (replication == 0).then_some(runs)))
         })
         .collect::<Result<Vec<_>>>()?;
     let mut runs: Vec<RunResult> = Vec::new();
     for index in 0..scenario.workloads.len() {
-        let of_workload: Vec<&Vec<RunResult>> = results
+        let of_workload: Vec<&Vec<RunSummary>> = results
             .iter()
             .filter(|(w, _, _)| *w == index)
-            .map(|(_, _, runs)| runs)
+            .map(|(_, summaries, _)| summaries)
             .collect();
         let base = results
             .iter()
-            .find(|(w, r, _)| *w == index && *r == 0)
-            .map(|(_, _, runs)| runs.clone())
+            .find_map(|(w, _, full)| full.as_ref().filter(|_| *w == index))
+            .cloned()
             .unwrap_or_default();
         for (limiter, mut run) in base.into_iter().enumerate() {
             if replications > 1 {
-                let summaries: Vec<&RunSummary> = of_workload
-                    .iter()
-                    .map(|runs| &runs[limiter].summary)
-                    .collect();
+                let summaries: Vec<&RunSummary> =
+                    of_workload.iter().map(|runs| &runs[limiter]).collect();
                 run.summary.replications = Some(statistics(&summaries));
             }
             runs.push(run);

@@ -43,6 +43,8 @@ pub struct Options {
     pub curve: Vec<Nanos>,
     /// Which replication's random streams to draw from (0 is the scenario's own).
     pub replication: u64,
+    /// Keep no timeline (for runs whose summary is all that is wanted).
+    pub skip_timeline: bool,
 }
 
 /// The result of a whole scenario.
@@ -246,7 +248,11 @@ impl RunState {
             admitted: 0,
             rolling,
             intervals,
-            timeline: Timeline::new(metrics.bucket, scenario.duration),
+            timeline: if options.skip_timeline {
+                Timeline::new(metrics.bucket, Nanos::ZERO)
+            } else {
+                Timeline::new(metrics.bucket, scenario.duration)
+            },
             capacity: scenario.backend.map(|b| b.capacity_per_sec.get()),
             rejected_with_spare_capacity: 0,
             server: scenario.backend.and_then(|b| {

@@ -160,6 +160,7 @@ impl Probe<'_> {
                 &scenario,
                 &Options {
                     replication,
+                    skip_timeline: true,
                     ..Options::default()
                 },
                 None,
