@@ -282,7 +282,7 @@ impl RunState {
     }
 
     fn finish(
-        self,
+        mut self,
         scenario: &Scenario,
         options: &Options,
         workload: &str,

@@ -423,22 +423,47 @@ fn replications_report_statistics_and_do_not_depend_on_the_number_of_threads() {
         let out = dir.path().join("out");
         burstsim()
             .env("RAYON_NUM_THREADS", threads)
-            .args(["run", "scenarios/promo.toml", "--quiet", "--no-charts", "--replications", "6", "--out"])
+            .args([
+                "run",
+                "scenarios/promo.toml",
+                "--quiet",
+                "--no-charts",
+                "--replications",
+                "6",
+                "--out",
+            ])
             .arg(&out)
             .assert()
             .success();
         fs::read(out.join("summary.json")).unwrap()
     };
     let one = read("1");
-    assert_eq!(one, read("2"), "the same summary.json on one thread and two");
+    assert_eq!(
+        one,
+        read("2"),
+        "the same summary.json on one thread and two"
+    );
     let summary: Value = serde_json::from_slice(&one).unwrap();
     let steady = find(&summary, "steady", "fixed-1s");
     let stats = &steady["replications"];
     assert_eq!(stats["count"], 6);
-    assert!(stats["worst_rolling"]["max"].as_f64().unwrap() >= steady["worst_rolling"].as_f64().unwrap());
-    assert!(stats["worst_rolling"]["p50"].as_f64().unwrap() <= stats["worst_rolling"]["max"].as_f64().unwrap());
+    assert!(
+        stats["worst_rolling"]["max"].as_f64().unwrap()
+            >= steady["worst_rolling"].as_f64().unwrap()
+    );
+    assert!(
+        stats["worst_rolling"]["p50"].as_f64().unwrap()
+            <= stats["worst_rolling"]["max"].as_f64().unwrap()
+    );
     // Deterministic workloads run once.
-    assert_eq!(find(&summary, "edge-burst", "fixed-1s")["replications"]["count"], 6);
+    assert_eq!(
+        find(&summary, "edge-burst", "fixed-1s")["replications"]["count"],
+        6
+    );
     let (_dir, basic) = run("scenarios/basic.toml", &["--replications", "4"]);
-    assert_eq!(find(&basic, "boundary-pair", "fixed-window")["replications"]["count"], 1, "even bursts are deterministic");
+    assert_eq!(
+        find(&basic, "boundary-pair", "fixed-window")["replications"]["count"],
+        1,
+        "even bursts are deterministic"
+    );
 }

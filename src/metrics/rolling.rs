@@ -1,8 +1,6 @@
 //! The exact worst count of admitted requests in any interval `[s, s + L)`,
 //! for several L at once, in one pass over the admitted times.
 
-use std::collections::VecDeque;
-
 use crate::time::Nanos;
 
 /// The worst count for one interval length, and where it happens.
@@ -31,22 +29,34 @@ struct Tracker {
 /// Time spent with more than `capacity` admitted in the trailing interval.
 #[derive(Clone, Debug)]
 struct Overload {
-    tracker: usize,
+    interval: u64,
+    /// Absolute index of the oldest admitted time still in the trailing interval.
+    front: u64,
     capacity: u64,
+    /// Time up to which the total is accounted.
     since: u64,
     total: u64,
 }
 
+/// Admitted times pushed before the trackers catch up with them: scanning
+/// each interval over a batch keeps its state in registers.
+const BATCH: u64 = 512;
+
 /// Worst rolling counts for a set of interval lengths.
 ///
-/// One deque holds the admitted times within the longest interval; each length
-/// keeps its own front pointer into it. O(number of lengths) amortised per
-/// admitted request; memory O(most admitted within the longest interval).
+/// A ring buffer holds the admitted times within the longest interval; each
+/// length keeps its own front pointer into it and scans new times in batches.
+/// O(number of lengths) amortised per admitted request; memory O(most admitted
+/// within the longest interval).
 #[derive(Clone, Debug)]
 pub struct RollingCounts {
-    times: VecDeque<u64>,
-    /// How many times were dropped from the deque's front: the absolute index of `times[0]`.
+    /// Times by absolute index `i` at `ring[i & mask]`; a power of two long.
+    ring: Vec<u64>,
+    mask: u64,
+    /// Absolute index of the oldest time kept.
     dropped: u64,
+    /// Times up to this index have been scanned by every tracker.
+    done: u64,
     pushed: u64,
     trackers: Vec<Tracker>,
     overload: Option<Overload>,
@@ -70,25 +80,27 @@ impl RollingCounts {
                 }
             })
             .collect();
+        let capacity = 2 * BATCH as usize;
         RollingCounts {
-            times: VecDeque::new(),
+            ring: vec![0; capacity],
+            mask: capacity as u64 - 1,
             dropped: 0,
+            done: 0,
             pushed: 0,
             trackers,
             overload: None,
         }
     }
 
-    /// Also measures how long the trailing count over `interval` (which must be
-    /// one of the tracked ones) stays above `capacity`.
+    /// Also measures how long the trailing count over `interval` stays above `capacity`.
     pub fn with_overload(mut self, interval: Nanos, capacity: u64) -> RollingCounts {
-        let tracker = self
-            .trackers
-            .iter()
-            .position(|t| t.interval == interval.get());
-        let tracker = tracker.expect("the overload interval is tracked");
+        assert!(
+            interval.get() > 0,
+            "rolling intervals must be longer than 0"
+        );
         self.overload = Some(Overload {
-            tracker,
+            interval: interval.get(),
+            front: 0,
             capacity,
             since: 0,
             total: 0,
@@ -99,39 +111,73 @@ impl RollingCounts {
     /// Records one admitted request at `now` (non-decreasing).
     #[inline]
     pub fn push(&mut self, now: Nanos) {
-        let now = now.get();
-        self.times.push_back(now);
-        self.pushed += 1;
-        for (index, tracker) in self.trackers.iter_mut().enumerate() {
-            let overload = self.overload.as_mut().filter(|o| o.tracker == index);
-            advance(
-                tracker,
-                &self.times,
-                self.dropped,
-                self.pushed - 1,
-                now,
-                overload,
-            );
-            let count = self.pushed - tracker.front;
-            if count > tracker.worst {
-                tracker.worst = count;
-                tracker.worst_start = self.times[(tracker.front - self.dropped) as usize];
+        if self.pushed - self.dropped == self.ring.len() as u64 {
+            self.catch_up();
+            if self.pushed - self.dropped == self.ring.len() as u64 {
+                self.grow();
             }
         }
-        let keep_from = self
-            .trackers
-            .iter()
-            .map(|t| t.front)
-            .min()
-            .unwrap_or(self.pushed);
-        while self.dropped < keep_from {
-            self.times.pop_front();
-            self.dropped += 1;
+        self.ring[(self.pushed & self.mask) as usize] = now.get();
+        self.pushed += 1;
+        if self.pushed - self.done >= BATCH {
+            self.catch_up();
         }
     }
 
+    fn grow(&mut self) {
+        let mut ring = vec![0; self.ring.len() * 2];
+        let mask = ring.len() as u64 - 1;
+        for i in self.dropped..self.pushed {
+            ring[(i & mask) as usize] = self.ring[(i & self.mask) as usize];
+        }
+        self.ring = ring;
+        self.mask = mask;
+    }
+
+    /// Scans every pushed time not yet seen by the trackers, then forgets the
+    /// times no tracker needs any more.
+    fn catch_up(&mut self) {
+        let (ring, mask, done, pushed) = (&self.ring, self.mask, self.done, self.pushed);
+        let at = |i: u64| ring[(i & mask) as usize];
+        for i in done..pushed {
+            let now = at(i);
+            // The trackers' pointer chases are independent, so the processor
+            // overlaps them; two steps without a branch cover the usual case
+            // (about one request leaves per request that arrives), and the loop
+            // only runs for bursts.
+            for tracker in &mut self.trackers {
+                let mut front = tracker.front;
+                front += u64::from(now - at(front) >= tracker.interval);
+                front += u64::from(now - at(front) >= tracker.interval);
+                while now - at(front) >= tracker.interval {
+                    front += 1;
+                }
+                tracker.front = front;
+                let count = i + 1 - front;
+                if count > tracker.worst {
+                    tracker.worst = count;
+                    tracker.worst_start = at(front);
+                }
+            }
+        }
+        if let Some(overload) = &mut self.overload {
+            for i in done..pushed {
+                // Account up to this arrival with the i requests before it.
+                overload.advance(at(i), i, &at);
+            }
+        }
+        self.done = pushed;
+        let fronts = self
+            .trackers
+            .iter()
+            .map(|t| t.front)
+            .chain(self.overload.as_ref().map(|o| o.front));
+        self.dropped = fronts.min().unwrap_or(pushed);
+    }
+
     /// The worst count per interval, in the order given to [`RollingCounts::new`].
-    pub fn worst(&self) -> Vec<Worst> {
+    pub fn worst(&mut self) -> Vec<Worst> {
+        self.catch_up();
         let worst = |t: &Tracker| Worst {
             interval: Nanos(t.interval),
             count: t.worst,
@@ -144,71 +190,50 @@ impl RollingCounts {
     /// interval L, at `now` (non-decreasing, and not before the last push).
     #[inline]
     pub fn trailing_count(&mut self, now: Nanos) -> u64 {
+        self.catch_up();
+        let (ring, mask, pushed) = (&self.ring, self.mask, self.pushed);
         let Some(overload) = self.overload.as_mut() else {
             return 0;
         };
-        let tracker = &mut self.trackers[overload.tracker];
-        advance(
-            tracker,
-            &self.times,
-            self.dropped,
-            self.pushed,
-            now.get(),
-            Some(overload),
-        );
-        self.pushed - tracker.front
+        overload.advance(now.get(), pushed, &|i| ring[(i & mask) as usize]);
+        pushed - overload.front
     }
 
     /// Total time the trailing count exceeded the capacity, once every admitted
     /// request has expired from the interval.
-    pub fn time_over_capacity(&self) -> Nanos {
+    pub fn time_over_capacity(&mut self) -> Nanos {
+        self.catch_up();
+        let (ring, mask, pushed) = (&self.ring, self.mask, self.pushed);
         let Some(overload) = &self.overload else {
             return Nanos::ZERO;
         };
         let mut overload = overload.clone();
-        let mut tracker = self.trackers[overload.tracker].clone();
-        advance(
-            &mut tracker,
-            &self.times,
-            self.dropped,
-            self.pushed,
-            u64::MAX,
-            Some(&mut overload),
-        );
+        overload.expire(u64::MAX, pushed, &|i| ring[(i & mask) as usize]);
         Nanos(overload.total)
     }
 }
 
-/// Moves `tracker`'s front past the times that have left (now − L, now], and
-/// accounts the time over capacity up to `now`, with `live_end` times pushed.
-#[inline]
-fn advance(
-    tracker: &mut Tracker,
-    times: &VecDeque<u64>,
-    dropped: u64,
-    live_end: u64,
-    now: u64,
-    mut overload: Option<&mut Overload>,
-) {
-    while tracker.front < live_end {
-        let oldest = times[(tracker.front - dropped) as usize];
-        if now - oldest < tracker.interval {
-            break;
-        }
-        if let Some(overload) = overload.as_deref_mut() {
-            let expiry = oldest + tracker.interval;
-            overload.account(live_end - tracker.front, expiry);
-        }
-        tracker.front += 1;
-    }
-    if let Some(overload) = overload {
-        if now != u64::MAX {
-            overload.account(live_end - tracker.front, now);
-        }
-    }
-}
-
 impl Overload {
+    /// Expires what has left (now − L, now] and accounts the time up to
+    /// `now`, with `live_end` requests pushed before `now`.
+    #[inline]
+    fn advance(&mut self, now: u64, live_end: u64, at: &impl Fn(u64) -> u64) {
+        self.expire(now, live_end, at);
+        self.account(live_end - self.front, now);
+    }
+
+    /// Expires, in time order, every request whose interval ends by `now`.
+    fn expire(&mut self, now: u64, live_end: u64, at: &impl Fn(u64) -> u64) {
+        while self.front < live_end {
+            let oldest = at(self.front);
+            if now - oldest < self.interval {
+                break;
+            }
+            self.account(live_end - self.front, oldest + self.interval);
+            self.front += 1;
+        }
+    }
+
     /// The trailing count was `live` from `self.since` until `until`.
     #[inline]
     fn account(&mut self, live: u64, until: u64) {

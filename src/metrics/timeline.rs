@@ -13,6 +13,10 @@ pub struct Timeline {
     pub admitted: Vec<u32>,
     /// Rejected requests per bucket.
     pub rejected: Vec<u32>,
+    /// The bucket of the last decision and where it ends, so that most
+    /// decisions need no division.
+    #[serde(skip)]
+    cursor: (usize, u64),
 }
 
 impl Timeline {
@@ -23,13 +27,22 @@ impl Timeline {
             bucket,
             admitted: vec![0; buckets],
             rejected: vec![0; buckets],
+            cursor: (0, 0),
         }
     }
 
     /// Counts one decision at `now` (inside the run).
     #[inline]
     pub fn record(&mut self, now: Nanos, admitted: bool) {
-        let index = (now.get() / self.bucket.get()) as usize;
+        let now = now.get();
+        if now >= self.cursor.1 {
+            let index = now / self.bucket.get();
+            self.cursor = (
+                index as usize,
+                (index + 1).saturating_mul(self.bucket.get()),
+            );
+        }
+        let index = self.cursor.0;
         let counts = if admitted {
             &mut self.admitted
         } else {

@@ -221,7 +221,11 @@ pub struct Merge {
 impl Merge {
     /// Merges `sources`; with one source this is a plain pass-through.
     pub fn new(mut sources: Vec<Source>) -> Merge {
-        let heads = sources.iter_mut().map(Iterator::next).collect();
+        let heads = if sources.len() == 1 {
+            Vec::new()
+        } else {
+            sources.iter_mut().map(Iterator::next).collect()
+        };
         Merge { sources, heads }
     }
 }
@@ -241,6 +245,9 @@ impl Iterator for Merge {
 
     #[inline]
     fn next(&mut self) -> Option<Nanos> {
+        if let [single] = self.sources.as_mut_slice() {
+            return single.next();
+        }
         // A linear scan: workloads have a handful of sources, where a heap costs more.
         let (index, time) = self
             .heads

@@ -19,13 +19,20 @@ pub struct Config {
 }
 
 impl Config {
-    /// The schedule as validated segments: (from, rate per second).
+    /// The schedule as segments: (from, mean gap in ns, or 0 for a rate of 0).
     fn segments(&self) -> Vec<(u64, f64)> {
+        let mean_gap = |rate: &Decimal| {
+            if rate.is_zero() {
+                0.0
+            } else {
+                NANOS_PER_SEC as f64 / rate.as_f64()
+            }
+        };
         match (&self.rate, &self.schedule) {
-            (Some(rate), _) => vec![(0, rate.as_f64())],
+            (Some(rate), _) => vec![(0, mean_gap(rate))],
             (None, Some(schedule)) => schedule
                 .iter()
-                .map(|(at, rate)| (at.get(), rate.as_f64()))
+                .map(|(at, rate)| (at.get(), mean_gap(rate)))
                 .collect(),
             (None, None) => Vec::new(),
         }
@@ -57,17 +64,29 @@ impl Config {
 
     /// Arrivals in `[start, end)`.
     pub fn arrivals(&self, start: Nanos, end: Nanos, rng: Rng) -> Arrivals {
-        let segments = self.segments();
-        let segment = segments.iter().rposition(|&(from, _)| from <= start.get());
-        Arrivals {
-            position: start.get() as f64,
-            end: end.get(),
-            segment: segment.unwrap_or(0),
-            // Before the first scheduled time the rate is 0.
-            idle_until: segment.is_none().then(|| segments[0].0),
-            segments,
-            rng,
+        let mut segments = self.segments();
+        // Before the first scheduled time the rate is 0.
+        if segments
+            .first()
+            .is_some_and(|&(from, _)| from > start.get())
+        {
+            segments.insert(0, (start.get(), 0.0));
         }
+        let segment = segments
+            .iter()
+            .rposition(|&(from, _)| from <= start.get())
+            .unwrap_or(0);
+        let mut arrivals = Arrivals {
+            position: start.get() as f64,
+            mean_gap: 0.0,
+            limit: 0.0,
+            end: end.get(),
+            segments,
+            segment,
+            rng,
+        };
+        arrivals.enter(segment);
+        arrivals
     }
 }
 
@@ -77,18 +96,40 @@ impl Config {
 pub struct Arrivals {
     /// The current time in ns, as a float so sub-nanosecond gaps accumulate.
     position: f64,
+    /// The current segment's mean gap in ns (0 for a rate of 0).
+    mean_gap: f64,
+    /// Where the current segment ends, in ns.
+    limit: f64,
     end: u64,
     segments: Vec<(u64, f64)>,
     segment: usize,
-    idle_until: Option<u64>,
     rng: Rng,
 }
 
 impl Arrivals {
-    fn segment_end(&self) -> u64 {
+    fn segment_end(&self, segment: usize) -> u64 {
         self.segments
-            .get(self.segment + 1)
+            .get(segment + 1)
             .map_or(self.end, |&(from, _)| from.min(self.end))
+    }
+
+    fn enter(&mut self, segment: usize) {
+        self.segment = segment;
+        self.mean_gap = self.segments.get(segment).map_or(0.0, |&(_, gap)| gap);
+        self.limit = self.segment_end(segment) as f64;
+    }
+
+    /// Moves to the next segment; false when the source has ended.
+    fn advance(&mut self) -> bool {
+        let end = self.segment_end(self.segment);
+        if end >= self.end || self.segment + 1 >= self.segments.len() {
+            self.mean_gap = 0.0;
+            self.limit = f64::NEG_INFINITY;
+            return false;
+        }
+        self.position = end as f64;
+        self.enter(self.segment + 1);
+        true
     }
 }
 
@@ -97,26 +138,18 @@ impl Iterator for Arrivals {
 
     #[inline]
     fn next(&mut self) -> Option<Nanos> {
-        if let Some(until) = self.idle_until.take() {
-            self.position = until as f64;
-        }
         loop {
-            let (_, rate) = *self.segments.get(self.segment)?;
-            let segment_end = self.segment_end();
-            if rate > 0.0 {
+            if self.mean_gap > 0.0 {
                 let gap: f64 = Exp1.sample(&mut self.rng);
-                let next = self.position + gap * (NANOS_PER_SEC as f64 / rate);
-                if next < segment_end as f64 {
+                let next = self.position + gap * self.mean_gap;
+                if next < self.limit {
                     self.position = next;
                     return Some(Nanos(next as u64));
                 }
             }
-            if segment_end >= self.end {
-                self.segments.clear();
+            if !self.advance() {
                 return None;
             }
-            self.position = segment_end as f64;
-            self.segment += 1;
         }
     }
 }
