@@ -72,6 +72,10 @@ pub struct RunArgs {
     /// Print nothing on standard output, and no warnings.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Print on standard error how many requests were simulated, how fast,
+    /// and the peak memory used.
+    #[arg(long)]
+    pub stats: bool,
 }
 
 /// `burstsim size`.

@@ -101,6 +101,7 @@ fn statistics(runs: &[&RunSummary]) -> Replications {
     Replications {
         count: runs.len() as u64,
         worst_rolling: always(&|run| run.worst_rolling as f64),
+        offered: always(&|run| run.offered as f64),
         admitted: always(&|run| run.admitted as f64),
         worst_1s: stat(&|run| run.backend.as_ref().map(|b| b.worst_1s as f64)),
         over_capacity: stat(&|run| run.backend.as_ref().map(|b| b.over_capacity as f64)),

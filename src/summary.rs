@@ -50,6 +50,8 @@ pub struct Replications {
     pub count: u64,
     /// `worst_rolling`.
     pub worst_rolling: Stat,
+    /// `offered`.
+    pub offered: Stat,
     /// `admitted`.
     pub admitted: Stat,
     /// `backend.worst_1s`, with a backend.

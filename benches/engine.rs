@@ -1,0 +1,159 @@
+//! Criterion benchmarks of the engine's parts: each limiter's decision, each
+//! traffic generator, and the exact rolling metric.
+//!
+//!     cargo bench --bench engine            # all
+//!     cargo bench --bench engine -- limiter # one group
+
+// criterion_group! generates undocumented functions.
+#![allow(missing_docs)]
+
+use std::hint::black_box;
+use std::path::Path;
+
+use burstsim::limiter::{Context, Limiter, LimiterConfig, RateLimiter};
+use burstsim::metrics::rolling::RollingCounts;
+use burstsim::time::Nanos;
+use burstsim::traffic::{SourceConfig, stream};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+
+/// Requests per benchmark iteration.
+const REQUESTS: usize = 100_000;
+
+fn table(text: &str) -> toml::Table {
+    toml::from_str(text).expect("benchmark configurations are valid TOML")
+}
+
+/// Poisson arrivals at 10^6 per second, as in `scenarios/bench-100m.toml`.
+fn arrivals() -> Vec<Nanos> {
+    let source = SourceConfig::from_table(table("kind = \"poisson\"\nrate = 1000000")).unwrap();
+    source
+        .arrivals(
+            Nanos(u64::MAX / 2),
+            Path::new("."),
+            stream(1, "bench", 0, 0),
+        )
+        .unwrap()
+        .take(REQUESTS)
+        .collect()
+}
+
+const LIMITERS: [(&str, &str); 7] = [
+    (
+        "fixed-window",
+        "kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 500000",
+    ),
+    (
+        "smaller-window",
+        "kind = \"smaller-window\"\nwindow = \"1s\"\nthreshold = 500000\nsplits = 10",
+    ),
+    (
+        "buffered",
+        "kind = \"buffered\"\nwindow = \"1s\"\ncapacity = 700000",
+    ),
+    (
+        "sliding-log",
+        "kind = \"sliding-log\"\nwindow = \"1s\"\nthreshold = 500000",
+    ),
+    (
+        "sliding-counter",
+        "kind = \"sliding-counter\"\nwindow = \"1s\"\nthreshold = 500000",
+    ),
+    (
+        "token-bucket",
+        "kind = \"token-bucket\"\nrate = 500000\nburst = 1000",
+    ),
+    (
+        "chain",
+        "kind = \"chain\"\nlayers = [{ kind = \"fixed-window\", window = \"1s\", threshold = 500000 }, { kind = \"token-bucket\", rate = 600000, burst = 1000 }]",
+    ),
+];
+
+fn limiter(config: &str) -> Limiter {
+    LimiterConfig::from_table(table(config))
+        .and_then(|c| c.build(Context::default()))
+        .unwrap()
+}
+
+fn limiters(c: &mut Criterion) {
+    let times = arrivals();
+    let mut group = c.benchmark_group("limiter");
+    group.throughput(Throughput::Elements(REQUESTS as u64));
+    for (name, config) in LIMITERS {
+        let fresh = limiter(config);
+        group.bench_with_input(BenchmarkId::from_parameter(name), &times, |b, times| {
+            b.iter(|| {
+                let mut limiter = fresh.clone();
+                times
+                    .iter()
+                    .filter(|&&t| limiter.decide(black_box(t)))
+                    .count()
+            });
+        });
+    }
+    group.finish();
+}
+
+fn generators(c: &mut Criterion) {
+    let sources = [
+        ("poisson", "kind = \"poisson\"\nrate = 1000000"),
+        (
+            "poisson-schedule",
+            "kind = \"poisson\"\nschedule = [[\"0s\", 500000], [\"1s\", 1500000]]",
+        ),
+        ("uniform", "kind = \"uniform\"\nrate = 1000000"),
+        (
+            "uniform-jitter",
+            "kind = \"uniform\"\nrate = 1000000\njitter = 0.5",
+        ),
+        (
+            "boundary",
+            "kind = \"boundary\"\nperiod = \"1s\"\nbefore = 100000\nafter = 100000\nspread = \"100ms\"",
+        ),
+    ];
+    let mut group = c.benchmark_group("traffic");
+    group.throughput(Throughput::Elements(REQUESTS as u64));
+    for (name, config) in sources {
+        let source = SourceConfig::from_table(table(config)).unwrap();
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let arrivals = source
+                    .arrivals(
+                        Nanos(1_000 * 1_000_000_000),
+                        Path::new("."),
+                        stream(1, "bench", 0, 0),
+                    )
+                    .unwrap();
+                arrivals
+                    .take(REQUESTS)
+                    .fold(0u64, |sum, t| sum.wrapping_add(t.get()))
+            });
+        });
+    }
+    group.finish();
+}
+
+fn rolling(c: &mut Criterion) {
+    let times = arrivals();
+    let profile: Vec<Nanos> = [10, 100, 200, 500, 1_000, 2_000]
+        .iter()
+        .map(|ms| Nanos(ms * 1_000_000))
+        .collect();
+    let mut group = c.benchmark_group("rolling");
+    group.throughput(Throughput::Elements(REQUESTS as u64));
+    for (name, intervals) in [
+        ("one-interval", &profile[4..5]),
+        ("default-profile", &profile[..]),
+    ] {
+        group.bench_with_input(BenchmarkId::from_parameter(name), &times, |b, times| {
+            b.iter(|| {
+                let mut counts = RollingCounts::new(intervals);
+                times.iter().for_each(|&t| counts.push(black_box(t)));
+                counts.worst()
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, limiters, generators, rolling);
+criterion_main!(benches);

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# End-to-end performance of burstsim on this machine: requests per second and
+# peak memory for scenarios/bench-100m.toml (10^8 Poisson requests) through
+# each limiter kind, the same at 10^9 requests for memory, and the speed-up of
+# a replication-heavy run from one core to all.
+#
+#   scripts/bench.sh            # everything (about two minutes on 2 cores)
+#   scripts/bench.sh quick      # only 10^8 through the fixed window
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --quiet
+bin=target/release/burstsim
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# One scenario per limiter kind: bench-100m.toml with its [[limiter]] replaced.
+limiter() {
+  case "$1" in
+    fixed-window) printf 'kind = "fixed-window"\nwindow = "1s"\nthreshold = 500000\n' ;;
+    smaller-window) printf 'kind = "smaller-window"\nwindow = "1s"\nthreshold = 500000\nsplits = 10\n' ;;
+    buffered) printf 'kind = "buffered"\nwindow = "1s"\ncapacity = 700000\n' ;;
+    sliding-log) printf 'kind = "sliding-log"\nwindow = "1s"\nthreshold = 500000\n' ;;
+    sliding-counter) printf 'kind = "sliding-counter"\nwindow = "1s"\nthreshold = 500000\n' ;;
+    token-bucket) printf 'kind = "token-bucket"\nrate = 500000\nburst = 1000\n' ;;
+    chain) printf 'kind = "chain"\nlayers = [{ kind = "fixed-window", window = "1s", threshold = 500000 }, { kind = "token-bucket", rate = 600000, burst = 1000 }]\n' ;;
+  esac
+}
+
+scenario() { # kind duration -> path
+  local path="$tmp/$1-$2.toml"
+  sed -e '/^\[\[limiter\]\]/,$d' -e "s/^duration = .*/duration = \"$2\"/" scenarios/bench-100m.toml > "$path"
+  printf '[[limiter]]\nname = "%s"\n' "$1" >> "$path"
+  limiter "$1" >> "$path"
+  echo "$path"
+}
+
+run() { # label path
+  local line
+  line=$("$bin" run "$2" --no-charts --quiet --stats --out "$tmp/out" 2>&1 >/dev/null)
+  printf '%-22s %s\n' "$1" "${line#simulated }"
+}
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+kinds=(fixed-window smaller-window buffered sliding-log sliding-counter token-bucket chain)
+[ "${1:-}" = quick ] && kinds=(fixed-window)
+echo "10^8 requests (Poisson, 10^6/s for 100 s), one limiter, default metrics, no charts:"
+for kind in "${kinds[@]}"; do run "$kind" "$(scenario "$kind" 100s)"; done
+[ "${1:-}" = quick ] && exit 0
+echo "10^9 requests (1000 s), fixed window, for memory:"
+run fixed-window "$(scenario fixed-window 1000s)"
+echo "replication-heavy: scenarios/promo.toml --replications 1000 --no-charts, 1 thread, then all:"
+for threads in 1 "$(nproc)"; do
+  line=$(RAYON_NUM_THREADS=$threads "$bin" run scenarios/promo.toml --replications 1000 --no-charts --quiet --stats --out "$tmp/rep" 2>&1 >/dev/null)
+  printf '%-22s %s\n' "$threads thread(s)" "${line#simulated }"
+done
