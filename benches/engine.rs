@@ -112,6 +112,23 @@ fn generators(c: &mut Criterion) {
     ];
     let mut group = c.benchmark_group("traffic");
     group.throughput(Throughput::Elements(REQUESTS as u64));
+    // A trace of the same Poisson arrivals, as a time_ns CSV read from disk.
+    let dir = std::env::temp_dir().join(format!("burstsim-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let rows: String = arrivals()
+        .iter()
+        .map(|t| format!("{}\n", t.get()))
+        .collect();
+    std::fs::write(dir.join("trace.csv"), format!("time_ns\n{rows}")).unwrap();
+    let trace = SourceConfig::from_table(table("kind = \"trace\"\npath = \"trace.csv\"")).unwrap();
+    group.bench_function("trace", |b| {
+        b.iter(|| {
+            trace
+                .arrivals(Nanos(u64::MAX / 2), &dir, stream(1, "bench", 0, 0))
+                .unwrap()
+                .count()
+        });
+    });
     for (name, config) in sources {
         let source = SourceConfig::from_table(table(config)).unwrap();
         group.bench_function(name, |b| {
@@ -130,6 +147,7 @@ fn generators(c: &mut Criterion) {
         });
     }
     group.finish();
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn rolling(c: &mut Criterion) {

@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 
@@ -23,6 +24,10 @@ pub struct Config {
     /// logs with absolute (epoch) timestamps (default false).
     #[serde(default)]
     pub rebase: bool,
+    /// The first pass's findings, shared by every clone of this configuration
+    /// so that a run reads the file only once more.
+    #[serde(skip)]
+    scanned: Arc<OnceLock<Scan>>,
 }
 
 /// The unit of the timestamps in a trace.
@@ -37,6 +42,7 @@ pub enum Unit {
 }
 
 /// What a first pass over the file found.
+#[derive(Clone, Copy, Debug)]
 struct Scan {
     column: usize,
     unit: Unit,
@@ -102,11 +108,19 @@ impl Config {
     }
 
     /// Reads the whole file once, streaming: every row must hold a timestamp.
-    fn scan(&self, base_dir: &Path) -> Result<(Scan, Vec<String>), String> {
+    /// Also counts the rows outside `[start, end)` (after rebasing); for an
+    /// unsorted file that takes a second pass.
+    fn scan(
+        &self,
+        base_dir: &Path,
+        start: Nanos,
+        end: Nanos,
+    ) -> Result<(Scan, Vec<String>), String> {
         let mut reader = self.open(base_dir)?;
         let (column, unit) = self.locate(base_dir, &mut reader)?;
         let shown = base_dir.join(&self.path);
         let (mut rows, mut unsorted, mut earliest, mut previous) = (0u64, 0u64, u64::MAX, 0u64);
+        let (mut first, mut outside) = (None, 0u64);
         let mut record = csv::ByteRecord::new();
         while read(&mut reader, &mut record, &shown)? {
             let time = parse(&record, column, unit, &shown)?;
@@ -114,6 +128,30 @@ impl Config {
             earliest = earliest.min(time);
             previous = time;
             rows += 1;
+            // While sorted, the first row is the earliest, so the rebased time is known now.
+            let first = *first.get_or_insert(time);
+            let shifted = if self.rebase {
+                (time - first.min(time)).saturating_add(start.get())
+            } else {
+                time
+            };
+            outside += u64::from(!(start.get()..end.get()).contains(&shifted));
+        }
+        let scan = Scan {
+            column,
+            unit,
+            earliest,
+            sorted: unsorted == 0,
+        };
+        if unsorted > 0 {
+            let offset = if self.rebase {
+                i128::from(start.get()) - i128::from(earliest)
+            } else {
+                0
+            };
+            let mut all = self.stream(base_dir, &scan, Nanos::ZERO, Nanos(u64::MAX))?;
+            all.offset = offset;
+            outside = rows - all.filter(|t| (start..end).contains(t)).count() as u64;
         }
         let mut warnings = Vec::new();
         if rows == 0 {
@@ -125,29 +163,6 @@ impl Config {
                 shown.display()
             ));
         }
-        Ok((
-            Scan {
-                column,
-                unit,
-                earliest,
-                sorted: unsorted == 0,
-            },
-            warnings,
-        ))
-    }
-
-    /// Checks the file, and counts rows that fall outside `[start, end)`.
-    pub fn validate(
-        &self,
-        base_dir: &Path,
-        start: Nanos,
-        end: Nanos,
-    ) -> Result<Vec<String>, String> {
-        let (scan, mut warnings) = self.scan(base_dir)?;
-        let outside = self
-            .arrivals_from(base_dir, &scan, Nanos::ZERO, Nanos(u64::MAX))?
-            .filter(|t| !(start..end).contains(&self.shifted(*t, &scan, start)))
-            .count();
         if outside > 0 {
             let hint = if self.rebase {
                 ""
@@ -156,35 +171,53 @@ impl Config {
             };
             warnings.push(format!(
                 "{}: {outside} rows fall outside [{start}, {end}) and are left out{hint}",
-                base_dir.join(&self.path).display()
+                shown.display()
             ));
         }
-        Ok(warnings)
+        Ok((scan, warnings))
     }
 
-    fn shifted(&self, time: Nanos, scan: &Scan, start: Nanos) -> Nanos {
-        if self.rebase {
-            Nanos(time.get() - scan.earliest + start.get())
-        } else {
-            time
-        }
+    /// Checks the file, counts rows that fall outside `[start, end)`, and
+    /// keeps what it learnt for the run.
+    pub fn validate(
+        &self,
+        base_dir: &Path,
+        start: Nanos,
+        end: Nanos,
+    ) -> Result<Vec<String>, String> {
+        let (scan, warnings) = self.scan(base_dir, start, end)?;
+        let _ = self.scanned.set(scan);
+        Ok(warnings)
     }
 
     /// The trace's arrivals in `[start, end)`, streamed from disk when the file
     /// is sorted, and otherwise sorted in memory.
     pub fn arrivals(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<Arrivals, String> {
-        let (scan, _) = self.scan(base_dir)?;
+        let scan = match self.scanned.get() {
+            Some(scan) => *scan,
+            None => {
+                let scan = self.scan(base_dir, start, end)?.0;
+                let _ = self.scanned.set(scan);
+                scan
+            }
+        };
         let offset = if self.rebase {
-            start.get() as i128 - scan.earliest as i128
+            i128::from(start.get()) - i128::from(scan.earliest)
         } else {
             0
         };
-        let mut arrivals = self.arrivals_from(base_dir, &scan, start, end)?;
-        arrivals.offset = offset;
+        let mut arrivals = self.stream(base_dir, &scan, Nanos::ZERO, Nanos(u64::MAX))?;
+        if !scan.sorted {
+            let mut times: Vec<u64> = arrivals.raw().collect();
+            times.sort_unstable();
+            arrivals.rows = Rows::Sorted(times.into_iter());
+        }
+        (arrivals.start, arrivals.end, arrivals.offset) = (start.get(), end.get(), offset);
         Ok(arrivals)
     }
 
-    fn arrivals_from(
+    /// The file's rows in order as they stand, filtered to `[start, end)`.
+    fn stream(
         &self,
         base_dir: &Path,
         scan: &Scan,
@@ -193,24 +226,21 @@ impl Config {
     ) -> Result<Arrivals, String> {
         let mut reader = self.open(base_dir)?;
         self.locate(base_dir, &mut reader)?;
-        let mut arrivals = Arrivals {
+        Ok(Arrivals {
             rows: Rows::Stream {
                 reader,
+                record: csv::ByteRecord::new(),
                 column: scan.column,
                 unit: scan.unit,
                 path: base_dir.join(&self.path),
+                previous: 0,
+                sorted: scan.sorted,
             },
             start: start.get(),
             end: end.get(),
             offset: 0,
             error: None,
-        };
-        if !scan.sorted {
-            let mut times: Vec<u64> = arrivals.raw().collect();
-            times.sort_unstable();
-            arrivals.rows = Rows::Sorted(times.into_iter());
-        }
-        Ok(arrivals)
+        })
     }
 }
 
@@ -225,20 +255,22 @@ fn read(
 }
 
 fn parse(record: &csv::ByteRecord, column: usize, unit: Unit, path: &Path) -> Result<u64, String> {
-    let line = record.position().map_or(0, csv::Position::line);
-    let field = record.get(column).ok_or_else(|| {
-        format!(
-            "{}:{line}: the row has no column {}",
-            path.display(),
-            column + 1
-        )
-    })?;
-    let text = std::str::from_utf8(field).unwrap_or("").trim();
-    let parsed = match unit {
-        Unit::Nanos => text.parse::<u64>().ok(),
-        Unit::Seconds => parse_seconds(text),
-    };
+    let field = record.get(column);
+    let parsed = field.and_then(|field| match unit {
+        Unit::Nanos => parse_nanos(field),
+        Unit::Seconds => std::str::from_utf8(field)
+            .ok()
+            .and_then(|text| parse_seconds(text.trim())),
+    });
     parsed.ok_or_else(|| {
+        let line = record.position().map_or(0, csv::Position::line);
+        let Some(field) = field else {
+            return format!(
+                "{}:{line}: the row has no column {}",
+                path.display(),
+                column + 1
+            );
+        };
         let expected = match unit {
             Unit::Nanos => "a whole number of nanoseconds",
             Unit::Seconds => "a non-negative number of seconds",
@@ -248,6 +280,23 @@ fn parse(record: &csv::ByteRecord, column: usize, unit: Unit, path: &Path) -> Re
             path.display(),
             String::from_utf8_lossy(field)
         )
+    })
+}
+
+/// Whole nanoseconds from ASCII digits (spaces around them allowed), without
+/// going through `str`: the hot path of replaying a trace.
+#[inline]
+fn parse_nanos(field: &[u8]) -> Option<u64> {
+    let digits = field.trim_ascii();
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |value, &byte| {
+        let digit = byte.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        value.checked_mul(10)?.checked_add(u64::from(digit))
     })
 }
 
@@ -280,9 +329,15 @@ fn parse_seconds(text: &str) -> Option<u64> {
 enum Rows {
     Stream {
         reader: csv::Reader<BufReader<File>>,
+        /// Reused for every row, so streaming allocates nothing per row.
+        record: csv::ByteRecord,
         column: usize,
         unit: Unit,
         path: PathBuf,
+        /// The last timestamp read, to catch a file that changed after it was checked.
+        previous: u64,
+        /// Whether the first pass found the file sorted.
+        sorted: bool,
     },
     Sorted(std::vec::IntoIter<u64>),
 }
@@ -315,39 +370,67 @@ impl Arrivals {
         self.error.take()
     }
 
-    fn raw(&mut self) -> impl Iterator<Item = u64> + '_ {
-        let mut record = csv::ByteRecord::new();
-        std::iter::from_fn(move || match &mut self.rows {
+    /// The next timestamp as written, before shifting and filtering.
+    #[inline]
+    fn next_raw(&mut self) -> Option<u64> {
+        match &mut self.rows {
             Rows::Sorted(times) => times.next(),
             Rows::Stream {
                 reader,
+                record,
                 column,
                 unit,
                 path,
+                previous,
+                sorted,
             } => {
-                let row = read(reader, &mut record, path).and_then(|more| {
-                    more.then(|| parse(&record, *column, *unit, path))
+                let row = read(reader, record, path).and_then(|more| {
+                    more.then(|| parse(record, *column, *unit, path))
                         .transpose()
+                });
+                let row = row.and_then(|time| match time {
+                    Some(time) if *sorted && time < *previous => {
+                        let line = record.position().map_or(0, csv::Position::line);
+                        Err(format!("{}:{line}: the row is earlier than the one before it; the file changed while burstsim read it", path.display()))
+                    }
+                    Some(time) => {
+                        *previous = time;
+                        Ok(Some(time))
+                    }
+                    None => Ok(None),
                 });
                 row.unwrap_or_else(|err| {
                     self.error = Some(err);
                     None
                 })
             }
-        })
+        }
+    }
+
+    fn raw(&mut self) -> impl Iterator<Item = u64> + '_ {
+        std::iter::from_fn(move || self.next_raw())
     }
 }
 
 impl Iterator for Arrivals {
     type Item = Nanos;
 
+    #[inline]
     fn next(&mut self) -> Option<Nanos> {
-        let (start, end, offset) = (self.start, self.end, self.offset);
-        self.raw()
-            .map(|t| (t as i128 + offset).clamp(0, u64::MAX as i128) as u64)
-            .find(|t| (start..end).contains(t) || *t >= end)
-            .filter(|t| *t < end)
-            .map(Nanos)
+        loop {
+            let raw = self.next_raw()?;
+            let time = if self.offset == 0 {
+                raw
+            } else {
+                (i128::from(raw) + self.offset).clamp(0, i128::from(u64::MAX)) as u64
+            };
+            if time >= self.end {
+                return None;
+            }
+            if time >= self.start {
+                return Some(Nanos(time));
+            }
+        }
     }
 }
 
