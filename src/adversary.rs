@@ -224,6 +224,12 @@ mod tests {
     }
 
     #[test]
+    fn finds_the_bound_of_governors_gcra() {
+        let (worst, bound, how) = found("kind = \"gcra\"\nquota = \"per_second(100)\"", 400);
+        assert_eq!((worst, bound), (199, 199), "{how}");
+    }
+
+    #[test]
     fn finds_exactly_n_for_the_sliding_log() {
         let (worst, bound, how) = found(
             "kind = \"sliding-log\"\nwindow = \"1s\"\nthreshold = 100",

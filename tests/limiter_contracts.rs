@@ -87,6 +87,9 @@ fn other_configs() -> impl Strategy<Value = String> {
             "kind = \"token-bucket\"\nrate = {}.{frac}\nburst = {burst}",
             rate * 1_000_000
         )),
+        (1..2_000u64, 1..20u64).prop_map(|(per_us, burst)| format!(
+            "kind = \"gcra\"\nquota = \"with_period({per_us}ns).allow_burst({burst})\""
+        )),
         (1..20u64, 1..20u64).prop_map(|(n, burst)| format!(
             "kind = \"chain\"\nlayers = [{{ kind = \"fixed-window\", window = \"1us\", threshold = {n} }}, {{ kind = \"token-bucket\", rate = 5000000, burst = {burst} }}]"
         )),

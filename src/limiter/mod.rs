@@ -4,6 +4,7 @@
 pub mod buffered;
 pub mod chain;
 pub mod fixed_window;
+pub mod gcra;
 pub mod sliding_counter;
 pub mod sliding_log;
 pub mod smaller_window;
@@ -68,6 +69,7 @@ pub const KINDS: &[&str] = &[
     "sliding-counter",
     "token-bucket",
     "chain",
+    "gcra",
 ];
 
 /// A limiter's configuration, as written in a scenario file.
@@ -87,6 +89,8 @@ pub enum LimiterConfig {
     TokenBucket(token_bucket::Config),
     /// `chain`.
     Chain(chain::Config),
+    /// `gcra`.
+    Gcra(gcra::Config),
 }
 
 /// What a limiter's configuration may depend on outside itself.
@@ -108,6 +112,7 @@ impl LimiterConfig {
             "sliding-counter" => LimiterConfig::SlidingCounter(table.parse()?),
             "token-bucket" => LimiterConfig::TokenBucket(table.parse()?),
             "chain" => LimiterConfig::Chain(table.parse()?),
+            "gcra" => LimiterConfig::Gcra(table.parse()?),
             other => unreachable!("KindTable accepted an unlisted kind {other}"),
         })
     }
@@ -122,6 +127,7 @@ impl LimiterConfig {
             LimiterConfig::SlidingCounter(_) => "sliding-counter",
             LimiterConfig::TokenBucket(_) => "token-bucket",
             LimiterConfig::Chain(_) => "chain",
+            LimiterConfig::Gcra(_) => "gcra",
         }
     }
 
@@ -135,6 +141,7 @@ impl LimiterConfig {
             LimiterConfig::SlidingCounter(config) => config.parameter(),
             LimiterConfig::TokenBucket(config) => config.parameter(),
             LimiterConfig::Chain(config) => config.parameter(context),
+            LimiterConfig::Gcra(config) => config.parameter(),
         }
     }
 
@@ -160,6 +167,7 @@ impl LimiterConfig {
                 LimiterConfig::TokenBucket(config.with_parameter(value))
             }
             LimiterConfig::Chain(config) => LimiterConfig::Chain(config.with_parameter(value)),
+            LimiterConfig::Gcra(config) => LimiterConfig::Gcra(config.with_parameter(value)),
         }
     }
 
@@ -173,6 +181,7 @@ impl LimiterConfig {
             LimiterConfig::SlidingCounter(config) => Limiter::SlidingCounter(config.build()?),
             LimiterConfig::TokenBucket(config) => Limiter::TokenBucket(config.build()?),
             LimiterConfig::Chain(config) => Limiter::Chain(config.build(context)?),
+            LimiterConfig::Gcra(config) => Limiter::Gcra(config.build()?),
         })
     }
 }
@@ -191,6 +200,8 @@ pub enum Limiter {
     TokenBucket(token_bucket::TokenBucket),
     /// Layers in order.
     Chain(chain::Chain),
+    /// governor's GCRA.
+    Gcra(gcra::Gcra),
 }
 
 macro_rules! each_limiter {
@@ -201,6 +212,7 @@ macro_rules! each_limiter {
             Limiter::SlidingCounter($inner) => $body,
             Limiter::TokenBucket($inner) => $body,
             Limiter::Chain($inner) => $body,
+            Limiter::Gcra($inner) => $body,
         }
     };
 }
