@@ -4,6 +4,8 @@
 //!
 //! Families (each within `budget` requests in any second):
 //! - boundary pair: c at b − 1 ns and c at b, b swept over phases of the window;
+//! - spread pair: c at the last nanosecond of a bucket and c at the first of
+//!   the bucket one window later (bucketed sliding windows);
 //! - opened pair: one request W before the pair, so a window that starts at
 //!   its first request ends exactly at b (first-request windows);
 //! - edge comb: c at b − 1 ns, then c at the first nanosecond of every window
@@ -40,18 +42,20 @@ pub struct Found {
 /// interval; every pattern fits in `[0, duration)`.
 pub fn search(limiter: &Limiter, budget: u64, rolling: Nanos, duration: Nanos) -> Option<Found> {
     let rolling = rolling.get();
-    let mut windows: Vec<u64> = limiter
-        .epoch_window()
-        .map(Nanos::get)
+    // Candidate windows: the limiter's own (with its phase), the rolling
+    // interval and one second; each swept over 16 phases.
+    let mut windows: Vec<(u64, u64)> = limiter
+        .window_edges()
+        .map(|(length, phase)| (length.get(), phase.get()))
         .into_iter()
-        .chain([rolling, NANOS_PER_SEC])
+        .chain([(rolling, 0), (NANOS_PER_SEC, 0)])
         .collect();
     windows.sort_unstable();
     windows.dedup();
     let mut best: Option<Found> = None;
-    for &window in &windows {
+    for &(window, phase_of_edges) in &windows {
         for phase in 0..PHASES {
-            let offset = window * phase / PHASES;
+            let offset = (phase_of_edges + window * phase / PHASES) % window;
             // Leave room for a whole window before the boundary.
             let b = window.saturating_mul(2).max(rolling) + offset;
             for (description, arrivals) in patterns(b, window, rolling, budget) {
@@ -108,6 +112,15 @@ fn patterns(b: u64, window: u64, rolling: u64, budget: u64) -> Vec<(String, Vec<
         ]
         .concat(),
     ));
+    if window < rolling {
+        // Against bucketed sliding windows: the last nanosecond of one bucket
+        // and the first of the bucket a whole window later.
+        let far = b + rolling - window;
+        out.push((
+            format!("spread pair: {half} at a bucket's end and {half} one window later"),
+            [burst(b - 1, half), burst(far, half)].concat(),
+        ));
+    }
     let teeth = (rolling - 1) / window + 1;
     let per_tooth = (budget / (teeth + 1)).max(1);
     let comb: Vec<u64> = burst(b - 1, per_tooth)
@@ -227,6 +240,17 @@ mod tests {
     fn finds_the_bound_of_governors_gcra() {
         let (worst, bound, how) = found("kind = \"gcra\"\nquota = \"per_second(100)\"", 400);
         assert_eq!((worst, bound), (199, 199), "{how}");
+    }
+
+    #[test]
+    fn finds_2n_for_sliding_buckets_however_many() {
+        for buckets in [2, 10] {
+            let config = format!(
+                "kind = \"sliding-buckets\"\nwindow = \"1s\"\nthreshold = 100\nbuckets = {buckets}"
+            );
+            let (worst, bound, how) = found(&config, 400);
+            assert_eq!((worst, bound), (200, 200), "{buckets} buckets: {how}");
+        }
     }
 
     #[test]

@@ -30,8 +30,8 @@ pub struct RunResult {
     pub summary: RunSummary,
     /// Admitted and rejected per bucket.
     pub timeline: Timeline,
-    /// The limiter's window when it is fixed in time (for drawing boundaries).
-    pub epoch_window: Option<Nanos>,
+    /// The limiter's window edges when they are fixed in time: (length, phase).
+    pub window_edges: Option<(Nanos, Nanos)>,
     /// The worst count at each interval of [`Options::curve`].
     pub curve: Vec<Worst>,
 }
@@ -361,7 +361,7 @@ impl RunState {
         RunResult {
             summary,
             timeline: self.timeline,
-            epoch_window: self.limiter.epoch_window(),
+            window_edges: self.limiter.window_edges(),
             curve: options.curve.iter().map(|&interval| at(interval)).collect(),
         }
     }

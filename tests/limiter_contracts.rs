@@ -87,6 +87,10 @@ fn other_configs() -> impl Strategy<Value = String> {
             "kind = \"token-bucket\"\nrate = {}.{frac}\nburst = {burst}",
             rate * 1_000_000
         )),
+        (1..30u64, 1..6u64).prop_map(|(n, buckets)| format!(
+            "kind = \"sliding-buckets\"\nwindow = \"{}ns\"\nthreshold = {n}\nbuckets = {buckets}",
+            buckets * 200
+        )),
         (1..2_000u64, 1..20u64).prop_map(|(per_us, burst)| format!(
             "kind = \"gcra\"\nquota = \"with_period({per_us}ns).allow_burst({burst})\""
         )),

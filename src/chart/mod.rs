@@ -64,7 +64,7 @@ pub fn curve_intervals(scenario: &Scenario) -> Vec<Nanos> {
     let longest_window = scenario
         .limiters
         .iter()
-        .filter_map(|limiter| limiter.config.build(context).ok()?.epoch_window())
+        .filter_map(|limiter| Some(limiter.config.build(context).ok()?.window_edges()?.0))
         .max()
         .unwrap_or(metrics.rolling);
     let low = metrics

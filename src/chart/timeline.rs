@@ -244,9 +244,12 @@ impl Panel<'_> {
                 HIGHLIGHT.mix(0.55).filled(),
             )])?;
         }
-        if let Some(window) = self.run.epoch_window.map(Nanos::get) {
-            let edges =
-                (self.view.from.div_ceil(window)..=self.view.to / window).map(|k| secs(k * window));
+        if let Some((window, phase)) = self.run.window_edges.map(|(w, p)| (w.get(), p.get())) {
+            let (from, to) = (
+                self.view.from.saturating_sub(phase),
+                self.view.to.saturating_sub(phase),
+            );
+            let edges = (from.div_ceil(window)..=to / window).map(|k| secs(phase + k * window));
             chart.draw_series(edges.map(|x| {
                 PathElement::new(vec![(x, 0.0), (x, self.y_max)], FAINT.stroke_width(1))
             }))?;

@@ -10,6 +10,10 @@ use crate::time::Nanos;
 pub struct Config {
     /// The layers, first to last.
     pub layers: Vec<LimiterConfig>,
+    /// Whether a layer keeps counting a request it admitted that a later
+    /// layer rejected (default true, as chained middleware and Bucket4j's
+    /// bandwidths do; false as a rate limit service that stops counting).
+    pub count_rejected: bool,
 }
 
 impl<'de> Deserialize<'de> for Config {
@@ -18,6 +22,11 @@ impl<'de> Deserialize<'de> for Config {
         #[serde(deny_unknown_fields)]
         struct Raw {
             layers: Vec<toml::Table>,
+            #[serde(default = "yes")]
+            count_rejected: bool,
+        }
+        fn yes() -> bool {
+            true
         }
         let raw = Raw::deserialize(deserializer)?;
         let layers = raw
@@ -29,7 +38,10 @@ impl<'de> Deserialize<'de> for Config {
             })
             .collect::<Result<Vec<_>, _>>()
             .map_err(serde::de::Error::custom)?;
-        Ok(Config { layers })
+        Ok(Config {
+            layers,
+            count_rejected: raw.count_rejected,
+        })
     }
 }
 
@@ -47,7 +59,10 @@ impl Config {
         if let Some(first) = layers.first_mut() {
             *first = first.with_parameter(value);
         }
-        Config { layers }
+        Config {
+            layers,
+            count_rejected: self.count_rejected,
+        }
     }
 
     /// Every layer, fresh.
@@ -65,22 +80,39 @@ impl Config {
                     .map_err(|err| format!("layer {}: {err}", i + 1))
             })
             .collect::<Result<_, _>>()?;
-        Ok(Chain { layers })
+        Ok(Chain {
+            layers,
+            count_rejected: self.count_rejected,
+        })
     }
 }
 
 /// Each layer sees only what the layers before it admitted. A layer that
 /// admits a request counts it even if a later layer rejects it, as chained
-/// middleware does.
+/// middleware does; with `count_rejected = false` such admissions are taken
+/// back, so earlier layers count only what passes every layer.
 #[derive(Clone, Debug)]
 pub struct Chain {
     layers: Vec<Limiter>,
+    count_rejected: bool,
 }
 
 impl RateLimiter for Chain {
     #[inline]
     fn decide(&mut self, now: Nanos) -> bool {
-        self.layers.iter_mut().all(|layer| layer.decide(now))
+        let Some(rejecting) = self.layers.iter_mut().position(|layer| !layer.decide(now)) else {
+            return true;
+        };
+        if !self.count_rejected {
+            self.layers[..rejecting]
+                .iter_mut()
+                .for_each(|layer| layer.refund(now));
+        }
+        false
+    }
+
+    fn refund(&mut self, now: Nanos) {
+        self.layers.iter_mut().for_each(|layer| layer.refund(now));
     }
 
     /// What passes must pass every layer, so the smallest layer bound holds.
@@ -104,8 +136,8 @@ impl RateLimiter for Chain {
         layers.join(" → ")
     }
 
-    fn epoch_window(&self) -> Option<Nanos> {
-        self.layers.iter().find_map(Limiter::epoch_window)
+    fn window_edges(&self) -> Option<(Nanos, Nanos)> {
+        self.layers.iter().find_map(Limiter::window_edges)
     }
 }
 
@@ -143,6 +175,31 @@ mod tests {
     fn the_bound_is_the_tightest_layer() {
         let limiter = chain(WINDOW_THEN_BUCKET);
         assert_eq!(limiter.bound(Nanos::SECOND), 20 + 99);
+    }
+
+    #[test]
+    fn without_counting_rejected_requests_the_window_keeps_its_allowance() {
+        let not_counting =
+            WINDOW_THEN_BUCKET.replace("layers =", "count_rejected = false\nlayers =");
+        let mut counting = chain(WINDOW_THEN_BUCKET);
+        let mut refunding = chain(&not_counting);
+        // 100 at once: the bucket passes 20 of them either way.
+        let burst = |limiter: &mut Chain| (0..100).filter(|_| limiter.decide(Nanos(0))).count();
+        assert_eq!((burst(&mut counting), burst(&mut refunding)), (20, 20));
+        // Then one request per new token, every 10 ms up to 990 ms: 99 of them.
+        let ticks: Vec<u64> = (1..100).map(|i| i * 10_000_000).collect();
+        let pass =
+            |limiter: &mut Chain| ticks.iter().filter(|&&t| limiter.decide(Nanos(t))).count();
+        assert_eq!(
+            pass(&mut counting),
+            0,
+            "the window counted all 100 of the burst"
+        );
+        assert_eq!(
+            pass(&mut refunding),
+            80,
+            "the window counted only the 20 that passed"
+        );
     }
 
     #[test]

@@ -44,6 +44,7 @@ impl Config {
 ///
 /// - `epoch`: windows are `[k·W, (k+1)·W)`; an arrival exactly at `k·W`
 ///   belongs to the new window k and finds a fresh count.
+/// - `anchor` a: windows are `[a + k·W, a + (k+1)·W)`, edges as with epoch.
 /// - `first-request`: a window starts at the first arrival and lasts W; an
 ///   arrival exactly W after the window's start opens a new window (the
 ///   Redis `INCR` + `EXPIRE` pattern). Rejected arrivals can open windows too.
@@ -97,16 +98,25 @@ impl RateLimiter for FixedWindow {
         let now = now.get();
         if now >= self.end {
             // Compare against the cached end instead of dividing on every request.
-            let start = match self.align {
-                Align::Epoch => now - now % self.window,
-                Align::FirstRequest => now,
+            let remaining = match self.align {
+                Align::FirstRequest => self.window,
+                // Up to the next edge `phase + k·W` after `now` (the window
+                // holding `now` may have started before the scenario did).
+                align => {
+                    let phase = align.phase(self.window).unwrap_or(0);
+                    self.window - (now % self.window + self.window - phase) % self.window
+                }
             };
-            self.end = start.saturating_add(self.window);
+            self.end = now.saturating_add(remaining);
             self.count = 0;
         }
         let admit = self.count < self.threshold;
         self.count += u64::from(admit);
         admit
+    }
+
+    fn refund(&mut self, _now: Nanos) {
+        self.count -= 1;
     }
 
     /// Any interval of L ns meets at most m = ⌈(L−1)/W⌉ + 1 windows (2 when
@@ -118,7 +128,7 @@ impl RateLimiter for FixedWindow {
         let (interval, n) = (interval.get(), self.threshold);
         let met = windows_met(interval, self.window).saturating_mul(n);
         match self.align {
-            Align::Epoch => met,
+            Align::Epoch | Align::Anchor(_) => met,
             Align::FirstRequest => {
                 let whole = interval.div_ceil(self.window).saturating_mul(n);
                 whole.max(met.saturating_sub(1))
@@ -139,8 +149,10 @@ impl RateLimiter for FixedWindow {
         )
     }
 
-    fn epoch_window(&self) -> Option<Nanos> {
-        (self.align == Align::Epoch).then_some(Nanos(self.window))
+    fn window_edges(&self) -> Option<(Nanos, Nanos)> {
+        self.align
+            .phase(self.window)
+            .map(|phase| (Nanos(self.window), Nanos(phase)))
     }
 }
 
@@ -203,6 +215,27 @@ mod tests {
         // The arrival at 1.5 s opens a window [1.5 s, 2.5 s), so 2.2 s is in it.
         assert_eq!(admitted(&mut fw, &[1_500_000_000; 10]), 10);
         assert!(!fw.decide(Nanos(2_200_000_000)));
+    }
+
+    #[test]
+    fn anchored_windows_turn_over_at_the_anchor_phase() {
+        let mut fw = limiter(Align::Anchor(Nanos(250_000_000)));
+        assert_eq!(
+            admitted(&mut fw, &[1_249_999_999; 11]),
+            10,
+            "window [0.25 s, 1.25 s)"
+        );
+        assert!(
+            fw.decide(Nanos(1_250_000_000)),
+            "a new window at exactly 1.25 s"
+        );
+        let mut early = limiter(Align::Anchor(Nanos(2_250_000_000)));
+        assert_eq!(
+            admitted(&mut early, &[100_000_000; 11]),
+            10,
+            "before the anchor, windows extend backwards"
+        );
+        assert!(early.decide(Nanos(250_000_000)));
     }
 
     #[test]

@@ -65,6 +65,7 @@ impl Config {
             tau,
             burst,
             tat: None,
+            previous: None,
         })
     }
 
@@ -142,6 +143,8 @@ pub struct Gcra {
     tau: u64,
     burst: u64,
     tat: Option<u64>,
+    /// TAT before the last conforming cell, to take it back.
+    previous: Option<u64>,
 }
 
 impl RateLimiter for Gcra {
@@ -152,8 +155,13 @@ impl RateLimiter for Gcra {
         if now < tat.saturating_sub(self.tau) {
             return false;
         }
+        self.previous = self.tat;
         self.tat = Some(tat.max(now).saturating_add(self.t));
         true
+    }
+
+    fn refund(&mut self, _now: Nanos) {
+        self.tat = self.previous;
     }
 
     /// burst + ⌊(L − 1 ns)/T⌋: n cells conform within a span of L − 1 ns only

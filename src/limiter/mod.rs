@@ -5,6 +5,7 @@ pub mod buffered;
 pub mod chain;
 pub mod fixed_window;
 pub mod gcra;
+pub mod sliding_buckets;
 pub mod sliding_counter;
 pub mod sliding_log;
 pub mod smaller_window;
@@ -22,6 +23,11 @@ pub trait RateLimiter {
     /// non-decreasing time order; simultaneous arrivals are decided one by one.
     fn decide(&mut self, now: Nanos) -> bool;
 
+    /// Takes back the admission just made at `now`, as if it had been
+    /// rejected: a chain with `count_rejected = false` does this to earlier
+    /// layers when a later one rejects.
+    fn refund(&mut self, now: Nanos);
+
     /// The most arrivals this limiter can admit in any interval `[s, s + L)`
     /// of `interval` nanoseconds, over any traffic whatsoever.
     fn bound(&self, interval: Nanos) -> u64;
@@ -32,30 +38,66 @@ pub trait RateLimiter {
     /// Its effective parameters in a few words, like `100 per 1s (epoch)`.
     fn describe(&self) -> String;
 
-    /// The length of its windows when they are fixed in time, `[k·W, (k+1)·W)`,
-    /// so charts can draw their boundaries.
-    fn epoch_window(&self) -> Option<Nanos> {
+    /// Where its windows start when they are fixed in time, at
+    /// `phase + k·length`: `(length, phase)`, so charts can draw the edges.
+    fn window_edges(&self) -> Option<(Nanos, Nanos)> {
         None
     }
 }
 
 /// Where a window limiter's windows start.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Align {
-    /// Windows `[k·W, (k+1)·W)` from the scenario's start.
+    /// Windows `[k·W, (k+1)·W)` from the scenario's start: `align = "epoch"`.
     #[default]
     Epoch,
-    /// A window starts at the first arrival after the previous one ended.
+    /// A window starts at the first arrival after the previous one ended:
+    /// `align = "first-request"`.
     FirstRequest,
+    /// Windows `[a + k·W, a + (k+1)·W)` for an anchor a (Bucket4j's aligned
+    /// refill, Resilience4j's cycles from process start):
+    /// `align = { anchor = "250ms" }`.
+    Anchor(Nanos),
 }
 
 impl Align {
-    /// The name used in scenario files.
-    pub fn name(self) -> &'static str {
+    /// How the alignment is written in scenario files.
+    pub fn name(self) -> String {
         match self {
-            Align::Epoch => "epoch",
-            Align::FirstRequest => "first-request",
+            Align::Epoch => "epoch".into(),
+            Align::FirstRequest => "first-request".into(),
+            Align::Anchor(anchor) => format!("anchored at {anchor}"),
+        }
+    }
+
+    /// The fixed phase of the windows' edges, or `None` when they depend on traffic.
+    pub fn phase(self, window: u64) -> Option<u64> {
+        match self {
+            Align::Epoch => Some(0),
+            Align::FirstRequest => None,
+            Align::Anchor(anchor) => Some(anchor.get() % window),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Align {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(
+            untagged,
+            expecting = "\"epoch\", \"first-request\" or { anchor = \"250ms\" }"
+        )]
+        enum Raw {
+            Name(String),
+            Anchor { anchor: Nanos },
+        }
+        match Raw::deserialize(deserializer)? {
+            Raw::Name(name) if name == "epoch" => Ok(Align::Epoch),
+            Raw::Name(name) if name == "first-request" => Ok(Align::FirstRequest),
+            Raw::Name(name) => Err(serde::de::Error::custom(format!(
+                "unknown alignment {name:?}; expected \"epoch\", \"first-request\" or {{ anchor = \"250ms\" }}"
+            ))),
+            Raw::Anchor { anchor } => Ok(Align::Anchor(anchor)),
         }
     }
 }
@@ -70,6 +112,7 @@ pub const KINDS: &[&str] = &[
     "token-bucket",
     "chain",
     "gcra",
+    "sliding-buckets",
 ];
 
 /// A limiter's configuration, as written in a scenario file.
@@ -91,6 +134,8 @@ pub enum LimiterConfig {
     Chain(chain::Config),
     /// `gcra`.
     Gcra(gcra::Config),
+    /// `sliding-buckets`.
+    SlidingBuckets(sliding_buckets::Config),
 }
 
 /// What a limiter's configuration may depend on outside itself.
@@ -113,6 +158,7 @@ impl LimiterConfig {
             "token-bucket" => LimiterConfig::TokenBucket(table.parse()?),
             "chain" => LimiterConfig::Chain(table.parse()?),
             "gcra" => LimiterConfig::Gcra(table.parse()?),
+            "sliding-buckets" => LimiterConfig::SlidingBuckets(table.parse()?),
             other => unreachable!("KindTable accepted an unlisted kind {other}"),
         })
     }
@@ -128,6 +174,7 @@ impl LimiterConfig {
             LimiterConfig::TokenBucket(_) => "token-bucket",
             LimiterConfig::Chain(_) => "chain",
             LimiterConfig::Gcra(_) => "gcra",
+            LimiterConfig::SlidingBuckets(_) => "sliding-buckets",
         }
     }
 
@@ -142,6 +189,7 @@ impl LimiterConfig {
             LimiterConfig::TokenBucket(config) => config.parameter(),
             LimiterConfig::Chain(config) => config.parameter(context),
             LimiterConfig::Gcra(config) => config.parameter(),
+            LimiterConfig::SlidingBuckets(config) => config.parameter(),
         }
     }
 
@@ -168,6 +216,9 @@ impl LimiterConfig {
             }
             LimiterConfig::Chain(config) => LimiterConfig::Chain(config.with_parameter(value)),
             LimiterConfig::Gcra(config) => LimiterConfig::Gcra(config.with_parameter(value)),
+            LimiterConfig::SlidingBuckets(config) => {
+                LimiterConfig::SlidingBuckets(config.with_parameter(value))
+            }
         }
     }
 
@@ -182,6 +233,7 @@ impl LimiterConfig {
             LimiterConfig::TokenBucket(config) => Limiter::TokenBucket(config.build()?),
             LimiterConfig::Chain(config) => Limiter::Chain(config.build(context)?),
             LimiterConfig::Gcra(config) => Limiter::Gcra(config.build()?),
+            LimiterConfig::SlidingBuckets(config) => Limiter::SlidingBuckets(config.build()?),
         })
     }
 }
@@ -202,6 +254,8 @@ pub enum Limiter {
     Chain(chain::Chain),
     /// governor's GCRA.
     Gcra(gcra::Gcra),
+    /// Sentinel's and .NET's bucketed sliding window.
+    SlidingBuckets(sliding_buckets::SlidingBuckets),
 }
 
 macro_rules! each_limiter {
@@ -213,6 +267,7 @@ macro_rules! each_limiter {
             Limiter::TokenBucket($inner) => $body,
             Limiter::Chain($inner) => $body,
             Limiter::Gcra($inner) => $body,
+            Limiter::SlidingBuckets($inner) => $body,
         }
     };
 }
@@ -221,6 +276,10 @@ impl RateLimiter for Limiter {
     #[inline]
     fn decide(&mut self, now: Nanos) -> bool {
         each_limiter!(self, limiter => limiter.decide(now))
+    }
+
+    fn refund(&mut self, now: Nanos) {
+        each_limiter!(self, limiter => limiter.refund(now))
     }
 
     fn bound(&self, interval: Nanos) -> u64 {
@@ -235,8 +294,8 @@ impl RateLimiter for Limiter {
         each_limiter!(self, limiter => limiter.describe())
     }
 
-    fn epoch_window(&self) -> Option<Nanos> {
-        each_limiter!(self, limiter => limiter.epoch_window())
+    fn window_edges(&self) -> Option<(Nanos, Nanos)> {
+        each_limiter!(self, limiter => limiter.window_edges())
     }
 }
 

@@ -89,6 +89,10 @@ impl RateLimiter for SlidingCounter {
         admit
     }
 
+    fn refund(&mut self, _now: Nanos) {
+        self.current -= 1;
+    }
+
     /// Each window admits at most N (`current < N` is necessary), and an
     /// interval of L meets at most ⌈(L−1)/W⌉ + 1 windows: 2N for L = W. The
     /// 2N is reached in whole nanoseconds: N at the last nanosecond of a
@@ -106,8 +110,8 @@ impl RateLimiter for SlidingCounter {
         format!("{} per {} (weighted)", self.threshold, Nanos(self.window))
     }
 
-    fn epoch_window(&self) -> Option<Nanos> {
-        Some(Nanos(self.window))
+    fn window_edges(&self) -> Option<(Nanos, Nanos)> {
+        Some((Nanos(self.window), Nanos::ZERO))
     }
 }
 

@@ -41,6 +41,7 @@ impl Config {
             threshold: self.threshold.get(),
             log: Vec::new(),
             oldest: 0,
+            overwritten: None,
         })
     }
 }
@@ -57,6 +58,8 @@ pub struct SlidingLog {
     /// The last admitted times; once full, a ring whose oldest entry is at `oldest`.
     log: Vec<u64>,
     oldest: usize,
+    /// The time the last admission overwrote, to take it back.
+    overwritten: Option<u64>,
 }
 
 impl RateLimiter for SlidingLog {
@@ -65,14 +68,28 @@ impl RateLimiter for SlidingLog {
         let now = now.get();
         if (self.log.len() as u64) < self.threshold {
             self.log.push(now);
+            self.overwritten = None;
             return true;
         }
         if now - self.log[self.oldest] < self.window {
             return false;
         }
+        self.overwritten = Some(self.log[self.oldest]);
         self.log[self.oldest] = now;
         self.oldest = (self.oldest + 1) % self.log.len();
         true
+    }
+
+    fn refund(&mut self, _now: Nanos) {
+        match self.overwritten.take() {
+            None => {
+                self.log.pop();
+            }
+            Some(old) => {
+                self.oldest = (self.oldest + self.log.len() - 1) % self.log.len();
+                self.log[self.oldest] = old;
+            }
+        }
     }
 
     /// N·⌈L/W⌉: any window of length W holds at most N; an interval of L is

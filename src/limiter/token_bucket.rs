@@ -83,6 +83,10 @@ impl RateLimiter for TokenBucket {
         admit
     }
 
+    fn refund(&mut self, _now: Nanos) {
+        self.level += self.token;
+    }
+
     /// burst + ⌊rate·(L − 1 ns)⌋: a full bucket at the interval's first
     /// nanosecond, then every token that completes up to its last nanosecond.
     fn bound(&self, interval: Nanos) -> u64 {
