@@ -254,6 +254,13 @@ mod tests {
     }
 
     #[test]
+    fn finds_k_times_the_limit_for_envoy_instances() {
+        let config = "kind = \"envoy-local\"\nmax_tokens = 50\ntokens_per_fill = 50\nfill_interval = \"1s\"\ninstances = 2";
+        let (worst, bound, how) = found(config, 400);
+        assert_eq!((worst, bound), (200, 200), "{how}");
+    }
+
+    #[test]
     fn finds_exactly_n_for_the_sliding_log() {
         let (worst, bound, how) = found(
             "kind = \"sliding-log\"\nwindow = \"1s\"\nthreshold = 100",

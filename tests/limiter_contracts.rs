@@ -87,6 +87,9 @@ fn other_configs() -> impl Strategy<Value = String> {
             "kind = \"token-bucket\"\nrate = {}.{frac}\nburst = {burst}",
             rate * 1_000_000
         )),
+        (1..20u64, 1..10u64, 1..4u64, 100..2_000u64).prop_map(|(max, per_fill, instances, interval)| format!(
+            "kind = \"envoy-local\"\nmax_tokens = {max}\ntokens_per_fill = {per_fill}\nfill_interval = \"{interval}ns\"\ninstances = {instances}"
+        )),
         (1..30u64, 1..6u64).prop_map(|(n, buckets)| format!(
             "kind = \"sliding-buckets\"\nwindow = \"{}ns\"\nthreshold = {n}\nbuckets = {buckets}",
             buckets * 200

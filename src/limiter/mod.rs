@@ -3,6 +3,7 @@
 
 pub mod buffered;
 pub mod chain;
+pub mod envoy_local;
 pub mod fixed_window;
 pub mod gcra;
 pub mod sliding_buckets;
@@ -113,6 +114,7 @@ pub const KINDS: &[&str] = &[
     "chain",
     "gcra",
     "sliding-buckets",
+    "envoy-local",
 ];
 
 /// A limiter's configuration, as written in a scenario file.
@@ -136,6 +138,8 @@ pub enum LimiterConfig {
     Gcra(gcra::Config),
     /// `sliding-buckets`.
     SlidingBuckets(sliding_buckets::Config),
+    /// `envoy-local`.
+    EnvoyLocal(envoy_local::Config),
 }
 
 /// What a limiter's configuration may depend on outside itself.
@@ -159,6 +163,7 @@ impl LimiterConfig {
             "chain" => LimiterConfig::Chain(table.parse()?),
             "gcra" => LimiterConfig::Gcra(table.parse()?),
             "sliding-buckets" => LimiterConfig::SlidingBuckets(table.parse()?),
+            "envoy-local" => LimiterConfig::EnvoyLocal(table.parse()?),
             other => unreachable!("KindTable accepted an unlisted kind {other}"),
         })
     }
@@ -175,6 +180,7 @@ impl LimiterConfig {
             LimiterConfig::Chain(_) => "chain",
             LimiterConfig::Gcra(_) => "gcra",
             LimiterConfig::SlidingBuckets(_) => "sliding-buckets",
+            LimiterConfig::EnvoyLocal(_) => "envoy-local",
         }
     }
 
@@ -190,6 +196,7 @@ impl LimiterConfig {
             LimiterConfig::Chain(config) => config.parameter(context),
             LimiterConfig::Gcra(config) => config.parameter(),
             LimiterConfig::SlidingBuckets(config) => config.parameter(),
+            LimiterConfig::EnvoyLocal(config) => config.parameter(),
         }
     }
 
@@ -219,6 +226,9 @@ impl LimiterConfig {
             LimiterConfig::SlidingBuckets(config) => {
                 LimiterConfig::SlidingBuckets(config.with_parameter(value))
             }
+            LimiterConfig::EnvoyLocal(config) => {
+                LimiterConfig::EnvoyLocal(config.with_parameter(value))
+            }
         }
     }
 
@@ -234,6 +244,7 @@ impl LimiterConfig {
             LimiterConfig::Chain(config) => Limiter::Chain(config.build(context)?),
             LimiterConfig::Gcra(config) => Limiter::Gcra(config.build()?),
             LimiterConfig::SlidingBuckets(config) => Limiter::SlidingBuckets(config.build()?),
+            LimiterConfig::EnvoyLocal(config) => Limiter::EnvoyLocal(config.build()?),
         })
     }
 }
@@ -256,6 +267,8 @@ pub enum Limiter {
     Gcra(gcra::Gcra),
     /// Sentinel's and .NET's bucketed sliding window.
     SlidingBuckets(sliding_buckets::SlidingBuckets),
+    /// Envoy's local rate limit, K instances.
+    EnvoyLocal(envoy_local::EnvoyLocal),
 }
 
 macro_rules! each_limiter {
@@ -268,6 +281,7 @@ macro_rules! each_limiter {
             Limiter::Chain($inner) => $body,
             Limiter::Gcra($inner) => $body,
             Limiter::SlidingBuckets($inner) => $body,
+            Limiter::EnvoyLocal($inner) => $body,
         }
     };
 }
