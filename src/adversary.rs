@@ -81,14 +81,20 @@ pub fn search(limiter: &Limiter, budget: u64, rolling: Nanos, duration: Nanos) -
     best
 }
 
-/// The most `limiter` admits from `arrivals` in any interval of `rolling`.
+/// The most `limiter` admits from `arrivals` in any interval of `rolling`,
+/// counting each admitted request when it is released (after any delay).
 fn admitted_worst(mut limiter: Limiter, arrivals: &[u64], rolling: u64) -> u64 {
+    let mut released: Vec<u64> = arrivals
+        .iter()
+        .filter_map(|&t| {
+            limiter
+                .decide(Nanos(t))
+                .then(|| t.saturating_add(limiter.delay().get()))
+        })
+        .collect();
+    released.sort_unstable();
     let mut counts = RollingCounts::new(&[Nanos(rolling)]);
-    for &t in arrivals {
-        if limiter.decide(Nanos(t)) {
-            counts.push(Nanos(t));
-        }
-    }
+    released.iter().for_each(|&t| counts.push(Nanos(t)));
     counts.worst()[0].count
 }
 

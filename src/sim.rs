@@ -1,7 +1,11 @@
 //! The simulator: a validated scenario in, results out. Pure: it prints
 //! nothing and writes no file; decisions go to a sink the caller provides.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use anyhow::{Context as _, Result, bail};
+use hdrhistogram::Histogram;
 use rayon::prelude::*;
 
 use crate::adversary;
@@ -10,7 +14,9 @@ use crate::metrics::backend::Server;
 use crate::metrics::rolling::{RollingCounts, Worst};
 use crate::metrics::timeline::Timeline;
 use crate::scenario::{Scenario, Workload};
-use crate::summary::{BackendSummary, ProfilePoint, QueueSummary, RunSummary, Summary};
+use crate::summary::{
+    BackendSummary, DelaySummary, ProfilePoint, QueueSummary, RunSummary, Summary,
+};
 use crate::time::Nanos;
 use crate::traffic::{Merge, Source, SourceConfig, stream};
 
@@ -210,6 +216,11 @@ struct RunState {
     capacity: Option<u64>,
     rejected_with_spare_capacity: u64,
     server: Option<Server>,
+    /// Admitted requests still waiting out their delay, by release time: the
+    /// metrics see each when the backend gets it.
+    pending: BinaryHeap<Reverse<u64>>,
+    /// Delays of delayed requests (nginx without `nodelay`).
+    delays: Option<Histogram<u64>>,
 }
 
 impl RunState {
@@ -255,6 +266,8 @@ impl RunState {
             },
             capacity: scenario.backend.map(|b| b.capacity_per_sec.get()),
             rejected_with_spare_capacity: 0,
+            pending: BinaryHeap::new(),
+            delays: None,
             server: scenario.backend.and_then(|b| {
                 b.queue
                     .map(|queue| Server::new(b.capacity_per_sec.get(), queue))
@@ -266,19 +279,49 @@ impl RunState {
     fn observe(&mut self, now: Nanos) -> bool {
         self.offered += 1;
         let admitted = self.limiter.decide(now);
-        self.timeline.record(now, admitted);
+        if !self.pending.is_empty() {
+            self.release_until(now.get());
+        }
         if admitted {
             self.admitted += 1;
-            self.rolling.push(now);
-            if let Some(server) = &mut self.server {
-                server.arrive(now);
+            let delay = self.limiter.delay();
+            if delay == Nanos::ZERO {
+                self.deliver(now);
+            } else {
+                self.pending
+                    .push(Reverse(now.get().saturating_add(delay.get())));
+                let delays = self
+                    .delays
+                    .get_or_insert_with(|| Histogram::new(3).expect("3 significant digits"));
+                let _ = delays.record(delay.get());
             }
-        } else if let Some(capacity) = self.capacity {
-            if self.rolling.trailing_count(now) < capacity {
-                self.rejected_with_spare_capacity += 1;
+        } else {
+            self.timeline.record(now, false);
+            if let Some(capacity) = self.capacity {
+                if self.rolling.trailing_count(now) < capacity {
+                    self.rejected_with_spare_capacity += 1;
+                }
             }
         }
         admitted
+    }
+
+    /// The backend gets an admitted request at `at`.
+    #[inline]
+    fn deliver(&mut self, at: Nanos) {
+        self.timeline.record(at, true);
+        self.rolling.push(at);
+        if let Some(server) = &mut self.server {
+            server.arrive(at);
+        }
+    }
+
+    /// Delivers, in time order, the delayed requests released by `now`.
+    fn release_until(&mut self, now: u64) {
+        while let Some(&Reverse(at)) = self.pending.peek().filter(|Reverse(at)| *at <= now) {
+            self.pending.pop();
+            self.deliver(Nanos(at));
+        }
     }
 
     fn finish(
@@ -288,6 +331,7 @@ impl RunState {
         workload: &str,
         limiter: &str,
     ) -> RunResult {
+        self.release_until(u64::MAX);
         let worst = self.rolling.worst();
         let at = |interval: Nanos| {
             let index = self
@@ -357,6 +401,12 @@ impl RunState {
             backend,
             replications: None,
             adversary: None,
+            delay: self.delays.as_ref().map(|delays| DelaySummary {
+                delayed: delays.len(),
+                p50_ns: delays.value_at_quantile(0.5),
+                p99_ns: delays.value_at_quantile(0.99),
+                max_ns: delays.max(),
+            }),
         };
         RunResult {
             summary,

@@ -35,6 +35,11 @@ pub struct RunSummary {
     pub profile: Vec<ProfilePoint>,
     /// How the admitted traffic compares with the backend, when one is given.
     pub backend: Option<BackendSummary>,
+    /// Requests the limiter delayed rather than passed at once (nginx's
+    /// `limit_req` without `nodelay`); every other figure counts them when
+    /// they are released.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay: Option<DelaySummary>,
     /// For an adversary workload: the pattern that made this limiter admit the most.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adversary: Option<String>,
@@ -104,6 +109,19 @@ pub struct ProfilePoint {
     pub worst_start_ns: u64,
     /// The limiter's bound for that length, over any traffic.
     pub bound: u64,
+}
+
+/// How long delayed requests waited (3 significant digits).
+#[derive(Clone, Debug, Serialize)]
+pub struct DelaySummary {
+    /// Requests delayed.
+    pub delayed: u64,
+    /// Median delay of the delayed requests, in nanoseconds.
+    pub p50_ns: u64,
+    /// 99th percentile of the delay, in nanoseconds.
+    pub p99_ns: u64,
+    /// Longest delay, in nanoseconds.
+    pub max_ns: u64,
 }
 
 /// Admitted traffic against the backend's capacity.

@@ -17,12 +17,14 @@ fn limiter(text: &str) -> Limiter {
         .expect("test configs build")
 }
 
+/// The admitted requests' release times (after any delay), sorted.
 fn admitted(limiter: &mut Limiter, arrivals: &[u64]) -> Vec<u64> {
-    arrivals
+    let mut released: Vec<u64> = arrivals
         .iter()
-        .copied()
-        .filter(|&t| limiter.decide(Nanos(t)))
-        .collect()
+        .filter_map(|&t| limiter.decide(Nanos(t)).then(|| t + limiter.delay().get()))
+        .collect();
+    released.sort_unstable();
+    released
 }
 
 fn worst(admitted: &[u64], interval: u64) -> u64 {
@@ -86,6 +88,11 @@ fn other_configs() -> impl Strategy<Value = String> {
         (1..50u64, 1..20u64, 0..3u32).prop_map(|(rate, burst, frac)| format!(
             "kind = \"token-bucket\"\nrate = {}.{frac}\nburst = {burst}",
             rate * 1_000_000
+        )),
+        (1..2_000u64, 0..30u64, 0..3usize, 0..30u64).prop_map(|(rate, burst, mode, delay)| format!(
+            "kind = \"nginx-limit-req\"\nrate = \"{rate}{}\"\nburst = {burst}\n{}",
+            if rate % 2 == 0 { "r/s" } else { "r/m" },
+            ["nodelay = true".to_string(), String::new(), format!("delay = {delay}")][mode]
         )),
         (1..20u64, 1..10u64, 1..4u64, 100..2_000u64).prop_map(|(max, per_fill, instances, interval)| format!(
             "kind = \"envoy-local\"\nmax_tokens = {max}\ntokens_per_fill = {per_fill}\nfill_interval = \"{interval}ns\"\ninstances = {instances}"
@@ -261,4 +268,59 @@ fn a_chain_reaches_its_tightest_layer() {
     let trace: Vec<u64> = burst(S - 1, 20).into_iter().chain(tokens).collect();
     let config = "kind = \"chain\"\nlayers = [{ kind = \"fixed-window\", window = \"1s\", threshold = 100 }, { kind = \"token-bucket\", rate = 100, burst = 20 }]";
     reaches(config, &trace, S);
+}
+
+/// Arrivals on nginx's millisecond scale: bursts in one millisecond, gaps of
+/// a few milliseconds, and pauses.
+fn millisecond_arrivals() -> impl Strategy<Value = Vec<u64>> {
+    let ms = 1_000_000u64;
+    let gap = prop_oneof![
+        4 => Just(0u64),
+        3 => (1..5_000u64).prop_map(|ns| ns * 200),
+        3 => (1..50u64).prop_map(move |k| k * ms),
+        1 => (1..3_000u64).prop_map(move |k| k * ms),
+    ];
+    prop::collection::vec(gap, 0..400).prop_map(|gaps| {
+        gaps.iter()
+            .scan(0u64, |t, g| {
+                *t += g;
+                Some(*t)
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn nginx_never_releases_more_than_its_bound(
+        rate in 1..400u64, per_minute in prop::bool::ANY, burst in 0..40u64, mode in 0..3usize, delay in 0..40u64,
+        times in millisecond_arrivals(),
+    ) {
+        let unit = if per_minute { "r/m" } else { "r/s" };
+        let mode = ["nodelay = true".to_string(), String::new(), format!("delay = {delay}")][mode].clone();
+        let config = format!("kind = \"nginx-limit-req\"\nrate = \"{rate}{unit}\"\nburst = {burst}\n{mode}");
+        let mut limiter = limiter(&config);
+        let released = admitted(&mut limiter, &times);
+        for interval in [1_000_000, 100_000_000, 999_999_999, 1_000_000_000, 1_001_000_000, 2_500_000_000] {
+            prop_assert!(worst(&released, interval) <= limiter.bound(Nanos(interval)), "{config} over {interval} ns");
+        }
+    }
+}
+
+#[test]
+fn nginx_with_nodelay_reaches_burst_plus_one_plus_the_rate() {
+    // burst + 1 at once, then one each time 1000 thousandths have drained.
+    let ms = 1_000_000;
+    let trace: Vec<u64> = burst(0, 30)
+        .into_iter()
+        .chain((1..=10).map(|i| i * 100 * ms))
+        .collect();
+    let config = "kind = \"nginx-limit-req\"\nrate = \"10r/s\"\nburst = 20\nnodelay = true";
+    let mut limiter = limiter(config);
+    let released = admitted(&mut limiter, &trace);
+    // 21 at 0 and one every 100 ms: 21 + 9 within [0, 1 s), 21 + 10 within the bound's 1.001 s.
+    assert_eq!(worst(&released, S), 30);
+    assert!(limiter.bound(Nanos(S)) >= 30);
 }

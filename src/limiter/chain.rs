@@ -115,6 +115,15 @@ impl RateLimiter for Chain {
         self.layers.iter_mut().for_each(|layer| layer.refund(now));
     }
 
+    /// The longest of the layers' delays, as nginx applies several `limit_req`s.
+    fn delay(&self) -> Nanos {
+        self.layers
+            .iter()
+            .map(Limiter::delay)
+            .max()
+            .unwrap_or(Nanos::ZERO)
+    }
+
     /// What passes must pass every layer, so the smallest layer bound holds.
     fn bound(&self, interval: Nanos) -> u64 {
         self.layers

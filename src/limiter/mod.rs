@@ -6,6 +6,7 @@ pub mod chain;
 pub mod envoy_local;
 pub mod fixed_window;
 pub mod gcra;
+pub mod nginx_limit_req;
 pub mod sliding_buckets;
 pub mod sliding_counter;
 pub mod sliding_log;
@@ -23,6 +24,13 @@ pub trait RateLimiter {
     /// Admits (`true`) or rejects the arrival at `now`. Arrivals come in
     /// non-decreasing time order; simultaneous arrivals are decided one by one.
     fn decide(&mut self, now: Nanos) -> bool;
+
+    /// How long the request just admitted waits before the backend gets it
+    /// (nginx's `limit_req` without `nodelay`); zero for every other limiter.
+    #[inline]
+    fn delay(&self) -> Nanos {
+        Nanos::ZERO
+    }
 
     /// Takes back the admission just made at `now`, as if it had been
     /// rejected: a chain with `count_rejected = false` does this to earlier
@@ -115,6 +123,7 @@ pub const KINDS: &[&str] = &[
     "gcra",
     "sliding-buckets",
     "envoy-local",
+    "nginx-limit-req",
 ];
 
 /// A limiter's configuration, as written in a scenario file.
@@ -140,6 +149,8 @@ pub enum LimiterConfig {
     SlidingBuckets(sliding_buckets::Config),
     /// `envoy-local`.
     EnvoyLocal(envoy_local::Config),
+    /// `nginx-limit-req`.
+    NginxLimitReq(nginx_limit_req::Config),
 }
 
 /// What a limiter's configuration may depend on outside itself.
@@ -164,6 +175,7 @@ impl LimiterConfig {
             "gcra" => LimiterConfig::Gcra(table.parse()?),
             "sliding-buckets" => LimiterConfig::SlidingBuckets(table.parse()?),
             "envoy-local" => LimiterConfig::EnvoyLocal(table.parse()?),
+            "nginx-limit-req" => LimiterConfig::NginxLimitReq(table.parse()?),
             other => unreachable!("KindTable accepted an unlisted kind {other}"),
         })
     }
@@ -181,6 +193,7 @@ impl LimiterConfig {
             LimiterConfig::Gcra(_) => "gcra",
             LimiterConfig::SlidingBuckets(_) => "sliding-buckets",
             LimiterConfig::EnvoyLocal(_) => "envoy-local",
+            LimiterConfig::NginxLimitReq(_) => "nginx-limit-req",
         }
     }
 
@@ -197,6 +210,7 @@ impl LimiterConfig {
             LimiterConfig::Gcra(config) => config.parameter(),
             LimiterConfig::SlidingBuckets(config) => config.parameter(),
             LimiterConfig::EnvoyLocal(config) => config.parameter(),
+            LimiterConfig::NginxLimitReq(config) => config.parameter(),
         }
     }
 
@@ -229,6 +243,9 @@ impl LimiterConfig {
             LimiterConfig::EnvoyLocal(config) => {
                 LimiterConfig::EnvoyLocal(config.with_parameter(value))
             }
+            LimiterConfig::NginxLimitReq(config) => {
+                LimiterConfig::NginxLimitReq(config.with_parameter(value))
+            }
         }
     }
 
@@ -245,6 +262,7 @@ impl LimiterConfig {
             LimiterConfig::Gcra(config) => Limiter::Gcra(config.build()?),
             LimiterConfig::SlidingBuckets(config) => Limiter::SlidingBuckets(config.build()?),
             LimiterConfig::EnvoyLocal(config) => Limiter::EnvoyLocal(config.build()?),
+            LimiterConfig::NginxLimitReq(config) => Limiter::NginxLimitReq(config.build()?),
         })
     }
 }
@@ -269,6 +287,8 @@ pub enum Limiter {
     SlidingBuckets(sliding_buckets::SlidingBuckets),
     /// Envoy's local rate limit, K instances.
     EnvoyLocal(envoy_local::EnvoyLocal),
+    /// nginx's limit_req.
+    NginxLimitReq(nginx_limit_req::NginxLimitReq),
 }
 
 macro_rules! each_limiter {
@@ -282,6 +302,7 @@ macro_rules! each_limiter {
             Limiter::Gcra($inner) => $body,
             Limiter::SlidingBuckets($inner) => $body,
             Limiter::EnvoyLocal($inner) => $body,
+            Limiter::NginxLimitReq($inner) => $body,
         }
     };
 }
@@ -294,6 +315,11 @@ impl RateLimiter for Limiter {
 
     fn refund(&mut self, now: Nanos) {
         each_limiter!(self, limiter => limiter.refund(now))
+    }
+
+    #[inline]
+    fn delay(&self) -> Nanos {
+        each_limiter!(self, limiter => limiter.delay())
     }
 
     fn bound(&self, interval: Nanos) -> u64 {

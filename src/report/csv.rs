@@ -40,6 +40,10 @@ pub fn render_summary(runs: &[RunSummary]) -> String {
         "wait_p50_ns",
         "wait_p99_ns",
         "wait_max_ns",
+        "delayed",
+        "delay_p50_ns",
+        "delay_p99_ns",
+        "delay_max_ns",
     ];
     let header = header.iter().map(|h| h.to_string()).chain(profile);
     writer.write_record(header).expect("writing to memory");
@@ -74,6 +78,14 @@ pub fn render_summary(runs: &[RunSummary]) -> String {
             queue.map(|q| q.wait_max_ns),
         ];
         row.extend(queue_fields.map(|field| optional(field.map(|v| v.to_string()))));
+        let delay = run.delay.as_ref();
+        let delay_fields = [
+            delay.map(|d| d.delayed),
+            delay.map(|d| d.p50_ns),
+            delay.map(|d| d.p99_ns),
+            delay.map(|d| d.max_ns),
+        ];
+        row.extend(delay_fields.map(|field| optional(field.map(|v| v.to_string()))));
         row.extend(run.profile.iter().map(|p| p.worst.to_string()));
         writer.write_record(&row).expect("writing to memory");
     }

@@ -1,0 +1,250 @@
+//! nginx's `limit_req`, with nginx's own arithmetic: the excess counted in
+//! thousandths of a request, time in whole milliseconds, and a request over
+//! the allowance either delayed to its paced time or, beyond the burst, rejected.
+
+use serde::Deserialize;
+
+use super::RateLimiter;
+use crate::time::Nanos;
+
+const NANOS_PER_MS: u64 = 1_000_000;
+
+/// `kind = "nginx-limit-req"`, as `limit_req_zone … rate=10r/s;` and
+/// `limit_req zone=… burst=20 nodelay;` (or `delay=8`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// nginx's notation: `"10r/s"` or `"30r/m"`.
+    pub rate: String,
+    /// Requests beyond the rate that may wait (or, with `nodelay`, pass) (default 0).
+    #[serde(default)]
+    pub burst: u64,
+    /// Pass the burst at once instead of delaying it.
+    #[serde(default)]
+    pub nodelay: bool,
+    /// Pass this many of the burst at once and delay the rest (nginx ≥ 1.15.7).
+    pub delay: Option<u64>,
+}
+
+impl Config {
+    /// nginx's `ctx->rate`: thousandths of a request per second.
+    fn rate(&self) -> Result<i64, String> {
+        let text = self.rate.trim();
+        let (number, scale) = match (text.strip_suffix("r/s"), text.strip_suffix("r/m")) {
+            (Some(number), _) => (number, 1),
+            (_, Some(number)) => (number, 60),
+            _ => {
+                return Err(format!(
+                    "rate: {text:?} is not nginx's notation; expected like \"10r/s\" or \"30r/m\""
+                ));
+            }
+        };
+        let rate: i64 = number
+            .parse()
+            .ok()
+            .filter(|&r| r > 0 && r <= 1_000_000_000)
+            .ok_or_else(|| format!("rate: {text:?} needs a whole number of requests above 0"))?;
+        Ok(rate * 1000 / scale)
+    }
+
+    /// A zone with no request seen yet.
+    pub fn build(&self) -> Result<NginxLimitReq, String> {
+        let rate = self.rate()?;
+        if rate == 0 {
+            return Err(format!(
+                "rate: {} rounds to 0 in nginx's arithmetic",
+                self.rate
+            ));
+        }
+        if self.burst > 1_000_000_000 {
+            return Err("burst: at most 1000000000".into());
+        }
+        let delay = match (self.nodelay, self.delay) {
+            (true, Some(_)) => {
+                return Err("delay: give either `nodelay` or `delay`, not both".into());
+            }
+            (true, None) => i64::MAX,
+            (false, Some(delay)) => i64::try_from(delay.min(self.burst)).unwrap_or(i64::MAX) * 1000,
+            (false, None) => 0,
+        };
+        Ok(NginxLimitReq {
+            rate,
+            burst: self.burst as i64 * 1000,
+            delay,
+            excess: None,
+            last_ms: 0,
+            delayed: Nanos::ZERO,
+        })
+    }
+
+    /// The sizing parameter: the burst.
+    pub fn parameter(&self) -> (&'static str, u64) {
+        ("burst", self.burst)
+    }
+
+    /// The same zone with burst `value`.
+    pub fn with_parameter(&self, value: u64) -> Config {
+        Config {
+            burst: value,
+            ..self.clone()
+        }
+    }
+}
+
+/// One key's node of nginx's zone. At `t`, with `ms` whole milliseconds since
+/// the last accepted request: `excess = max(0, excess − rate·ms/1000 + 1000)`
+/// (integer division, as in C); the request is rejected if `excess > burst`,
+/// otherwise accepted, and delayed by `(excess − delay)·1000/rate` ms when
+/// `excess > delay`. The first request finds no node and has an excess of 0.
+/// Requests in the same millisecond see no drain at all.
+#[derive(Clone, Debug)]
+pub struct NginxLimitReq {
+    rate: i64,
+    burst: i64,
+    /// Thousandths of a request passed at once before delays start (`i64::MAX`: nodelay).
+    delay: i64,
+    excess: Option<i64>,
+    last_ms: u64,
+    /// The delay of the last accepted request.
+    delayed: Nanos,
+}
+
+impl NginxLimitReq {
+    fn excess_at(&self, now_ms: u64) -> i64 {
+        let Some(excess) = self.excess else { return 0 };
+        let ms = i64::try_from(now_ms - self.last_ms).unwrap_or(i64::MAX);
+        (excess - self.rate.saturating_mul(ms) / 1000 + 1000).max(0)
+    }
+}
+
+impl RateLimiter for NginxLimitReq {
+    #[inline]
+    fn decide(&mut self, now: Nanos) -> bool {
+        let now_ms = now.get() / NANOS_PER_MS;
+        let excess = self.excess_at(now_ms);
+        if excess > self.burst {
+            return false;
+        }
+        self.excess = Some(excess);
+        self.last_ms = now_ms;
+        let delay_ms = if excess > self.delay {
+            (excess - self.delay) * 1000 / self.rate
+        } else {
+            0
+        };
+        self.delayed = Nanos(delay_ms as u64 * NANOS_PER_MS);
+        true
+    }
+
+    fn refund(&mut self, _now: Nanos) {
+        // nginx does not take an accepted request back; neither does the model
+        // beyond forgetting its thousandth.
+        if let Some(excess) = &mut self.excess {
+            *excess = (*excess - 1000).max(0);
+        }
+    }
+
+    fn delay(&self) -> Nanos {
+        self.delayed
+    }
+
+    /// Passed (or released) in an interval of L, with Δ = ⌊(L − 1)/1 ms⌋ + 1
+    /// whole milliseconds: at most B + 1 + ⌊rate·Δ/10⁶⌋, where B is the burst
+    /// with `nodelay` — each request adds 1000, the excess stays ≤ burst·1000
+    /// and drains at most rate·Δ/1000 — and B is `delay` otherwise, plus 2 for
+    /// the milliseconds that delays are rounded down to.
+    fn bound(&self, interval: Nanos) -> u64 {
+        if interval == Nanos::ZERO {
+            return 0;
+        }
+        let ms = (interval.get() - 1) / NANOS_PER_MS + 1;
+        let drained = (i128::from(self.rate) * i128::from(ms) / 1_000_000) as u64;
+        let at_once = if self.delay == i64::MAX {
+            self.burst / 1000
+        } else {
+            self.delay.min(self.burst) / 1000 + 2
+        };
+        (at_once as u64).saturating_add(1).saturating_add(drained)
+    }
+
+    fn nominal(&self, interval: Nanos) -> f64 {
+        self.rate as f64 / 1000.0 * interval.as_secs_f64()
+    }
+
+    fn describe(&self) -> String {
+        let mode = match self.delay {
+            i64::MAX => "nodelay".to_string(),
+            0 => "delayed".to_string(),
+            delay => format!("delay={}", delay / 1000),
+        };
+        format!(
+            "{}/s, burst {}, {mode}",
+            self.rate as f64 / 1000.0,
+            self.burst / 1000
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zone(rate: &str, burst: u64, nodelay: bool) -> NginxLimitReq {
+        Config {
+            rate: rate.into(),
+            burst,
+            nodelay,
+            delay: None,
+        }
+        .build()
+        .unwrap()
+    }
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn reads_nginx_rates() {
+        assert_eq!(zone("10r/s", 0, false).rate, 10_000);
+        assert_eq!(zone("30r/m", 0, false).rate, 500);
+        assert!(
+            Config {
+                rate: "10 per second".into(),
+                burst: 0,
+                nodelay: false,
+                delay: None
+            }
+            .build()
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn nodelay_passes_burst_plus_one_at_once() {
+        let mut z = zone("10r/s", 5, true);
+        assert_eq!((0..10).filter(|_| z.decide(Nanos(0))).count(), 6);
+        assert_eq!(z.delay(), Nanos::ZERO);
+        // 100 ms drains one request's 1000: one more passes.
+        assert!(!z.decide(Nanos(99 * MS)));
+        assert!(z.decide(Nanos(100 * MS)));
+    }
+
+    #[test]
+    fn without_nodelay_the_burst_waits_its_turn() {
+        let mut z = zone("10r/s", 5, false);
+        let delays: Vec<u64> = (0..6)
+            .map(|_| (z.decide(Nanos(0)), z.delay().get() / MS))
+            .filter(|(ok, _)| *ok)
+            .map(|(_, d)| d)
+            .collect();
+        assert_eq!(delays, [0, 100, 200, 300, 400, 500]);
+    }
+
+    #[test]
+    fn thirty_per_minute_never_drains_at_one_request_per_millisecond() {
+        // 500 thousandths per second is half a thousandth per millisecond,
+        // which nginx's integer arithmetic rounds to nothing.
+        let mut z = zone("30r/m", 3, true);
+        let passed = (0..100).filter(|i| z.decide(Nanos(i * MS))).count();
+        assert_eq!(passed, 4);
+    }
+}
