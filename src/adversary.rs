@@ -84,14 +84,12 @@ pub fn search(limiter: &Limiter, budget: u64, rolling: Nanos, duration: Nanos) -
 /// The most `limiter` admits from `arrivals` in any interval of `rolling`,
 /// counting each admitted request when it is released (after any delay).
 fn admitted_worst(mut limiter: Limiter, arrivals: &[u64], rolling: u64) -> u64 {
-    let mut released: Vec<u64> = arrivals
-        .iter()
-        .filter_map(|&t| {
-            limiter
-                .decide(Nanos(t))
-                .then(|| t.saturating_add(limiter.delay().get()))
-        })
-        .collect();
+    let mut released = Vec::new();
+    for &t in arrivals {
+        if limiter.decide(Nanos(t)) {
+            released.push(t.saturating_add(limiter.delay().get()));
+        }
+    }
     released.sort_unstable();
     let mut counts = RollingCounts::new(&[Nanos(rolling)]);
     released.iter().for_each(|&t| counts.push(Nanos(t)));

@@ -19,10 +19,12 @@ fn limiter(text: &str) -> Limiter {
 
 /// The admitted requests' release times (after any delay), sorted.
 fn admitted(limiter: &mut Limiter, arrivals: &[u64]) -> Vec<u64> {
-    let mut released: Vec<u64> = arrivals
-        .iter()
-        .filter_map(|&t| limiter.decide(Nanos(t)).then(|| t + limiter.delay().get()))
-        .collect();
+    let mut released = Vec::new();
+    for &t in arrivals {
+        if limiter.decide(Nanos(t)) {
+            released.push(t + limiter.delay().get());
+        }
+    }
     released.sort_unstable();
     released
 }
