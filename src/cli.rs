@@ -6,6 +6,9 @@ use std::num::NonZeroU64;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+/// Four billion requests: about a minute and a half of simulation here.
+pub const DEFAULT_MAX_REQUESTS: u64 = 4_000_000_000;
+
 /// Shows how much traffic a rate limiter really lets through in any rolling
 /// interval — the 2× burst at a fixed window's boundary — and what the backend
 /// behind it has to take.
@@ -36,6 +39,9 @@ pub enum Command {
         /// Check against this capacity (requests per second) instead of [backend] capacity.
         #[arg(long, value_name = "REQ_PER_S")]
         capacity: Option<NonZeroU64>,
+        /// Refuse to start work of more than this many requests.
+        #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS)]
+        max_requests: u64,
     },
     /// Read and check a scenario without simulating it.
     Validate {
@@ -63,6 +69,10 @@ pub struct RunArgs {
     /// (default: the scenario's `replications`, else 1).
     #[arg(long, value_name = "N")]
     pub replications: Option<NonZeroU64>,
+    /// Refuse to start work of more than this many requests (all workloads
+    /// and replications together).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS)]
+    pub max_requests: u64,
     /// Also write every decision to decisions/<workload>/<limiter>.csv.
     #[arg(long)]
     pub decisions: bool,
@@ -89,6 +99,10 @@ pub struct SizeArgs {
     /// Simulate each setting with this many seeds (default: the scenario's `replications`, else 1).
     #[arg(long, value_name = "N")]
     pub replications: Option<NonZeroU64>,
+    /// Refuse to start work of more than this many requests (all workloads
+    /// and replications together).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS)]
+    pub max_requests: u64,
     /// Write sizing files into this folder instead of output/<name>/.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,

@@ -46,6 +46,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let replications = args
         .replications
         .map_or(scenario.replications, NonZeroU64::get);
+    check_work(&scenario, replications, args.max_requests)?;
     let started = std::time::Instant::now();
     let bar = progress_bar(replicate::units(&scenario, replications), args.quiet);
     let outcome =
@@ -99,6 +100,7 @@ pub fn size(args: &SizeArgs) -> Result<()> {
     let replications = args
         .replications
         .map_or(scenario.replications, NonZeroU64::get);
+    check_work(&scenario, replications, args.max_requests)?;
     let report = size::size(&scenario, capacity, replications)?;
     let json = serde_json::to_string_pretty(&report)? + "\n";
     let sizing_csv = sizing::render_sizing_csv(&report);
@@ -131,11 +133,12 @@ pub fn size(args: &SizeArgs) -> Result<()> {
 }
 
 /// `burstsim check`: true when every run stays within the backend.
-pub fn check(path: &Path, capacity: Option<NonZeroU64>) -> Result<bool> {
+pub fn check(path: &Path, capacity: Option<NonZeroU64>, max_requests: u64) -> Result<bool> {
     let mut scenario = scenario::load(path)?;
     warn(&scenario.warnings, false);
     with_capacity(&mut scenario, capacity)?;
     let replications = scenario.replications;
+    check_work(&scenario, replications, max_requests)?;
     let outcome =
         replicate::simulate_replicated(&scenario, &sim::Options::default(), replications, &|| {})?;
     let failures: Vec<String> = outcome
@@ -169,6 +172,32 @@ pub fn check(path: &Path, capacity: Option<NonZeroU64>) -> Result<bool> {
         scenario.name
     )?;
     Ok(false)
+}
+
+/// Refuses, before any work, a run of more than `max` requests.
+fn check_work(scenario: &Scenario, replications: u64, max: u64) -> Result<()> {
+    let mut total: u128 = 0;
+    for workload in &scenario.workloads {
+        let mut requests: u128 = 0;
+        for source in &workload.sources {
+            requests += source
+                .estimated_arrivals(scenario.duration, &scenario.base_dir)
+                .map_err(anyhow::Error::msg)?;
+        }
+        let runs = if workload.sources.iter().any(|s| s.is_stochastic()) {
+            u128::from(replications)
+        } else {
+            1
+        };
+        total += requests * runs;
+    }
+    if total > u128::from(max) {
+        bail!(
+            "{}: this would simulate about {total} requests, more than --max-requests {max}; shorten the run, lower the rates, or raise --max-requests if that much is intended",
+            scenario.path.display()
+        );
+    }
+    Ok(())
 }
 
 /// Puts `capacity` in place of the scenario's, or insists there is one.

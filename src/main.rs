@@ -11,7 +11,11 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Run(args) => commands::run(args).map(|()| true),
         Command::Size(args) => commands::size(args).map(|()| true),
-        Command::Check { scenario, capacity } => commands::check(scenario, *capacity),
+        Command::Check {
+            scenario,
+            capacity,
+            max_requests,
+        } => commands::check(scenario, *capacity, *max_requests),
         Command::Validate { scenario } => commands::validate(scenario).map(|()| true),
     };
     match result {

@@ -139,7 +139,7 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
 pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
     let file: ScenarioFile = toml::from_str(text).map_err(|err| ScenarioError::Syntax {
         path: path.to_owned(),
-        message: err.to_string().trim_end().to_string(),
+        message: shorten_lines(err.to_string().trim_end()),
     })?;
     Validator { text, path }.scenario(file)
 }
@@ -360,6 +360,19 @@ impl Validator<'_> {
             })
             .collect()
     }
+}
+
+/// The TOML parser quotes the offending line; a line of a hostile file can
+/// be megabytes long, so each is cut to a readable length.
+fn shorten_lines(message: &str) -> String {
+    const LONGEST: usize = 160;
+    let lines = message
+        .lines()
+        .map(|line| match line.char_indices().nth(LONGEST) {
+            Some((cut, _)) => format!("{}…", &line[..cut]),
+            None => line.to_string(),
+        });
+    lines.collect::<Vec<_>>().join("\n")
 }
 
 /// Names become file and folder names, so they are kept to a safe alphabet.

@@ -7,6 +7,9 @@ use serde::Deserialize;
 use super::RateLimiter;
 use crate::time::Nanos;
 
+/// The largest threshold a sliding log accepts: its log holds N timestamps.
+pub const MAX_LOG: u64 = 1 << 27;
+
 /// `kind = "sliding-log"`.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -35,6 +38,13 @@ impl Config {
     pub fn build(&self) -> Result<SlidingLog, String> {
         if self.window == Nanos::ZERO {
             return Err("window: must be longer than 0".into());
+        }
+        if self.threshold.get() > MAX_LOG {
+            return Err(format!(
+                "threshold: a sliding log keeps up to N timestamps in memory; {} would need {} GB, and at most {MAX_LOG} (1 GiB) is allowed",
+                self.threshold,
+                self.threshold.get() / 125_000_000
+            ));
         }
         Ok(SlidingLog {
             window: self.window.get(),

@@ -45,6 +45,14 @@ impl Config {
         if self.spread == Nanos::ZERO {
             return Err("spread: must be longer than 0".into());
         }
+        if self.before.saturating_add(self.after) > super::MAX_BURST {
+            return Err(format!(
+                "before: a burst pair of {} + {} is held in memory; at most {} in all",
+                self.before,
+                self.after,
+                super::MAX_BURST
+            ));
+        }
         if self.before == 0 && self.after == 0 {
             return Err("before: a burst needs arrivals; set `before` or `after` above 0".into());
         }

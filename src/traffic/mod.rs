@@ -20,6 +20,9 @@ use crate::time::Nanos;
 /// algorithm so results do not change when `rand` changes its default.
 pub type Rng = Xoshiro256PlusPlus;
 
+/// The most requests in one burst (or one adversary pattern), which is held in memory.
+pub const MAX_BURST: u64 = 50_000_000;
+
 /// The source kinds accepted in `kind = "…"`.
 pub const KINDS: &[&str] = &["uniform", "poisson", "boundary", "trace", "adversary"];
 
@@ -166,8 +169,43 @@ impl SourceConfig {
             SourceKind::Poisson(config) => config.validate(end).map(|()| Vec::new()),
             SourceKind::Boundary(config) => config.validate().map(|()| Vec::new()),
             SourceKind::Trace(config) => config.validate(base_dir, start, end),
+            SourceKind::Adversary(config) if config.budget.get() > MAX_BURST => Err(format!(
+                "budget: at most {MAX_BURST} requests per second (got {})",
+                config.budget
+            )),
             SourceKind::Adversary(_) => Ok(Vec::new()),
         }
+    }
+
+    /// About how many arrivals the source makes in a run of `duration` (the
+    /// mean, for random sources): to refuse runaway work before starting it.
+    pub fn estimated_arrivals(&self, duration: Nanos, base_dir: &Path) -> Result<u128, String> {
+        let (start, end) = self.window(duration)?;
+        let span = u128::from(end.get() - start.get());
+        let per_second = |rate: &crate::decimal::Decimal| {
+            span * u128::from(rate.numerator()) / (u128::from(rate.denominator()) * 1_000_000_000)
+                + 1
+        };
+        Ok(match &self.kind {
+            SourceKind::Uniform(config) => per_second(&config.rate),
+            SourceKind::Poisson(config) => match (&config.rate, &config.schedule) {
+                (Some(rate), _) => per_second(rate),
+                // Bounded by the highest rate over the whole span.
+                (None, Some(schedule)) => schedule
+                    .iter()
+                    .map(|(_, rate)| per_second(rate))
+                    .max()
+                    .unwrap_or(0),
+                (None, None) => 0,
+            },
+            SourceKind::Boundary(config) => {
+                let gap = u128::from(config.period.get()) * u128::from(config.every.get());
+                (span / gap.max(1) + 1) * u128::from(config.before + config.after)
+            }
+            SourceKind::Trace(config) => u128::from(config.rows(base_dir, start, end)?),
+            // About a thousand patterns of at most `budget` requests.
+            SourceKind::Adversary(config) => u128::from(config.budget.get()) * 1_000,
+        })
     }
 
     /// The source's arrivals for one run, drawn from `rng`.

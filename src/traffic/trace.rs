@@ -48,7 +48,11 @@ struct Scan {
     unit: Unit,
     earliest: u64,
     sorted: bool,
+    rows: u64,
 }
+
+/// The most rows of an unsorted trace sorted in memory (1 GiB of timestamps).
+const MAX_UNSORTED_ROWS: u64 = 1 << 27;
 
 impl Config {
     fn open(&self, base_dir: &Path) -> Result<csv::Reader<BufReader<File>>, String> {
@@ -58,6 +62,10 @@ impl Config {
                 "path: {} is a folder, not a CSV file",
                 path.display()
             ));
+        }
+        // A device or a pipe could be read forever: only regular files replay.
+        if path.metadata().is_ok_and(|meta| !meta.is_file()) {
+            return Err(format!("path: {} is not a regular file", path.display()));
         }
         let file = File::open(&path)
             .map_err(|err| format!("path: cannot open {}: {err}", path.display()))?;
@@ -142,7 +150,14 @@ impl Config {
             unit,
             earliest,
             sorted: unsorted == 0,
+            rows,
         };
+        if unsorted > 0 && rows > MAX_UNSORTED_ROWS {
+            return Err(format!(
+                "{}: {unsorted} of {rows} rows are out of order, and sorting more than {MAX_UNSORTED_ROWS} rows in memory is refused; sort the file first (sort -t, -k1,1n)",
+                shown.display()
+            ));
+        }
         if unsorted > 0 {
             let offset = if self.rebase {
                 i128::from(start.get()) - i128::from(earliest)
@@ -188,6 +203,18 @@ impl Config {
         let (scan, warnings) = self.scan(base_dir, start, end)?;
         let _ = self.scanned.set(scan);
         Ok(warnings)
+    }
+
+    /// How many rows the file holds (read once, then remembered).
+    pub fn rows(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<u64, String> {
+        match self.scanned.get() {
+            Some(scan) => Ok(scan.rows),
+            None => {
+                let scan = self.scan(base_dir, start, end)?.0;
+                let _ = self.scanned.set(scan);
+                Ok(scan.rows)
+            }
+        }
     }
 
     /// The trace's arrivals in `[start, end)`, streamed from disk when the file
