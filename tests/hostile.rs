@@ -8,10 +8,13 @@ use std::time::Duration;
 
 use assert_cmd::Command;
 
-const LIMITER: &str = "[[limiter]]\nname = \"l\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 10\n";
+const LIMITER: &str =
+    "[[limiter]]\nname = \"l\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 10\n";
 
 fn scenario(workload_sources: &str) -> String {
-    format!("duration = \"10s\"\n[[workload]]\nname = \"w\"\nsources = [{workload_sources}]\n{LIMITER}")
+    format!(
+        "duration = \"10s\"\n[[workload]]\nname = \"w\"\nsources = [{workload_sources}]\n{LIMITER}"
+    )
 }
 
 /// Runs `burstsim run` on `text` (written to a file, with `trace.csv` beside
@@ -34,31 +37,74 @@ fn refused(text: &[u8], trace: Option<&[u8]>, expected: &str) {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "expected exit 2 for {expected:?}; stderr: {stderr}");
-    assert!(stderr.contains(expected), "expected {expected:?} in: {stderr}");
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "expected exit 2 for {expected:?}; stderr: {stderr}"
+    );
+    assert!(
+        stderr.contains(expected),
+        "expected {expected:?} in: {stderr}"
+    );
     assert!(!stderr.contains("panicked"), "{stderr}");
-    assert!(stderr.len() < 2_000, "the message stays short: {} bytes", stderr.len());
+    assert!(
+        stderr.len() < 2_000,
+        "the message stays short: {} bytes",
+        stderr.len()
+    );
     assert!(!out.exists(), "nothing is written for bad input");
 }
 
 #[test]
 fn hostile_numbers_are_refused_with_their_field() {
-    refused(scenario("{ kind = \"poisson\", rate = nan }").as_bytes(), None, "rate");
-    refused(scenario("{ kind = \"poisson\", rate = inf }").as_bytes(), None, "rate");
-    refused(scenario("{ kind = \"poisson\", rate = 1e400 }").as_bytes(), None, "line 4");
-    refused(scenario("{ kind = \"uniform\", rate = 1e30 }").as_bytes(), None, "rate");
-    refused(b"duration = \"1s\"\nseed = 18446744073709551616\n", None, "seed");
+    refused(
+        scenario("{ kind = \"poisson\", rate = nan }").as_bytes(),
+        None,
+        "rate",
+    );
+    refused(
+        scenario("{ kind = \"poisson\", rate = inf }").as_bytes(),
+        None,
+        "rate",
+    );
+    refused(
+        scenario("{ kind = \"poisson\", rate = 1e400 }").as_bytes(),
+        None,
+        "line 4",
+    );
+    refused(
+        scenario("{ kind = \"uniform\", rate = 1e30 }").as_bytes(),
+        None,
+        "rate",
+    );
+    refused(
+        b"duration = \"1s\"\nseed = 18446744073709551616\n",
+        None,
+        "seed",
+    );
     refused(b"duration = \"-5s\"\n", None, "duration");
     refused(b"duration = \"700years\"\n", None, "too long");
-    refused(scenario("{ kind = \"uniform\", rate = 10, jitter = -0.5 }").as_bytes(), None, "jitter");
+    refused(
+        scenario("{ kind = \"uniform\", rate = 10, jitter = -0.5 }").as_bytes(),
+        None,
+        "jitter",
+    );
 }
 
 #[test]
 fn hostile_files_are_refused() {
     refused(b"", None, "duration");
     refused(b"\xff\xfe\x00garbage", None, "valid UTF-8");
-    refused(b"duration = \"1s\"\nduration = \"2s\"\n", None, "duplicate key");
-    let deep = format!("duration = \"1s\"\na = {}1{}\n", "[".repeat(100_000), "]".repeat(100_000));
+    refused(
+        b"duration = \"1s\"\nduration = \"2s\"\n",
+        None,
+        "duplicate key",
+    );
+    let deep = format!(
+        "duration = \"1s\"\na = {}1{}\n",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
     refused(deep.as_bytes(), None, "line 2");
 }
 
@@ -66,9 +112,21 @@ fn hostile_files_are_refused() {
 fn hostile_traces_are_refused_with_their_line() {
     let trace = scenario("{ kind = \"trace\", path = \"trace.csv\" }");
     refused(trace.as_bytes(), Some(b"time_ns\n1\n-5\n"), "trace.csv:3:");
-    refused(trace.as_bytes(), Some(b"time_ns\n1\n99999999999999999999999\n"), "trace.csv:3:");
-    refused(trace.as_bytes(), Some(b"when\n1\n"), "no column time_ns or time_s");
-    refused(trace.as_bytes(), Some(b"time_ns\n1\n\"unterminated\n"), "trace.csv");
+    refused(
+        trace.as_bytes(),
+        Some(b"time_ns\n1\n99999999999999999999999\n"),
+        "trace.csv:3:",
+    );
+    refused(
+        trace.as_bytes(),
+        Some(b"when\n1\n"),
+        "no column time_ns or time_s",
+    );
+    refused(
+        trace.as_bytes(),
+        Some(b"time_ns\n1\n\"unterminated\n"),
+        "trace.csv",
+    );
     let device = scenario("{ kind = \"trace\", path = \"/dev/zero\" }");
     refused(device.as_bytes(), None, "not a regular file");
     let folder = scenario("{ kind = \"trace\", path = \".\" }");
@@ -79,11 +137,19 @@ fn hostile_traces_are_refused_with_their_line() {
 fn runaway_work_and_memory_are_refused_before_starting() {
     let busy = "duration = \"24h\"\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"poisson\", rate = 1000000000 }]\n".to_string() + LIMITER;
     refused(busy.as_bytes(), None, "--max-requests");
-    let log = scenario("{ kind = \"poisson\", rate = 1 }").replace("kind = \"fixed-window\"", "kind = \"sliding-log\"").replace("threshold = 10", "threshold = 10000000000");
+    let log = scenario("{ kind = \"poisson\", rate = 1 }")
+        .replace("kind = \"fixed-window\"", "kind = \"sliding-log\"")
+        .replace("threshold = 10", "threshold = 10000000000");
     refused(log.as_bytes(), None, "80 GB");
     refused(scenario("{ kind = \"boundary\", period = \"1s\", before = 1000000000000, after = 1, spread = \"1ms\" }").as_bytes(), None, "held in memory");
-    refused(scenario("{ kind = \"adversary\", budget = 1000000000000 }").as_bytes(), None, "budget");
-    let buckets = format!("duration = \"10000h\"\n[metrics]\nbucket = \"1us\"\n[[workload]]\nname = \"w\"\nsources = [{{ kind = \"poisson\", rate = 1 }}]\n{LIMITER}");
+    refused(
+        scenario("{ kind = \"adversary\", budget = 1000000000000 }").as_bytes(),
+        None,
+        "budget",
+    );
+    let buckets = format!(
+        "duration = \"10000h\"\n[metrics]\nbucket = \"1us\"\n[[workload]]\nname = \"w\"\nsources = [{{ kind = \"poisson\", rate = 1 }}]\n{LIMITER}"
+    );
     refused(buckets.as_bytes(), None, "metrics.bucket");
 }
 
@@ -98,11 +164,21 @@ fn golden_summaries_have_not_drifted() {
         let out = dir.path().join("out");
         Command::cargo_bin("burstsim")
             .unwrap()
-            .args(["run", &format!("scenarios/{name}.toml"), "-q", "--no-charts", "--out"])
+            .args([
+                "run",
+                &format!("scenarios/{name}.toml"),
+                "-q",
+                "--no-charts",
+                "--out",
+            ])
             .arg(&out)
             .assert()
             .success();
-        let golden = fs::read(Path::new("tests/golden").join(format!("{name}.summary.json"))).unwrap();
-        assert!(fs::read(out.join("summary.json")).unwrap() == golden, "{name}: summary.json differs from tests/golden");
+        let golden =
+            fs::read(Path::new("tests/golden").join(format!("{name}.summary.json"))).unwrap();
+        assert!(
+            fs::read(out.join("summary.json")).unwrap() == golden,
+            "{name}: summary.json differs from tests/golden"
+        );
     }
 }

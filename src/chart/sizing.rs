@@ -33,8 +33,8 @@ pub fn render_sizing(report: &SizingReport) -> Result<Chart> {
         canvas.fill(&WHITE)?;
         let root = canvas.titled(&title, (FONT, TITLE_SIZE))?;
         let mut chart = ChartBuilder::on(&root)
-            .margin_top(30)
             .margin(18)
+            .margin_top(30)
             .x_label_area_size(50)
             .y_label_area_size(70)
             .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;

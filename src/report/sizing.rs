@@ -120,26 +120,8 @@ pub fn render_sizing_csv(report: &SizingReport) -> String {
                 choice.to_string(),
             ];
             let rows: Vec<Vec<String>> = match safe {
-                Safe::Any => vec![vec![
-                    "any".into(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                ]],
-                Safe::None => vec![vec![
-                    "none".into(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                ]],
+                Safe::Any => vec![unsized_row("any")],
+                Safe::None => vec![unsized_row("none")],
                 Safe::Value {
                     value,
                     worst_1s,
@@ -170,4 +152,11 @@ pub fn render_sizing_csv(report: &SizingReport) -> String {
     }
     String::from_utf8(writer.into_inner().expect("flushing to memory"))
         .expect("every field is UTF-8")
+}
+
+/// A choice with no value: its name, then empty value and cost columns.
+fn unsized_row(safe: &str) -> Vec<String> {
+    std::iter::once(safe.to_string())
+        .chain(std::iter::repeat_n(String::new(), 7))
+        .collect()
 }
