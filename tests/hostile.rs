@@ -182,3 +182,46 @@ fn golden_summaries_have_not_drifted() {
         );
     }
 }
+
+#[test]
+fn a_failed_run_leaves_the_previous_results_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let run = |scenario: &Path| {
+        Command::cargo_bin("burstsim")
+            .unwrap()
+            .arg("run")
+            .arg(scenario)
+            .arg("-q")
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    assert!(run(Path::new("scenarios/basic.toml")).status.success());
+    let before = fs::read(out.join("summary.json")).unwrap();
+    // A scenario that fails (its trace has a bad row), run into the same folder.
+    let scenario = dir.path().join("s.toml");
+    fs::write(&scenario, scenario_text()).unwrap();
+    fs::write(dir.path().join("trace.csv"), "time_ns\nnot-a-number\n").unwrap();
+    let failed = run(&scenario);
+    assert_eq!(failed.status.code(), Some(2));
+    assert_eq!(
+        fs::read(out.join("summary.json")).unwrap(),
+        before,
+        "the earlier results are untouched"
+    );
+    let leftovers: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with('.'))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "no staging folder is left behind: {leftovers:?}"
+    );
+}
+
+fn scenario_text() -> String {
+    scenario("{ kind = \"trace\", path = \"trace.csv\" }")
+}
