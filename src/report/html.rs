@@ -15,7 +15,8 @@ body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; max-width:
 h1 { margin-bottom: 0.2em; } .sub { color: #555; margin-top: 0; }
 table { border-collapse: collapse; margin: 1em 0; font-size: 0.92em; }
 th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #ddd; text-align: left; }
-td.n { text-align: right; font-variant-numeric: tabular-nums; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td:nth-child(-n+3) { white-space: nowrap; }
 .over { color: #b00000; font-weight: 600; } .ok { color: #006b3c; }
 figure { margin: 2em 0; } figure svg { width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #444; margin-top: 0.4em; }
@@ -158,7 +159,7 @@ fn join(items: &[String]) -> String {
 fn results_table(scenario: &Scenario, runs: &[RunSummary]) -> String {
     let rolling = scenario.metrics.rolling;
     let mut html = format!(
-        "<h2>Results</h2>\n<table>\n<tr><th>workload</th><th>limiter</th><th>kind</th><th>admitted / offered</th><th>worst {rolling}</th><th>from</th><th>× limit</th><th>bound (theory)</th><th>worst 1 s vs backend</th><th>time over capacity</th></tr>\n"
+        "<h2>Results</h2>\n<table>\n<tr><th>workload</th><th>limiter</th><th>kind</th><th>admitted / offered</th><th>worst {rolling}</th><th>from</th><th>× limit</th><th>bound (theory)</th><th>worst 1 s vs backend</th><th>time over capacity</th><th>dropped by the backend</th></tr>\n"
     );
     for (i, run) in runs.iter().enumerate() {
         let verdict = verdict(run);
@@ -169,12 +170,13 @@ fn results_table(scenario: &Scenario, runs: &[RunSummary]) -> String {
             String::new()
         };
         let class = if run.exceeds_capacity() { "over" } else { "ok" };
+        let dropped = run.dropped_max().map_or("-".to_string(), |d| d.to_string());
         let over_time = run.backend.as_ref().map_or("-".to_string(), |b| {
             format!("{:.2} s", b.seconds_over_capacity)
         });
         let _ = writeln!(
             html,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{} / {}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{class}\">{}</td><td class=\"n\">{over_time}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{} / {}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{class}\">{}</td><td class=\"n\">{over_time}</td><td class=\"n\">{dropped}</td></tr>",
             workload,
             escape(&run.limiter),
             escape(&run.kind),
