@@ -43,6 +43,11 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS)]
         max_requests: u64,
     },
+    /// Print a shell completion script: `burstsim completions bash > /etc/bash_completion.d/burstsim`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
     /// Read and check a scenario without simulating it.
     Validate {
         /// The scenario file (TOML).

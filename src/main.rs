@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use burstsim::cli::{Cli, Command};
 use burstsim::commands;
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -17,6 +17,15 @@ fn main() -> ExitCode {
             max_requests,
         } => commands::check(scenario, *capacity, *max_requests),
         Command::Validate { scenario } => commands::validate(scenario).map(|()| true),
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                *shell,
+                &mut Cli::command(),
+                "burstsim",
+                &mut std::io::stdout(),
+            );
+            Ok(true)
+        }
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

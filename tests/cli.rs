@@ -408,6 +408,15 @@ fn a_rerun_replaces_earlier_results_and_leaves_no_staging_folder() {
 }
 
 #[test]
+fn prints_shell_completions() {
+    burstsim()
+        .args(["completions", "bash"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("burstsim"));
+}
+
+#[test]
 fn help_lists_the_commands() {
     burstsim()
         .arg("--help")
