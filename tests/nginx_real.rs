@@ -1,0 +1,191 @@
+//! `nginx-limit-req` against a real nginx: the same requests, sent at the
+//! same moments, get the same answers (and, without `nodelay`, the same
+//! delays to within scheduling noise). Skipped, with a message, where no
+//! `nginx` is installed; `.ci/run` installs Debian's nginx so CI runs it.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use burstsim::limiter::{Context, LimiterConfig, RateLimiter};
+use burstsim::time::Nanos;
+
+fn nginx() -> Option<PathBuf> {
+    [
+        "/usr/sbin/nginx",
+        "/usr/local/sbin/nginx",
+        "/usr/local/nginx/sbin/nginx",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| p.is_file())
+}
+
+/// An nginx serving `limit_req` with `directive`'s parameters on a free port.
+struct Server {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start(binary: &Path, rate: &str, directive: &str) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let d = dir.path().display();
+        let conf = format!(
+            "daemon off; master_process off; worker_processes 1; error_log {d}/error.log; pid {d}/nginx.pid;
+events {{ worker_connections 64; }}
+http {{
+  access_log off;
+  client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fastcgi;
+  uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
+  limit_req_zone $server_name zone=one:1m rate={rate};
+  server {{
+    listen 127.0.0.1:{port};
+    server_name burstsim;
+    # limit_req runs before the content phase; `return` would skip it.
+    location / {{ limit_req zone=one {directive}; root {d}/www; }}
+  }}
+}}
+"
+        );
+        std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
+        std::fs::create_dir_all(dir.path().join("www")).unwrap();
+        std::fs::write(dir.path().join("www/index.html"), "ok").unwrap();
+        let child = Command::new(binary)
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-c")
+            .arg(dir.path().join("nginx.conf"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nginx starts");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "nginx did not listen on {port}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Server {
+            child,
+            port,
+            _dir: dir,
+        }
+    }
+
+    /// Sends one request; its status and how long the answer took.
+    fn get(&self) -> (u16, Duration) {
+        let started = Instant::now();
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream
+            .write_all(b"GET /index.html HTTP/1.0\r\nHost: burstsim\r\n\r\n")
+            .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let status = answer
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        (status, started.elapsed())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Bursts sent back to back, with pauses between them: (requests, pause after, in ms).
+/// The pauses sit between multiples of the 100 ms a request takes to drain,
+/// so a few milliseconds of scheduling noise cannot change an answer.
+const SCHEDULE: [(usize, u64); 4] = [(12, 350), (6, 1_250), (9, 150), (4, 0)];
+
+fn model(config: &str) -> burstsim::limiter::Limiter {
+    let table: toml::Table = toml::from_str(config).unwrap();
+    LimiterConfig::from_table(table)
+        .unwrap()
+        .build(Context::default())
+        .unwrap()
+}
+
+/// Sends the schedule; returns (time sent since the first request, status, latency).
+fn replay(server: &Server) -> Vec<(Duration, u16, Duration)> {
+    let start = Instant::now();
+    let mut sent = Vec::new();
+    for (count, pause_ms) in SCHEDULE {
+        for _ in 0..count {
+            let at = start.elapsed();
+            let (status, latency) = server.get();
+            sent.push((at, status, latency));
+        }
+        std::thread::sleep(Duration::from_millis(pause_ms));
+    }
+    sent
+}
+
+#[test]
+fn nodelay_admits_and_rejects_exactly_as_nginx() {
+    let Some(binary) = nginx() else {
+        eprintln!(
+            "SKIPPED: no nginx installed; .ci/run installs Debian's nginx so CI runs this check"
+        );
+        return;
+    };
+    let server = Server::start(&binary, "10r/s", "burst=5 nodelay");
+    let sent = replay(&server);
+    let mut limiter =
+        model("kind = \"nginx-limit-req\"\nrate = \"10r/s\"\nburst = 5\nnodelay = true");
+    let theirs: Vec<bool> = sent.iter().map(|&(_, status, _)| status == 200).collect();
+    let ours: Vec<bool> = sent
+        .iter()
+        .map(|&(at, _, _)| limiter.decide(Nanos(at.as_nanos() as u64)))
+        .collect();
+    assert!(
+        sent.iter()
+            .all(|&(_, status, _)| status == 200 || status == 503),
+        "{sent:?}"
+    );
+    assert_eq!(theirs, ours, "nginx vs burstsim on {sent:?}");
+    assert!(
+        theirs.iter().any(|&ok| !ok),
+        "the schedule exercises rejections"
+    );
+}
+
+#[test]
+fn without_nodelay_nginx_delays_as_the_model_says() {
+    let Some(binary) = nginx() else {
+        eprintln!(
+            "SKIPPED: no nginx installed; .ci/run installs Debian's nginx so CI runs this check"
+        );
+        return;
+    };
+    let server = Server::start(&binary, "20r/s", "burst=4");
+    // Sequential requests: each waits out its delay before the next is sent.
+    let start = Instant::now();
+    let mut limiter = model("kind = \"nginx-limit-req\"\nrate = \"20r/s\"\nburst = 4");
+    for _ in 0..6 {
+        let at = start.elapsed();
+        let (status, latency) = server.get();
+        let admitted = limiter.decide(Nanos(at.as_nanos() as u64));
+        assert_eq!(status == 200, admitted, "request at {at:?}");
+        if admitted {
+            let expected = limiter.delay().get() / 1_000_000;
+            let measured = latency.as_millis() as u64;
+            assert!(
+                measured + 15 >= expected && measured <= expected + 60,
+                "delay {measured} ms, model {expected} ms (at {at:?})"
+            );
+        }
+    }
+}
