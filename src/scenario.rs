@@ -9,6 +9,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::error::ScenarioError;
+use crate::limiter::cluster::{ClusterConfig, Config as ClusterRun};
 use crate::limiter::{Context, LimiterConfig, RateLimiter};
 use crate::time::Nanos;
 use crate::traffic::SourceConfig;
@@ -103,6 +104,7 @@ struct ScenarioFile {
     seed: u64,
     replications: Option<NonZeroU64>,
     backend: Option<Backend>,
+    cluster: Option<Spanned<ClusterConfig>>,
     #[serde(default)]
     metrics: MetricsFile,
     #[serde(default)]
@@ -200,7 +202,24 @@ impl Validator<'_> {
         let context = Context {
             backend_capacity_per_sec: file.backend.map(|b| b.capacity_per_sec.get()),
         };
-        let limiters = self.limiters(file.limiter, context)?;
+        let mut limiters = self.limiters(file.limiter, context)?;
+        if let Some(cluster) = &file.cluster {
+            for limiter in &mut limiters {
+                let config = LimiterConfig::Cluster(ClusterRun {
+                    inner: Box::new(limiter.config.clone()),
+                    cluster: cluster.get_ref().clone(),
+                    duration,
+                });
+                let built = config.build(context).map_err(|err| {
+                    self.error(
+                        cluster.span(),
+                        format!("limiter {:?} in the cluster: {err}", limiter.name),
+                    )
+                })?;
+                limiter.description = built.describe();
+                limiter.config = config;
+            }
+        }
         Ok(Scenario {
             name,
             path: self.path.to_owned(),

@@ -401,6 +401,10 @@ impl RunState {
             backend,
             replications: None,
             adversary: None,
+            instances: match &self.limiter {
+                Limiter::Cluster(cluster) => Some(cluster.admitted_per_instance().to_vec()),
+                _ => None,
+            },
             delay: self.delays.as_ref().map(|delays| DelaySummary {
                 delayed: delays.len(),
                 p50_ns: delays.value_at_quantile(0.5),

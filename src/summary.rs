@@ -40,6 +40,9 @@ pub struct RunSummary {
     /// they are released.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delay: Option<DelaySummary>,
+    /// With a `[cluster]`: requests admitted by each instance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instances: Option<Vec<u64>>,
     /// For an adversary workload: the pattern that made this limiter admit the most.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adversary: Option<String>,

@@ -326,3 +326,36 @@ fn nginx_with_nodelay_reaches_burst_plus_one_plus_the_rate() {
     assert_eq!(worst(&released, S), 30);
     assert!(limiter.bound(Nanos(S)) >= 30);
 }
+
+/// A fixed window of 1000 ns run as a cluster: local or shared, with skewed,
+/// drifting and stepped clocks.
+fn clusters() -> impl Strategy<Value = String> {
+    let offset = (-1_500i64..1_500)
+        .prop_map(|ns| format!("\"{}{}ns\"", if ns < 0 { "-" } else { "+" }, ns.abs()));
+    (1..4usize, 0..3usize, prop::collection::vec(offset, 3), prop::collection::vec(-900i64..900, 1), 0..2usize, 1..20u64, prop::bool::ANY, 0..3_000u64, -900i64..900)
+        .prop_map(|(k, mode, offsets, drift, update, n, divide, step_at, step_by)| {
+            let mode = ["local", "shared-instance-clock", "shared-store-clock"][mode];
+            let offsets = offsets[..k].join(", ");
+            let update = ["atomic", "read-then-increment"][update];
+            let by = format!("\"{}{}ns\"", if step_by < 0 { "-" } else { "+" }, step_by.abs());
+            format!(
+                "duration = \"20us\"\n[cluster]\ninstances = {k}\nmode = \"{mode}\"\ndivide = {divide}\noffsets = [{offsets}]\ndrift_ppm = [{}]\nsteps = [{{ at = \"{step_at}ns\", by = {by}, on = \"store\" }}, {{ at = \"{step_at}ns\", by = {by}, on = 0 }}]\nstore = {{ rtt = \"300ns\", update = \"{update}\" }}\n[[workload]]\nname = \"w\"\nsources = [{{ kind = \"uniform\", rate = 1 }}]\n[[limiter]]\nname = \"l\"\nkind = \"fixed-window\"\nwindow = \"1000ns\"\nthreshold = {n}\n",
+                drift[0] * 1_000
+            )
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn clusters_never_exceed_their_bound(text in clusters(), times in arrivals()) {
+        let times: Vec<u64> = times.into_iter().filter(|&t| t < 20_000).collect();
+        let scenario = burstsim::scenario::parse(&text, std::path::Path::new("c.toml")).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let mut limiter = scenario.limiters[0].config.build(Context::default()).unwrap();
+        let passed = admitted(&mut limiter, &times);
+        for interval in INTERVALS {
+            prop_assert!(worst(&passed, interval) <= limiter.bound(Nanos(interval)), "{text} over {interval} ns");
+        }
+    }
+}

@@ -3,6 +3,7 @@
 
 pub mod buffered;
 pub mod chain;
+pub mod cluster;
 pub mod envoy_local;
 pub mod fixed_window;
 pub mod gcra;
@@ -151,6 +152,8 @@ pub enum LimiterConfig {
     EnvoyLocal(envoy_local::Config),
     /// `nginx-limit-req`.
     NginxLimitReq(nginx_limit_req::Config),
+    /// Any of the above, run as a cluster (from a scenario's `[cluster]`).
+    Cluster(cluster::Config),
 }
 
 /// What a limiter's configuration may depend on outside itself.
@@ -194,6 +197,7 @@ impl LimiterConfig {
             LimiterConfig::SlidingBuckets(_) => "sliding-buckets",
             LimiterConfig::EnvoyLocal(_) => "envoy-local",
             LimiterConfig::NginxLimitReq(_) => "nginx-limit-req",
+            LimiterConfig::Cluster(config) => config.inner.kind(),
         }
     }
 
@@ -211,6 +215,7 @@ impl LimiterConfig {
             LimiterConfig::SlidingBuckets(config) => config.parameter(),
             LimiterConfig::EnvoyLocal(config) => config.parameter(),
             LimiterConfig::NginxLimitReq(config) => config.parameter(),
+            LimiterConfig::Cluster(config) => config.inner.parameter(context),
         }
     }
 
@@ -246,6 +251,10 @@ impl LimiterConfig {
             LimiterConfig::NginxLimitReq(config) => {
                 LimiterConfig::NginxLimitReq(config.with_parameter(value))
             }
+            LimiterConfig::Cluster(config) => LimiterConfig::Cluster(cluster::Config {
+                inner: Box::new(config.inner.with_parameter(value)),
+                ..config.clone()
+            }),
         }
     }
 
@@ -263,6 +272,7 @@ impl LimiterConfig {
             LimiterConfig::SlidingBuckets(config) => Limiter::SlidingBuckets(config.build()?),
             LimiterConfig::EnvoyLocal(config) => Limiter::EnvoyLocal(config.build()?),
             LimiterConfig::NginxLimitReq(config) => Limiter::NginxLimitReq(config.build()?),
+            LimiterConfig::Cluster(config) => Limiter::Cluster(Box::new(config.build(context)?)),
         })
     }
 }
@@ -289,6 +299,8 @@ pub enum Limiter {
     EnvoyLocal(envoy_local::EnvoyLocal),
     /// nginx's limit_req.
     NginxLimitReq(nginx_limit_req::NginxLimitReq),
+    /// Instances of a limiter, local or sharing a store.
+    Cluster(Box<cluster::Cluster>),
 }
 
 macro_rules! each_limiter {
@@ -303,6 +315,7 @@ macro_rules! each_limiter {
             Limiter::SlidingBuckets($inner) => $body,
             Limiter::EnvoyLocal($inner) => $body,
             Limiter::NginxLimitReq($inner) => $body,
+            Limiter::Cluster($inner) => $body,
         }
     };
 }

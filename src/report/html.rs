@@ -185,7 +185,7 @@ fn results_table(scenario: &Scenario, runs: &[RunSummary]) -> String {
             run.worst_rolling,
             seconds(run.worst_rolling_start_ns),
             ratio(run.spike_ratio),
-            run.bound,
+            super::bound(run.bound),
             escape(&verdict),
         );
     }

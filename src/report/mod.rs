@@ -14,6 +14,15 @@ pub fn render_json(summary: &Summary) -> String {
     text
 }
 
+/// A bound as printed: `u64::MAX` means no bound over any traffic.
+pub fn bound(value: u64) -> String {
+    if value == u64::MAX {
+        "none".to_string()
+    } else {
+        value.to_string()
+    }
+}
+
 /// A ratio as `2.00×`.
 pub fn ratio(value: f64) -> String {
     format!("{value:.2}×")

@@ -2,7 +2,7 @@
 
 use comfy_table::{CellAlignment, ContentArrangement, LineStyle, Table, TableStyle};
 
-use super::{ratio, seconds};
+use super::{bound, ratio, seconds};
 use crate::summary::RunSummary;
 use crate::time::Nanos;
 
@@ -70,7 +70,7 @@ pub fn render_table(runs: &[RunSummary]) -> String {
                 Some(r) => ratio(r.worst_rolling.max / run.nominal),
                 None => ratio(run.spike_ratio),
             },
-            run.bound.to_string(),
+            bound(run.bound),
             verdict(run),
         ];
         if queue {

@@ -1,0 +1,172 @@
+//! The cluster model's shared counter against a real Redis: a gateway
+//! fleet whose instances key a fixed window by their own skewed clocks (the
+//! envoyproxy/ratelimit design), with atomic INCR and with GET-then-INCR over
+//! a round trip, gets the same answers from Redis as from the model. Skipped,
+//! with a message, without `redis-server`; `.ci/run` installs Debian's.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use burstsim::limiter::{Context, RateLimiter};
+use burstsim::time::Nanos;
+
+fn redis_server() -> Option<PathBuf> {
+    ["/usr/bin/redis-server", "/usr/local/bin/redis-server"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+}
+
+struct Redis {
+    child: Child,
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+}
+
+impl Redis {
+    fn start(binary: &PathBuf) -> Redis {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(binary)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let stream = loop {
+            if let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) {
+                break stream;
+            }
+            assert!(Instant::now() < deadline, "redis-server did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Redis {
+            child,
+            reader: BufReader::new(stream.try_clone().unwrap()),
+            writer: stream,
+        }
+    }
+
+    /// Sends one command; returns an integer reply (a missing key's GET is 0).
+    fn command(&mut self, args: &[&str]) -> i64 {
+        let mut request = format!("*{}\r\n", args.len());
+        for arg in args {
+            request.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+        }
+        self.writer.write_all(request.as_bytes()).unwrap();
+        let mut line = String::new();
+        self.reader.read_line(&mut line).unwrap();
+        match line.as_bytes()[0] {
+            b':' => line[1..].trim().parse().unwrap(),
+            b'$' if line.starts_with("$-1") => 0,
+            b'$' => {
+                let mut value = String::new();
+                self.reader.read_line(&mut value).unwrap();
+                value.trim().parse().unwrap()
+            }
+            _ => panic!("unexpected reply {line:?}"),
+        }
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const W: u64 = 1_000_000_000;
+const N: i64 = 50;
+const OFFSETS: [i64; 3] = [-400_000_000, 0, 400_000_000];
+
+fn cluster(update: &str) -> burstsim::limiter::Limiter {
+    let text = format!(
+        "duration = \"10s\"\n[cluster]\ninstances = 3\nmode = \"shared-instance-clock\"\noffsets = [\"-400ms\", \"0s\", \"+400ms\"]\nstore = {{ rtt = \"3ms\", update = \"{update}\" }}\n[[workload]]\nname = \"w\"\nsources = [{{ kind = \"uniform\", rate = 1 }}]\n[[limiter]]\nname = \"l\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = {N}\n"
+    );
+    let scenario = burstsim::scenario::parse(&text, std::path::Path::new("c.toml")).unwrap();
+    scenario.limiters[0]
+        .config
+        .build(Context::default())
+        .unwrap()
+}
+
+/// Bursts and a steady stream around window edges, in true time.
+fn arrivals() -> Vec<u64> {
+    let mut times: Vec<u64> = (0..400).map(|i| 500_000_000 + i * 5_000_000).collect();
+    times.extend(std::iter::repeat_n(2_590_000_000, 120));
+    times.extend((0..200).map(|i| 2_600_000_000 + i * 1_000_000));
+    times.extend(std::iter::repeat_n(3_410_000_000, 150));
+    times
+}
+
+/// The window key instance `i` (round-robin) computes at true time `t`.
+fn key(index: usize, t: u64) -> String {
+    let clock = (t as i64 + OFFSETS[index % 3]).max(0) as u64;
+    format!("rl:{}", clock / W)
+}
+
+#[test]
+fn atomic_incr_in_redis_decides_as_the_model() {
+    let Some(binary) = redis_server() else {
+        eprintln!(
+            "SKIPPED: no redis-server installed; .ci/run installs Debian's so CI runs this check"
+        );
+        return;
+    };
+    let mut redis = Redis::start(&binary);
+    let mut model = cluster("atomic");
+    for (index, t) in arrivals().into_iter().enumerate() {
+        // INCR counts every hit; a hit is allowed while the count is within N.
+        let theirs = redis.command(&["INCR", &key(index, t)]) <= N;
+        assert_eq!(model.decide(Nanos(t)), theirs, "request {index} at {t} ns");
+    }
+}
+
+#[test]
+fn get_then_incr_in_redis_over_a_round_trip_decides_as_the_model() {
+    let Some(binary) = redis_server() else {
+        eprintln!(
+            "SKIPPED: no redis-server installed; .ci/run installs Debian's so CI runs this check"
+        );
+        return;
+    };
+    let mut redis = Redis::start(&binary);
+    let mut model = cluster("read-then-increment");
+    let rtt = 3_000_000;
+    // Increments in flight, by the true time they land.
+    let mut in_flight: BTreeMap<(u64, usize), String> = BTreeMap::new();
+    for (index, t) in arrivals().into_iter().enumerate() {
+        let landed: Vec<(u64, usize)> = in_flight
+            .range(..=(t, usize::MAX))
+            .map(|(k, _)| *k)
+            .collect();
+        for at in landed {
+            let key = in_flight.remove(&at).unwrap();
+            redis.command(&["INCR", &key]);
+        }
+        let key = key(index, t);
+        let theirs = redis.command(&["GET", &key]) < N;
+        if theirs {
+            in_flight.insert((t + rtt, index), key);
+        }
+        assert_eq!(model.decide(Nanos(t)), theirs, "request {index} at {t} ns");
+    }
+}
