@@ -338,8 +338,10 @@ fn clusters() -> impl Strategy<Value = String> {
             let offsets = offsets[..k].join(", ");
             let update = ["atomic", "read-then-increment"][update];
             let by = format!("\"{}{}ns\"", if step_by < 0 { "-" } else { "+" }, step_by.abs());
+            // Batched counters only share a counter keyed by instance clocks.
+            let sync = if mode == "shared-instance-clock" && divide { "sync_interval = \"700ns\"\n" } else { "" };
             format!(
-                "duration = \"20us\"\n[cluster]\ninstances = {k}\nmode = \"{mode}\"\ndivide = {divide}\noffsets = [{offsets}]\ndrift_ppm = [{}]\nsteps = [{{ at = \"{step_at}ns\", by = {by}, on = \"store\" }}, {{ at = \"{step_at}ns\", by = {by}, on = 0 }}]\nstore = {{ rtt = \"300ns\", update = \"{update}\" }}\n[[workload]]\nname = \"w\"\nsources = [{{ kind = \"uniform\", rate = 1 }}]\n[[limiter]]\nname = \"l\"\nkind = \"fixed-window\"\nwindow = \"1000ns\"\nthreshold = {n}\n",
+                "duration = \"20us\"\n[cluster]\n{sync}instances = {k}\nmode = \"{mode}\"\ndivide = {divide}\noffsets = [{offsets}]\ndrift_ppm = [{}]\nsteps = [{{ at = \"{step_at}ns\", by = {by}, on = \"store\" }}, {{ at = \"{step_at}ns\", by = {by}, on = 0 }}]\nstore = {{ rtt = \"300ns\", update = \"{update}\" }}\n[[workload]]\nname = \"w\"\nsources = [{{ kind = \"uniform\", rate = 1 }}]\n[[limiter]]\nname = \"l\"\nkind = \"fixed-window\"\nwindow = \"1000ns\"\nthreshold = {n}\n",
                 drift[0] * 1_000
             )
         })

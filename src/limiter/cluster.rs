@@ -153,6 +153,13 @@ pub struct ClusterConfig {
     /// The shared store.
     #[serde(default)]
     pub store: Store,
+    /// Instead of `offsets`: clock offsets drawn uniformly from ±spread/2
+    /// (a fixed generator, so runs repeat).
+    pub offset_spread: Option<Nanos>,
+    /// Batched counters (Kong's `sync_rate`): each instance counts locally and
+    /// adds its counts to the shared counter every `sync_interval`, deciding
+    /// on the shared count as of its last sync plus its own unsynced ones.
+    pub sync_interval: Option<Nanos>,
 }
 
 /// A clock: offset, drift and steps, as a function of true time.
@@ -224,6 +231,17 @@ impl ClusterConfig {
                 step.on
             ));
         }
+        if self.offset_spread.is_some() && !self.offsets.is_empty() {
+            return Err(
+                "cluster.offset_spread: give either `offsets` or `offset_spread`, not both".into(),
+            );
+        }
+        if self.sync_interval.is_some() && self.mode != Mode::SharedInstanceClock {
+            return Err("cluster.sync_interval: batched counters share a counter keyed by instance clocks; set mode = \"shared-instance-clock\"".into());
+        }
+        if self.sync_interval == Some(Nanos::ZERO) {
+            return Err("cluster.sync_interval: must be longer than 0".into());
+        }
         if self.drift_ppm.iter().any(|d| d.abs() > 1_000_000) {
             return Err("cluster.drift_ppm: at most ±1000000".into());
         }
@@ -264,8 +282,17 @@ impl ClusterConfig {
             .filter(|s| s.on == Target::Instance(instance))
             .map(|s| (s.at.get(), s.by.0))
             .collect();
+        let offset = match self.offset_spread {
+            // A draw in ±spread/2 from a fixed generator, so runs repeat.
+            Some(spread) => {
+                let half = i128::from(spread.get() / 2);
+                let unit = i128::from(splitmix(0x5eed ^ instance as u64) >> 11);
+                i64::try_from((unit * 2 * half) / (1i128 << 53) - half).unwrap_or(0)
+            }
+            None => pick(&self.offsets),
+        };
         Clock {
-            offset: pick(&self.offsets),
+            offset,
             drift_ppm: drift,
             steps,
         }
@@ -284,6 +311,14 @@ impl ClusterConfig {
             steps,
         }
     }
+}
+
+/// SplitMix64: a fixed, portable sequence for balancing and offsets.
+fn splitmix(state: u64) -> u64 {
+    let mut z = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// `inner` run as a cluster of `config.instances`.
@@ -337,6 +372,10 @@ impl Config {
             rng: 0x9e37_79b9_7f4a_7c15,
             admitted: vec![0; k],
             last: (0, None),
+            sync_interval: self.cluster.sync_interval.map_or(0, Nanos::get),
+            unsynced: vec![BTreeMap::new(); k],
+            snapshot: vec![BTreeMap::new(); k],
+            next_sync: vec![0; k],
             duration: self.duration.get(),
         })
     }
@@ -368,6 +407,14 @@ pub struct Cluster {
     admitted: Vec<u64>,
     /// The instance and shared key of the last admission, to take it back.
     last: (usize, Option<u64>),
+    /// Batched counters: the sync period (0: every decision goes to the store).
+    sync_interval: u64,
+    /// Per instance: counts not yet added to the store, by key.
+    unsynced: Vec<BTreeMap<u64, u64>>,
+    /// Per instance: the store's counts as of its last sync.
+    snapshot: Vec<BTreeMap<u64, u64>>,
+    /// Per instance: the next sync time (true time).
+    next_sync: Vec<u64>,
     duration: u64,
 }
 
@@ -435,6 +482,28 @@ impl RateLimiter for Cluster {
         self.last_clock[instance] = clock;
         let (admit, key) = match self.mode {
             Mode::Local => (self.local[instance].decide(Nanos(clock)), None),
+            Mode::SharedInstanceClock if self.sync_interval > 0 => {
+                let key = clock / self.window;
+                if now >= self.next_sync[instance] {
+                    for (k, count) in std::mem::take(&mut self.unsynced[instance]) {
+                        *self.counts.entry(k).or_insert(0) += count;
+                    }
+                    self.snapshot[instance] = self
+                        .counts
+                        .range(key.saturating_sub(2)..)
+                        .map(|(k, c)| (*k, *c))
+                        .collect();
+                    self.next_sync[instance] =
+                        (now / self.sync_interval + 1).saturating_mul(self.sync_interval);
+                }
+                let seen = self.snapshot[instance].get(&key).copied().unwrap_or(0)
+                    + self.unsynced[instance].get(&key).copied().unwrap_or(0);
+                let admit = seen < self.threshold;
+                if admit {
+                    *self.unsynced[instance].entry(key).or_insert(0) += 1;
+                }
+                (admit, Some(key))
+            }
             Mode::SharedInstanceClock => {
                 self.visible(now);
                 let key = clock / self.window;
@@ -483,6 +552,11 @@ impl RateLimiter for Cluster {
         self.admitted[instance] -= 1;
         match self.mode {
             Mode::Local => self.local[instance].refund(now),
+            Mode::SharedInstanceClock if self.sync_interval > 0 => {
+                if let Some(count) = key.and_then(|key| self.unsynced[instance].get_mut(&key)) {
+                    *count -= 1;
+                }
+            }
             Mode::SharedInstanceClock => {
                 if let Some(key) = key {
                     match self.in_flight.iter().rposition(|&(_, k)| k == key) {
@@ -543,8 +617,15 @@ impl RateLimiter for Cluster {
                     .max()
                     .unwrap_or(0);
                 let span = l + l * i128::from(drift) / 1_000_000 + (high - low).max(0);
+                // With batched counters each instance may spend N per key
+                // before it sees the others' counts.
+                let per_key = if self.sync_interval > 0 {
+                    self.threshold.saturating_mul(self.clocks.len() as u64)
+                } else {
+                    self.threshold
+                };
                 windows_met(u64::try_from(span).unwrap_or(u64::MAX), self.window)
-                    .saturating_mul(self.threshold)
+                    .saturating_mul(per_key)
             }
             Mode::SharedStoreClock => {
                 windows_met(stretch(&self.store_clock), self.window).saturating_mul(self.threshold)
@@ -637,6 +718,40 @@ mod tests {
         assert_eq!(admitted(&mut c, &[S; 150]), 100, "the window opened at 1 s");
         // At 1.5 s the store's clock jumps to 2.1 s: the key expires, a new window opens.
         assert_eq!(admitted(&mut c, &[1_600_000_000; 150]), 100);
+    }
+
+    #[test]
+    fn batched_counters_let_each_instance_spend_the_limit_between_syncs() {
+        let mut c =
+            cluster("instances = 3\nmode = \"shared-instance-clock\"\nsync_interval = \"2s\"");
+        // All within one window and one sync period: each instance sees only its own counts.
+        assert_eq!(admitted(&mut c, &[S / 2; 600]), 300);
+        // After the next sync (at 2 s) every instance sees window 2's count afresh.
+        assert_eq!(admitted(&mut c, &[2 * S + S / 2; 600]), 300);
+        assert_eq!(c.bound(Nanos(S)), 2 * 3 * 100);
+    }
+
+    #[test]
+    fn an_offset_spread_draws_fixed_offsets_within_it() {
+        let c = cluster("instances = 4\noffset_spread = \"800ms\"");
+        let offsets: Vec<i64> = c.clocks.iter().map(|clock| clock.offset).collect();
+        assert!(
+            offsets.iter().all(|o| o.abs() <= 400_000_000),
+            "{offsets:?}"
+        );
+        assert!(
+            offsets.windows(2).any(|pair| pair[0] != pair[1]),
+            "{offsets:?}"
+        );
+        let again = cluster("instances = 4\noffset_spread = \"800ms\"");
+        assert_eq!(
+            offsets,
+            again
+                .clocks
+                .iter()
+                .map(|clock| clock.offset)
+                .collect::<Vec<_>>()
+        );
     }
 
     #[test]
