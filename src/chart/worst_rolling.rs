@@ -35,7 +35,7 @@ pub fn render(results: &Results) -> Result<Chart> {
     let capacity = results.capacity().map(|c| c as f64);
     let highest = bars
         .iter()
-        .map(|bar| (bar.worst.max(bar.bound) as f64).max(bar.nominal))
+        .map(|bar| (bar.worst.max(bar.bound.unwrap_or(0)) as f64).max(bar.nominal))
         .chain(capacity)
         .fold(1.0, f64::max);
     let y_max = highest * 1.12;
@@ -86,11 +86,9 @@ pub fn render(results: &Results) -> Result<Chart> {
                 vec![(x0, summary.nominal), (x1, summary.nominal)],
                 BLACK.stroke_width(3),
             )])?;
-            chart.draw_series([TriangleMarker::new(
-                (mid, summary.bound as f64),
-                6,
-                BLACK.filled(),
-            )])?;
+            if let Some(bound) = summary.bound {
+                chart.draw_series([TriangleMarker::new((mid, bound as f64), 6, BLACK.filled())])?;
+            }
             // The count sits at the foot of its bar, clear of the tick and the triangle.
             let (_, base) = chart.backend_coord(&(mid, 0.0));
             let (x, top) = chart.backend_coord(&(mid, worst));
@@ -149,7 +147,8 @@ fn text_colour(index: usize) -> RGBColor {
 struct Bar {
     worst: u64,
     nominal: f64,
-    bound: u64,
+    /// None when the limiter has no bound over any traffic.
+    bound: Option<u64>,
 }
 
 impl Bar {
@@ -158,12 +157,12 @@ impl Bar {
             Some(b) => Bar {
                 worst: b.worst_1s,
                 nominal: b.nominal_1s,
-                bound: b.bound_1s,
+                bound: Some(b.bound_1s).filter(|&b| b != u64::MAX),
             },
             None => Bar {
                 worst: summary.worst_rolling,
                 nominal: summary.nominal,
-                bound: summary.bound,
+                bound: Some(summary.bound).filter(|&b| b != u64::MAX),
             },
         }
     }

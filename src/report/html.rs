@@ -65,13 +65,17 @@ fn meaning(scenario: &Scenario, runs: &[RunSummary]) -> String {
     {
         let _ = write!(
             text,
-            "<p>The largest spike: <b>{}</b> let <b>{}</b> requests through in {} on <i>{}</i>, {} its advertised limit (its bound for any traffic is {}).</p>",
+            "<p>The largest spike: <b>{}</b> let <b>{}</b> requests through in {} on <i>{}</i>, {} its advertised limit ({}).</p>",
             escape(&top.limiter),
             top.worst_rolling,
             Nanos(top.rolling_ns),
             escape(&top.workload),
             ratio(top.spike_ratio),
-            top.bound
+            if top.bound == u64::MAX {
+                "it has no bound over any traffic".to_string()
+            } else {
+                format!("its bound for any traffic is {}", top.bound)
+            }
         );
     }
     let Some(backend) = scenario.backend else {
@@ -133,8 +137,13 @@ fn meaning(scenario: &Scenario, runs: &[RunSummary]) -> String {
         .filter_map(|limiter| {
             let run = runs.iter().find(|r| r.limiter == limiter.name)?;
             let bound_1s = run.backend.as_ref()?.bound_1s;
-            (bound_1s > capacity && over_somewhere(&limiter.name).is_none())
-                .then(|| format!("<b>{}</b> (bound {bound_1s})", escape(&limiter.name)))
+            (bound_1s > capacity && over_somewhere(&limiter.name).is_none()).then(|| {
+                format!(
+                    "<b>{}</b> (bound {})",
+                    escape(&limiter.name),
+                    super::bound(bound_1s)
+                )
+            })
         })
         .collect();
     if !risky.is_empty() {
