@@ -21,18 +21,7 @@ pub struct Config {
 }
 
 impl Config {
-    /// The sizing parameter: the threshold.
-    pub fn parameter(&self) -> (&'static str, u64) {
-        ("threshold", self.threshold.get())
-    }
-
-    /// The same limiter with threshold `value`.
-    pub fn with_parameter(&self, value: u64) -> Config {
-        Config {
-            threshold: NonZeroU64::new(value).unwrap_or(NonZeroU64::MIN),
-            ..self.clone()
-        }
-    }
+    super::threshold_is_the_parameter!();
 
     /// A fresh limiter in its initial state.
     pub fn build(&self) -> Result<FixedWindow, String> {

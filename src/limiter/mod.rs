@@ -17,7 +17,28 @@ pub mod token_bucket;
 use serde::Deserialize;
 
 use crate::config::KindTable;
+
+/// `parameter` and `with_parameter` for a configuration whose sizing
+/// parameter is its `threshold` field.
+macro_rules! threshold_is_the_parameter {
+    () => {
+        /// The sizing parameter: the threshold.
+        pub fn parameter(&self) -> (&'static str, u64) {
+            ("threshold", self.threshold.get())
+        }
+
+        /// The same limiter with threshold `value`.
+        pub fn with_parameter(&self, value: u64) -> Config {
+            let threshold = std::num::NonZeroU64::new(value).unwrap_or(std::num::NonZeroU64::MIN);
+            Config {
+                threshold,
+                ..self.clone()
+            }
+        }
+    };
+}
 use crate::time::Nanos;
+pub(crate) use threshold_is_the_parameter;
 
 /// What every limiter does: decide arrivals in time order, and state what it
 /// promises and what it can let through at worst.

@@ -52,18 +52,7 @@ impl Config {
         })
     }
 
-    /// The sizing parameter: the threshold.
-    pub fn parameter(&self) -> (&'static str, u64) {
-        ("threshold", self.threshold.get())
-    }
-
-    /// The same limiter with threshold `value`.
-    pub fn with_parameter(&self, value: u64) -> Config {
-        Config {
-            threshold: NonZeroU64::new(value).unwrap_or(NonZeroU64::MIN),
-            ..self.clone()
-        }
-    }
+    super::threshold_is_the_parameter!();
 }
 
 /// Epoch-aligned buckets `[k·w, (k+1)·w)` with w = W/B; a request at `t`
