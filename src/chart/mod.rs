@@ -2,6 +2,7 @@
 //! they never simulate.
 
 mod arrival_curve;
+mod overview;
 mod sizing;
 pub mod style;
 mod timeline;
@@ -97,6 +98,7 @@ pub fn render_charts(results: &Results) -> Result<Vec<Chart>> {
     let mut charts = Vec::new();
     for (index, workload) in results.scenario.workloads.iter().enumerate() {
         charts.push(timeline::render(results, index, &workload.name)?);
+        charts.push(overview::render(results, index, &workload.name)?);
     }
     charts.push(worst_rolling::render(results)?);
     charts.push(arrival_curve::render(results)?);
