@@ -170,3 +170,42 @@ fn get_then_incr_in_redis_over_a_round_trip_decides_as_the_model() {
         assert_eq!(model.decide(Nanos(t)), theirs, "request {index} at {t} ns");
     }
 }
+
+#[test]
+fn incr_with_pexpire_in_redis_decides_as_the_store_clock_model() {
+    let Some(binary) = redis_server() else {
+        eprintln!(
+            "SKIPPED: no redis-server installed; .ci/run installs Debian's so CI runs this check"
+        );
+        return;
+    };
+    let mut redis = Redis::start(&binary);
+    // Windows of 400 ms that start at their first INCR and expire on Redis's
+    // clock. Bursts sit well inside or well past a window, so scheduling
+    // noise of a few milliseconds cannot change an answer.
+    let text = format!(
+        "duration = \"10s\"\n[cluster]\ninstances = 2\nmode = \"shared-store-clock\"\n[[workload]]\nname = \"w\"\nsources = [{{ kind = \"uniform\", rate = 1 }}]\n[[limiter]]\nname = \"l\"\nkind = \"fixed-window\"\nwindow = \"400ms\"\nthreshold = {N}\n"
+    );
+    let scenario = burstsim::scenario::parse(&text, std::path::Path::new("c.toml")).unwrap();
+    let mut model = scenario.limiters[0]
+        .config
+        .build(Context::default())
+        .unwrap();
+    let schedule: [(usize, u64); 5] = [(30, 150), (40, 450), (70, 100), (20, 500), (60, 0)];
+    let start = Instant::now();
+    for (count, pause_ms) in schedule {
+        for _ in 0..count {
+            let at = start.elapsed().as_nanos() as u64;
+            let count = redis.command(&["INCR", "rl:store"]);
+            if count == 1 {
+                redis.command(&["PEXPIRE", "rl:store", "400"]);
+            }
+            assert_eq!(
+                model.decide(Nanos(at)),
+                count <= N,
+                "request at {at} ns (count {count})"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(pause_ms));
+    }
+}
