@@ -206,8 +206,8 @@ fn the_report_renders_non_blank_in_a_headless_browser() {
         .into_iter()
         .find(|b| which(b))
     else {
-        eprintln!(
-            "SKIPPED: no chromium on PATH; .ci/run installs Debian's chromium so CI runs this check for real"
+        skip_unless_ci(
+            "SKIPPED: no chromium on PATH; .ci/run installs Debian's chromium so CI runs this check for real",
         );
         return;
     };
@@ -261,4 +261,11 @@ fn the_report_renders_non_blank_in_a_headless_browser() {
 fn which(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
+/// Says why a check is skipped; under CI (`CI` set, as `.ci/run` runs) a
+/// missing chromium is a failure, since `.ci/run` installs it.
+fn skip_unless_ci(message: &str) {
+    assert!(std::env::var_os("CI").is_none(), "CI is set but {message}");
+    eprintln!("{message}");
 }
