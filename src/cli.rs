@@ -43,6 +43,10 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS)]
         max_requests: u64,
     },
+    /// Replay a workload in real time against a real Redis, enforcing each
+    /// fixed window and sliding log with server-side scripts, and compare
+    /// Redis's decisions with the simulator's; writes live.json.
+    Live(LiveArgs),
     /// Print a shell completion script: `burstsim completions bash > /etc/bash_completion.d/burstsim`.
     Completions {
         /// The shell.
@@ -117,6 +121,28 @@ pub struct SizeArgs {
     /// Print nothing on standard output, and no warnings.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// `burstsim live`.
+#[derive(Debug, clap::Args)]
+pub struct LiveArgs {
+    /// The scenario file (TOML).
+    pub scenario: PathBuf,
+    /// The Redis server, like redis://127.0.0.1:6379.
+    #[arg(long, value_name = "URL")]
+    pub redis: String,
+    /// Replay this many times faster than the scenario's time.
+    #[arg(long, value_name = "X", default_value_t = 1.0)]
+    pub speed: f64,
+    /// Concurrent clients sending the requests.
+    #[arg(long, value_name = "K", default_value = "4")]
+    pub clients: NonZeroU64,
+    /// The workload to replay (default: the first).
+    #[arg(long, value_name = "NAME")]
+    pub workload: Option<String>,
+    /// Write live.json into this folder instead of output/<name>/.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// What `run` prints.

@@ -10,6 +10,7 @@ pub mod config;
 pub mod decimal;
 pub mod error;
 pub mod limiter;
+pub mod live;
 pub mod metrics;
 pub mod output;
 pub mod replicate;

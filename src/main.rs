@@ -11,6 +11,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Run(args) => commands::run(args).map(|()| true),
         Command::Size(args) => commands::size(args).map(|()| true),
+        Command::Live(args) => commands::live(args).map(|()| true),
         Command::Check {
             scenario,
             capacity,

@@ -1,6 +1,9 @@
 //! The charts and the report as a reviewer gets them: well-formed SVG with a
 //! title, axis labels and every limiter; the shaded interval where the
 //! summary says; a report that needs nothing from the network.
+mod common;
+
+use common::skip_unless_ci;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -261,11 +264,4 @@ fn the_report_renders_non_blank_in_a_headless_browser() {
 fn which(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
-}
-
-/// Says why a check is skipped; under CI (`CI` set, as `.ci/run` runs) a
-/// missing chromium is a failure, since `.ci/run` installs it.
-fn skip_unless_ci(message: &str) {
-    assert!(std::env::var_os("CI").is_none(), "CI is set but {message}");
-    eprintln!("{message}");
 }

@@ -2,6 +2,9 @@
 //! same moments, get the same answers (and, without `nodelay`, the same
 //! delays to within scheduling noise). Skipped, with a message, where no
 //! `nginx` is installed; `.ci/run` installs Debian's nginx so CI runs it.
+mod common;
+
+use common::skip_unless_ci;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -188,11 +191,4 @@ fn without_nodelay_nginx_delays_as_the_model_says() {
             );
         }
     }
-}
-
-/// Says why a check is skipped; under CI (`CI` set, as `.ci/run` runs) a
-/// missing nginx is a failure, since `.ci/run` installs it.
-fn skip_unless_ci(message: &str) {
-    assert!(std::env::var_os("CI").is_none(), "CI is set but {message}");
-    eprintln!("{message}");
 }

@@ -6,59 +6,29 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use burstsim::limiter::{Context, RateLimiter};
 use burstsim::time::Nanos;
 
-fn redis_server() -> Option<PathBuf> {
-    ["/usr/bin/redis-server", "/usr/local/bin/redis-server"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.is_file())
-}
+mod common;
+
+use common::{RedisServer, redis_server, skip_unless_ci};
 
 struct Redis {
-    child: Child,
+    _server: RedisServer,
     reader: BufReader<TcpStream>,
     writer: TcpStream,
 }
 
 impl Redis {
     fn start(binary: &PathBuf) -> Redis {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(binary)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server starts");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let stream = loop {
-            if let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) {
-                break stream;
-            }
-            assert!(Instant::now() < deadline, "redis-server did not listen");
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let server = RedisServer::start(binary);
+        let stream = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
         Redis {
-            child,
+            _server: server,
             reader: BufReader::new(stream.try_clone().unwrap()),
             writer: stream,
         }
@@ -83,13 +53,6 @@ impl Redis {
             }
             _ => panic!("unexpected reply {line:?}"),
         }
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -208,11 +171,4 @@ fn incr_with_pexpire_in_redis_decides_as_the_store_clock_model() {
         }
         std::thread::sleep(Duration::from_millis(pause_ms));
     }
-}
-
-/// Says why a check is skipped; under CI (`CI` set, as `.ci/run` runs) a
-/// missing redis-server is a failure, since `.ci/run` installs it.
-fn skip_unless_ci(message: &str) {
-    assert!(std::env::var_os("CI").is_none(), "CI is set but {message}");
-    eprintln!("{message}");
 }

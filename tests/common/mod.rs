@@ -1,0 +1,69 @@
+//! Helpers shared by the tests that need a real server.
+
+// Each test crate uses only some of these.
+#![allow(dead_code)]
+
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Debian's redis-server, if installed.
+pub fn redis_server() -> Option<PathBuf> {
+    ["/usr/bin/redis-server", "/usr/local/bin/redis-server"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+}
+
+/// A redis-server on a free loopback port with no persistence, stopped by its pid when dropped.
+pub struct RedisServer {
+    child: Child,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+}
+
+impl RedisServer {
+    /// Starts it and waits until it accepts connections.
+    pub fn start(binary: &PathBuf) -> RedisServer {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(binary)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        RedisServer { child, port }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Says why a check is skipped; under CI (`CI` set) a missing server fails.
+pub fn skip_unless_ci(message: &str) {
+    assert!(std::env::var_os("CI").is_none(), "CI is set but {message}");
+    eprintln!("{message}");
+}
