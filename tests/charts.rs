@@ -1,6 +1,7 @@
 //! The charts and the report as a reviewer gets them: well-formed SVG with a
 //! title, axis labels and every limiter; the shaded interval where the
 //! summary says; a report that needs nothing from the network.
+
 mod common;
 
 use common::skip_unless_ci;

@@ -2,6 +2,7 @@
 //! same moments, get the same answers (and, without `nodelay`, the same
 //! delays to within scheduling noise). Skipped, with a message, where no
 //! `nginx` is installed; `.ci/run` installs Debian's nginx so CI runs it.
+
 mod common;
 
 use common::skip_unless_ci;
