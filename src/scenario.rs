@@ -104,7 +104,7 @@ struct ScenarioFile {
     seed: u64,
     replications: Option<NonZeroU64>,
     backend: Option<Backend>,
-    cluster: Option<Spanned<ClusterConfig>>,
+    cluster: Option<Spanned<toml::Table>>,
     #[serde(default)]
     metrics: MetricsFile,
     #[serde(default)]
@@ -202,23 +202,35 @@ impl Validator<'_> {
         let context = Context {
             backend_capacity_per_sec: file.backend.map(|b| b.capacity_per_sec.get()),
         };
-        let mut limiters = self.limiters(file.limiter, context)?;
-        if let Some(cluster) = &file.cluster {
-            for limiter in &mut limiters {
-                let config = LimiterConfig::Cluster(ClusterRun {
-                    inner: Box::new(limiter.config.clone()),
-                    cluster: cluster.get_ref().clone(),
-                    duration,
-                });
-                let built = config.build(context).map_err(|err| {
-                    self.error(
-                        cluster.span(),
-                        format!("limiter {:?} in the cluster: {err}", limiter.name),
-                    )
-                })?;
-                limiter.description = built.describe();
-                limiter.config = config;
-            }
+        let (mut limiters, overrides) = self.limiters(file.limiter, context)?;
+        for (limiter, (own, own_span)) in limiters.iter_mut().zip(overrides) {
+            // The scenario's [cluster], with the limiter's own `cluster = { … }` over it.
+            let (mut table, span) = match &file.cluster {
+                Some(shared) => (shared.get_ref().clone(), shared.span()),
+                None => (toml::Table::new(), own_span.clone()),
+            };
+            let merged = match own {
+                Some(own) => {
+                    table.extend(own);
+                    Some(table)
+                }
+                None => file.cluster.is_some().then_some(table),
+            };
+            let Some(merged) = merged else { continue };
+            let fail = |err: String| {
+                self.error(
+                    span.clone(),
+                    format!("limiter {:?} in the cluster: {err}", limiter.name),
+                )
+            };
+            let cluster: ClusterConfig = crate::config::parse_table(merged).map_err(fail)?;
+            let config = LimiterConfig::Cluster(ClusterRun {
+                inner: Box::new(limiter.config.clone()),
+                cluster,
+                duration,
+            });
+            limiter.description = config.build(context).map_err(fail)?.describe();
+            limiter.config = config;
         }
         Ok(Scenario {
             name,
@@ -327,11 +339,19 @@ impl Validator<'_> {
             .collect()
     }
 
+    /// The limiters, and each one's own `cluster = { … }` table (with its span), if any.
+    #[allow(clippy::type_complexity)]
     fn limiters(
         &self,
         tables: Vec<Spanned<toml::Table>>,
         context: Context,
-    ) -> Result<Vec<NamedLimiter>, ScenarioError> {
+    ) -> Result<
+        (
+            Vec<NamedLimiter>,
+            Vec<(Option<toml::Table>, std::ops::Range<usize>)>,
+        ),
+        ScenarioError,
+    > {
         if tables.is_empty() {
             return Err(self.error(
                 0..0,
@@ -345,6 +365,20 @@ impl Validator<'_> {
             .map(|(i, table)| {
                 let span = table.span();
                 let mut table = table.into_inner();
+                let own_cluster = match table.remove("cluster") {
+                    Some(toml::Value::Table(cluster)) => Some(cluster),
+                    Some(other) => {
+                        return Err(self.error(
+                            span,
+                            format!(
+                                "limiter {}: cluster: expected a table, got {}",
+                                i + 1,
+                                other.type_str()
+                            ),
+                        ));
+                    }
+                    None => None,
+                };
                 let name = match table.remove("name") {
                     Some(toml::Value::String(name)) => name,
                     Some(other) => {
@@ -371,13 +405,17 @@ impl Validator<'_> {
                 }
                 let config = LimiterConfig::from_table(table).map_err(fail)?;
                 let description = config.build(context).map_err(fail)?.describe();
-                Ok(NamedLimiter {
-                    name,
-                    config,
-                    description,
-                })
+                Ok((
+                    NamedLimiter {
+                        name,
+                        config,
+                        description,
+                    },
+                    (own_cluster, span.clone()),
+                ))
             })
-            .collect()
+            .collect::<Result<Vec<_>, _>>()
+            .map(|pairs| pairs.into_iter().unzip())
     }
 }
 
@@ -490,6 +528,27 @@ threshold = 100
         let err = error(&MINIMAL.replace("rate = 80", "rate = 80, end = \"20s\""));
         assert!(
             err.contains("end: 20s is after the end of the run (10s)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_limiter_can_override_the_scenarios_cluster() {
+        let text = format!(
+            "{MINIMAL}cluster = {{ mode = \"shared-instance-clock\" }}\n[cluster]\ninstances = 3\n"
+        );
+        let scenario = parse(&text, Path::new("c.toml")).unwrap();
+        let description = &scenario.limiters[0].description;
+        assert!(
+            description
+                .contains("3 instances, one shared counter, windows by each instance's clock"),
+            "{description}"
+        );
+        let bad =
+            format!("{MINIMAL}cluster = {{ mode = \"sideways\" }}\n[cluster]\ninstances = 3\n");
+        let err = parse(&bad, Path::new("c.toml")).unwrap_err().to_string();
+        assert!(
+            err.contains("limiter \"fixed\" in the cluster: mode"),
             "{err}"
         );
     }
