@@ -165,14 +165,28 @@ pub fn live(args: &LiveArgs) -> Result<()> {
     let target = args
         .out
         .clone()
-        .unwrap_or_else(|| PathBuf::from("output").join(&scenario.name));
-    output::write_each(
-        &target,
-        &[(
-            "live.json",
-            &(serde_json::to_string_pretty(&results)? + "\n"),
-        )],
+        .unwrap_or_else(|| PathBuf::from("output").join(format!("{}-live", scenario.name)));
+    let staging = Staging::new(&target)?;
+    staging.write(
+        "live.json",
+        &(serde_json::to_string_pretty(&results)? + "\n"),
     )?;
+    // The live decisions through the same metrics, charts and report as a run.
+    let (live_scenario, runs) = live_runs(&scenario, workload, &results)?;
+    let summary = sim::Outcome { runs: runs.clone() }.summary(&live_scenario);
+    staging.write("summary.json", &report::render_json(&summary))?;
+    let charts = chart::render_charts(&chart::Results {
+        scenario: &live_scenario,
+        runs: &runs,
+    })?;
+    for chart in &charts {
+        staging.write(&format!("charts/{}", chart.file), &chart.svg)?;
+    }
+    staging.write(
+        "report.html",
+        &html::render_report(&live_scenario, &summary, &charts),
+    )?;
+    staging.commit()?;
     let mut table = comfy_table::Table::new();
     table.load_style(table::STYLE).set_header(vec![
         "limiter",
@@ -217,6 +231,57 @@ pub fn live(args: &LiveArgs) -> Result<()> {
         target.display()
     );
     Ok(())
+}
+
+/// A scenario of the replayed workload with one limiter per Redis script,
+/// and the live decisions summarised as runs of it.
+fn live_runs(
+    scenario: &Scenario,
+    workload: usize,
+    results: &[crate::live::LiveResult],
+) -> Result<(Scenario, Vec<sim::RunResult>)> {
+    let mut live = scenario.clone();
+    live.name = format!("{}-live", scenario.name);
+    live.workloads = vec![scenario.workloads[workload].clone()];
+    live.limiters = results
+        .iter()
+        .map(|r| {
+            let base = scenario
+                .limiters
+                .iter()
+                .find(|l| l.name == r.limiter)
+                .expect("results name the scenario's limiters");
+            let variant = serde_json::to_value(r.variant)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            scenario::NamedLimiter {
+                name: format!("{}-{variant}", r.limiter),
+                config: base.config.clone(),
+                description: format!("{} in Redis ({variant})", base.description),
+            }
+        })
+        .collect();
+    let options = sim::Options {
+        curve: chart::curve_intervals(&live),
+        ..sim::Options::default()
+    };
+    let workload_name = live.workloads[0].name.clone();
+    let runs = live
+        .limiters
+        .iter()
+        .zip(results)
+        .map(|(named, r)| {
+            sim::summarise(
+                &live,
+                &options,
+                named,
+                &workload_name,
+                r.decisions.iter().copied(),
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((live, runs))
 }
 
 /// `burstsim check`: true when every run stays within the backend.

@@ -63,6 +63,9 @@ pub struct LiveResult {
     pub edges_followed: u64,
     /// The largest lateness of a send against its schedule, scenario time.
     pub jitter_ns: u64,
+    /// Every request's send time (scenario time) and Redis's answer, in time order.
+    #[serde(skip)]
+    pub decisions: Vec<(Nanos, bool)>,
     /// The most admitted by Redis in any 1 s of scenario time.
     pub worst_1s_live: u64,
     /// The same for the simulator.
@@ -368,6 +371,10 @@ fn compare(
         unexplained: disagreements - reordered - at_edges,
         edges_followed,
         jitter_ns: jitter,
+        decisions: sent
+            .iter()
+            .map(|&(_, at, admitted, _)| (Nanos(at), admitted))
+            .collect(),
         worst_1s_live: live.worst()[0].count,
         worst_1s_model: simulated.worst()[0].count,
     }

@@ -173,6 +173,23 @@ fn simulate_workload(
         .collect())
 }
 
+/// The figures, timeline and arrival curve of decisions made elsewhere (by a
+/// real Redis, for `burstsim live`), as if `named` had made them on workload
+/// `workload`; `decisions` come in time order.
+pub fn summarise(
+    scenario: &Scenario,
+    options: &Options,
+    named: &crate::scenario::NamedLimiter,
+    workload: &str,
+    decisions: impl IntoIterator<Item = (Nanos, bool)>,
+) -> Result<RunResult> {
+    let mut run = RunState::new(scenario, options, named)?;
+    for (at, admitted) in decisions {
+        run.record(at, admitted, Nanos::ZERO);
+    }
+    Ok(run.finish(scenario, options, workload, &named.name))
+}
+
 /// Each limiter against the pattern the adversary found for it.
 fn simulate_adversary(
     scenario: &Scenario,
@@ -275,16 +292,27 @@ impl RunState {
         })
     }
 
-    #[inline]
+    #[inline(always)]
     fn observe(&mut self, now: Nanos) -> bool {
-        self.offered += 1;
         let admitted = self.limiter.decide(now);
+        let delay = if admitted {
+            self.limiter.delay()
+        } else {
+            Nanos::ZERO
+        };
+        self.record(now, admitted, delay);
+        admitted
+    }
+
+    /// Counts one decision made at `now`, released after `delay` if admitted.
+    #[inline(always)]
+    fn record(&mut self, now: Nanos, admitted: bool, delay: Nanos) {
+        self.offered += 1;
         if !self.pending.is_empty() {
             self.release_until(now.get());
         }
         if admitted {
             self.admitted += 1;
-            let delay = self.limiter.delay();
             if delay == Nanos::ZERO {
                 self.deliver(now);
             } else {
@@ -303,7 +331,6 @@ impl RunState {
                 }
             }
         }
-        admitted
     }
 
     /// The backend gets an admitted request at `at`.
