@@ -55,6 +55,17 @@ fn live_replay_agrees_with_the_simulator_on_atomic_scripts() {
         .arg(dir.path().join("out"))
         .assert()
         .success();
+    for file in [
+        "summary.json",
+        "report.html",
+        "charts/timeline-edge.svg",
+        "charts/worst-rolling.svg",
+    ] {
+        assert!(
+            dir.path().join("out").join(file).is_file(),
+            "live writes {file}"
+        );
+    }
     let results: Value =
         serde_json::from_str(&fs::read_to_string(dir.path().join("out/live.json")).unwrap())
             .unwrap();
