@@ -575,6 +575,10 @@ impl RateLimiter for Cluster {
         }
     }
 
+    /// A GET-then-INCR counter over-admits by the requests that arrive while
+    /// increments are in flight: N + r·rtt per window for a steady rate r,
+    /// and without limit for arbitrary traffic.
+    ///
     /// Local: K instances, each bounded over the longest stretch of its own
     /// clock that an interval of L can cover. Shared with instance clocks:
     /// N per window key, over every key any instance's clock can read in an
@@ -752,6 +756,19 @@ mod tests {
                 .map(|clock| clock.offset)
                 .collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn read_then_increment_over_admits_by_the_rate_times_the_round_trip() {
+        // 100,000 per second for 10 ms, a 1 ms round trip: while the first
+        // increments are in flight, r · rtt = 100 more requests see a count
+        // below N; an increment landing exactly as a request arrives is seen
+        // by it, so the window admits N + r · rtt − 1.
+        let mut c = cluster(
+            "instances = 4\nmode = \"shared-instance-clock\"\nstore = { rtt = \"1ms\", update = \"read-then-increment\" }",
+        );
+        let times: Vec<u64> = (0..1_000).map(|i| S / 4 + i * 10_000).collect();
+        assert_eq!(admitted(&mut c, &times), 100 + 100 - 1);
     }
 
     #[test]
