@@ -12,7 +12,6 @@ use crate::limiter::{Align, Context, Limiter, LimiterConfig, RateLimiter};
 use crate::metrics::rolling::RollingCounts;
 use crate::scenario::Scenario;
 use crate::time::Nanos;
-use crate::traffic::{Merge, Source, stream};
 
 /// The most requests a live replay sends.
 pub const MAX_LIVE_REQUESTS: usize = 200_000;
@@ -135,20 +134,7 @@ pub fn replay(
 
 fn arrivals(scenario: &Scenario, index: usize) -> Result<Vec<u64>> {
     let workload = &scenario.workloads[index];
-    let sources = workload
-        .sources
-        .iter()
-        .enumerate()
-        .map(|(i, source)| {
-            source.arrivals(
-                scenario.duration,
-                &scenario.base_dir,
-                stream(scenario.seed, &workload.name, i, 0),
-            )
-        })
-        .collect::<Result<Vec<Source>, String>>()
-        .map_err(anyhow::Error::msg)?;
-    let times: Vec<u64> = Merge::new(sources)
+    let times: Vec<u64> = crate::sim::arrivals(scenario, workload, 0)?
         .take(MAX_LIVE_REQUESTS + 1)
         .map(Nanos::get)
         .collect();

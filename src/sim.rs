@@ -121,21 +121,7 @@ fn simulate_workload(
     {
         return simulate_adversary(scenario, options, workload, budget, first_run, sink);
     }
-    let sources = workload
-        .sources
-        .iter()
-        .enumerate()
-        .map(|(i, source)| {
-            source.arrivals(
-                scenario.duration,
-                &scenario.base_dir,
-                stream(scenario.seed, &workload.name, i, options.replication),
-            )
-        })
-        .collect::<Result<Vec<Source>, String>>()
-        .map_err(anyhow::Error::msg)
-        .with_context(|| format!("workload {:?}", workload.name))?;
-    let mut arrivals = Merge::new(sources);
+    let mut arrivals = arrivals(scenario, workload, options.replication)?;
     let mut runs = scenario
         .limiters
         .iter()
@@ -188,6 +174,25 @@ pub fn summarise(
         run.record(at, admitted, Nanos::ZERO);
     }
     Ok(run.finish(scenario, options, workload, &named.name))
+}
+
+/// The time-merged arrivals of `workload`'s sources for one replication.
+pub fn arrivals(scenario: &Scenario, workload: &Workload, replication: u64) -> Result<Merge> {
+    let sources = workload
+        .sources
+        .iter()
+        .enumerate()
+        .map(|(i, source)| {
+            source.arrivals(
+                scenario.duration,
+                &scenario.base_dir,
+                stream(scenario.seed, &workload.name, i, replication),
+            )
+        })
+        .collect::<Result<Vec<Source>, String>>()
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("workload {:?}", workload.name))?;
+    Ok(Merge::new(sources))
 }
 
 /// Each limiter against the pattern the adversary found for it.
