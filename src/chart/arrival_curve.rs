@@ -117,17 +117,9 @@ pub fn render(results: &Results) -> Result<Chart> {
                     colour.stroke_width(2),
                 ))?
                 .label(limiter.name.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3))
-                });
+                .legend(super::line_sample(colour));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font((FONT, LABEL_SIZE))
-            .background_style(WHITE.mix(0.9))
-            .border_style(FAINT)
-            .draw()?;
+        super::draw_series_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present()?;
     }
     let caption = "Where a limiter's line rises above the dashed limit it lets bursts through that its rate promises to prevent; above the red line, more than the backend can serve in that interval.".to_string();

@@ -11,6 +11,8 @@ pub use sizing::render_sizing;
 mod worst_rolling;
 
 use anyhow::Result;
+use plotters::coord::CoordTranslate;
+use plotters::prelude::*;
 
 use crate::limiter::{Context, RateLimiter};
 use crate::scenario::Scenario;
@@ -103,6 +105,26 @@ pub fn render_charts(results: &Results) -> Result<Vec<Chart>> {
     charts.push(worst_rolling::render(results)?);
     charts.push(arrival_curve::render(results)?);
     Ok(charts)
+}
+
+/// Draws the series' legend box, in one style for every chart.
+fn draw_series_legend<'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    position: SeriesLabelPosition,
+) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .label_font((style::FONT, style::LABEL_SIZE))
+        .background_style(WHITE.mix(0.9))
+        .border_style(style::FAINT)
+        .draw()?;
+    Ok(())
+}
+
+/// The legend's sample for a line series of `colour`.
+fn line_sample(colour: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3))
 }
 
 /// A count per second or per interval, in words: `100/s`.

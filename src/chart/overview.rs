@@ -100,17 +100,9 @@ pub fn render(results: &Results, index: usize, workload: &str) -> Result<Chart> 
             chart
                 .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
                 .label(run.summary.limiter.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3))
-                });
+                .legend(super::line_sample(colour));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font((FONT, LABEL_SIZE))
-            .background_style(WHITE.mix(0.9))
-            .border_style(FAINT)
-            .draw()?;
+        super::draw_series_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         canvas.present()?;
     }
     let caption = format!(

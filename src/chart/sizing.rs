@@ -71,9 +71,7 @@ pub fn render_sizing(report: &SizingReport) -> Result<Chart> {
             chart
                 .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
                 .label(sizing.limiter.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3))
-                });
+                .legend(super::line_sample(colour));
             if let Safe::Value {
                 value,
                 simulated_1s,
@@ -99,13 +97,7 @@ pub fn render_sizing(report: &SizingReport) -> Result<Chart> {
                 )])?;
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font((FONT, LABEL_SIZE))
-            .background_style(WHITE.mix(0.9))
-            .border_style(FAINT)
-            .draw()?;
+        super::draw_series_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         let note = "filled dot: largest setting safe for any traffic (from the bound); ring: largest safe on these workloads";
         let style = (FONT, LABEL_SIZE)
             .into_font()
