@@ -15,7 +15,7 @@ use crate::cli::{Format, LiveArgs, RunArgs, SizeArgs};
 use crate::output::{DecisionFiles, Staging};
 use crate::report::{self, csv, html, sizing, table};
 use crate::scenario::{Backend, Scenario};
-use crate::{chart, check, output, replicate, scenario, sim, size};
+use crate::{chart, check, replicate, scenario, sim, size};
 
 /// `burstsim run`.
 pub fn run(args: &RunArgs) -> Result<()> {
@@ -29,6 +29,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("output").join(&scenario.name));
     let staging = Staging::new(&target)?;
+    warn(staging.notes(), args.quiet);
     let options = sim::Options {
         curve: if args.no_charts {
             Vec::new()
@@ -109,14 +110,13 @@ pub fn size(args: &SizeArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("output").join(&scenario.name));
     let chart = chart::render_sizing(&report)?;
-    output::write_each(
-        &target,
-        &[
-            ("sizing.json", json.as_str()),
-            ("sizing.csv", sizing_csv.as_str()),
-            ("charts/sizing.svg", chart.svg.as_str()),
-        ],
-    )?;
+    // Added to the run's results, if any, through the same staging and commit.
+    let staging = Staging::update(&target)?;
+    warn(staging.notes(), args.quiet);
+    staging.write("sizing.json", &json)?;
+    staging.write("sizing.csv", &sizing_csv)?;
+    staging.write("charts/sizing.svg", &chart.svg)?;
+    staging.commit()?;
     if !args.quiet {
         let text = match args.format {
             Format::Table => format!(
@@ -167,6 +167,7 @@ pub fn live(args: &LiveArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("output").join(format!("{}-live", scenario.name)));
     let staging = Staging::new(&target)?;
+    warn(staging.notes(), false);
     staging.write(
         "live.json",
         &(serde_json::to_string_pretty(&results)? + "\n"),

@@ -8,6 +8,7 @@ use clap::{CommandFactory, Parser};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    burstsim::output::remove_staging_on_interrupt();
     let result = match &cli.command {
         Command::Run(args) => commands::run(args).map(|()| true),
         Command::Size(args) => commands::size(args).map(|()| true),

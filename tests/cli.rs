@@ -376,7 +376,7 @@ fn a_folder_that_is_not_burstsim_output_is_never_replaced() {
         .arg(dir.path())
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("does not hold burstsim results"));
+        .stderr(predicate::str::contains("is not burstsim's to replace"));
     assert!(dir.path().join("precious.txt").is_file());
 }
 

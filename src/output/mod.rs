@@ -1,0 +1,62 @@
+//! Result folders: written all at once, replacing only what burstsim provably
+//! wrote, and the decision files streamed into them.
+
+mod ownership;
+mod staging;
+
+pub use ownership::{MARKER, Ownership, ownership};
+pub use staging::{Staging, remove_staging_on_interrupt};
+
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::scenario::Scenario;
+use crate::sim::DecisionSink;
+use crate::time::Nanos;
+
+/// Streams every decision to `decisions/<workload>/<limiter>.csv`.
+pub struct DecisionFiles {
+    files: Vec<(PathBuf, BufWriter<fs::File>)>,
+}
+
+impl DecisionFiles {
+    /// Creates one file per run, in the order the simulator numbers runs.
+    pub fn create(folder: &Path, scenario: &Scenario) -> Result<DecisionFiles> {
+        let mut files = Vec::new();
+        for workload in &scenario.workloads {
+            let dir = folder.join("decisions").join(&workload.name);
+            fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            for limiter in &scenario.limiters {
+                let path = dir.join(format!("{}.csv", limiter.name));
+                let file = fs::File::create(&path)
+                    .with_context(|| format!("creating {}", path.display()))?;
+                let mut writer = BufWriter::with_capacity(1 << 16, file);
+                writer
+                    .write_all(b"time_ns,admitted\n")
+                    .with_context(|| format!("writing {}", path.display()))?;
+                files.push((path, writer));
+            }
+        }
+        Ok(DecisionFiles { files })
+    }
+
+    /// Flushes every file.
+    pub fn finish(self) -> Result<()> {
+        for (path, mut writer) in self.files {
+            writer
+                .flush()
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        Ok(())
+    }
+}
+
+impl DecisionSink for DecisionFiles {
+    fn record(&mut self, run: usize, time: Nanos, admitted: bool) -> std::io::Result<()> {
+        let writer = &mut self.files[run].1;
+        writeln!(writer, "{},{}", time.get(), admitted)
+    }
+}
