@@ -9,6 +9,7 @@ pub mod commands;
 pub mod config;
 pub mod decimal;
 pub mod error;
+pub mod input;
 pub mod limiter;
 pub mod live;
 pub mod metrics;

@@ -34,7 +34,10 @@ fn main() -> ExitCode {
         Ok(false) => ExitCode::from(1),
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!(
+                "error: {}",
+                burstsim::input::shorten_message(&format!("{err:#}"))
+            );
             ExitCode::from(2)
         }
     }

@@ -130,10 +130,13 @@ struct WorkloadFile {
 
 /// Reads and validates the scenario at `path`.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|cause| ScenarioError::Read {
-        path: path.to_owned(),
-        cause,
-    })?;
+    let text =
+        crate::input::read_text(path, crate::input::MAX_SCENARIO_BYTES).map_err(|cause| {
+            ScenarioError::Read {
+                path: path.to_owned(),
+                cause,
+            }
+        })?;
     parse(&text, path)
 }
 
@@ -438,10 +441,14 @@ fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         Err("must not be empty".into())
     } else if name.len() > 64 {
-        Err(format!("{name:?} is longer than 64 characters"))
+        Err(format!(
+            "{:?} is longer than 64 characters",
+            crate::input::quote_at_most(name, 64)
+        ))
     } else if name.starts_with('.') || !name.chars().all(safe) {
         Err(format!(
-            "{name:?} may hold only letters, digits, '-', '_' and '.', and not start with '.'"
+            "{:?} may hold only letters, digits, '-', '_' and '.', and not start with '.'",
+            crate::input::quote_at_most(name, 64)
         ))
     } else {
         Ok(())

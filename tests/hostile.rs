@@ -225,3 +225,66 @@ fn a_failed_run_leaves_the_previous_results_intact() {
 fn scenario_text() -> String {
     scenario("{ kind = \"trace\", path = \"trace.csv\" }")
 }
+
+/// `burstsim validate PATH` exits 2 within a few seconds with `expected`.
+fn scenario_refused(path: &Path, expected: &str) {
+    let output = Command::cargo_bin("burstsim")
+        .unwrap()
+        .arg("validate")
+        .arg(path)
+        .timeout(Duration::from_secs(10))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "{}: {stderr}",
+        path.display()
+    );
+    assert!(
+        stderr.contains(expected),
+        "expected {expected:?} in: {stderr}"
+    );
+}
+
+#[test]
+fn a_scenario_that_is_a_device_a_fifo_or_too_large_is_refused_at_once() {
+    scenario_refused(Path::new("/dev/zero"), "not a regular file");
+    scenario_refused(Path::new("/dev/urandom"), "not a regular file");
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.toml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    scenario_refused(&fifo, "not a regular file");
+    let big = dir.path().join("big.toml");
+    fs::write(&big, "#".repeat(16 << 20 | 1)).unwrap();
+    scenario_refused(&big, "over the limit of 16777216 bytes");
+}
+
+#[test]
+fn a_huge_value_is_quoted_only_in_part() {
+    let huge = "a".repeat(5 << 20);
+    let long_name = scenario("{ kind = \"poisson\", rate = 1 }")
+        .replace("name = \"w\"", &format!("name = \"{huge}\""));
+    refused(long_name.as_bytes(), None, "longer than 64 characters");
+    let dup = format!(
+        "{}[[workload]]\nname = \"{huge}\"\nsources = [{{ kind = \"poisson\", rate = 1 }}]\n",
+        long_name
+    );
+    refused(dup.as_bytes(), None, "workload");
+    let row = format!("time_ns\n1\n{huge}\n");
+    refused(
+        scenario("{ kind = \"trace\", path = \"trace.csv\" }").as_bytes(),
+        Some(row.as_bytes()),
+        "is not a whole number",
+    );
+    let bad_limiter = format!(
+        "{}\n[[limiter]]\nname = \"x\"\nkind = \"{huge}\"\n",
+        scenario("{ kind = \"poisson\", rate = 1 }")
+    );
+    refused(bad_limiter.as_bytes(), None, "kind");
+}

@@ -2,9 +2,11 @@
 //! integer nanoseconds or a `time_s` column of decimal seconds.
 
 use std::fs::File;
-use std::io::BufReader;
+use std::hash::{DefaultHasher, Hasher};
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
+use std::time::SystemTime;
 
 use serde::Deserialize;
 
@@ -49,36 +51,98 @@ struct Scan {
     earliest: u64,
     sorted: bool,
     rows: u64,
+    /// The file as checked; a replay refuses any other.
+    identity: Identity,
+    /// A hash of every byte as checked; a replay that reads other bytes fails.
+    checksum: u64,
+}
+
+/// What tells one file's content from another's without reading it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Identity {
+    device: u64,
+    inode: u64,
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+impl Identity {
+    fn of(meta: &std::fs::Metadata) -> Identity {
+        #[cfg(unix)]
+        let (device, inode) = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        };
+        #[cfg(not(unix))]
+        let (device, inode) = (0, 0);
+        Identity {
+            device,
+            inode,
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        }
+    }
+}
+
+/// The opened file, read no further than its length when opened, hashing
+/// every byte it hands out.
+struct Hashing {
+    file: std::io::Take<File>,
+    hasher: DefaultHasher,
+}
+
+impl Read for Hashing {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read(buf)?;
+        self.hasher.write(&buf[..n]);
+        Ok(n)
+    }
+}
+
+type Reader = csv::Reader<BufReader<Hashing>>;
+
+/// Reads what is left of the file and returns the hash of all of it.
+fn drain(reader: &mut Reader) -> std::io::Result<u64> {
+    std::io::copy(reader.get_mut(), &mut std::io::sink())?;
+    Ok(reader.get_ref().get_ref().hasher.finish())
+}
+
+fn changed(path: &Path) -> String {
+    format!(
+        "{}: the file changed after burstsim checked it; nothing was written, run again once it is stable",
+        path.display()
+    )
 }
 
 /// The most rows of an unsorted trace sorted in memory (1 GiB of timestamps).
 const MAX_UNSORTED_ROWS: u64 = 1 << 27;
 
 impl Config {
-    fn open(&self, base_dir: &Path) -> Result<csv::Reader<BufReader<File>>, String> {
-        let path = base_dir.join(&self.path);
-        if path.is_dir() {
-            return Err(format!(
-                "path: {} is a folder, not a CSV file",
-                path.display()
-            ));
-        }
-        // A device or a pipe could be read forever: only regular files replay.
-        if path.metadata().is_ok_and(|meta| !meta.is_file()) {
-            return Err(format!("path: {} is not a regular file", path.display()));
-        }
-        let file = File::open(&path)
-            .map_err(|err| format!("path: cannot open {}: {err}", path.display()))?;
-        Ok(csv::ReaderBuilder::new()
-            .flexible(true)
-            .from_reader(BufReader::with_capacity(1 << 16, file)))
-    }
-
-    fn locate(
+    /// Opens the file once as a regular file and, when it was checked
+    /// before, insists it is the same one.
+    fn open(
         &self,
         base_dir: &Path,
-        reader: &mut csv::Reader<BufReader<File>>,
-    ) -> Result<(usize, Unit), String> {
+        expected: Option<Identity>,
+    ) -> Result<(Reader, Identity), String> {
+        let path = base_dir.join(&self.path);
+        let (file, meta) = crate::input::open_regular(&path)
+            .map_err(|err| format!("path: cannot replay {}: {err}", path.display()))?;
+        let identity = Identity::of(&meta);
+        if expected.is_some_and(|expected| expected != identity) {
+            return Err(changed(&path));
+        }
+        let hashing = Hashing {
+            file: file.take(identity.len),
+            hasher: DefaultHasher::new(),
+        };
+        let reader = csv::ReaderBuilder::new()
+            .flexible(true)
+            .from_reader(BufReader::with_capacity(1 << 16, hashing));
+        Ok((reader, identity))
+    }
+
+    fn locate(&self, base_dir: &Path, reader: &mut Reader) -> Result<(usize, Unit), String> {
         let shown = base_dir.join(&self.path);
         let headers = reader
             .headers()
@@ -124,7 +188,7 @@ impl Config {
         start: Nanos,
         end: Nanos,
     ) -> Result<(Scan, Vec<String>), String> {
-        let mut reader = self.open(base_dir)?;
+        let (mut reader, identity) = self.open(base_dir, None)?;
         let (column, unit) = self.locate(base_dir, &mut reader)?;
         let shown = base_dir.join(&self.path);
         let (mut rows, mut unsorted, mut earliest, mut previous) = (0u64, 0u64, u64::MAX, 0u64);
@@ -145,12 +209,19 @@ impl Config {
             };
             outside += u64::from(!(start.get()..end.get()).contains(&shifted));
         }
+        let checksum = drain(&mut reader).map_err(|err| format!("{}: {err}", shown.display()))?;
+        let now = reader.get_ref().get_ref().file.get_ref().metadata();
+        if now.map(|meta| Identity::of(&meta)).ok() != Some(identity) {
+            return Err(changed(&shown));
+        }
         let scan = Scan {
             column,
             unit,
             earliest,
             sorted: unsorted == 0,
             rows,
+            identity,
+            checksum,
         };
         if unsorted > 0 && rows > MAX_UNSORTED_ROWS {
             return Err(format!(
@@ -251,11 +322,12 @@ impl Config {
         start: Nanos,
         end: Nanos,
     ) -> Result<Arrivals, String> {
-        let mut reader = self.open(base_dir)?;
+        let (mut reader, _) = self.open(base_dir, Some(scan.identity))?;
         self.locate(base_dir, &mut reader)?;
         Ok(Arrivals {
             rows: Rows::Stream {
-                reader,
+                checksum: scan.checksum,
+                reader: Box::new(reader),
                 record: csv::ByteRecord::new(),
                 column: scan.column,
                 unit: scan.unit,
@@ -271,14 +343,19 @@ impl Config {
     }
 }
 
-fn read(
-    reader: &mut csv::Reader<BufReader<File>>,
-    record: &mut csv::ByteRecord,
-    path: &Path,
-) -> Result<bool, String> {
+fn read(reader: &mut Reader, record: &mut csv::ByteRecord, path: &Path) -> Result<bool, String> {
     reader
         .read_byte_record(record)
         .map_err(|err| format!("{}: {err}", path.display()))
+}
+
+/// Fails unless the bytes read, to the end, are those checked at first.
+fn verify(reader: &mut Reader, checksum: u64, path: &Path) -> Result<(), String> {
+    match drain(reader) {
+        Ok(hash) if hash == checksum => Ok(()),
+        Ok(_) => Err(changed(path)),
+        Err(err) => Err(format!("{}: {err}", path.display())),
+    }
 }
 
 fn parse(record: &csv::ByteRecord, column: usize, unit: Unit, path: &Path) -> Result<u64, String> {
@@ -305,7 +382,7 @@ fn parse(record: &csv::ByteRecord, column: usize, unit: Unit, path: &Path) -> Re
         format!(
             "{}:{line}: {:?} is not {expected}",
             path.display(),
-            String::from_utf8_lossy(field)
+            crate::input::quote_at_most(&String::from_utf8_lossy(field), 64)
         )
     })
 }
@@ -355,7 +432,10 @@ fn parse_seconds(text: &str) -> Option<u64> {
 
 enum Rows {
     Stream {
-        reader: csv::Reader<BufReader<File>>,
+        /// Boxed: the reader's buffers dwarf the other variant.
+        reader: Box<Reader>,
+        /// The hash of the file's bytes when it was checked.
+        checksum: u64,
         /// Reused for every row, so streaming allocates nothing per row.
         record: csv::ByteRecord,
         column: usize,
@@ -404,6 +484,7 @@ impl Arrivals {
             Rows::Sorted(times) => times.next(),
             Rows::Stream {
                 reader,
+                checksum,
                 record,
                 column,
                 unit,
@@ -412,6 +493,9 @@ impl Arrivals {
                 sorted,
             } => {
                 let row = read(reader, record, path).and_then(|more| {
+                    if !more {
+                        verify(reader, *checksum, path)?;
+                    }
                     more.then(|| parse(record, *column, *unit, path))
                         .transpose()
                 });
@@ -434,6 +518,21 @@ impl Arrivals {
         }
     }
 
+    /// Ends a stream cut short at the run's end: the rest of the file is
+    /// read too, so the whole of it is checked against the first pass.
+    fn finish_early(&mut self) {
+        if let Rows::Stream {
+            reader,
+            checksum,
+            path,
+            ..
+        } = &mut self.rows
+            && let Err(err) = verify(reader, *checksum, path)
+        {
+            self.error.get_or_insert(err);
+        }
+    }
+
     fn raw(&mut self) -> impl Iterator<Item = u64> + '_ {
         std::iter::from_fn(move || self.next_raw())
     }
@@ -452,6 +551,7 @@ impl Iterator for Arrivals {
                 (i128::from(raw) + self.offset).clamp(0, i128::from(u64::MAX)) as u64
             };
             if time >= self.end {
+                self.finish_early();
                 return None;
             }
             if time >= self.start {
@@ -528,5 +628,71 @@ mod tests {
         assert_eq!(parse_seconds("1.0000000019"), Some(1_000_000_001));
         assert_eq!(parse_seconds("-1"), None);
         assert_eq!(parse_seconds("1e3"), None);
+    }
+
+    /// Checks a trace, changes it as `change` does, and replays it.
+    fn replay_after(change: impl Fn(&Path)) -> Result<Vec<u64>, String> {
+        let (dir, config) = trace("time_ns\n100\n200\n300\n", "");
+        config.validate(dir.path(), Nanos(0), Nanos(1000))?;
+        change(&dir.path().join("t.csv"));
+        let mut arrivals = config.arrivals(dir.path(), Nanos(0), Nanos(250))?;
+        let times: Vec<u64> = arrivals.by_ref().map(Nanos::get).collect();
+        arrivals.take_error().map_or(Ok(times), Err)
+    }
+
+    #[test]
+    fn replays_an_unchanged_trace_cut_at_the_run_end() {
+        assert_eq!(replay_after(|_| {}).unwrap(), [100, 200]);
+    }
+
+    #[test]
+    fn refuses_a_trace_that_changed_after_it_was_checked() {
+        let same_size_and_time = |path: &Path| {
+            let modified = std::fs::metadata(path).unwrap().modified().unwrap();
+            std::fs::write(path, "time_ns\n100\n201\n300\n").unwrap();
+            let file = std::fs::File::options().write(true).open(path).unwrap();
+            file.set_modified(modified).unwrap();
+        };
+        let appended = |path: &Path| {
+            let mut file = std::fs::File::options().append(true).open(path).unwrap();
+            std::io::Write::write_all(&mut file, b"1\n").unwrap();
+        };
+        let replaced = |path: &Path| {
+            std::fs::remove_file(path).unwrap();
+            std::fs::write(path, "time_ns\n100\n250\n300\n").unwrap();
+        };
+        let truncated = |path: &Path| std::fs::write(path, "time_ns\n").unwrap();
+        for (name, change) in [
+            ("same size and time", &same_size_and_time as &dyn Fn(&Path)),
+            ("appended", &appended),
+            ("replaced", &replaced),
+            ("truncated", &truncated),
+        ] {
+            let err = replay_after(change).unwrap_err();
+            assert!(
+                err.contains("changed after burstsim checked it"),
+                "{name}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn refuses_a_fifo_or_device_swapped_in_after_the_check_without_hanging() {
+        let fifo = |path: &Path| {
+            std::fs::remove_file(path).unwrap();
+            let made = std::process::Command::new("mkfifo")
+                .arg(path)
+                .status()
+                .unwrap();
+            assert!(made.success());
+        };
+        let zero = |path: &Path| {
+            std::fs::remove_file(path).unwrap();
+            std::os::unix::fs::symlink("/dev/zero", path).unwrap();
+        };
+        for change in [&fifo as &dyn Fn(&Path), &zero] {
+            let err = replay_after(change).unwrap_err();
+            assert!(err.contains("not a regular file"), "{err}");
+        }
     }
 }
