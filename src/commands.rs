@@ -30,13 +30,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .unwrap_or_else(|| PathBuf::from("output").join(&scenario.name));
     let staging = Staging::new(&target)?;
     warn(staging.notes(), args.quiet);
-    let options = sim::Options {
-        curve: if args.no_charts {
-            Vec::new()
-        } else {
-            chart::curve_intervals(&scenario)
-        },
-        ..sim::Options::default()
+    let options = if args.no_charts {
+        sim::Options::default()
+    } else {
+        chart::sim_options(&scenario)
     };
     if args.decisions {
         // Decisions are replication 0's, streamed in a pass of their own.
@@ -116,14 +113,17 @@ pub fn size(args: &SizeArgs) -> Result<()> {
     staging.write("sizing.json", &json)?;
     staging.write("sizing.csv", &sizing_csv)?;
     staging.write("charts/sizing.svg", &chart.svg)?;
+    // The run's report, if there is one, gains (or renews) its sizing section.
+    let table = sizing::render_sizing_table(&report);
+    if let Ok(page) = std::fs::read_to_string(staging.path().join("report.html"))
+        && let Some(page) = html::with_sizing(&page, &html::sizing_section(&table, &chart))
+    {
+        staging.write("report.html", &page)?;
+    }
     staging.commit()?;
     if !args.quiet {
         let text = match args.format {
-            Format::Table => format!(
-                "{}results in {}\n",
-                sizing::render_sizing_table(&report),
-                target.display()
-            ),
+            Format::Table => format!("{table}results in {}\n", target.display()),
             Format::Json => json,
             Format::Csv => sizing_csv,
         };
@@ -263,10 +263,7 @@ fn live_runs(
             }
         })
         .collect();
-    let options = sim::Options {
-        curve: chart::curve_intervals(&live),
-        ..sim::Options::default()
-    };
+    let options = chart::sim_options(&live);
     let workload_name = live.workloads[0].name.clone();
     let runs = live
         .limiters

@@ -55,9 +55,9 @@ pub fn simulate_replicated(
                 options.clone()
             } else {
                 Options {
-                    curve: Vec::new(),
                     replication,
                     skip_timeline: true,
+                    ..Options::default()
                 }
             };
             let runs = sim::simulate_workload_at(scenario, &options, index)?;

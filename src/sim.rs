@@ -13,6 +13,7 @@ use crate::limiter::{Context, Limiter, RateLimiter};
 use crate::metrics::backend::Server;
 use crate::metrics::rolling::{RollingCounts, Worst};
 use crate::metrics::timeline::Timeline;
+use crate::metrics::trailing::Trailing;
 use crate::scenario::{Scenario, Workload};
 use crate::summary::{
     BackendSummary, DelaySummary, ProfilePoint, QueueSummary, RunSummary, Summary,
@@ -40,6 +41,9 @@ pub struct RunResult {
     pub window_edges: Option<(Nanos, Nanos)>,
     /// The worst count at each interval of [`Options::curve`].
     pub curve: Vec<Worst>,
+    /// The trailing count over the whole run, per timeline bucket, when
+    /// [`Options::trailing`] asks.
+    pub trailing: Option<Trailing>,
 }
 
 /// What to compute beyond the scenario's own metrics.
@@ -51,6 +55,9 @@ pub struct Options {
     pub replication: u64,
     /// Keep no timeline (for runs whose summary is all that is wanted).
     pub skip_timeline: bool,
+    /// Keep the exact trailing count over `metrics.rolling`, as the most in
+    /// each timeline bucket (for charts).
+    pub trailing: bool,
 }
 
 /// The result of a whole scenario.
@@ -234,6 +241,7 @@ struct RunState {
     /// The distinct intervals tracked by `rolling`, in its order.
     intervals: Vec<Nanos>,
     timeline: Timeline,
+    trailing: Option<Trailing>,
     /// Backend capacity per second, to count rejections it had room for.
     capacity: Option<u64>,
     rejected_with_spare_capacity: u64,
@@ -286,6 +294,8 @@ impl RunState {
             } else {
                 Timeline::new(metrics.bucket, scenario.duration)
             },
+            trailing: (options.trailing && !options.skip_timeline)
+                .then(|| Trailing::new(metrics.rolling, scenario.duration, metrics.bucket)),
             capacity: scenario.backend.map(|b| b.capacity_per_sec.get()),
             rejected_with_spare_capacity: 0,
             pending: BinaryHeap::new(),
@@ -343,6 +353,9 @@ impl RunState {
     fn deliver(&mut self, at: Nanos) {
         self.timeline.record(at, true);
         self.rolling.push(at);
+        if let Some(trailing) = &mut self.trailing {
+            trailing.push(at);
+        }
         if let Some(server) = &mut self.server {
             server.arrive(at);
         }
@@ -449,6 +462,7 @@ impl RunState {
             timeline: self.timeline,
             window_edges: self.limiter.window_edges(),
             curve: options.curve.iter().map(|&interval| at(interval)).collect(),
+            trailing: self.trailing.map(Trailing::finish),
         }
     }
 }

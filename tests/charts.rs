@@ -70,8 +70,8 @@ fn every_chart_is_well_formed_with_a_title_axis_labels_and_every_limiter() {
     let expected = [
         (
             "timeline-edge-burst.svg",
-            "edge-burst: requests per 10 ms",
-            ["time since the start of the run (s)", "requests per 10 ms"],
+            "edge-burst: requests per second, in 10 ms buckets",
+            ["time since the start of the run (s)", "requests per second"],
         ),
         (
             "worst-rolling.svg",
@@ -265,4 +265,89 @@ fn the_report_renders_non_blank_in_a_headless_browser() {
 fn which(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
+/// Per panel, top to bottom: (pixel y, value) of its y-axis tick labels.
+fn y_ticks_per_panel(svg: &str) -> Vec<Vec<(f64, f64)>> {
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    let mut ticks: Vec<(f64, f64)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text") && n.attribute("text-anchor") == Some("end"))
+        .filter_map(|n| {
+            let value = n.text()?.trim().parse::<f64>().ok()?;
+            Some((n.attribute("y")?.parse::<f64>().ok()?, value))
+        })
+        .collect();
+    ticks.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut panels: Vec<Vec<(f64, f64)>> = Vec::new();
+    for tick in ticks {
+        // Within a panel values fall as y grows; a rise starts the next panel.
+        match panels.last_mut() {
+            Some(panel) if panel.last().unwrap().1 > tick.1 => panel.push(tick),
+            _ => panels.push(vec![tick]),
+        }
+    }
+    panels
+}
+
+/// The highest value a line of `colour` reaches within a panel.
+fn peak_of_line(svg: &str, colour: &str, panel: &[(f64, f64)]) -> f64 {
+    let ((y0, v0), (y1, v1)) = (panel[0], panel[panel.len() - 1]);
+    let value = |y: f64| v1 + (y - y1) * (v0 - v1) / (y0 - y1);
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    let top_px = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke") == Some(colour))
+        .filter_map(|n| n.attribute("points"))
+        .flat_map(|points| {
+            points
+                .split_whitespace()
+                .filter_map(|p| p.split(',').nth(1)?.parse::<f64>().ok())
+                .collect::<Vec<_>>()
+        })
+        .filter(|&y| y <= y1 + 1.0 && y >= y0 - 40.0)
+        .fold(f64::INFINITY, f64::min);
+    value(top_px)
+}
+
+#[test]
+fn the_overview_shows_the_fixed_window_at_200_and_the_sliding_log_at_100_on_edge_burst() {
+    let promo = run("scenarios/promo.toml", &[]);
+    let svg = read(&promo.out.join("charts/overview-edge-burst.svg"));
+    let panels = y_ticks_per_panel(&svg);
+    // Panels follow the scenario's limiters: fixed-1s first, sliding-log fourth.
+    assert_eq!(panels.len(), 7, "{panels:?}");
+    let fixed = peak_of_line(&svg, "#0072B2", &panels[0]);
+    let sliding = peak_of_line(&svg, "#CC79A7", &panels[3]);
+    assert!((fixed - 200.0).abs() < 2.0, "fixed-1s peaks at {fixed}");
+    assert!(
+        (sliding - 100.0).abs() < 2.0,
+        "sliding-log peaks at {sliding}"
+    );
+    let texts = texts(&svg);
+    assert!(texts.iter().any(|t| t == "capacity 150"), "{texts:?}");
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.starts_with("fixed-1s: at most 200 in any 1 s"))
+    );
+}
+
+#[test]
+fn every_chart_text_is_at_least_14_pixels() {
+    let promo = run("scenarios/promo.toml", &[]);
+    for entry in fs::read_dir(promo.out.join("charts")).unwrap() {
+        let path = entry.unwrap().path();
+        let svg = read(&path);
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        for text in doc.descendants().filter(|n| n.has_tag_name("text")) {
+            let size: f64 = text.attribute("font-size").unwrap().parse().unwrap();
+            assert!(
+                size >= 14.0,
+                "{}: {:?} is {size} px",
+                path.display(),
+                text.text()
+            );
+        }
+    }
 }

@@ -3,12 +3,13 @@
 
 use anyhow::Result;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::style::{
     AXIS_SIZE, CAPACITY, FAINT, FONT, HEIGHT, LABEL_SIZE, REFERENCE, TITLE_SIZE, WIDTH,
     limiter_colour,
 };
-use super::{Chart, Results, interval_words, per_second};
+use super::{Chart, Results, dashed_sample, interval_words, per_second};
 use crate::time::{NANOS_PER_SEC, Nanos};
 
 /// The chart: for each limiter, the worst count over all workloads at each length.
@@ -60,16 +61,18 @@ pub fn render(results: &Results) -> Result<Chart> {
     let title = "Arrival curve: most requests admitted in any interval of each length (worst over all workloads)".to_string();
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let root = root.titled(&title, (FONT, TITLE_SIZE))?;
+        let canvas = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        canvas.fill(&WHITE)?;
+        let root = canvas.titled(&title, (FONT, TITLE_SIZE))?;
         let mut chart = ChartBuilder::on(&root)
             .margin(18)
             .x_label_area_size(50)
             .y_label_area_size(70)
             .build_cartesian_2d(
                 (x_low * 0.9..x_high * 1.1).log_scale(),
-                (0.8..top * 1.6).log_scale(),
+                (0.8..top * 1.6)
+                    .log_scale()
+                    .with_key_points(one_two_five(top * 1.6)),
             )?;
         chart
             .configure_mesh()
@@ -93,9 +96,7 @@ pub fn render(results: &Results) -> Result<Chart> {
                 REFERENCE.stroke_width(2),
             ))?
             .label(format!("advertised limit {}", per_second(nominal_rate)))
-            .legend(|(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], REFERENCE.stroke_width(2))
-            });
+            .legend(dashed_sample(REFERENCE));
         if let Some(capacity) = capacity {
             chart
                 .draw_series(DashedLineSeries::new(
@@ -105,24 +106,68 @@ pub fn render(results: &Results) -> Result<Chart> {
                     CAPACITY.stroke_width(2),
                 ))?
                 .label(format!("backend capacity {}", per_second(capacity)))
-                .legend(|(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], CAPACITY.stroke_width(2))
-                });
+                .legend(dashed_sample(CAPACITY));
         }
+        let rolling = results.scenario.metrics.rolling;
+        let at = secs(rolling);
+        // Earlier lines are wider, so a line drawn over another leaves it
+        // showing on both sides: overlapping limiters stay distinguishable.
+        let width = |index: usize| 2 + 2 * (limiters - 1 - index).min(6) as u32;
         for (index, (curve, limiter)) in curves.iter().zip(&scenario.limiters).enumerate() {
-            let colour = limiter_colour(index);
+            let (colour, width) = (limiter_colour(index), width(index));
             chart
                 .draw_series(LineSeries::new(
                     curve.iter().copied(),
-                    colour.stroke_width(2),
+                    colour.stroke_width(width),
                 ))?
                 .label(limiter.name.clone())
-                .legend(super::line_sample(colour));
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(width))
+                });
+        }
+        // Each limiter's bound over any traffic at the rolling interval.
+        let bounds = results
+            .runs
+            .iter()
+            .take(limiters)
+            .enumerate()
+            .filter_map(|(index, run)| {
+                let bound = Some(run.summary.bound).filter(|&b| b != u64::MAX && b > 0)?;
+                Some(TriangleMarker::new(
+                    (at, bound as f64),
+                    7,
+                    limiter_colour(index).stroke_width(2),
+                ))
+            });
+        chart
+            .draw_series(bounds)?
+            .label(format!(
+                "bound over any traffic, at {}",
+                interval_words(rolling)
+            ))
+            .legend(|(x, y)| TriangleMarker::new((x + 10, y), 7, BLACK.stroke_width(2)));
+        // The values a reader looks for, written where the lines cross the
+        // rolling interval.
+        let mut values = vec![(nominal_rate * at, REFERENCE)];
+        values.extend(capacity.map(|c| (c * at, CAPACITY)));
+        for (level, colour) in values {
+            chart.draw_series([Circle::new((at, level), 4, colour.filled())])?;
+            chart.draw_series([Text::new(
+                format!("{level:.0} in {}", interval_words(rolling)),
+                (at * 1.06, level),
+                (FONT, LABEL_SIZE)
+                    .into_font()
+                    .color(&colour)
+                    .pos(Pos::new(HPos::Left, VPos::Top)),
+            )])?;
         }
         super::draw_series_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
-        root.present()?;
+        canvas.present()?;
     }
-    let caption = "Where a limiter's line rises above the dashed limit it lets bursts through that its rate promises to prevent; above the red line, more than the backend can serve in that interval.".to_string();
+    let caption = format!(
+        "For each interval length, the most requests a limiter admitted in any interval that long. Where a line rises above the dashed limit, the limiter lets bursts through that its rate promises to prevent; above the red line, more than the backend can serve in that interval. Triangles mark each limiter's bound over any traffic at {}; lines drawn over others are thinner, so overlapping limiters show as stripes.",
+        interval_words(results.scenario.metrics.rolling)
+    );
     Ok(Chart {
         file: "arrival-curve.svg".into(),
         title,
@@ -133,4 +178,19 @@ pub fn render(results: &Results) -> Result<Chart> {
 
 fn secs(interval: Nanos) -> f64 {
     interval.as_secs_f64()
+}
+
+/// 1, 2, 5, 10, 20, 50, … up to `top`: ticks a reader can interpolate between.
+fn one_two_five(top: f64) -> Vec<f64> {
+    let mut ticks = Vec::new();
+    let mut decade = 1.0;
+    while decade <= top {
+        ticks.extend(
+            [decade, 2.0 * decade, 5.0 * decade]
+                .into_iter()
+                .filter(|&t| t <= top),
+        );
+        decade *= 10.0;
+    }
+    ticks
 }

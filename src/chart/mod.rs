@@ -10,9 +10,14 @@ mod timeline;
 pub use sizing::render_sizing;
 mod worst_rolling;
 
+use std::fmt::Write as _;
+
 use anyhow::Result;
 use plotters::coord::CoordTranslate;
+use plotters::coord::types::RangedCoordf64;
+use plotters::element::ComposedElement;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::limiter::{Context, RateLimiter};
 use crate::scenario::Scenario;
@@ -53,6 +58,16 @@ impl Results<'_> {
 
     fn capacity(&self) -> Option<u64> {
         self.scenario.backend.map(|b| b.capacity_per_sec.get())
+    }
+}
+
+/// What the simulator must keep for the charts: the arrival curve's
+/// intervals and the trailing count for the overview.
+pub fn sim_options(scenario: &Scenario) -> crate::sim::Options {
+    crate::sim::Options {
+        curve: curve_intervals(scenario),
+        trailing: true,
+        ..crate::sim::Options::default()
     }
 }
 
@@ -122,9 +137,121 @@ fn draw_series_legend<'a, CT: CoordTranslate>(
     Ok(())
 }
 
+type Canvas<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+type Plot<'a> = ChartContext<'a, SVGBackend<'a>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A horizontal reference line across a panel: a limit, a bound, a capacity.
+struct Reference {
+    level: f64,
+    label: String,
+    colour: RGBColor,
+    /// Dash length and gap in pixels.
+    dash: (u32, u32),
+}
+
+/// Limits and capacities.
+const DASHED: (u32, u32) = (8, 5);
+/// Bounds, apart from limits and from solid data lines.
+const DOTTED: (u32, u32) = (2, 4);
+
+/// Draws `references` across `x` and labels each in the margin right of the
+/// plot, where no data hides them; labels of nearby lines are moved apart
+/// so that none overlaps another. The lines go into `overlay`, raw SVG to
+/// add with [`add_overlay`]: plotters would draw each dash as an element.
+fn draw_references(
+    chart: &mut Plot,
+    canvas: &Canvas,
+    x: std::ops::Range<f64>,
+    mut references: Vec<Reference>,
+    overlay: &mut String,
+) -> Result<()> {
+    references.sort_by(|a, b| b.level.total_cmp(&a.level));
+    let (x0, x1) = (
+        chart.backend_coord(&(x.start, 0.0)).0,
+        chart.backend_coord(&(x.end, 0.0)).0,
+    );
+    for r in &references {
+        let y = chart.backend_coord(&(x.end, r.level)).1;
+        let RGBColor(red, green, blue) = r.colour;
+        let (dash, gap) = r.dash;
+        let _ = writeln!(
+            overlay,
+            r##"<line x1="{x0}" y1="{y}" x2="{x1}" y2="{y}" stroke="#{red:02X}{green:02X}{blue:02X}" stroke-width="2" stroke-dasharray="{dash} {gap}"/>"##
+        );
+    }
+    let gap = style::LABEL_SIZE as i32 + 2;
+    let bottom = chart.backend_coord(&(x.end, chart.y_range().start)).1;
+    let top = chart.backend_coord(&(x.end, chart.y_range().end)).1;
+    let mut ys: Vec<i32> = references
+        .iter()
+        .map(|r| chart.backend_coord(&(x.end, r.level)).1)
+        .collect();
+    for i in 1..ys.len() {
+        ys[i] = ys[i].max(ys[i - 1] + gap);
+    }
+    if let Some(last) = ys.last_mut() {
+        *last = (*last).min(bottom);
+    }
+    for i in (0..ys.len().saturating_sub(1)).rev() {
+        ys[i] = ys[i].min(ys[i + 1] - gap).max(top);
+    }
+    for (r, y) in references.iter().zip(ys) {
+        let font = (style::FONT, style::LABEL_SIZE)
+            .into_font()
+            .color(&r.colour);
+        canvas.draw(&Text::new(
+            r.label.clone(),
+            (x1 + 8, y),
+            font.pos(Pos::new(HPos::Left, VPos::Center)),
+        ))?;
+    }
+    Ok(())
+}
+
+/// A step line through `values`, value j spanning `[x(j), x(j + 1))`, with
+/// each run of equal values drawn as one flat segment.
+fn step_points(values: impl IntoIterator<Item = f64>, x: impl Fn(usize) -> f64) -> Vec<(f64, f64)> {
+    let mut points: Vec<(f64, f64)> = Vec::new();
+    let mut last = None;
+    let mut count = 0;
+    for (j, y) in values.into_iter().enumerate() {
+        if last != Some(y) {
+            if let Some(previous) = last {
+                points.push((x(j), previous));
+            }
+            points.push((x(j), y));
+            last = Some(y);
+        }
+        count = j + 1;
+    }
+    if let Some(y) = last {
+        points.push((x(count), y));
+    }
+    points
+}
+
+/// Adds raw SVG elements on top of a finished plotters document.
+fn add_overlay(svg: &mut String, overlay: &str) {
+    let end = svg.rfind("</svg>").unwrap_or(svg.len());
+    svg.insert_str(end, overlay);
+}
+
 /// The legend's sample for a line series of `colour`.
 fn line_sample(colour: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
     move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3))
+}
+
+/// Two short strokes: a dashed line's sample in a legend.
+type DashSample<'a> =
+    ComposedElement<(i32, i32), SVGBackend<'a>, PathElement<(i32, i32)>, PathElement<(i32, i32)>>;
+
+/// The legend's sample for a dashed reference line of `colour`.
+fn dashed_sample<'a>(colour: RGBColor) -> impl Fn((i32, i32)) -> DashSample<'a> {
+    move |(x, y)| {
+        EmptyElement::at((x, y))
+            + PathElement::new(vec![(0, 0), (8, 0)], colour.stroke_width(2))
+            + PathElement::new(vec![(12, 0), (20, 0)], colour.stroke_width(2))
+    }
 }
 
 /// A count per second or per interval, in words: `100/s`.

@@ -1,113 +1,92 @@
-//! `overview-<workload>.svg`: the whole run at a glance — admitted requests
-//! per second (or per coarser step on long runs), one line per limiter,
-//! against the backend's capacity.
+//! `overview-<workload>.svg`: the whole run at a glance — for every limiter,
+//! the requests admitted in the *trailing* rolling interval at every instant,
+//! exact (never aligned buckets, which hide a fixed window's 2×), against its
+//! limit, its bound over any traffic and the backend's capacity in that unit.
 
 use anyhow::Result;
 use plotters::prelude::*;
 
 use super::style::{
-    AXIS_SIZE, CAPACITY, FAINT, FONT, HEIGHT, LABEL_SIZE, TITLE_SIZE, WIDTH, limiter_colour,
+    AXIS_SIZE, BOUND, CAPACITY, FAINT, FONT, LABEL_SIZE, REFERENCE, TITLE_SIZE, WIDTH,
+    limiter_colour,
 };
-use super::{Chart, Results, interval_words};
+use super::{
+    Canvas, Chart, DASHED, DOTTED, Reference, Results, add_overlay, draw_references,
+    interval_words, step_points,
+};
+use crate::sim::RunResult;
 use crate::time::{NANOS_PER_SEC, Nanos};
 
-/// The most points a line gets; longer runs are summed into wider steps.
-const POINTS: u64 = 600;
+/// Columns drawn at most: about one per two pixels of the plot; each is the
+/// most of the buckets it spans, so every peak keeps its exact height.
+const COLUMNS: usize = 560;
+const PANEL_HEIGHT: u32 = 160;
+/// Room above each panel's plot for its one-line note.
+const NOTE_HEIGHT: u32 = 24;
+const X_AXIS_HEIGHT: u32 = 56;
+const Y_LABELS: u32 = 80;
+/// Room right of each panel for the labels of its reference lines.
+const REFERENCE_LABELS: u32 = 130;
 
 /// The chart for workload number `index`.
 pub fn render(results: &Results, index: usize, workload: &str) -> Result<Chart> {
     let runs = results.workload(index);
     let scenario = results.scenario;
-    let bucket = scenario.metrics.bucket.get();
-    let duration = scenario.duration.get();
-    // A step of whole buckets, at least one second when the run allows it.
-    let step_buckets = (NANOS_PER_SEC / bucket)
-        .max(duration / bucket / POINTS)
-        .max(1);
-    let step = step_buckets * bucket;
-    let per_step: Vec<Vec<(f64, f64)>> = runs
-        .iter()
-        .map(|run| {
-            run.timeline
-                .admitted
-                .chunks(step_buckets as usize)
-                .enumerate()
-                .map(|(i, counts)| {
-                    (
-                        (i as u64 * step) as f64 / NANOS_PER_SEC as f64,
-                        counts.iter().map(|&c| f64::from(c)).sum(),
-                    )
-                })
-                .collect()
-        })
-        .collect();
+    let rolling = scenario.metrics.rolling;
+    let seconds = |ns: u64| ns as f64 / NANOS_PER_SEC as f64;
     let capacity = results
         .capacity()
-        .map(|c| c as f64 * step as f64 / NANOS_PER_SEC as f64);
-    let top = per_step
+        .map(|per_sec| per_sec as f64 * seconds(rolling.get()));
+    let bound = |run: &RunResult| Some(run.summary.bound).filter(|&b| b != u64::MAX);
+    let data_top = runs
         .iter()
-        .flatten()
-        .map(|&(_, y)| y)
+        .map(|run| run.summary.worst_rolling as f64)
+        .chain(runs.iter().map(|run| run.summary.nominal))
         .chain(capacity)
-        .fold(1.0, f64::max)
-        * 1.15;
-    let end = duration as f64 / NANOS_PER_SEC as f64;
+        .fold(1.0, f64::max);
+    // Bounds join the scale unless one would squash everything else.
+    let top = runs
+        .iter()
+        .filter_map(bound)
+        .map(|b| b as f64)
+        .filter(|&b| b <= data_top * 2.5)
+        .fold(data_top, f64::max)
+        * 1.12;
+    let end = seconds(scenario.duration.get());
     let title = format!(
-        "{workload}: requests admitted per {} over the whole run",
-        interval_words(Nanos(step))
+        "{workload}: requests admitted in the trailing {} at every instant (exact)",
+        interval_words(rolling)
     );
     let mut svg = String::new();
+    let mut overlay = String::new();
     {
-        let canvas = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        let panels = runs.len() as u32;
+        let height = TITLE_SIZE * 3 + PANEL_HEIGHT * panels + X_AXIS_HEIGHT;
+        let canvas = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         canvas.fill(&WHITE)?;
         let root = canvas.titled(&title, (FONT, TITLE_SIZE))?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(18)
-            .x_label_area_size(50)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.0..end, 0.0..top)?;
-        chart
-            .configure_mesh()
-            .light_line_style(WHITE)
-            .bold_line_style(FAINT.mix(0.6))
-            .label_style((FONT, LABEL_SIZE))
-            .axis_desc_style((FONT, AXIS_SIZE))
-            .x_desc("time since the start of the run (s)")
-            .y_desc(format!(
-                "requests admitted per {}",
-                interval_words(Nanos(step))
-            ))
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .draw()?;
-        if let Some(capacity) = capacity {
-            chart
-                .draw_series(DashedLineSeries::new(
-                    vec![(0.0, capacity), (end, capacity)],
-                    8,
-                    5,
-                    CAPACITY.stroke_width(2),
-                ))?
-                .label(format!(
-                    "backend capacity per {}",
-                    interval_words(Nanos(step))
-                ))
-                .legend(|(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], CAPACITY.stroke_width(2))
-                });
+        let breaks: Vec<u32> = (1..panels).map(|i| i * PANEL_HEIGHT).collect();
+        let areas = root.split_by_breakpoints::<u32, u32, _, _>([], breaks);
+        for (i, (run, area)) in runs.iter().zip(&areas).enumerate() {
+            let panel = Panel {
+                run,
+                colour: limiter_colour(i),
+                end,
+                top,
+                capacity,
+                bound: bound(run),
+                last: i + 1 == runs.len(),
+                y_desc: (i == runs.len() / 2)
+                    .then(|| format!("admitted in the trailing {}", interval_words(rolling))),
+            };
+            panel.draw(area, &canvas, &mut overlay)?;
         }
-        for (limiter, (points, run)) in per_step.into_iter().zip(runs).enumerate() {
-            let colour = limiter_colour(limiter);
-            chart
-                .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
-                .label(run.summary.limiter.clone())
-                .legend(super::line_sample(colour));
-        }
-        super::draw_series_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         canvas.present()?;
     }
+    add_overlay(&mut svg, &overlay);
     let caption = format!(
-        "The whole run per {}: where a line rises above the red one, the backend gets more than it serves in that step.",
-        interval_words(Nanos(step))
+        "Each line is the number of requests admitted in the {} before each instant, exact at every peak (never counted in aligned buckets, which would hide a fixed window's spike at its edge). Where a line rises above the red capacity line, the backend gets more than it can serve.",
+        interval_words(rolling)
     );
     Ok(Chart {
         file: format!("overview-{workload}.svg"),
@@ -115,4 +94,113 @@ pub fn render(results: &Results, index: usize, workload: &str) -> Result<Chart> 
         caption,
         svg,
     })
+}
+
+struct Panel<'a> {
+    run: &'a RunResult,
+    colour: RGBColor,
+    end: f64,
+    top: f64,
+    capacity: Option<f64>,
+    bound: Option<u64>,
+    last: bool,
+    y_desc: Option<String>,
+}
+
+impl Panel<'_> {
+    fn draw(&self, area: &Canvas, canvas: &Canvas, overlay: &mut String) -> Result<()> {
+        let mut chart = ChartBuilder::on(area)
+            .margin_left(12)
+            .margin_right(REFERENCE_LABELS)
+            .margin_top(NOTE_HEIGHT)
+            .x_label_area_size(if self.last { X_AXIS_HEIGHT } else { 0 })
+            .y_label_area_size(Y_LABELS)
+            .build_cartesian_2d(0.0..self.end, 0.0..self.top)?;
+        let mut mesh = chart.configure_mesh();
+        mesh.light_line_style(WHITE)
+            .bold_line_style(FAINT.mix(0.5))
+            .y_labels(4)
+            .label_style((FONT, LABEL_SIZE))
+            .axis_desc_style((FONT, AXIS_SIZE))
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .x_label_formatter(&|x| format!("{x:.1}"));
+        if self.last {
+            mesh.x_desc("time since the start of the run (s)")
+                .x_labels(12);
+        } else {
+            mesh.x_labels(0);
+        }
+        if let Some(desc) = &self.y_desc {
+            mesh.y_desc(desc.as_str());
+        }
+        mesh.draw()?;
+
+        let summary = &self.run.summary;
+        let mut references = vec![Reference {
+            level: summary.nominal,
+            label: format!("limit {}", count(summary.nominal)),
+            colour: REFERENCE,
+            dash: DASHED,
+        }];
+        if let Some(bound) = self.bound.filter(|&b| (b as f64) <= self.top) {
+            references.push(Reference {
+                level: bound as f64,
+                label: format!("bound {bound}"),
+                colour: BOUND,
+                dash: DOTTED,
+            });
+        }
+        if let Some(capacity) = self.capacity {
+            references.push(Reference {
+                level: capacity,
+                label: format!("capacity {}", count(capacity)),
+                colour: CAPACITY,
+                dash: DASHED,
+            });
+        }
+        if let Some(trailing) = &self.run.trailing {
+            let factor = trailing.most.len().div_ceil(COLUMNS);
+            let column = (trailing.column.get() * factor as u64) as f64 / NANOS_PER_SEC as f64;
+            // A step per column: flat across it at the most it reached.
+            let most = trailing.coarsened(factor);
+            let steps = step_points(most.iter().map(|&m| f64::from(m)), |j| {
+                (j as f64 * column).min(self.end)
+            });
+            chart.draw_series(LineSeries::new(steps, self.colour.stroke_width(2)))?;
+        }
+        draw_references(&mut chart, canvas, 0.0..self.end, references, overlay)?;
+        let mut note = format!(
+            "{}: at most {} in any {} (from {:.3} s), {:.2}× its limit",
+            summary.limiter,
+            summary.worst_rolling,
+            interval_words(Nanos(summary.rolling_ns)),
+            summary.worst_rolling_start_ns as f64 / NANOS_PER_SEC as f64,
+            summary.spike_ratio
+        );
+        if let Some(capacity) = self.capacity {
+            let over = summary.worst_rolling as f64 - capacity;
+            if over > 0.0 {
+                note.push_str(&format!(" — {} over capacity", count(over)));
+            }
+        }
+        if let Some(bound) = self.bound.filter(|&b| (b as f64) > self.top) {
+            note.push_str(&format!("; bound {bound}, above this scale"));
+        }
+        let (left, top) = area.get_base_pixel();
+        canvas.draw(&Text::new(
+            note,
+            (left + Y_LABELS as i32 + 14, top + 4),
+            (FONT, LABEL_SIZE).into_font().color(&BLACK),
+        ))?;
+        Ok(())
+    }
+}
+
+/// A count as labelled: whole numbers without decimals.
+fn count(value: f64) -> String {
+    if (value - value.round()).abs() < 1e-9 {
+        format!("{}", value.round())
+    } else {
+        format!("{value:.1}")
+    }
 }

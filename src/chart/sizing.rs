@@ -5,10 +5,10 @@ use anyhow::Result;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::Chart;
 use super::style::{
     AXIS_SIZE, CAPACITY, FAINT, FONT, HEIGHT, LABEL_SIZE, TITLE_SIZE, WIDTH, limiter_colour,
 };
+use super::{Chart, dashed_sample};
 use crate::size::{Safe, SizingReport};
 
 /// The chart. Settings are shown as a percentage of each limiter's current
@@ -29,9 +29,13 @@ pub fn render_sizing(report: &SizingReport) -> Result<Chart> {
     let title = "Sizing: most admitted in any second against each limiter's setting".to_string();
     let mut svg = String::new();
     {
-        let canvas = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        let rows = report.limiters.len() as u32 + 1;
+        let height = HEIGHT + RECOMMENDATIONS_TOP * 2 + ROW * rows;
+        let canvas = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         canvas.fill(&WHITE)?;
-        let root = canvas.titled(&title, (FONT, TITLE_SIZE))?;
+        let (plot, below) = canvas.split_vertically(HEIGHT);
+        draw_recommendations(&below, report)?;
+        let root = plot.titled(&title, (FONT, TITLE_SIZE))?;
         let mut chart = ChartBuilder::on(&root)
             .margin(18)
             .margin_top(30)
@@ -60,7 +64,7 @@ pub fn render_sizing(report: &SizingReport) -> Result<Chart> {
                 CAPACITY.stroke_width(2),
             ))?
             .label(format!("backend capacity {}/s", report.capacity))
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], CAPACITY.stroke_width(2)));
+            .legend(dashed_sample(CAPACITY));
         for (index, sizing) in report.limiters.iter().enumerate() {
             let colour = limiter_colour(index);
             let points: Vec<(f64, f64)> = sizing
@@ -106,11 +110,58 @@ pub fn render_sizing(report: &SizingReport) -> Result<Chart> {
         canvas.draw(&Text::new(note, (WIDTH as i32 / 2, 30), style))?;
         canvas.present()?;
     }
-    let caption = "Each line is one limiter's worst second as its threshold (or rate) varies; settings left of where a line crosses the red capacity line keep these workloads safe, the filled dot keeps any traffic safe.".to_string();
+    let caption = "The settings printed under the chart are the largest that keep the worst second within capacity: for any traffic (from each limiter's bound), and on these workloads (simulated). Each line is one limiter's worst second as its threshold (or rate) varies; settings left of where a line crosses the red capacity line keep these workloads safe, the filled dot keeps any traffic safe.".to_string();
     Ok(Chart {
         file: "sizing.svg".into(),
         title,
         caption,
         svg,
     })
+}
+
+const RECOMMENDATIONS_TOP: u32 = 16;
+const ROW: u32 = 26;
+
+/// The recommended settings as a small table under the chart.
+fn draw_recommendations(
+    area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+    report: &SizingReport,
+) -> Result<()> {
+    let font = (FONT, LABEL_SIZE).into_font();
+    let columns = [90, 380, 720];
+    let header = [
+        "limiter".to_string(),
+        format!("largest safe for any traffic (≤ {}/s)", report.capacity),
+        "largest safe on these workloads".to_string(),
+    ];
+    let y = |row: u32| (RECOMMENDATIONS_TOP + row * ROW) as i32;
+    for (x, text) in columns.iter().zip(&header) {
+        area.draw(&Text::new(
+            text.clone(),
+            (*x, y(0)),
+            font.clone().color(&BLACK),
+        ))?;
+    }
+    let setting = |sizing: &crate::size::Sizing, safe: &Safe| match safe {
+        Safe::Value { value, .. } => format!("{} {value}", sizing.parameter),
+        Safe::Any => "any value".to_string(),
+        Safe::None => "none: even the smallest is over".to_string(),
+    };
+    for (i, sizing) in report.limiters.iter().enumerate() {
+        let row = y(i as u32 + 1);
+        let colour = limiter_colour(i);
+        area.draw(&Rectangle::new(
+            [(columns[0] - 24, row + 3), (columns[0] - 10, row + 15)],
+            colour.filled(),
+        ))?;
+        let cells = [
+            sizing.limiter.clone(),
+            setting(sizing, &sizing.safe_any_traffic),
+            setting(sizing, &sizing.safe_on_workloads),
+        ];
+        for (x, text) in columns.iter().zip(cells) {
+            area.draw(&Text::new(text, (*x, row), font.clone().color(&BLACK)))?;
+        }
+    }
+    Ok(())
 }

@@ -7,16 +7,18 @@ pub const WIDTH: u32 = 1280;
 /// Height of a single-panel chart, in pixels.
 pub const HEIGHT: u32 = 720;
 /// Height of one small-multiple panel of the timeline chart.
-pub const PANEL_HEIGHT: u32 = 92;
+pub const PANEL_HEIGHT: u32 = 110;
 
 /// Font family for all text; SVG viewers pick their own sans-serif.
 pub const FONT: &str = "sans-serif";
 /// Chart titles.
-pub const TITLE_SIZE: u32 = 22;
+pub const TITLE_SIZE: u32 = 28;
 /// Axis descriptions.
-pub const AXIS_SIZE: u32 = 15;
-/// Tick labels, legends and annotations.
-pub const LABEL_SIZE: u32 = 13;
+pub const AXIS_SIZE: u32 = 20;
+/// Tick labels, legends and annotations: legible when a 1280-pixel chart
+/// is put on a slide (plotters writes 1/1.24 of these sizes into the SVG,
+/// so 18 gives 14.5 px).
+pub const LABEL_SIZE: u32 = 18;
 
 /// Okabe–Ito: distinguishable with every common colour-vision deficiency.
 /// Limiter i is drawn in `PALETTE[i % 8]` in every chart.
@@ -33,6 +35,10 @@ pub const PALETTE: [RGBColor; 8] = [
 
 /// The backend's capacity line.
 pub const CAPACITY: RGBColor = RGBColor(200, 0, 0);
+/// The exact trailing-interval count drawn over a timeline's bars.
+pub const TRAILING: RGBColor = RGBColor(30, 30, 30);
+/// A limiter's bound over any traffic.
+pub const BOUND: RGBColor = RGBColor(60, 60, 60);
 /// Nominal allowances, window boundaries and other quiet references.
 pub const REFERENCE: RGBColor = RGBColor(90, 90, 90);
 /// Shading of the worst rolling interval.

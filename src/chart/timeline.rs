@@ -3,24 +3,30 @@
 
 use anyhow::Result;
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::style::{
     AXIS_SIZE, CAPACITY, FAINT, FONT, HEIGHT, HIGHLIGHT, LABEL_SIZE, PANEL_HEIGHT, REFERENCE,
-    REJECTED_ALPHA, TITLE_SIZE, WIDTH, limiter_colour,
+    REJECTED_ALPHA, TITLE_SIZE, TRAILING, WIDTH, limiter_colour,
 };
-use super::{Chart, Results, interval_words, per_second};
+use super::{
+    Canvas, Chart, DASHED, Reference, Results, add_overlay, draw_references, interval_words,
+    per_second, step_points,
+};
 use crate::sim::RunResult;
 use crate::time::{NANOS_PER_SEC, Nanos};
 
-/// Room above the tallest bar for each panel's annotation.
-const HEADROOM: f64 = 1.6;
-const LEGEND_HEIGHT: u32 = 30;
-const X_AXIS_HEIGHT: u32 = 48;
+/// Room above the tallest bar.
+const HEADROOM: f64 = 1.1;
+const LEGEND_HEIGHT: u32 = 34;
+const X_AXIS_HEIGHT: u32 = 56;
+/// Room above each panel's plot for its one-line note.
+const NOTE_HEIGHT: u32 = 24;
+const Y_LABELS: u32 = 80;
 /// Room right of each panel for the labels of its reference lines.
-const REFERENCE_LABELS: u32 = 120;
+const REFERENCE_LABELS: u32 = 150;
 
-/// The span shown: the focus run's worst interval, one rolling interval either side.
+/// The span shown: the focus run's worst interval, half a rolling interval
+/// either side, in whole buckets.
 struct View {
     from: u64,
     to: u64,
@@ -29,9 +35,9 @@ struct View {
 impl View {
     fn around(focus: &RunResult, rolling: u64, bucket: u64, duration: u64) -> View {
         let start = focus.summary.worst_rolling_start_ns;
-        let from = start.saturating_sub(rolling) / bucket * bucket;
+        let from = start.saturating_sub(rolling / 2) / bucket * bucket;
         let to = start
-            .saturating_add(2 * rolling)
+            .saturating_add(rolling + rolling / 2)
             .min(duration)
             .div_ceil(bucket)
             * bucket;
@@ -73,8 +79,9 @@ pub fn render(results: &Results, index: usize, workload: &str) -> Result<Chart> 
         })
         .expect("a scenario has at least one limiter");
     let view = View::around(focus, rolling, bucket, scenario.duration.get());
-    let per_bucket = |per_sec: f64| per_sec * bucket as f64 / NANOS_PER_SEC as f64;
-    let capacity = results.capacity().map(|c| per_bucket(c as f64));
+    // Bars are rates: each bucket's count scaled to requests per second.
+    let per_sec = NANOS_PER_SEC as f64 / bucket as f64;
+    let capacity = results.capacity().map(|c| c as f64);
     let tallest = runs
         .iter()
         .flat_map(|run| {
@@ -84,30 +91,32 @@ pub fn render(results: &Results, index: usize, workload: &str) -> Result<Chart> 
             })
         })
         .max()
-        .unwrap_or(0) as f64;
+        .unwrap_or(0) as f64
+        * per_sec;
     let nominal_max = runs
         .iter()
-        .map(|run| run.summary.nominal * bucket as f64 / rolling as f64)
+        .map(|run| run.summary.nominal * NANOS_PER_SEC as f64 / rolling as f64)
         .fold(0.0, f64::max);
     let y_max = (tallest.max(nominal_max).max(capacity.unwrap_or(0.0)) * HEADROOM).max(1.0);
 
     let title = format!(
-        "{workload}: requests per {} around the worst {} interval, one panel per limiter",
+        "{workload}: requests per second, in {} buckets, around the worst {}",
         interval_words(Nanos(bucket)),
         interval_words(Nanos(rolling))
     );
     let mut svg = String::new();
+    let mut overlay = String::new();
     {
         let panels = runs.len() as u32;
         let chrome = TITLE_SIZE * 2 + LEGEND_HEIGHT + X_AXIS_HEIGHT;
-        let height = HEIGHT.max(chrome + PANEL_HEIGHT * panels);
+        let height = HEIGHT.max(chrome + (PANEL_HEIGHT + NOTE_HEIGHT) * panels);
         // Every panel gets the same plot height; the last also holds the x axis.
         let panel_height = (height - chrome) / panels;
         let canvas = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         canvas.fill(&WHITE)?;
         let root = canvas.titled(&title, (FONT, TITLE_SIZE))?;
         let (legend, body) = root.split_vertically(LEGEND_HEIGHT);
-        draw_legend(&legend, capacity.is_some())?;
+        draw_legend(&legend, capacity.is_some(), Nanos(rolling))?;
         let breaks: Vec<u32> = (1..panels).map(|i| i * panel_height).collect();
         let areas = body.split_by_breakpoints::<u32, u32, _, _>([], breaks);
         for (i, (run, area)) in runs.iter().zip(&areas).enumerate() {
@@ -118,22 +127,25 @@ pub fn render(results: &Results, index: usize, workload: &str) -> Result<Chart> 
                 y_max,
                 bucket,
                 rolling,
-                nominal: run.summary.nominal * bucket as f64 / rolling as f64,
+                per_sec,
+                nominal: run.summary.nominal * NANOS_PER_SEC as f64 / rolling as f64,
                 capacity,
                 last: i + 1 == runs.len(),
-                y_desc: (i == runs.len() / 2)
-                    .then(|| format!("requests per {}", interval_words(Nanos(bucket)))),
+                y_desc: (i == runs.len() / 2).then(|| "requests per second".to_string()),
             };
-            panel.draw(area, &canvas)?;
+            panel.draw(area, &canvas, &mut overlay)?;
         }
         canvas.present()?;
     }
+    add_overlay(&mut svg, &overlay);
     let caption = format!(
-        "The shaded band in each panel is that limiter's worst {} interval; {} lets {} through there, {:.2}× its limit. Bars are admitted requests, lighter bars above them rejected ones.",
+        "Bars are requests per second over each {} bucket: admitted, with rejected ones lighter above. The shaded band in each panel is that limiter's worst {} interval; {} lets {} through there, {:.2}× its limit. Short buckets of random traffic flicker above the capacity line even when no second exceeds it; the dark line is the exact count in the trailing {} at each instant, per second: what the backend really gets.",
+        interval_words(Nanos(bucket)),
         interval_words(Nanos(rolling)),
         focus.summary.limiter,
         focus.summary.worst_rolling,
-        focus.summary.spike_ratio
+        focus.summary.spike_ratio,
+        interval_words(Nanos(rolling)),
     );
     Ok(Chart {
         file: format!("timeline-{workload}.svg"),
@@ -143,9 +155,7 @@ pub fn render(results: &Results, index: usize, workload: &str) -> Result<Chart> 
     })
 }
 
-type Canvas<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
-
-fn draw_legend(area: &Canvas, with_capacity: bool) -> Result<()> {
+fn draw_legend(area: &Canvas, with_capacity: bool, rolling: Nanos) -> Result<()> {
     let font = (FONT, LABEL_SIZE).into_font().color(&BLACK);
     let boxes: [(&str, ShapeStyle); 3] = [
         ("admitted", limiter_colour(0).filled()),
@@ -155,22 +165,28 @@ fn draw_legend(area: &Canvas, with_capacity: bool) -> Result<()> {
         ),
         ("worst interval", HIGHLIGHT.filled()),
     ];
+    // About 8 pixels a character at LABEL_SIZE.
+    let width = |label: &str| 40 + (label.len() as i32) * 8;
     let mut x = 80;
     for (label, style) in boxes {
-        area.draw(&Rectangle::new([(x, 9), (x + 14, 21)], style))?;
+        area.draw(&Rectangle::new([(x, 9), (x + 14, 23)], style))?;
         area.draw(&Text::new(label, (x + 20, 8), font.clone()))?;
-        x += 40 + (label.len() as i32) * 7;
+        x += width(label);
     }
     area.draw(&PathElement::new(
-        vec![(x + 7, 7), (x + 7, 23)],
+        vec![(x + 7, 7), (x + 7, 25)],
         FAINT.stroke_width(2),
     ))?;
     area.draw(&Text::new("window boundary", (x + 20, 8), font.clone()))?;
-    x += 40 + 15 * 7;
-    let lines = [
-        ("limit, per bucket", REFERENCE),
-        ("backend capacity, per bucket", CAPACITY),
-    ];
+    x += width("window boundary");
+    let trailing = format!("trailing {}", interval_words(rolling));
+    area.draw(&PathElement::new(
+        vec![(x, 15), (x + 20, 15)],
+        TRAILING.stroke_width(2),
+    ))?;
+    area.draw(&Text::new(trailing.as_str(), (x + 26, 8), font.clone()))?;
+    x += width(&trailing) + 6;
+    let lines = [("limit", REFERENCE), ("backend capacity", CAPACITY)];
     for (label, colour) in lines.into_iter().take(if with_capacity { 2 } else { 1 }) {
         area.draw(&PathElement::new(
             vec![(x, 15), (x + 8, 15)],
@@ -181,7 +197,7 @@ fn draw_legend(area: &Canvas, with_capacity: bool) -> Result<()> {
             colour.stroke_width(2),
         ))?;
         area.draw(&Text::new(label, (x + 26, 8), font.clone()))?;
-        x += 46 + (label.len() as i32) * 7;
+        x += width(label) + 6;
     }
     Ok(())
 }
@@ -193,6 +209,8 @@ struct Panel<'a> {
     y_max: f64,
     bucket: u64,
     rolling: u64,
+    /// Buckets per second: a bucket's count times this is its rate.
+    per_sec: f64,
     nominal: f64,
     capacity: Option<f64>,
     last: bool,
@@ -202,13 +220,13 @@ struct Panel<'a> {
 impl Panel<'_> {
     /// Draws the panel in `area`; `canvas` is the whole image, for text placed
     /// at the absolute pixel positions that `backend_coord` returns.
-    fn draw(&self, area: &Canvas, canvas: &Canvas) -> Result<()> {
+    fn draw(&self, area: &Canvas, canvas: &Canvas, overlay: &mut String) -> Result<()> {
         let mut chart = ChartBuilder::on(area)
             .margin_left(12)
             .margin_right(REFERENCE_LABELS)
-            .margin_top(4)
+            .margin_top(NOTE_HEIGHT)
             .x_label_area_size(if self.last { X_AXIS_HEIGHT } else { 0 })
-            .y_label_area_size(70)
+            .y_label_area_size(Y_LABELS)
             .build_cartesian_2d(self.view.seconds(), 0.0..self.y_max)?;
         let mut mesh = chart.configure_mesh();
         mesh.disable_x_mesh()
@@ -255,71 +273,69 @@ impl Panel<'_> {
             }))?;
         }
         let bars = self.view.buckets(self.bucket).flat_map(|i| {
-            let admitted = f64::from(self.run.timeline.admitted.get(i).copied().unwrap_or(0));
-            let rejected = f64::from(self.run.timeline.rejected.get(i).copied().unwrap_or(0));
+            let rate =
+                |counts: &[u32]| f64::from(counts.get(i).copied().unwrap_or(0)) * self.per_sec;
+            let admitted = rate(&self.run.timeline.admitted);
+            let rejected = rate(&self.run.timeline.rejected);
             let (x0, x1) = (
                 secs(i as u64 * self.bucket),
                 secs((i as u64 + 1) * self.bucket),
             );
             [
-                Rectangle::new([(x0, 0.0), (x1, admitted)], self.colour.filled()),
-                Rectangle::new(
-                    [(x0, admitted), (x1, admitted + rejected)],
-                    self.colour.mix(REJECTED_ALPHA).filled(),
-                ),
+                (admitted > 0.0)
+                    .then(|| Rectangle::new([(x0, 0.0), (x1, admitted)], self.colour.filled())),
+                (rejected > 0.0).then(|| {
+                    Rectangle::new(
+                        [(x0, admitted), (x1, admitted + rejected)],
+                        self.colour.mix(REJECTED_ALPHA).filled(),
+                    )
+                }),
             ]
+            .into_iter()
+            .flatten()
         });
         chart.draw_series(bars)?;
+        if let Some(trailing) = &self.run.trailing {
+            // The exact count in the trailing interval, as a rate: what the
+            // backend really gets per second, beside the flicker of buckets.
+            let scale = NANOS_PER_SEC as f64 / self.rolling as f64;
+            let buckets = self.view.buckets(self.bucket);
+            let first = buckets.start;
+            let values =
+                buckets.map(|i| f64::from(trailing.most.get(i).copied().unwrap_or(0)) * scale);
+            let steps = step_points(values, |j| secs((first + j) as u64 * self.bucket));
+            chart.draw_series(LineSeries::new(
+                steps.iter().copied(),
+                WHITE.stroke_width(5),
+            ))?;
+            chart.draw_series(LineSeries::new(steps, TRAILING.stroke_width(2)))?;
+        }
 
-        // Reference lines, labelled in the margin right of the panel where no
-        // bar can hide them: the lower label under its line, the upper above.
-        let range = self.view.seconds();
-        let font = (FONT, LABEL_SIZE).into_font();
-        let per_sec =
-            |per_bucket: f64| per_second(per_bucket * NANOS_PER_SEC as f64 / self.bucket as f64);
-        let mut lines = vec![(
-            self.nominal,
-            format!("limit {}", per_sec(self.nominal)),
-            REFERENCE,
-        )];
+        let mut references = vec![Reference {
+            level: self.nominal,
+            label: format!("limit {}", per_second(self.nominal)),
+            colour: REFERENCE,
+            dash: DASHED,
+        }];
         if let Some(capacity) = self.capacity {
-            lines.push((
-                capacity,
-                format!("capacity {}", per_sec(capacity)),
-                CAPACITY,
-            ));
+            references.push(Reference {
+                level: capacity,
+                label: format!("capacity {}", per_second(capacity)),
+                colour: CAPACITY,
+                dash: DASHED,
+            });
         }
-        lines.sort_by(|a, b| a.0.total_cmp(&b.0));
-        for (rank, (level, label, colour)) in lines.into_iter().enumerate() {
-            chart.draw_series(DashedLineSeries::new(
-                vec![(range.start, level), (range.end, level)],
-                6,
-                4,
-                colour.stroke_width(1),
-            ))?;
-            let (x, y) = chart.backend_coord(&(range.end, level));
-            let v = if rank == 0 { VPos::Top } else { VPos::Bottom };
-            canvas.draw(&Text::new(
-                label,
-                (x + 6, y),
-                font.color(&colour).pos(Pos::new(HPos::Left, v)),
-            ))?;
-        }
+        draw_references(&mut chart, canvas, self.view.seconds(), references, overlay)?;
         let mut note = self.annotation();
         if !visible {
             note.push_str(" (outside this view)");
         }
-        chart.draw_series([Text::new(
+        let (left, top) = area.get_base_pixel();
+        canvas.draw(&Text::new(
             note,
-            (
-                range.start + (range.end - range.start) * 0.005,
-                self.y_max * 0.97,
-            ),
-            (FONT, LABEL_SIZE)
-                .into_font()
-                .color(&BLACK)
-                .pos(Pos::new(HPos::Left, VPos::Top)),
-        )])?;
+            (left + Y_LABELS as i32 + 14, top + 4),
+            (FONT, LABEL_SIZE).into_font().color(&BLACK),
+        ))?;
         Ok(())
     }
 

@@ -72,7 +72,7 @@ pub fn render(results: &Results) -> Result<Chart> {
             .draw()?;
 
         let slot = GROUP_FILL / limiters as f64;
-        let small = (FONT, LABEL_SIZE - 2).into_font();
+        let small = (FONT, LABEL_SIZE).into_font();
         for (index, summary) in bars.iter().enumerate() {
             let (group, bar) = (index / limiters, index % limiters);
             let x0 = group as f64 + (1.0 - GROUP_FILL) / 2.0 + bar as f64 * slot;

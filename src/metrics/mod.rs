@@ -5,3 +5,4 @@
 pub mod backend;
 pub mod rolling;
 pub mod timeline;
+pub mod trailing;

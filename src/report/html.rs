@@ -20,6 +20,8 @@ td:nth-child(-n+3) { white-space: nowrap; }
 .over { color: #b00000; font-weight: 600; } .ok { color: #006b3c; }
 figure { margin: 2em 0; } figure svg { width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #444; margin-top: 0.4em; }
+.verdict { font-size: 1.15em; }
+pre { font-size: 0.85em; overflow-x: auto; }
 .meaning { background: #f5f7fa; border-left: 4px solid #0072b2; padding: 0.6em 1em; }
 @media print { body { max-width: none; margin: 0; } figure, table, .meaning { break-inside: avoid; } }
 ";
@@ -36,23 +38,127 @@ pub fn render_report(scenario: &Scenario, summary: &Summary, charts: &[Chart]) -
         seed = summary.seed,
         version = env!("CARGO_PKG_VERSION"),
     );
+    let _ = writeln!(
+        page,
+        "<p class=\"verdict\">{}</p>",
+        verdict_sentence(scenario, &summary.runs)
+    );
+    page.push_str(&results_table(scenario, &summary.runs));
+    // The figure that shows the spike first, then the worst counts side by
+    // side; everything else after the explanation.
+    let focus = focus_workload(&summary.runs).map(|w| format!("overview-{w}.svg"));
+    let first: Vec<&Chart> = [focus.as_deref(), Some("worst-rolling.svg")]
+        .into_iter()
+        .flatten()
+        .filter_map(|file| charts.iter().find(|c| c.file == file))
+        .collect();
+    for chart in &first {
+        page.push_str(&figure(chart));
+    }
+    let _ = writeln!(page, "{SIZING_START}{SIZING_END}");
     let _ = write!(
         page,
         "<h2>What this means</h2>\n<div class=\"meaning\">{}</div>\n",
         meaning(scenario, &summary.runs)
     );
-    page.push_str(&results_table(scenario, &summary.runs));
-    for chart in charts {
-        let _ = write!(
-            page,
-            "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
-            inline_svg(&chart.svg),
-            escape(&chart.caption)
-        );
+    page.push_str("<h2>Details</h2>\n");
+    for chart in charts
+        .iter()
+        .filter(|c| !first.iter().any(|f| f.file == c.file))
+    {
+        page.push_str(&figure(chart));
     }
     page.push_str(&parameters(scenario));
     page.push_str("</body>\n</html>\n");
     page
+}
+
+/// Where `burstsim size` puts its section in an existing report.
+const SIZING_START: &str = "<!-- burstsim:sizing -->";
+const SIZING_END: &str = "<!-- /burstsim:sizing -->";
+
+/// `report` with its sizing section replaced by `section` (HTML); `None`
+/// when `report` has no place for one (not a report of this version).
+pub fn with_sizing(report: &str, section: &str) -> Option<String> {
+    let start = report.find(SIZING_START)? + SIZING_START.len();
+    let end = start + report[start..].find(SIZING_END)?;
+    Some(format!("{}{section}{}", &report[..start], &report[end..]))
+}
+
+/// The sizing section: the table as printed, and the chart.
+pub fn sizing_section(table: &str, chart: &Chart) -> String {
+    format!(
+        "\n<h2>Sizing</h2>\n<pre>{}</pre>\n{}",
+        escape(table),
+        figure(chart)
+    )
+}
+
+fn figure(chart: &Chart) -> String {
+    format!(
+        "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
+        inline_svg(&chart.svg),
+        escape(&chart.caption)
+    )
+}
+
+/// The workload of the largest spike (the first, on a tie): the one whose
+/// overview opens the report, as "What this means" starts with it too.
+fn focus_workload(runs: &[RunSummary]) -> Option<&str> {
+    runs.iter()
+        .reduce(|a, b| if b.spike_ratio > a.spike_ratio { b } else { a })
+        .map(|r| r.workload.as_str())
+}
+
+/// One sentence: which limiters kept the backend safe, or the largest spike.
+fn verdict_sentence(scenario: &Scenario, runs: &[RunSummary]) -> String {
+    let Some(backend) = scenario.backend else {
+        return match runs
+            .iter()
+            .reduce(|a, b| if b.spike_ratio > a.spike_ratio { b } else { a })
+        {
+            Some(top) => format!(
+                "<b>Verdict:</b> the largest spike is <b>{}</b> on <i>{}</i>: {} requests in {}, {} its limit (no <code>[backend]</code> to judge against).",
+                escape(&top.limiter),
+                escape(&top.workload),
+                top.worst_rolling,
+                Nanos(top.rolling_ns),
+                ratio(top.spike_ratio)
+            ),
+            None => "<b>Verdict:</b> no runs.".to_string(),
+        };
+    };
+    let capacity = backend.capacity_per_sec.get();
+    let (over, within): (Vec<&str>, Vec<&str>) = scenario
+        .limiters
+        .iter()
+        .map(|l| l.name.as_str())
+        .partition(|name| {
+            runs.iter()
+                .any(|r| r.limiter == *name && r.exceeds_capacity())
+        });
+    let names = |list: &[&str]| {
+        join(
+            &list
+                .iter()
+                .map(|n| format!("<b>{}</b>", escape(n)))
+                .collect::<Vec<_>>(),
+        )
+    };
+    match (over.is_empty(), within.is_empty()) {
+        (true, _) => format!(
+            "<b>Verdict:</b> every limiter kept the backend within its {capacity}/s on every workload."
+        ),
+        (false, true) => format!(
+            "<b>Verdict:</b> every limiter let more through than the backend's {capacity}/s on some workload: {}.",
+            names(&over)
+        ),
+        (false, false) => format!(
+            "<b>Verdict:</b> <span class=\"over\">{} let more through than the backend's {capacity}/s</span> on some workload; {} stayed within it.",
+            names(&over),
+            names(&within)
+        ),
+    }
 }
 
 /// The results in a few sentences, generated from the figures.
