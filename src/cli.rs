@@ -88,7 +88,7 @@ pub struct RunArgs {
     /// Write no charts and no report.html (faster on very large runs).
     #[arg(long)]
     pub no_charts: bool,
-    /// Print nothing on standard output, and no warnings.
+    /// Print nothing on standard output (warnings still go to standard error).
     #[arg(long, short)]
     pub quiet: bool,
     /// Print on standard error how many requests were simulated, how fast,
@@ -118,7 +118,7 @@ pub struct SizeArgs {
     /// What to print on standard output.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Print nothing on standard output, and no warnings.
+    /// Print nothing on standard output (warnings still go to standard error).
     #[arg(long, short)]
     pub quiet: bool,
 }

@@ -23,13 +23,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }
-    warn(&scenario.warnings, args.quiet);
+    warn(&scenario.warnings);
     let target = args
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("output").join(&scenario.name));
     let staging = Staging::new(&target)?;
-    warn(staging.notes(), args.quiet);
+    warn(staging.notes());
     let options = if args.no_charts {
         sim::Options::default()
     } else {
@@ -92,7 +92,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
 /// `burstsim size`.
 pub fn size(args: &SizeArgs) -> Result<()> {
     let mut scenario = scenario::load(&args.scenario)?;
-    warn(&scenario.warnings, args.quiet);
+    warn(&scenario.warnings);
     with_capacity(&mut scenario, args.capacity)?;
     let capacity = scenario.backend.map_or(0, |b| b.capacity_per_sec.get());
     let replications = args
@@ -109,7 +109,7 @@ pub fn size(args: &SizeArgs) -> Result<()> {
     let chart = chart::render_sizing(&report)?;
     // Added to the run's results, if any, through the same staging and commit.
     let staging = Staging::update(&target)?;
-    warn(staging.notes(), args.quiet);
+    warn(staging.notes());
     staging.write("sizing.json", &json)?;
     staging.write("sizing.csv", &sizing_csv)?;
     staging.write("charts/sizing.svg", &chart.svg)?;
@@ -135,7 +135,7 @@ pub fn size(args: &SizeArgs) -> Result<()> {
 /// `burstsim live`.
 pub fn live(args: &LiveArgs) -> Result<()> {
     let scenario = scenario::load(&args.scenario)?;
-    warn(&scenario.warnings, false);
+    warn(&scenario.warnings);
     if !(args.speed.is_finite() && args.speed > 0.0) {
         bail!("--speed: must be a number above 0 (got {})", args.speed);
     }
@@ -167,7 +167,7 @@ pub fn live(args: &LiveArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("output").join(format!("{}-live", scenario.name)));
     let staging = Staging::new(&target)?;
-    warn(staging.notes(), false);
+    warn(staging.notes());
     staging.write(
         "live.json",
         &(serde_json::to_string_pretty(&results)? + "\n"),
@@ -285,7 +285,7 @@ fn live_runs(
 /// `burstsim check`: true when every run stays within the backend.
 pub fn check(path: &Path, capacity: Option<NonZeroU64>, max_requests: u64) -> Result<bool> {
     let mut scenario = scenario::load(path)?;
-    warn(&scenario.warnings, false);
+    warn(&scenario.warnings);
     with_capacity(&mut scenario, capacity)?;
     let replications = scenario.replications;
     check_work(&scenario, replications, max_requests)?;
@@ -372,7 +372,7 @@ fn with_capacity(scenario: &mut Scenario, capacity: Option<NonZeroU64>) -> Resul
 /// `burstsim validate`.
 pub fn validate(path: &std::path::Path) -> Result<()> {
     let scenario = scenario::load(path)?;
-    warn(&scenario.warnings, false);
+    warn(&scenario.warnings);
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -447,10 +447,10 @@ fn progress_bar(units: u64, quiet: bool) -> ProgressBar {
     bar
 }
 
-fn warn(warnings: &[String], quiet: bool) {
-    if !quiet {
-        for warning in warnings {
-            eprintln!("warning: {warning}");
-        }
+/// Warnings go to standard error even with `--quiet`: a trace's dropped rows
+/// or a tidied leftover change what the results mean.
+fn warn(warnings: &[String]) {
+    for warning in warnings {
+        eprintln!("warning: {warning}");
     }
 }

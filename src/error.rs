@@ -1,6 +1,11 @@
-//! Errors a user can cause with a scenario file, each naming where it is.
+//! Errors a user can cause with a scenario file, each in one form: the file,
+//! line and column of the offending value, what is wrong in the scenario's
+//! words, and the line itself with a caret under the value.
 
+use std::fmt;
 use std::path::PathBuf;
+
+use toml::de::{DeTable, DeValue};
 
 /// Why a scenario could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -14,24 +19,284 @@ pub enum ScenarioError {
         /// so it is printed once).
         cause: std::io::Error,
     },
-    /// TOML syntax or a field of the wrong type; the message carries line and column.
-    #[error("{}: {message}", path.display())]
-    Syntax {
+    /// Something wrong at a place in the file: TOML syntax, a value of the
+    /// wrong type, or one that is well-formed but not usable.
+    #[error("{}", At(self))]
+    At {
         /// The scenario file.
         path: PathBuf,
-        /// The TOML parser's message, with the offending line.
-        message: String,
-    },
-    /// A value that is well-formed but not usable.
-    #[error("{}:{line}:{column}: {message}", path.display())]
-    Invalid {
-        /// The scenario file.
-        path: PathBuf,
-        /// 1-based line of the table or value at fault.
+        /// 1-based line of the value at fault.
         line: usize,
-        /// 1-based column.
+        /// 1-based column, in characters.
         column: usize,
-        /// The field path, what is wrong and how to fix it.
+        /// The field path, what is expected and how to fix it.
         message: String,
+        /// The offending line, cut to a readable length.
+        source_line: String,
     },
+}
+
+/// The longest part of a line quoted under a message.
+const LONGEST_LINE: usize = 160;
+
+impl ScenarioError {
+    /// An error at byte `offset` of the scenario `text` read from `path`.
+    pub fn at(path: &std::path::Path, text: &str, offset: usize, message: &str) -> ScenarioError {
+        let offset = floor_char_boundary(text, offset.min(text.len()));
+        let before = &text[..offset];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let column = text[line_start..offset].chars().count() + 1;
+        let whole = text[line_start..].lines().next().unwrap_or("");
+        ScenarioError::At {
+            path: path.to_owned(),
+            line,
+            column,
+            message: crate::input::shorten_message(&humanize(message)),
+            source_line: whole.chars().take(LONGEST_LINE).collect(),
+        }
+    }
+}
+
+/// Displays [`ScenarioError::At`]: the location and message, then the line
+/// with a caret, as compilers do.
+struct At<'a>(&'a ScenarioError);
+
+impl fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ScenarioError::At {
+            path,
+            line,
+            column,
+            message,
+            source_line,
+        } = self.0
+        else {
+            return Ok(());
+        };
+        write!(f, "{}:{line}:{column}: {message}", path.display())?;
+        if source_line.trim().is_empty() {
+            return Ok(());
+        }
+        let gutter = " ".repeat(line.to_string().len());
+        let caret = column.saturating_sub(1).min(source_line.chars().count());
+        write!(
+            f,
+            "\n{gutter} |\n{line} | {source_line}\n{gutter} | {}^",
+            " ".repeat(caret)
+        )
+    }
+}
+
+fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+/// One step of a path into the scenario: a key or an array index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Key {
+    /// A table key.
+    Name(String),
+    /// An array element.
+    Index(usize),
+}
+
+/// Where the value at `path` stands in the scenario `text`, or with
+/// `at_key` the last key itself (for a key that is not allowed there).
+pub fn locate(text: &str, path: &[Key], at_key: bool) -> Option<std::ops::Range<usize>> {
+    let root = DeTable::parse(text).ok()?;
+    let mut table = root.get_ref();
+    let mut value: Option<&toml::Spanned<DeValue>> = None;
+    for (i, key) in path.iter().enumerate() {
+        let next = match (key, value.map(toml::Spanned::get_ref)) {
+            (Key::Name(name), None | Some(DeValue::Table(_))) => {
+                if let Some(DeValue::Table(inner)) = value.map(toml::Spanned::get_ref) {
+                    table = inner;
+                }
+                let (k, v) = table
+                    .iter()
+                    .find(|(k, _)| k.get_ref().as_ref() == name.as_str())?;
+                if at_key && i + 1 == path.len() {
+                    return Some(k.span());
+                }
+                v
+            }
+            (Key::Index(index), Some(DeValue::Array(array))) => array.get(*index)?,
+            _ => return None,
+        };
+        value = Some(next);
+    }
+    value.map(toml::Spanned::span)
+}
+
+/// The field path a configuration error starts with (`layers[1].window:
+/// …`), as keys; and for an unknown key (`unknown field \`x\``), that key.
+pub fn field_path(message: &str) -> Vec<Key> {
+    if let Some(rest) = message.split("unknown field `").nth(1) {
+        return rest
+            .split('`')
+            .next()
+            .map(|k| vec![Key::Name(k.to_string())])
+            .unwrap_or_default();
+    }
+    let Some((prefix, _)) = message.split_once(": ") else {
+        return Vec::new();
+    };
+    let mut keys = Vec::new();
+    for part in prefix.split('.') {
+        let (name, indices) = part.split_once('[').unwrap_or((part, ""));
+        let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        if name.is_empty() || !name.chars().all(valid) {
+            return Vec::new();
+        }
+        keys.push(Key::Name(name.to_string()));
+        for index in indices.split('[').filter(|s| !s.is_empty()) {
+            match index.trim_end_matches(']').parse() {
+                Ok(index) => keys.push(Key::Index(index)),
+                Err(_) => return Vec::new(),
+            }
+        }
+    }
+    keys
+}
+
+/// serde's and toml's wording in the scenario's words: "expected a whole
+/// number ≥ 1, got 0" instead of "invalid value: integer `0`, expected a
+/// nonzero u64".
+pub fn humanize(message: &str) -> String {
+    message
+        .lines()
+        .map(humanize_line)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn humanize_line(line: &str) -> String {
+    for marker in ["invalid value: ", "invalid type: "] {
+        if let Some(at) = line.find(marker) {
+            let (head, rest) = line.split_at(at);
+            let rest = &rest[marker.len()..];
+            if let Some((got, expected)) = rest.split_once(", expected ") {
+                return format!(
+                    "{head}expected {}, got {}",
+                    expected_words(expected),
+                    got_words(got)
+                );
+            }
+        }
+    }
+    line.replace("unknown field `", "unknown key `")
+        .replace("missing field `", "missing key `")
+        .replace("unknown variant `", "unknown value `")
+        .replace('`', "\"")
+}
+
+fn expected_words(expected: &str) -> String {
+    match expected.trim() {
+        "a nonzero u64" | "a nonzero u32" | "a nonzero usize" => "a whole number ≥ 1".into(),
+        "u64" | "u32" | "usize" | "u16" | "u8" => "a whole number ≥ 0".into(),
+        "i64" | "i32" => "a whole number".into(),
+        "f64" | "f32" => "a number".into(),
+        "a string" => "text in quotes".into(),
+        "a boolean" => "true or false".into(),
+        other => other.replace('`', "\""),
+    }
+}
+
+fn got_words(got: &str) -> String {
+    let got = got.trim();
+    for (serde, words) in [
+        ("integer ", ""),
+        ("floating point ", ""),
+        ("boolean ", ""),
+        ("string ", "the text "),
+    ] {
+        if let Some(value) = got.strip_prefix(serde) {
+            return format!("{words}{}", value.trim_matches('`'));
+        }
+    }
+    match got {
+        "sequence" => "a list".into(),
+        "map" => "a table".into(),
+        other => other.replace('`', "\""),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn speaks_the_scenarios_words() {
+        assert_eq!(
+            humanize("threshold: invalid value: integer `0`, expected a nonzero u64"),
+            "threshold: expected a whole number ≥ 1, got 0"
+        );
+        assert_eq!(
+            humanize("threshold: invalid type: floating point `5.0`, expected a nonzero u64"),
+            "threshold: expected a whole number ≥ 1, got 5.0"
+        );
+        assert_eq!(
+            humanize("mode: unknown variant `bogus`, expected one of `local`, `shared`"),
+            "mode: unknown value \"bogus\", expected one of \"local\", \"shared\""
+        );
+    }
+
+    #[test]
+    fn reads_the_field_path_a_message_starts_with() {
+        assert_eq!(
+            field_path("layers[1].window: expected a duration"),
+            [
+                Key::Name("layers".into()),
+                Key::Index(1),
+                Key::Name("window".into())
+            ]
+        );
+        assert_eq!(
+            field_path("unknown field `threshhold`, expected …"),
+            [Key::Name("threshhold".into())]
+        );
+        assert!(field_path("the name is used twice: pick another").is_empty());
+    }
+
+    #[test]
+    fn locates_a_value_in_an_array_of_tables_and_an_inline_table() {
+        let text = "[[limiter]]\nname = \"a\"\n\n[[limiter]]\nname = \"b\"\nthreshold = 0\n\n[[workload]]\nsources = [{ kind = \"x\", rate = 5 }]\n";
+        let name = |s: &str| Key::Name(s.into());
+        let span = locate(
+            text,
+            &[name("limiter"), Key::Index(1), name("threshold")],
+            false,
+        )
+        .unwrap();
+        assert_eq!(&text[span], "0");
+        let span = locate(
+            text,
+            &[name("limiter"), Key::Index(1), name("threshold")],
+            true,
+        )
+        .unwrap();
+        assert_eq!(&text[span], "threshold");
+        let path = [
+            name("workload"),
+            Key::Index(0),
+            name("sources"),
+            Key::Index(0),
+            name("rate"),
+        ];
+        assert_eq!(&text[locate(text, &path, false).unwrap()], "5");
+    }
+
+    #[test]
+    fn shows_the_line_with_a_caret_under_the_value() {
+        let text = "a = 1\nthreshold = 0\n";
+        let err = ScenarioError::at(std::path::Path::new("s.toml"), text, 18, "threshold: no");
+        assert_eq!(
+            err.to_string(),
+            "s.toml:2:13: threshold: no\n  |\n2 | threshold = 0\n  |             ^"
+        );
+    }
 }

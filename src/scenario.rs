@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::error::ScenarioError;
+use crate::error::{Key, ScenarioError, field_path, locate};
 use crate::limiter::cluster::{ClusterConfig, Config as ClusterRun};
 use crate::limiter::{Context, LimiterConfig, RateLimiter};
 use crate::time::Nanos;
@@ -142,9 +142,9 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
 
 /// Validates scenario `text`, read from `path`.
 pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
-    let file: ScenarioFile = toml::from_str(text).map_err(|err| ScenarioError::Syntax {
-        path: path.to_owned(),
-        message: shorten_lines(err.to_string().trim_end()),
+    let file: ScenarioFile = toml::from_str(text).map_err(|err| {
+        let offset = err.span().map_or(0, |span| span.start);
+        ScenarioError::at(path, text, offset, err.message().trim_end())
     })?;
     Validator { text, path }.scenario(file)
 }
@@ -156,15 +156,22 @@ struct Validator<'a> {
 
 impl Validator<'_> {
     fn error(&self, span: std::ops::Range<usize>, message: String) -> ScenarioError {
-        let before = &self.text[..span.start.min(self.text.len())];
-        let line = before.matches('\n').count() + 1;
-        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-        ScenarioError::Invalid {
-            path: self.path.to_owned(),
-            line,
-            column,
-            message,
-        }
+        ScenarioError::at(self.path, self.text, span.start, &message)
+    }
+
+    /// An error from the table at `base` (spanning `span`), blamed on the
+    /// very value its message names when the file holds it there.
+    fn error_in(
+        &self,
+        span: std::ops::Range<usize>,
+        base: &[Key],
+        prefix: &str,
+        err: &str,
+    ) -> ScenarioError {
+        let mut path = base.to_vec();
+        path.extend(field_path(err));
+        let at = locate(self.text, &path, err.contains("unknown field `")).unwrap_or(span);
+        self.error(at, format!("{prefix}: {err}"))
     }
 
     fn scenario(&self, file: ScenarioFile) -> Result<Scenario, ScenarioError> {
@@ -206,7 +213,20 @@ impl Validator<'_> {
             backend_capacity_per_sec: file.backend.map(|b| b.capacity_per_sec.get()),
         };
         let (mut limiters, overrides) = self.limiters(file.limiter, context)?;
-        for (limiter, (own, own_span)) in limiters.iter_mut().zip(overrides) {
+        // The scenario's [cluster] alone first, so its mistakes are blamed on it.
+        if let Some(shared) = &file.cluster {
+            crate::config::parse_table::<ClusterConfig>(shared.get_ref().clone()).map_err(
+                |err| {
+                    self.error_in(
+                        shared.span(),
+                        &[Key::Name("cluster".into())],
+                        "cluster",
+                        &err,
+                    )
+                },
+            )?;
+        }
+        for (i, (limiter, (own, own_span))) in limiters.iter_mut().zip(overrides).enumerate() {
             // The scenario's [cluster], with the limiter's own `cluster = { … }` over it.
             let (mut table, span) = match &file.cluster {
                 Some(shared) => (shared.get_ref().clone(), shared.span()),
@@ -220,10 +240,17 @@ impl Validator<'_> {
                 None => file.cluster.is_some().then_some(table),
             };
             let Some(merged) = merged else { continue };
+            let base = [
+                Key::Name("limiter".into()),
+                Key::Index(i),
+                Key::Name("cluster".into()),
+            ];
             let fail = |err: String| {
-                self.error(
+                self.error_in(
                     span.clone(),
-                    format!("limiter {:?} in the cluster: {err}", limiter.name),
+                    &base,
+                    &format!("limiter {:?} in the cluster", limiter.name),
+                    &err,
                 )
             };
             let cluster: ClusterConfig = crate::config::parse_table(merged).map_err(fail)?;
@@ -316,7 +343,8 @@ impl Validator<'_> {
         let mut names = HashSet::new();
         files
             .iter()
-            .map(|file| {
+            .enumerate()
+            .map(|(w, file)| {
                 let name = file.get_ref().name.get_ref();
                 let at = file.get_ref().name.span();
                 check_name(name).map_err(|err| self.error(at.clone(), format!("workload name: {err}")))?;
@@ -327,9 +355,10 @@ impl Validator<'_> {
                     return Err(self.error(file.span(), format!("workload {name:?}: sources: needs at least one source")));
                 }
                 let sources = file.get_ref().sources.iter().enumerate().map(|(i, table)| {
-                    let fail = |err: String| self.error(table.span(), format!("workload {name:?}, source {}: {err}", i + 1));
+                    let base = [Key::Name("workload".into()), Key::Index(w), Key::Name("sources".into()), Key::Index(i)];
+                    let fail = |err: String| self.error_in(table.span(), &base, &format!("workload {name:?}, source {}", i + 1), &err);
                     let source = SourceConfig::from_table(table.get_ref().clone()).map_err(fail)?;
-                    let fail = |err: String| self.error(table.span(), format!("workload {name:?}, source {} ({}): {err}", i + 1, source.kind_name()));
+                    let fail = |err: String| self.error_in(table.span(), &base, &format!("workload {name:?}, source {} ({})", i + 1, source.kind_name()), &err);
                     warnings.extend(source.validate(duration, base_dir).map_err(fail)?);
                     Ok(source)
                 });
@@ -398,8 +427,10 @@ impl Validator<'_> {
                         return Err(self.error(span, format!("limiter {}: name: missing", i + 1)));
                     }
                 };
-                let fail =
-                    |err: String| self.error(span.clone(), format!("limiter {name:?}: {err}"));
+                let base = [Key::Name("limiter".into()), Key::Index(i)];
+                let fail = |err: String| {
+                    self.error_in(span.clone(), &base, &format!("limiter {name:?}"), &err)
+                };
                 check_name(&name).map_err(|err| fail(format!("name: {err}")))?;
                 if !names.insert(name.clone()) {
                     return Err(fail(
@@ -420,19 +451,6 @@ impl Validator<'_> {
             .collect::<Result<Vec<_>, _>>()
             .map(|pairs| pairs.into_iter().unzip())
     }
-}
-
-/// The TOML parser quotes the offending line; a line of a hostile file can
-/// be megabytes long, so each is cut to a readable length.
-fn shorten_lines(message: &str) -> String {
-    const LONGEST: usize = 160;
-    let lines = message
-        .lines()
-        .map(|line| match line.char_indices().nth(LONGEST) {
-            Some((cut, _)) => format!("{}…", &line[..cut]),
-            None => line.to_string(),
-        });
-    lines.collect::<Vec<_>>().join("\n")
 }
 
 /// Names become file and folder names, so they are kept to a safe alphabet.
@@ -489,25 +507,36 @@ threshold = 100
     #[test]
     fn a_misspelt_top_level_key_is_an_error_with_its_line() {
         let err = error(&MINIMAL.replace("duration", "durration"));
-        assert!(err.contains("line 2") && err.contains("durration"), "{err}");
+        assert!(
+            err.starts_with("s.toml:2:1: unknown key \"durration\""),
+            "{err}"
+        );
     }
 
     #[test]
     fn a_limiter_error_names_the_file_line_limiter_and_field() {
         let err = error(&MINIMAL.replace("threshold = 100", "threshold = 0"));
-        assert!(err.starts_with("s.toml:8:"), "{err}");
-        assert!(err.contains("limiter \"fixed\": threshold:"), "{err}");
+        // At the value itself, not at the [[limiter]] header four lines up.
+        assert!(
+            err.starts_with(
+                "s.toml:12:13: limiter \"fixed\": threshold: expected a whole number ≥ 1, got 0"
+            ),
+            "{err}"
+        );
+        assert!(
+            err.ends_with("12 | threshold = 0\n   |             ^"),
+            "{err}"
+        );
     }
 
     #[test]
     fn a_source_error_names_the_workload_and_source() {
         let err = error(&MINIMAL.replace("rate = 80", "rate = 80, burst = 3"));
-        assert!(err.starts_with("s.toml:6:"), "{err}");
         assert!(
-            err.contains("workload \"steady\", source 1: ")
-                && err.contains("unknown field `burst`"),
+            err.starts_with("s.toml:6:43: workload \"steady\", source 1: "),
             "{err}"
         );
+        assert!(err.contains("unknown key \"burst\""), "{err}");
     }
 
     #[test]

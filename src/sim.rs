@@ -159,6 +159,15 @@ fn simulate_workload(
     if let Some(err) = arrivals.take_error() {
         bail!("workload {:?}: {err}", workload.name);
     }
+    // A run of no requests would pass every check. Later replications may
+    // draw none by chance; the scenario's own may not.
+    if options.replication == 0 && runs.iter().all(|run| run.offered == 0) {
+        bail!(
+            "workload {:?} offers no requests in {}: its sources produce nothing in the run; raise their rates, widen their start and end, or lengthen the run",
+            workload.name,
+            scenario.duration
+        );
+    }
     Ok(runs
         .into_iter()
         .zip(&scenario.limiters)

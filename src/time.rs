@@ -55,8 +55,42 @@ impl FromStr for Nanos {
 
 impl<'de> Deserialize<'de> for Nanos {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        Nanos::parse(&text).map_err(serde::de::Error::custom)
+        deserializer.deserialize_any(DurationVisitor)
+    }
+}
+
+/// Reads a duration string, and answers a bare number with the fix.
+struct DurationVisitor;
+
+impl DurationVisitor {
+    fn bare<E: serde::de::Error>(number: impl fmt::Display) -> E {
+        E::custom(format!(
+            "expected a duration such as \"{number}s\" or \"{number}ms\", got the bare number {number}: give it a unit, in quotes"
+        ))
+    }
+}
+
+impl serde::de::Visitor<'_> for DurationVisitor {
+    type Value = Nanos;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a duration such as \"1s\" or \"250ms\"")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Nanos, E> {
+        Nanos::parse(text).map_err(E::custom)
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, number: i64) -> Result<Nanos, E> {
+        Err(Self::bare(number))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, number: u64) -> Result<Nanos, E> {
+        Err(Self::bare(number))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, number: f64) -> Result<Nanos, E> {
+        Err(Self::bare(number))
     }
 }
 

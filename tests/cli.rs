@@ -273,12 +273,11 @@ fn a_misspelt_key_names_the_file_line_and_key() {
         "threshhold = 100\n\n[[limiter]]\nname = \"smaller",
         &["bad.toml:", "limiter \"fixed-1s\"", "threshhold"],
     );
-    let line = format!("line {}", line_of("duration = \"60s\""));
-    rejects(
-        "duration = \"60s\"",
-        "durations = \"60s\"",
-        &["bad.toml", &line, "durations"],
+    let at = format!(
+        "bad.toml:{}:1: unknown key \"durations\"",
+        line_of("duration = \"60s\"")
     );
+    rejects("duration = \"60s\"", "durations = \"60s\"", &[&at]);
 }
 
 #[test]
@@ -323,8 +322,8 @@ fn duplicate_names_are_refused() {
 
 #[test]
 fn a_malformed_file_names_its_line_and_column() {
-    let line = format!("line {}, column 8", line_of("seed = 42"));
-    rejects("seed = 42", "seed = = 42", &["bad.toml", &line]);
+    let at = format!("bad.toml:{}:8: ", line_of("seed = 42"));
+    rejects("seed = 42", "seed = = 42", &[&at, "seed = = 42"]);
 }
 
 #[test]
@@ -475,4 +474,165 @@ fn replications_report_statistics_and_do_not_depend_on_the_number_of_threads() {
         1,
         "even bursts are deterministic"
     );
+}
+
+/// replay.toml with `rebase = true` removed: epoch timestamps fall far
+/// beyond the one-minute run.
+fn replay_without_rebase() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let text = fs::read_to_string("scenarios/replay.toml")
+        .unwrap()
+        .replace(", rebase = true", "")
+        .replace(
+            "traces/checkout-sample.csv",
+            &fs::canonicalize("scenarios/traces/checkout-sample.csv")
+                .unwrap()
+                .display()
+                .to_string(),
+        );
+    let path = dir.path().join("epoch.toml");
+    fs::write(&path, text).unwrap();
+    (dir, path)
+}
+
+#[test]
+fn a_replay_that_drops_every_row_is_refused_by_run_check_and_validate() {
+    let (dir, path) = replay_without_rebase();
+    for command in ["run", "check", "validate"] {
+        burstsim()
+            .current_dir(dir.path())
+            .arg(command)
+            .arg(&path)
+            .assert()
+            .code(2)
+            .stderr(
+                predicate::str::contains("all 2562 rows fall outside")
+                    .and(predicate::str::contains("set rebase = true")),
+            );
+    }
+    assert!(!dir.path().join("output").exists());
+}
+
+#[test]
+fn a_workload_that_offers_nothing_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.toml");
+    fs::write(
+        &path,
+        "duration = \"1ms\"\nseed = 1\n[[workload]]\nname = \"quiet\"\nsources = [{ kind = \"poisson\", rate = 1 }]\n\
+         [[limiter]]\nname = \"l\"\nkind = \"sliding-log\"\nwindow = \"100us\"\nthreshold = 10\n",
+    )
+    .unwrap();
+    burstsim()
+        .current_dir(dir.path())
+        .args(["check", "--capacity", "10"])
+        .arg(&path)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "workload \"quiet\" offers no requests",
+        ));
+}
+
+#[test]
+fn a_partial_drop_is_a_warning_that_check_and_quiet_runs_still_print() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("short.toml");
+    let text = fs::read_to_string("scenarios/replay.toml")
+        .unwrap()
+        .replace("duration = \"60s\"", "duration = \"30s\"")
+        .replace(
+            "traces/checkout-sample.csv",
+            &fs::canonicalize("scenarios/traces/checkout-sample.csv")
+                .unwrap()
+                .display()
+                .to_string(),
+        );
+    fs::write(&path, text).unwrap();
+    for args in [vec!["check"], vec!["run", "-q", "--no-charts"]] {
+        burstsim()
+            .current_dir(dir.path())
+            .args(&args)
+            .arg(&path)
+            .assert()
+            .stderr(
+                predicate::str::contains("rows fall outside")
+                    .and(predicate::str::contains("are left out")),
+            );
+    }
+}
+
+#[test]
+fn errors_point_at_the_value_in_the_scenarios_words() {
+    let threshold = line_of("threshold = 100");
+    rejects(
+        "threshold = 100",
+        "threshold = 0",
+        &[
+            &format!(
+                "bad.toml:{threshold}:13: limiter \"fixed-1s\": threshold: expected a whole number ≥ 1, got 0"
+            ),
+            "threshold = 0\n",
+        ],
+    );
+    rejects(
+        "threshold = 100",
+        "threshold = 5.0",
+        &["expected a whole number ≥ 1, got 5.0"],
+    );
+    let window = line_of("window = \"1s\"");
+    rejects(
+        "window = \"1s\"",
+        "window = 1",
+        &[
+            &format!("bad.toml:{window}:10: "),
+            "expected a duration such as \"1s\"",
+        ],
+    );
+    for (from, to) in [
+        ("threshold = 100", "threshold = 0"),
+        ("threshold = 100", "threshold = 5.0"),
+    ] {
+        let (dir, path) = broken(from, to);
+        let stderr = burstsim()
+            .current_dir(dir.path())
+            .arg("validate")
+            .arg(&path)
+            .assert()
+            .code(2)
+            .get_output()
+            .stderr
+            .clone();
+        let stderr = String::from_utf8_lossy(&stderr);
+        for leak in [
+            "u64",
+            "nonzero",
+            "floating point",
+            "invalid type",
+            "invalid value",
+        ] {
+            assert!(!stderr.contains(leak), "{leak:?} leaks into: {stderr}");
+        }
+    }
+}
+
+#[test]
+fn a_bad_cluster_mode_is_blamed_on_the_cluster_section() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cluster.toml");
+    let text = fs::read_to_string("scenarios/basic.toml").unwrap()
+        + "\n[cluster]\ninstances = 2\nmode = \"bogus\"\n";
+    let line = text.lines().position(|l| l.starts_with("mode = ")).unwrap() + 1;
+    fs::write(&path, text).unwrap();
+    burstsim()
+        .arg("validate")
+        .arg(&path)
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains(format!(
+                "cluster.toml:{line}:8: cluster: mode: unknown value \"bogus\""
+            ))
+            .and(predicate::str::contains("limiter").not()),
+        );
 }

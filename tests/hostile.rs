@@ -70,7 +70,7 @@ fn hostile_numbers_are_refused_with_their_field() {
     refused(
         scenario("{ kind = \"poisson\", rate = 1e400 }").as_bytes(),
         None,
-        "line 4",
+        "hostile.toml:4:39: ",
     );
     refused(
         scenario("{ kind = \"uniform\", rate = 1e30 }").as_bytes(),
@@ -105,7 +105,7 @@ fn hostile_files_are_refused() {
         "[".repeat(100_000),
         "]".repeat(100_000)
     );
-    refused(deep.as_bytes(), None, "line 2");
+    refused(deep.as_bytes(), None, "hostile.toml:2:");
 }
 
 #[test]

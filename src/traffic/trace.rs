@@ -239,10 +239,25 @@ impl Config {
             all.offset = offset;
             outside = rows - all.filter(|t| (start..end).contains(t)).count() as u64;
         }
-        let mut warnings = Vec::new();
+        // A replay of nothing would pass every check: refuse it.
         if rows == 0 {
-            warnings.push(format!("{}: the trace has no rows", shown.display()));
+            return Err(format!(
+                "{}: the trace has no rows, so there is nothing to replay; give it one timestamp per row under its header",
+                shown.display()
+            ));
         }
+        if outside == rows {
+            let hint = if self.rebase {
+                "; set the source's start and end to where the rows are, or lengthen the run"
+            } else {
+                "; if it holds absolute (epoch) timestamps, set rebase = true"
+            };
+            return Err(format!(
+                "{}: all {rows} rows fall outside [{start}, {end}), so nothing would be replayed{hint}",
+                shown.display()
+            ));
+        }
+        let mut warnings = Vec::new();
         if unsorted > 0 {
             warnings.push(format!(
                 "{}: {unsorted} of {rows} rows are earlier than the row before them; the trace was sorted in memory",
