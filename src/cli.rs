@@ -44,8 +44,10 @@ pub enum Command {
         max_requests: u64,
     },
     /// Replay a workload in real time against a real Redis, enforcing each
-    /// fixed window and sliding log with server-side scripts, and compare
-    /// Redis's decisions with the simulator's; writes live.json.
+    /// fixed window (as a first-request window) and sliding log with
+    /// server-side scripts, and compare Redis's decisions with the
+    /// simulator's; writes live.json, summary.json, charts and report.html
+    /// under output/<name>-live/.
     Live(LiveArgs),
     /// Print a shell completion script: `burstsim completions bash > /etc/bash_completion.d/burstsim`.
     Completions {
@@ -140,9 +142,17 @@ pub struct LiveArgs {
     /// The workload to replay (default: the first).
     #[arg(long, value_name = "NAME")]
     pub workload: Option<String>,
-    /// Write live.json into this folder instead of output/<name>/.
+    /// Write the results into this folder instead of output/<name>-live/.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// The most a connection, a command or a reply may take before the run
+    /// stops with an error.
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    pub timeout: crate::time::Nanos,
+    /// Refuse a replay that would take longer than this in real time
+    /// (the scenario's duration divided by --speed).
+    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    pub max_wall_time: crate::time::Nanos,
 }
 
 /// What `run` prints.

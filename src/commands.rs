@@ -152,16 +152,62 @@ pub fn live(args: &LiveArgs) -> Result<()> {
                 )
             })?,
     };
-    let clients = usize::try_from(args.clients.get())
-        .unwrap_or(usize::MAX)
-        .min(256);
-    let results = crate::live::replay(&scenario, workload, &args.redis, args.speed, clients)?;
-    if results.is_empty() {
+    let wall_secs = scenario.duration.as_secs_f64() / args.speed;
+    if wall_secs > args.max_wall_time.as_secs_f64() {
+        // Debug prints 1e-300 as such, where Display writes 300 zeros.
+        let wall = if wall_secs < 1e6 { format!("{wall_secs:.0}") } else { format!("{wall_secs:.1e}") };
         bail!(
-            "{}: live replays fixed windows and sliding logs; this scenario has neither",
+            "--speed {:?}: replaying {} at {:?}× would take {wall} s of real time, more than --max-wall-time {}; raise --speed or --max-wall-time",
+            args.speed,
+            scenario.duration,
+            args.speed,
+            args.max_wall_time
+        );
+    }
+    let plan = crate::live::plan(&scenario);
+    if plan.iter().all(|(_, variants)| variants.is_empty()) {
+        bail!(
+            "{}: live enforces fixed windows (also smaller and buffered ones) and sliding logs in Redis; this scenario has none",
             args.scenario.display()
         );
     }
+    eprintln!(
+        "live: fixed windows run in Redis as first-request windows (INCR, then PEXPIRE on the first hit: a window opens at a key's first request, as Redis counters do; an epoch-aligned window would need a key per window), once as one atomic script and once as separate GET, INCR and PEXPIRE round trips; sliding logs run as sorted sets. The \"simulated\" column models exactly that, so it can differ from `burstsim run` for epoch windows."
+    );
+    let skipped: Vec<&str> = plan
+        .iter()
+        .filter(|(_, variants)| variants.is_empty())
+        .map(|(name, _)| *name)
+        .collect();
+    if !skipped.is_empty() {
+        eprintln!(
+            "live: not enforced, for want of a Redis script of their kind: {}",
+            skipped.join(", ")
+        );
+    }
+    let clients = usize::try_from(args.clients.get())
+        .unwrap_or(usize::MAX)
+        .min(256);
+    let redis = crate::live::Connection {
+        url: &args.redis,
+        timeout: std::time::Duration::from_nanos(args.timeout.get()),
+        clients,
+        speed: args.speed,
+    };
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new_spinner();
+        if let Ok(style) =
+            ProgressStyle::with_template("{elapsed:>4} {spinner} {pos} requests sent to Redis")
+        {
+            bar.set_style(style);
+        }
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let results = crate::live::replay(&scenario, workload, &redis, &|| bar.inc(1));
+    bar.finish_and_clear();
+    let results = results?;
     let target = args
         .out
         .clone()

@@ -3,6 +3,7 @@
 //! simulator's for the same arrivals.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
@@ -71,39 +72,61 @@ pub struct LiveResult {
     pub worst_1s_model: u64,
 }
 
-/// Replays workload `workload` of `scenario` against the Redis at `url`.
+/// How to talk to Redis.
+pub struct Connection<'a> {
+    /// The server, like `redis://127.0.0.1:6379`.
+    pub url: &'a str,
+    /// The most a connect, a command or a reply may take.
+    pub timeout: Duration,
+    /// Concurrent clients.
+    pub clients: usize,
+    /// Real time runs this many times faster than the scenario's.
+    pub speed: f64,
+}
+
+/// How `live` enforces each limiter of a scenario: the Redis variants, or
+/// none for a kind it has no script for.
+pub fn plan(scenario: &Scenario) -> Vec<(&str, &'static [Variant])> {
+    scenario
+        .limiters
+        .iter()
+        .map(|named| {
+            let variants: &'static [Variant] = match &named.config {
+                LimiterConfig::FixedWindow(_)
+                | LimiterConfig::SmallerWindow(_)
+                | LimiterConfig::Buffered(_) => {
+                    &[Variant::AtomicFixedWindow, Variant::NaiveFixedWindow]
+                }
+                LimiterConfig::SlidingLog(_) => &[Variant::SlidingLog],
+                _ => &[],
+            };
+            (named.name.as_str(), variants)
+        })
+        .collect()
+}
+
+/// Replays workload `workload` of `scenario` against Redis as [`plan`]
+/// says; `progress` is called once per request sent.
 pub fn replay(
     scenario: &Scenario,
     workload: usize,
-    url: &str,
-    speed: f64,
-    clients: usize,
+    redis: &Connection,
+    progress: &(dyn Fn() + Sync),
 ) -> Result<Vec<LiveResult>> {
-    let client =
-        redis::Client::open(url).with_context(|| format!("--redis {url}: not a Redis address"))?;
-    client
-        .get_connection()
-        .with_context(|| format!("cannot connect to Redis at {url}"))?;
+    let client = redis::Client::open(redis.url)
+        .map_err(|err| anyhow::anyhow!("--redis {}: not a Redis address: {err}", redis.url))?;
+    connect(&client, redis)?;
     let arrivals = arrivals(scenario, workload)?;
     let context = Context {
         backend_capacity_per_sec: scenario.backend.map(|b| b.capacity_per_sec.get()),
     };
     let mut results = Vec::new();
-    for named in &scenario.limiters {
-        let variants: &[Variant] = match &named.config {
-            LimiterConfig::FixedWindow(_)
-            | LimiterConfig::SmallerWindow(_)
-            | LimiterConfig::Buffered(_) => {
-                &[Variant::AtomicFixedWindow, Variant::NaiveFixedWindow]
-            }
-            LimiterConfig::SlidingLog(_) => &[Variant::SlidingLog],
-            _ => continue,
-        };
+    for (named, (_, variants)) in scenario.limiters.iter().zip(plan(scenario)) {
         let (window, threshold) = match named.config.build(context).map_err(anyhow::Error::msg)? {
             Limiter::FixedWindow(fixed) => (fixed.window().get(), fixed.threshold()),
             Limiter::SlidingLog(_) => {
                 let LimiterConfig::SlidingLog(config) = &named.config else {
-                    unreachable!("matched above")
+                    unreachable!("only a sliding-log config builds a sliding log")
                 };
                 (config.window.get(), config.threshold.get())
             }
@@ -117,19 +140,53 @@ pub fn replay(
                 Instant::now().elapsed().as_nanos()
             );
             let sent = send(
-                &client, &key, variant, &arrivals, window, threshold, speed, clients,
-            )?;
+                &client,
+                redis,
+                &key,
+                variant,
+                &arrivals,
+                (window, threshold),
+                progress,
+            );
+            // The key goes whatever happened, so none is left without expiry.
+            let _: redis::RedisResult<i64> = connect(&client, redis)
+                .map_err(|err| {
+                    redis::RedisError::from((redis::ErrorKind::Io, "reconnect", err.to_string()))
+                })
+                .and_then(|mut con| redis::cmd("DEL").arg(&key).query(&mut con));
             results.push(compare(
                 &named.name,
                 variant,
-                &sent,
+                &sent?,
                 window,
                 threshold,
-                speed,
+                redis.speed,
             ));
         }
     }
     Ok(results)
+}
+
+/// A connection whose connect, commands and replies all time out.
+fn connect(client: &redis::Client, redis: &Connection) -> Result<redis::Connection> {
+    let fail = |err: redis::RedisError| {
+        let why = if err.is_timeout() {
+            "no answer".to_string()
+        } else {
+            err.to_string()
+        };
+        anyhow::anyhow!(
+            "cannot connect to Redis at {} within {:?}: {why}",
+            redis.url,
+            redis.timeout
+        )
+    };
+    let con = client
+        .get_connection_with_timeout(redis.timeout)
+        .map_err(fail)?;
+    con.set_read_timeout(Some(redis.timeout)).map_err(fail)?;
+    con.set_write_timeout(Some(redis.timeout)).map_err(fail)?;
+    Ok(con)
 }
 
 fn arrivals(scenario: &Scenario, index: usize) -> Result<Vec<u64>> {
@@ -151,87 +208,124 @@ fn arrivals(scenario: &Scenario, index: usize) -> Result<Vec<u64>> {
 /// Redis's answer, and (for the atomic fixed window) the count INCR returned.
 type Sent = (u64, u64, bool, u64);
 
-#[allow(clippy::too_many_arguments)]
+/// Sends every arrival at its (sped-up) time from `redis.clients` threads;
+/// the first error stops every client.
 fn send(
     client: &redis::Client,
+    redis: &Connection,
     key: &str,
     variant: Variant,
     arrivals: &[u64],
-    window: u64,
-    threshold: u64,
-    speed: f64,
-    clients: usize,
+    (window, threshold): (u64, u64),
+    progress: &(dyn Fn() + Sync),
 ) -> Result<Vec<Sent>> {
+    let (speed, clients) = (redis.speed, redis.clients);
     let results = Mutex::new(Vec::with_capacity(arrivals.len()));
+    let stop = AtomicBool::new(false);
     let start = Instant::now() + Duration::from_millis(50);
     // Redis expires keys in real time, which runs `speed` times faster than the scenario's.
     let window_ms = ((window as f64 / speed / 1e6).round() as u64).max(1);
     std::thread::scope(|scope| -> Result<()> {
         let workers: Vec<_> = (0..clients)
             .map(|c| {
-                let results = &results;
+                let (results, stop) = (&results, &stop);
                 scope.spawn(move || -> Result<()> {
-                    let mut con = client
-                        .get_connection()
-                        .context("connecting a client to Redis")?;
-                    let fixed = redis::Script::new(FIXED_WINDOW);
-                    let log = redis::Script::new(SLIDING_LOG);
-                    for (i, &due) in arrivals.iter().enumerate().skip(c).step_by(clients) {
-                        let at = start + Duration::from_nanos((due as f64 / speed) as u64);
-                        if let Some(wait) = at.checked_duration_since(Instant::now()) {
-                            std::thread::sleep(wait);
-                        }
-                        let sent = (Instant::now().saturating_duration_since(start).as_nanos()
-                            as f64
-                            * speed) as u64;
-                        let mut count = 0;
-                        let admitted = match variant {
-                            Variant::AtomicFixedWindow => {
-                                count =
-                                    fixed.key(key).arg(window_ms).invoke::<i64>(&mut con)? as u64;
-                                count <= threshold
-                            }
-                            Variant::NaiveFixedWindow => {
-                                let count: Option<u64> =
-                                    redis::cmd("GET").arg(key).query(&mut con)?;
-                                let count = count.unwrap_or(0);
-                                if count < threshold {
-                                    let now: u64 = redis::cmd("INCR").arg(key).query(&mut con)?;
-                                    if now == 1 {
-                                        let _: i64 = redis::cmd("PEXPIRE")
-                                            .arg(key)
-                                            .arg(window_ms)
-                                            .query(&mut con)?;
-                                    }
+                    let run = || -> Result<()> {
+                        let mut con = connect(client, redis)?;
+                        let fixed = redis::Script::new(FIXED_WINDOW);
+                        let log = redis::Script::new(SLIDING_LOG);
+                        for (i, &due) in arrivals.iter().enumerate().skip(c).step_by(clients) {
+                            let at = start + Duration::from_nanos((due as f64 / speed) as u64);
+                            // Sleep in slices, so another client's failure stops this one.
+                            while let Some(wait) = at.checked_duration_since(Instant::now()) {
+                                if stop.load(Ordering::Relaxed) {
+                                    return Ok(());
                                 }
-                                count < threshold
+                                std::thread::sleep(wait.min(Duration::from_millis(50)));
                             }
-                            Variant::SlidingLog => {
-                                log.key(key)
-                                    .arg(sent)
-                                    .arg(window)
-                                    .arg(threshold)
-                                    .arg(i)
-                                    .invoke::<i64>(&mut con)?
-                                    == 1
+                            if stop.load(Ordering::Relaxed) {
+                                return Ok(());
                             }
-                        };
-                        results
-                            .lock()
-                            .expect("no client panics holding the lock")
-                            .push((due, sent, admitted, count));
+                            let sent = (Instant::now().saturating_duration_since(start).as_nanos()
+                                as f64
+                                * speed) as u64;
+                            let mut count = 0;
+                            let admitted = match variant {
+                                Variant::AtomicFixedWindow => {
+                                    count = fixed.key(key).arg(window_ms).invoke::<i64>(&mut con)?
+                                        as u64;
+                                    count <= threshold
+                                }
+                                Variant::NaiveFixedWindow => {
+                                    let count: Option<u64> =
+                                        redis::cmd("GET").arg(key).query(&mut con)?;
+                                    let count = count.unwrap_or(0);
+                                    if count < threshold {
+                                        let now: u64 =
+                                            redis::cmd("INCR").arg(key).query(&mut con)?;
+                                        if now == 1 {
+                                            let _: i64 = redis::cmd("PEXPIRE")
+                                                .arg(key)
+                                                .arg(window_ms)
+                                                .query(&mut con)?;
+                                        }
+                                    }
+                                    count < threshold
+                                }
+                                Variant::SlidingLog => {
+                                    log.key(key)
+                                        .arg(sent)
+                                        .arg(window)
+                                        .arg(threshold)
+                                        .arg(i)
+                                        .invoke::<i64>(&mut con)?
+                                        == 1
+                                }
+                            };
+                            progress();
+                            results
+                                .lock()
+                                .expect("no client panics holding the lock")
+                                .push((due, sent, admitted, count));
+                        }
+                        Ok(())
+                    };
+                    let timed_out = |err: &anyhow::Error| {
+                        err.chain().any(|cause| {
+                            cause
+                                .downcast_ref::<redis::RedisError>()
+                                .is_some_and(redis::RedisError::is_timeout)
+                        })
+                    };
+                    let outcome = run().map_err(|err| {
+                        if timed_out(&err) {
+                            anyhow::anyhow!("no reply from Redis within {:?}", redis.timeout)
+                        } else {
+                            err
+                        }
+                    });
+                    if outcome.is_err() {
+                        stop.store(true, Ordering::Relaxed);
                     }
-                    Ok(())
+                    outcome
                 })
             })
             .collect();
-        workers
-            .into_iter()
-            .try_for_each(|worker| worker.join().expect("a client thread ran to its end"))
+        // Every client is joined; the first error is the one reported.
+        let mut first = Ok(());
+        for worker in workers {
+            let outcome = worker.join().expect("a client thread ran to its end");
+            if first.is_ok() {
+                first = outcome;
+            }
+        }
+        first.with_context(|| {
+            format!(
+                "a client's request to Redis at {} failed; every client stopped",
+                redis.url
+            )
+        })
     })?;
-    let _: redis::RedisResult<i64> = redis::cmd("DEL")
-        .arg(key)
-        .query(&mut client.get_connection()?);
     let mut sent = results.into_inner().expect("every client finished");
     sent.sort_by_key(|&(_, at, _, _)| at);
     Ok(sent)

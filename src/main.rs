@@ -36,11 +36,28 @@ fn main() -> ExitCode {
         Err(err) => {
             eprintln!(
                 "error: {}",
-                burstsim::input::shorten_message(&format!("{err:#}"))
+                burstsim::input::shorten_message(&error_chain(&err))
             );
             ExitCode::from(2)
         }
     }
+}
+
+/// The error and its causes, `outer: inner`, each cause once: a cause whose
+/// text its parent already ends with (an I/O error wrapped by a client
+/// library, say) is not repeated.
+fn error_chain(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain().map(ToString::to_string) {
+        if text.ends_with(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text
 }
 
 /// `burstsim run … | head` closing the pipe early is not a failure.

@@ -9,30 +9,10 @@ use std::fs;
 use assert_cmd::Command;
 use serde_json::Value;
 
-const SCENARIO: &str = r#"
-name = "live"
-duration = "3s"
-seed = 3
-[[workload]]
-name = "edge"
-sources = [
-  { kind = "poisson", rate = 100 },
-  { kind = "boundary", period = "1s", before = 60, after = 60, spread = "100ms", every = 1 },
-]
-[[workload]]
-name = "burst"
-sources = [{ kind = "boundary", period = "1s", before = 0, after = 200, spread = "2ms", every = 1, even = true }]
-[[limiter]]
-name = "fixed"
-kind = "fixed-window"
-window = "1s"
-threshold = 50
-[[limiter]]
-name = "log"
-kind = "sliding-log"
-window = "1s"
-threshold = 50
-"#;
+/// The scenario the README's live example runs.
+fn scenario() -> String {
+    fs::read_to_string("scenarios/live.toml").expect("scenarios/live.toml is shipped")
+}
 
 #[test]
 fn live_replay_agrees_with_the_simulator_on_atomic_scripts() {
@@ -45,7 +25,7 @@ fn live_replay_agrees_with_the_simulator_on_atomic_scripts() {
     let server = common::RedisServer::start(&binary);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("live.toml");
-    fs::write(&path, SCENARIO).unwrap();
+    fs::write(&path, scenario()).unwrap();
     let url = format!("redis://127.0.0.1:{}", server.port);
     Command::cargo_bin("burstsim")
         .unwrap()
@@ -131,7 +111,7 @@ fn live_replay_agrees_with_the_simulator_on_atomic_scripts() {
 fn live_names_an_unreachable_redis_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("live.toml");
-    fs::write(&path, SCENARIO).unwrap();
+    fs::write(&path, scenario()).unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -150,4 +130,55 @@ fn live_names_an_unreachable_redis_and_exits_2() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// A port that accepts connections and never answers, like a hung server.
+fn silent_port() -> (std::net::TcpListener, u16) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    (listener, port)
+}
+
+#[test]
+fn live_against_a_silent_port_exits_2_within_its_timeout() {
+    let (_listener, port) = silent_port();
+    let started = std::time::Instant::now();
+    let output = Command::cargo_bin("burstsim")
+        .unwrap()
+        .args([
+            "live",
+            "scenarios/live.toml",
+            "--timeout",
+            "500ms",
+            "--redis",
+        ])
+        .arg(format!("redis://127.0.0.1:{port}"))
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("within 500ms: no answer"), "{stderr}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn live_refuses_a_speed_that_would_run_longer_than_the_wall_time_limit() {
+    Command::cargo_bin("burstsim")
+        .unwrap()
+        .args([
+            "live",
+            "scenarios/live.toml",
+            "--redis",
+            "redis://127.0.0.1:1",
+            "--speed",
+            "1e-300",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("more than --max-wall-time 3600s"));
 }
