@@ -18,6 +18,10 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// Colour verdicts and messages: on a terminal unless NO_COLOR is set
+    /// (auto), always, or never.
+    #[arg(long, global = true, value_enum, default_value_t = crate::colour::When::Auto)]
+    pub color: crate::colour::When,
 }
 
 /// The subcommands.
@@ -33,16 +37,7 @@ pub enum Command {
     Size(SizeArgs),
     /// Exit 1 if any run lets more through in one second than the backend's
     /// capacity, or the backend drops requests; for CI of gateway configurations.
-    Check {
-        /// The scenario file (TOML).
-        scenario: PathBuf,
-        /// Check against this capacity (requests per second) instead of [backend] capacity.
-        #[arg(long, value_name = "REQ_PER_S")]
-        capacity: Option<NonZeroU64>,
-        /// Refuse to start work of more than this many requests.
-        #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS)]
-        max_requests: u64,
-    },
+    Check(CheckArgs),
     /// Replay a workload in real time against a real Redis, enforcing each
     /// fixed window (as a first-request window) and sliding log with
     /// server-side scripts, and compare Redis's decisions with the
@@ -125,6 +120,36 @@ pub struct SizeArgs {
     pub quiet: bool,
 }
 
+/// `burstsim check`.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// The scenario file (TOML).
+    pub scenario: PathBuf,
+    /// Check against this capacity (requests per second) instead of [backend] capacity.
+    #[arg(long, value_name = "REQ_PER_S")]
+    pub capacity: Option<NonZeroU64>,
+    /// Refuse to start work of more than this many requests.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS)]
+    pub max_requests: u64,
+    /// What to print on standard output: a line per problem (table), or
+    /// the verdict and every problem as JSON.
+    #[arg(long, value_enum, default_value_t = CheckFormat::Table)]
+    pub format: CheckFormat,
+    /// Print nothing on standard output; the exit status tells (warnings
+    /// still go to standard error).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// What `check` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    /// A line per problem and a verdict line.
+    Table,
+    /// `{"scenario", "capacity", "runs", "ok", "failures": [...]}`.
+    Json,
+}
+
 /// `burstsim live`.
 #[derive(Debug, clap::Args)]
 pub struct LiveArgs {
@@ -155,13 +180,13 @@ pub struct LiveArgs {
     pub max_wall_time: crate::time::Nanos,
 }
 
-/// What `run` prints.
+/// What `run` and `size` print.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     /// A table for people.
     Table,
-    /// summary.json's content.
+    /// The results as JSON: summary.json's content for run, sizing.json's for size.
     Json,
-    /// summary.csv's content.
+    /// The results as CSV: summary.csv's content for run, sizing.csv's for size.
     Csv,
 }

@@ -4,18 +4,17 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use std::num::NonZeroU64;
-use std::path::Path;
 
 use std::io::IsTerminal;
 
 use anyhow::{Context as _, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::cli::{Format, LiveArgs, RunArgs, SizeArgs};
+use crate::cli::{CheckArgs, CheckFormat, Format, LiveArgs, RunArgs, SizeArgs};
 use crate::output::{DecisionFiles, Staging};
 use crate::report::{self, csv, html, sizing, table};
 use crate::scenario::{Backend, Scenario};
-use crate::{chart, check, replicate, scenario, sim, size};
+use crate::{chart, check, colour, replicate, scenario, sim, size};
 
 /// `burstsim run`.
 pub fn run(args: &RunArgs) -> Result<()> {
@@ -46,7 +45,11 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .map_or(scenario.replications, NonZeroU64::get);
     check_work(&scenario, replications, args.max_requests)?;
     let started = std::time::Instant::now();
-    let bar = progress_bar(replicate::units(&scenario, replications), args.quiet);
+    let bar = progress_bar(
+        replicate::units(&scenario, replications),
+        args.quiet,
+        "workload runs",
+    );
     let outcome =
         replicate::simulate_replicated(&scenario, &options, replications, &|| bar.inc(1))?;
     bar.finish_and_clear();
@@ -78,7 +81,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let text = match args.format {
             Format::Table => format!(
                 "{}\nresults in {}\n",
-                table::render_table(&summary.runs),
+                coloured(table::render_table(&summary.runs)),
                 target.display()
             ),
             Format::Json => json,
@@ -99,7 +102,10 @@ pub fn size(args: &SizeArgs) -> Result<()> {
         .replications
         .map_or(scenario.replications, NonZeroU64::get);
     check_work(&scenario, replications, args.max_requests)?;
-    let report = size::size(&scenario, capacity, replications)?;
+    let bar = progress_bar(scenario.limiters.len() as u64, args.quiet, "limiters sized");
+    let report = size::size(&scenario, capacity, replications, &|| bar.inc(1));
+    bar.finish_and_clear();
+    let report = report?;
     let json = serde_json::to_string_pretty(&report)? + "\n";
     let sizing_csv = sizing::render_sizing_csv(&report);
     let target = args
@@ -123,7 +129,7 @@ pub fn size(args: &SizeArgs) -> Result<()> {
     staging.commit()?;
     if !args.quiet {
         let text = match args.format {
-            Format::Table => format!("{table}results in {}\n", target.display()),
+            Format::Table => format!("{}results in {}\n", coloured(table), target.display()),
             Format::Json => json,
             Format::Csv => sizing_csv,
         };
@@ -155,7 +161,11 @@ pub fn live(args: &LiveArgs) -> Result<()> {
     let wall_secs = scenario.duration.as_secs_f64() / args.speed;
     if wall_secs > args.max_wall_time.as_secs_f64() {
         // Debug prints 1e-300 as such, where Display writes 300 zeros.
-        let wall = if wall_secs < 1e6 { format!("{wall_secs:.0}") } else { format!("{wall_secs:.1e}") };
+        let wall = if wall_secs < 1e6 {
+            format!("{wall_secs:.0}")
+        } else {
+            format!("{wall_secs:.1e}")
+        };
         bail!(
             "--speed {:?}: replaying {} at {:?}× would take {wall} s of real time, more than --max-wall-time {}; raise --speed or --max-wall-time",
             args.speed,
@@ -329,45 +339,64 @@ fn live_runs(
 }
 
 /// `burstsim check`: true when every run stays within the backend.
-pub fn check(path: &Path, capacity: Option<NonZeroU64>, max_requests: u64) -> Result<bool> {
-    let mut scenario = scenario::load(path)?;
+pub fn check(args: &CheckArgs) -> Result<bool> {
+    let mut scenario = scenario::load(&args.scenario)?;
     warn(&scenario.warnings);
-    with_capacity(&mut scenario, capacity)?;
+    with_capacity(&mut scenario, args.capacity)?;
     let replications = scenario.replications;
-    check_work(&scenario, replications, max_requests)?;
+    check_work(&scenario, replications, args.max_requests)?;
     let outcome =
         replicate::simulate_replicated(&scenario, &sim::Options::default(), replications, &|| {})?;
-    let failures: Vec<String> = outcome
+    let capacity = scenario.backend.map_or(0, |b| b.capacity_per_sec.get());
+    let failures: Vec<(&sim::RunResult, Vec<String>)> = outcome
         .runs
         .iter()
-        .flat_map(|run| check::failures(&run.summary))
+        .map(|run| (run, check::failures(&run.summary)))
+        .filter(|(_, lines)| !lines.is_empty())
         .collect();
-    let mut out = std::io::stdout().lock();
-    let capacity = scenario.backend.map_or(0, |b| b.capacity_per_sec.get());
-    if failures.is_empty() {
-        writeln!(
-            out,
-            "ok: all {} runs of {} stay within the backend's {capacity}/s",
+    let ok = failures.is_empty();
+    if args.quiet {
+        return Ok(ok);
+    }
+    let text = match args.format {
+        CheckFormat::Json => {
+            let report = serde_json::json!({
+                "scenario": scenario.name,
+                "capacity": capacity,
+                "runs": outcome.runs.len(),
+                "ok": ok,
+                "failures": failures.iter().map(|(run, lines)| serde_json::json!({
+                    "workload": run.summary.workload,
+                    "limiter": run.summary.limiter,
+                    "worst_1s": run.summary.worst_1s_max(),
+                    "dropped": run.summary.dropped_max(),
+                    "problems": lines,
+                })).collect::<Vec<_>>(),
+            });
+            serde_json::to_string_pretty(&report)? + "\n"
+        }
+        CheckFormat::Table if ok => coloured(format!(
+            "ok: all {} runs of {} stay within the backend's {capacity}/s\n",
             outcome.runs.len(),
             scenario.name
-        )?;
-        return Ok(true);
-    }
-    for failure in &failures {
-        writeln!(out, "{failure}")?;
-    }
-    let offending = outcome
-        .runs
-        .iter()
-        .filter(|run| !check::failures(&run.summary).is_empty())
-        .count();
-    writeln!(
-        out,
-        "check failed: {offending} of {} runs of {} exceed the backend's {capacity}/s",
-        outcome.runs.len(),
-        scenario.name
-    )?;
-    Ok(false)
+        )),
+        CheckFormat::Table => {
+            let mut text = String::new();
+            for line in failures.iter().flat_map(|(_, lines)| lines) {
+                text.push_str(line);
+                text.push('\n');
+            }
+            text.push_str(&format!(
+                "check failed: {} of {} runs of {} exceed the backend's {capacity}/s\n",
+                failures.len(),
+                outcome.runs.len(),
+                scenario.name
+            ));
+            coloured(text)
+        }
+    };
+    std::io::stdout().write_all(text.as_bytes())?;
+    Ok(ok)
 }
 
 /// Refuses, before any work, a run of more than `max` requests.
@@ -480,14 +509,14 @@ fn peak_memory_kb() -> Option<u64> {
 
 /// A progress bar on standard error when it is a terminal and the work has
 /// several parts; hidden otherwise.
-fn progress_bar(units: u64, quiet: bool) -> ProgressBar {
+fn progress_bar(units: u64, quiet: bool, what: &str) -> ProgressBar {
     if quiet || units < 2 || !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(units);
-    if let Ok(style) =
-        ProgressStyle::with_template("{elapsed:>4} [{bar:40}] {pos}/{len} workload runs {eta} left")
-    {
+    if let Ok(style) = ProgressStyle::with_template(&format!(
+        "{{elapsed:>4}} [{{bar:40}}] {{pos}}/{{len}} {what} {{eta}} left"
+    )) {
         bar.set_style(style.progress_chars("=> "));
     }
     bar
@@ -497,6 +526,15 @@ fn progress_bar(units: u64, quiet: bool) -> ProgressBar {
 /// or a tidied leftover change what the results mean.
 fn warn(warnings: &[String]) {
     for warning in warnings {
-        eprintln!("warning: {warning}");
+        eprintln!("{}{warning}", colour::warning_prefix());
+    }
+}
+
+/// A table for standard output, its verdicts coloured when that is wanted.
+fn coloured(table: String) -> String {
+    if colour::stdout() {
+        colour::verdicts(&table)
+    } else {
+        table
     }
 }

@@ -5,6 +5,7 @@ pub mod adversary;
 pub mod chart;
 pub mod check;
 pub mod cli;
+pub mod colour;
 pub mod commands;
 pub mod config;
 pub mod decimal;

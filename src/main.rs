@@ -9,15 +9,12 @@ use clap::{CommandFactory, Parser};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     burstsim::output::remove_staging_on_interrupt();
+    burstsim::colour::set(cli.color);
     let result = match &cli.command {
         Command::Run(args) => commands::run(args).map(|()| true),
         Command::Size(args) => commands::size(args).map(|()| true),
         Command::Live(args) => commands::live(args).map(|()| true),
-        Command::Check {
-            scenario,
-            capacity,
-            max_requests,
-        } => commands::check(scenario, *capacity, *max_requests),
+        Command::Check(args) => commands::check(args),
         Command::Validate { scenario } => commands::validate(scenario).map(|()| true),
         Command::Completions { shell } => {
             clap_complete::generate(
@@ -35,7 +32,8 @@ fn main() -> ExitCode {
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!(
-                "error: {}",
+                "{}{}",
+                burstsim::colour::error_prefix(),
                 burstsim::input::shorten_message(&error_chain(&err))
             );
             ExitCode::from(2)

@@ -50,6 +50,9 @@ pub struct Cost {
     pub rejected_share: f64,
     /// Rejected while fewer than `capacity` had been admitted in the trailing second.
     pub rejected_with_spare_capacity: u64,
+    /// Whether the workload is an adversary's pattern, not traffic: its
+    /// rejections cost no real client anything.
+    pub adversary: bool,
 }
 
 /// The sizing of one limiter.
@@ -87,8 +90,14 @@ pub struct SizingReport {
     pub limiters: Vec<Sizing>,
 }
 
-/// Sizes every limiter of `scenario` against `capacity` requests per second.
-pub fn size(scenario: &Scenario, capacity: u64, replications: u64) -> Result<SizingReport> {
+/// Sizes every limiter of `scenario` against `capacity` requests per second;
+/// `progress` is called as each limiter is done.
+pub fn size(
+    scenario: &Scenario,
+    capacity: u64,
+    replications: u64,
+    progress: &(dyn Fn() + Sync),
+) -> Result<SizingReport> {
     let mut scenario = scenario.clone();
     let queue = scenario.backend.and_then(|b| b.queue);
     let capacity_per_sec =
@@ -101,7 +110,11 @@ pub fn size(scenario: &Scenario, capacity: u64, replications: u64) -> Result<Siz
     let limiters = scenario
         .limiters
         .par_iter()
-        .map(|limiter| size_limiter(scenario, limiter, capacity, replications))
+        .map(|limiter| {
+            let sized = size_limiter(scenario, limiter, capacity, replications);
+            progress();
+            sized
+        })
         .collect::<Result<Vec<_>>>()?;
     Ok(SizingReport {
         scenario: scenario.name.clone(),
@@ -152,6 +165,7 @@ impl Probe<'_> {
                 rejected: 0,
                 rejected_share: 0.0,
                 rejected_with_spare_capacity: 0,
+                adversary: w.sources.iter().any(|s| s.adversary_budget().is_some()),
             })
             .collect();
         let (mut worst, mut dropped) = (0, 0);

@@ -187,3 +187,59 @@ fn the_queue_model_reports_drops_and_waits() {
         "150 waiting at 150/s wait about a second: {queue}"
     );
 }
+
+#[test]
+fn check_prints_its_verdict_as_json_or_nothing_with_quiet() {
+    let output = burstsim()
+        .args(["check", "scenarios/promo.toml", "--format", "json"])
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let report: serde_json::Value =
+        serde_json::from_slice(&output).expect("check --format json prints JSON");
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["capacity"], 150);
+    let failures = report["failures"].as_array().unwrap();
+    assert!(failures.iter().any(|f| f["workload"] == "edge-burst"
+        && f["limiter"] == "fixed-1s"
+        && f["worst_1s"] == 200));
+    burstsim()
+        .args(["check", "scenarios/promo.toml", "--quiet"])
+        .assert()
+        .code(1)
+        .stdout("");
+    burstsim()
+        .args(["check", "scenarios/basic.toml", "--capacity", "100", "-q"])
+        .assert()
+        .success()
+        .stdout("");
+}
+
+#[test]
+fn colour_follows_the_flag_and_no_color() {
+    let run = |color: &str, no_color: Option<&str>| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = burstsim();
+        cmd.args(["check", "--color", color])
+            .arg(std::fs::canonicalize("scenarios/promo.toml").unwrap());
+        if let Some(value) = no_color {
+            cmd.env("NO_COLOR", value);
+        } else {
+            cmd.env_remove("NO_COLOR");
+        }
+        let out = cmd
+            .current_dir(dir.path())
+            .assert()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let always = run("always", Some("1"));
+    assert!(always.contains("\x1b[1;31mOVER\x1b[0m"), "{always}");
+    // Not a terminal here: auto stays plain, and so does never.
+    assert!(!run("auto", None).contains('\x1b'));
+    assert!(!run("never", None).contains('\x1b'));
+}

@@ -27,7 +27,7 @@ pub fn render_sizing_table(report: &SizingReport) -> String {
         } else {
             "✓"
         };
-        let (rejected, spare) = cost(sizing);
+        let (rejected, spare) = cost(sizing, report.replications);
         table.add_row(vec![
             sizing.limiter.clone(),
             sizing.parameter.clone(),
@@ -51,8 +51,9 @@ pub fn render_sizing_table(report: &SizingReport) -> String {
          bound now     the most the current setting can admit in 1 s, for any traffic (✗: above {capacity})\n\
          any traffic   the largest setting whose bound over 1 s is at most {capacity}, and that bound\n\
          on workloads  the largest setting whose simulated worst second stays at most {capacity}, and that worst\n\
-         rejected      at the any-traffic setting: the largest share of a workload's requests rejected\n\
-         spare         at the any-traffic setting: requests rejected while the backend had room for them\n",
+         rejected      at the any-traffic setting: the largest share of a workload's requests rejected, over all replications\n\
+         spare         at the any-traffic setting: requests rejected while the backend had room for them, per replication (mean), all workloads together\n\
+         Adversary workloads are patterns, not traffic: rejected and spare leave them out.\n",
         table.trim_fmt(),
         capacity = report.capacity,
         replications = report.replications
@@ -70,19 +71,27 @@ fn safe_cell(safe: &Safe) -> String {
 }
 
 /// The largest rejected share (and its workload) and the spare-capacity rejections.
-fn cost(sizing: &Sizing) -> (String, String) {
+fn cost(sizing: &Sizing, replications: u64) -> (String, String) {
     let Safe::Value { costs, .. } = &sizing.safe_any_traffic else {
         return ("-".to_string(), "-".to_string());
     };
-    let worst = costs
-        .iter()
-        .max_by(|a, b| a.rejected_share.total_cmp(&b.rejected_share));
-    let spare: u64 = costs.iter().map(|c| c.rejected_with_spare_capacity).sum();
+    let traffic = || costs.iter().filter(|c| !c.adversary);
+    let worst = traffic().max_by(|a, b| a.rejected_share.total_cmp(&b.rejected_share));
+    if worst.is_none() {
+        return ("-".to_string(), "-".to_string());
+    }
+    // Both per replication: a share is one already; the count is averaged.
+    let spare: u64 = traffic().map(|c| c.rejected_with_spare_capacity).sum();
+    let per_replication = spare as f64 / replications.max(1) as f64;
     (
         worst.map_or("-".to_string(), |c| {
             format!("{:.1}% {}", c.rejected_share * 100.0, c.workload)
         }),
-        spare.to_string(),
+        if per_replication.fract() == 0.0 {
+            format!("{per_replication:.0}")
+        } else {
+            format!("{per_replication:.1}")
+        },
     )
 }
 
