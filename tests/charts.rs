@@ -351,3 +351,40 @@ fn every_chart_text_is_at_least_14_pixels() {
         }
     }
 }
+
+#[test]
+fn the_report_opens_with_the_verdict_then_the_table_then_the_spike_and_gains_sizing() {
+    let promo = run("scenarios/promo.toml", &[]);
+    Command::cargo_bin("burstsim")
+        .unwrap()
+        .args(["size", "scenarios/promo.toml", "--quiet", "--out"])
+        .arg(&promo.out)
+        .assert()
+        .success();
+    let html = read(&promo.out.join("report.html"));
+    let at = |needle: &str| {
+        html.find(needle)
+            .unwrap_or_else(|| panic!("no {needle:?} in report.html"))
+    };
+    let order = [
+        at("<b>Verdict:</b>"),
+        at("<h2>Results</h2>"),
+        at("edge-burst: requests admitted in the trailing 1 s"),
+        at("Worst 1 s admitted per workload"),
+        at("<h2>Sizing</h2>"),
+        at("<h2>What this means</h2>"),
+        at("<h2>Details</h2>"),
+    ];
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "out of order: {order:?}"
+    );
+    assert!(
+        html.contains("fixed-1s</b>, <b>buffered-70</b> and <b>token-bucket</b> let more through")
+    );
+    assert!(
+        html.len() < 1_000_000,
+        "report.html is {} bytes",
+        html.len()
+    );
+}
