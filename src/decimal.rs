@@ -85,8 +85,18 @@ impl Decimal {
             return Err(format!("expected a finite number, got {value}"));
         }
         // Display prints the shortest text that reads back as the same float:
-        // 0.7 stays "0.7", not 0.6999999999999999555910790149937.
-        Decimal::parse(&value.to_string())
+        // 0.7 stays "0.7", not 0.6999999999999999555910790149937. Up to 15
+        // significant digits that is exactly what was written; beyond, the
+        // float may already have changed it, so it is not guessed.
+        let text = value.to_string();
+        let digits = text.trim_start_matches('-').replace('.', "");
+        let significant = digits.trim_start_matches('0').trim_end_matches('0').len();
+        if significant > 15 {
+            return Err(format!(
+                "{text} has more significant digits than a TOML number keeps exactly (15); write it as a string, like \"{text}\", to have it exact"
+            ));
+        }
+        Decimal::parse(&text)
     }
 }
 
@@ -111,8 +121,10 @@ impl<'de> Deserialize<'de> for Decimal {
         enum Number {
             Int(i64),
             Float(f64),
+            Text(String),
         }
         let parsed = match Number::deserialize(deserializer)? {
+            Number::Text(text) => Decimal::parse(text.trim()),
             Number::Int(value) => u64::try_from(value)
                 .map(Decimal::whole)
                 .map_err(|_| format!("expected a non-negative number, got {value}")),

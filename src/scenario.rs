@@ -212,7 +212,7 @@ impl Validator<'_> {
         let context = Context {
             backend_capacity_per_sec: file.backend.map(|b| b.capacity_per_sec.get()),
         };
-        let (mut limiters, overrides) = self.limiters(file.limiter, context)?;
+        let (mut limiters, overrides) = self.limiters(file.limiter, context, duration)?;
         // The scenario's [cluster] alone first, so its mistakes are blamed on it.
         if let Some(shared) = &file.cluster {
             crate::config::parse_table::<ClusterConfig>(shared.get_ref().clone()).map_err(
@@ -377,6 +377,7 @@ impl Validator<'_> {
         &self,
         tables: Vec<Spanned<toml::Table>>,
         context: Context,
+        duration: Nanos,
     ) -> Result<
         (
             Vec<NamedLimiter>,
@@ -438,7 +439,14 @@ impl Validator<'_> {
                     ));
                 }
                 let config = LimiterConfig::from_table(table).map_err(fail)?;
-                let description = config.build(context).map_err(fail)?.describe();
+                let built = config.build(context).map_err(fail)?;
+                if duration > built.horizon() {
+                    return Err(fail(format!(
+                        "its time arithmetic is exact only for arrivals up to {} (delays and tolerances are added to them), and the run lasts {duration}; shorten the run",
+                        built.horizon()
+                    )));
+                }
+                let description = built.describe();
                 Ok((
                     NamedLimiter {
                         name,

@@ -336,7 +336,9 @@ fn clusters() -> impl Strategy<Value = String> {
         .prop_map(|(k, mode, offsets, drift, update, n, divide, step_at, step_by)| {
             let mode = ["local", "shared-instance-clock", "shared-store-clock"][mode];
             let offsets = offsets[..k].join(", ");
-            let update = ["atomic", "read-then-increment"][update];
+            // The store-clock mode is one atomic step on the store; only
+            // instance clocks read, then increment.
+            let update = if mode == "shared-store-clock" { "atomic" } else { ["atomic", "read-then-increment"][update] };
             let by = format!("\"{}{}ns\"", if step_by < 0 { "-" } else { "+" }, step_by.abs());
             // Batched counters only share a counter keyed by instance clocks.
             let sync = if mode == "shared-instance-clock" && divide { "sync_interval = \"700ns\"\n" } else { "" };

@@ -44,20 +44,31 @@ impl Config {
         }
     }
 
-    /// A fixed window with threshold ⌊ρ · capacity⌋, computed exactly.
+    /// A fixed window with threshold ⌊ρ · capacity⌋, computed exactly — with
+    /// the default capacity, ⌊ρ · capacity_per_sec · W⌋ in one step, never
+    /// flooring the capacity per window first (3/s over 1.5 s is 4.5, and
+    /// ⌊0.7 × 4.5⌋ is 3).
     pub fn build(&self, context: Context) -> Result<FixedWindow, String> {
         let ratio = self.ratio.unwrap_or(DEFAULT_RATIO);
-        let capacity = match (self.capacity, context.backend_capacity_per_sec) {
-            (Some(capacity), _) => u128::from(capacity),
+        let too_large = || "capacity: too large".to_string();
+        let (threshold, capacity) = match (self.capacity, context.backend_capacity_per_sec) {
+            (Some(capacity), _) => (ratio.floor_mul(capacity), capacity.to_string()),
             (None, Some(per_sec)) => {
-                u128::from(per_sec) * u128::from(self.window.get()) / u128::from(NANOS_PER_SEC)
+                let numerator = u128::from(ratio.numerator())
+                    .checked_mul(u128::from(per_sec))
+                    .and_then(|n| n.checked_mul(u128::from(self.window.get())))
+                    .ok_or_else(too_large)?;
+                let denominator = u128::from(ratio.denominator()) * u128::from(NANOS_PER_SEC);
+                (
+                    numerator / denominator,
+                    format!("{per_sec}/s × {}", self.window),
+                )
             }
             (None, None) => {
                 return Err("capacity: missing; give `capacity` (requests per window) or a [backend] capacity".into());
             }
         };
-        let capacity = u64::try_from(capacity).map_err(|_| "capacity: too large".to_string())?;
-        let threshold = u64::try_from(ratio.floor_mul(capacity)).unwrap_or(u64::MAX);
+        let threshold = u64::try_from(threshold).map_err(|_| too_large())?;
         if threshold == 0 {
             return Err(format!(
                 "ratio: {ratio} × capacity {capacity} per window leaves a threshold of 0"

@@ -124,13 +124,55 @@ impl RateLimiter for Chain {
             .unwrap_or(Nanos::ZERO)
     }
 
-    /// What passes must pass every layer, so the smallest layer bound holds.
+    /// What passes must pass every layer, so each layer's bound holds — for
+    /// decision times. Releases come after the longest of the layers'
+    /// delays, up to M = the longest delay any layer can give: with no
+    /// delaying layer, the smallest layer bound; with exactly one, that
+    /// layer's own release bound (the others add no delay, so its releases
+    /// are the chain's) and every other layer's decision bound over L + M
+    /// (what is released in [s, s + L) was decided in [s − M, s + L)); with
+    /// several, every layer's decision bound over L + M.
     fn bound(&self, interval: Nanos) -> u64 {
+        let longest = self.max_delay();
+        let delaying = self
+            .layers
+            .iter()
+            .filter(|l| l.max_delay() > Nanos::ZERO)
+            .count();
+        let widened = Nanos(interval.get().saturating_add(longest.get()));
         self.layers
             .iter()
-            .map(|layer| layer.bound(interval))
+            .map(|layer| match delaying {
+                0 => layer.bound(interval),
+                1 if layer.max_delay() > Nanos::ZERO => layer.bound(interval),
+                _ => layer.decision_bound(widened),
+            })
             .min()
             .unwrap_or(0)
+    }
+
+    fn decision_bound(&self, interval: Nanos) -> u64 {
+        self.layers
+            .iter()
+            .map(|layer| layer.decision_bound(interval))
+            .min()
+            .unwrap_or(0)
+    }
+
+    fn max_delay(&self) -> Nanos {
+        self.layers
+            .iter()
+            .map(Limiter::max_delay)
+            .max()
+            .unwrap_or(Nanos::ZERO)
+    }
+
+    fn horizon(&self) -> Nanos {
+        self.layers
+            .iter()
+            .map(Limiter::horizon)
+            .min()
+            .unwrap_or(Nanos(u64::MAX))
     }
 
     fn nominal(&self, interval: Nanos) -> f64 {

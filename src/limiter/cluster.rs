@@ -236,6 +236,9 @@ impl ClusterConfig {
                 "cluster.offset_spread: give either `offsets` or `offset_spread`, not both".into(),
             );
         }
+        if self.store.update == Update::ReadThenIncrement && self.mode == Mode::SharedStoreClock {
+            return Err("cluster.store.update: \"read-then-increment\" models instances that read the counter, then increment it, on their own clocks; the store-clock mode is INCR + PEXPIRE in one step on the store: set mode = \"shared-instance-clock\" or drop `update`".into());
+        }
         if self.sync_interval.is_some() && self.mode != Mode::SharedInstanceClock {
             return Err("cluster.sync_interval: batched counters share a counter keyed by instance clocks; set mode = \"shared-instance-clock\"".into());
         }
@@ -344,9 +347,19 @@ impl Config {
         };
         let local = if self.cluster.mode == Mode::Local {
             let inner = if self.cluster.divide {
-                let (_, value) = self.inner.parameter(context);
-                let divided = (value / k as u64).max(1);
-                self.inner.with_parameter(divided).build(context)?
+                match &*self.inner {
+                    // A rate divides exactly: each instance refills at rate/K.
+                    LimiterConfig::TokenBucket(bucket) => {
+                        Limiter::TokenBucket(bucket.build_shared(k as u64)?)
+                    }
+                    inner => {
+                        // Whole requests do not divide: each gets ⌊N/K⌋, at least 1.
+                        let (_, value) = inner.parameter(context);
+                        inner
+                            .with_parameter((value / k as u64).max(1))
+                            .build(context)?
+                    }
+                }
             } else {
                 prototype.clone()
             };
@@ -527,10 +540,10 @@ impl RateLimiter for Cluster {
                 let store_now = self
                     .store_clock
                     .read(now.saturating_add(self.store.rtt.get() / 2));
+                // The key expires W after it was created, on the store's
+                // clock: a backward step makes it live longer, never resets it.
                 let (start, count) = match self.store_window {
-                    Some((start, count))
-                        if store_now.saturating_sub(start) < self.window && store_now >= start =>
-                    {
+                    Some((start, count)) if store_now < start.saturating_add(self.window) => {
                         (start, count)
                     }
                     _ => (store_now, 0),

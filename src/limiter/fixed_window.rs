@@ -104,8 +104,15 @@ impl RateLimiter for FixedWindow {
         admit
     }
 
-    fn refund(&mut self, _now: Nanos) {
+    /// As if the last admitted request had been rejected: when it was the
+    /// only one its window counted, it opened that window, which a rejected
+    /// request would not have done — so the window closes again and the next
+    /// request opens (or finds) its own.
+    fn refund(&mut self, now: Nanos) {
         self.count -= 1;
+        if self.count == 0 {
+            self.end = self.end.min(now.get());
+        }
     }
 
     /// Any interval of L ns meets at most m = ⌈(L−1)/W⌉ + 1 windows (2 when

@@ -164,6 +164,12 @@ impl RateLimiter for Gcra {
         self.tat = self.previous;
     }
 
+    /// A conforming cell at t leaves TAT ≤ t + τ + T: past u64::MAX − τ − T
+    /// it would saturate, and every later cell within τ would conform.
+    fn horizon(&self) -> Nanos {
+        Nanos(u64::MAX.saturating_sub(self.tau).saturating_sub(self.t))
+    }
+
     /// burst + ⌊(L − 1 ns)/T⌋: n cells conform within a span of L − 1 ns only
     /// if (n − 1)·T − τ ≤ L − 1; a burst at the start, then one every T, reaches it.
     fn bound(&self, interval: Nanos) -> u64 {

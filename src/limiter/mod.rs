@@ -60,8 +60,26 @@ pub trait RateLimiter {
     fn refund(&mut self, now: Nanos);
 
     /// The most arrivals this limiter can admit in any interval `[s, s + L)`
-    /// of `interval` nanoseconds, over any traffic whatsoever.
+    /// of `interval` nanoseconds, over any traffic whatsoever — counted when
+    /// the backend gets them, after any delay.
     fn bound(&self, interval: Nanos) -> u64;
+
+    /// The most it can admit in an interval counted at decision times,
+    /// before delays: the same as [`RateLimiter::bound`] unless it delays.
+    fn decision_bound(&self, interval: Nanos) -> u64 {
+        self.bound(interval)
+    }
+
+    /// The longest delay it can give an admitted request.
+    fn max_delay(&self) -> Nanos {
+        Nanos::ZERO
+    }
+
+    /// The latest arrival time up to which its time arithmetic is exact;
+    /// a run longer than this is refused rather than saturated silently.
+    fn horizon(&self) -> Nanos {
+        Nanos(u64::MAX - self.max_delay().get())
+    }
 
     /// What the limiter advertises over `interval` (N·L/W, or rate·L).
     fn nominal(&self, interval: Nanos) -> f64;
@@ -358,6 +376,18 @@ impl RateLimiter for Limiter {
 
     fn bound(&self, interval: Nanos) -> u64 {
         each_limiter!(self, limiter => limiter.bound(interval))
+    }
+
+    fn decision_bound(&self, interval: Nanos) -> u64 {
+        each_limiter!(self, limiter => limiter.decision_bound(interval))
+    }
+
+    fn max_delay(&self) -> Nanos {
+        each_limiter!(self, limiter => limiter.max_delay())
+    }
+
+    fn horizon(&self) -> Nanos {
+        each_limiter!(self, limiter => limiter.horizon())
     }
 
     fn nominal(&self, interval: Nanos) -> f64 {

@@ -34,14 +34,23 @@ impl Config {
 
     /// A full bucket at t = 0.
     pub fn build(&self) -> Result<TokenBucket, String> {
+        self.build_shared(1)
+    }
+
+    /// One of `shares` instances' buckets, refilled at rate/`shares`,
+    /// exactly: a token is `shares` times as many units.
+    pub fn build_shared(&self, shares: u64) -> Result<TokenBucket, String> {
         if self.rate.is_zero() {
             return Err("rate: must be above 0 tokens per second".into());
         }
         // One token is `rate denominator × 1e9` units, so refilling for Δt ns
         // adds exactly `rate numerator × Δt` units: no fraction is ever lost.
-        let token = u128::from(self.rate.denominator()) * u128::from(NANOS_PER_SEC);
+        let token = u128::from(self.rate.denominator())
+            * u128::from(NANOS_PER_SEC)
+            * u128::from(shares.max(1));
         let capacity = token * u128::from(self.burst.get());
         Ok(TokenBucket {
+            shares: shares.max(1),
             rate: self.rate,
             burst: self.burst.get(),
             token,
@@ -57,6 +66,8 @@ impl Config {
 /// tokens, so a token that completes exactly at `t` is usable at `t`.
 #[derive(Clone, Debug)]
 pub struct TokenBucket {
+    /// The rate is divided among this many instances (1: not divided).
+    shares: u64,
     rate: Decimal,
     burst: u64,
     /// Units in one token.
@@ -101,11 +112,14 @@ impl RateLimiter for TokenBucket {
     }
 
     fn nominal(&self, interval: Nanos) -> f64 {
-        self.rate.as_f64() * interval.as_secs_f64()
+        self.rate.as_f64() / self.shares as f64 * interval.as_secs_f64()
     }
 
     fn describe(&self) -> String {
-        format!("{}/s, burst {}", self.rate, self.burst)
+        match self.shares {
+            1 => format!("{}/s, burst {}", self.rate, self.burst),
+            k => format!("{}/{k} per s, burst {}", self.rate, self.burst),
+        }
     }
 }
 
