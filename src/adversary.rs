@@ -15,9 +15,19 @@
 //! - burst then sustained: c at once, then evenly through the interval (a
 //!   token bucket's burst, then every token as it completes).
 //!
-//! Ramps and sustained traffic are tried at four densities. The search is
-//! exhaustive over this small space (about 240 patterns of at most `budget`
-//! requests per limiter), not random: the same scenario finds the same pattern.
+//! Ramps and sustained traffic are tried at four densities. A local search
+//! then refines the best of them — moving, adding, duplicating and removing
+//! requests, within the budget — until it reaches the limiter's bound or
+//! runs out of tries. All of it is deterministic (xoshiro256++ seeded by the
+//! budget): the same scenario finds the same pattern.
+//!
+//! Monotone in the budget by construction: the search runs at every budget
+//! of a fixed ladder up to the one given (1–16, then about 9% apart, and
+//! every multiple of 50) and keeps the best, so a larger budget tries
+//! everything a smaller one did.
+
+use rand::{RngExt, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::limiter::{Limiter, RateLimiter};
 use crate::metrics::rolling::RollingCounts;
@@ -25,6 +35,8 @@ use crate::time::{NANOS_PER_SEC, Nanos};
 
 /// Phases tried per window.
 const PHASES: u64 = 16;
+/// Patterns the local search tries from each start.
+const LOCAL_TRIES: u32 = 300;
 
 /// The pattern that made the limiter admit the most.
 #[derive(Clone, Debug)]
@@ -35,12 +47,50 @@ pub struct Found {
     pub worst: u64,
     /// What it is, in words.
     pub description: String,
+    /// Whether `worst` reaches the limiter's bound for the rolling interval.
+    pub tight: bool,
+}
+
+/// The budgets searched for `budget`: a fixed ladder, cut at `budget`.
+fn ladder(budget: u64) -> Vec<u64> {
+    let mut rungs: Vec<u64> = (1..=16).collect();
+    let mut x = 16.0f64;
+    while (x as u64) < budget {
+        x *= 2f64.powf(1.0 / 8.0);
+        rungs.push(x as u64);
+    }
+    rungs.extend((1..=budget / 50).map(|k| k * 50));
+    rungs.retain(|&b| b <= budget);
+    rungs.sort_unstable();
+    rungs.dedup();
+    rungs
 }
 
 /// Searches patterns for `limiter` (in its initial state) within `budget`
 /// requests per second, maximising the admitted count in any `rolling`
 /// interval; every pattern fits in `[0, duration)`.
 pub fn search(limiter: &Limiter, budget: u64, rolling: Nanos, duration: Nanos) -> Option<Found> {
+    let bound = limiter.bound(rolling);
+    let mut best: Option<Found> = None;
+    for rung in ladder(budget) {
+        let Some(found) = search_at(limiter, rung, rolling, duration) else {
+            continue;
+        };
+        if best.as_ref().is_none_or(|b| found.worst > b.worst) {
+            best = Some(found);
+        }
+        if best.as_ref().is_some_and(|b| b.worst >= bound) {
+            break;
+        }
+    }
+    best.map(|found| Found {
+        tight: found.worst >= bound,
+        ..found
+    })
+}
+
+/// The families at exactly `budget`, then the local search from the best.
+fn search_at(limiter: &Limiter, budget: u64, rolling: Nanos, duration: Nanos) -> Option<Found> {
     let rolling = rolling.get();
     // Candidate windows: the limiter's own (with its phase), the rolling
     // interval and one second; each swept over 16 phases.
@@ -52,7 +102,7 @@ pub fn search(limiter: &Limiter, budget: u64, rolling: Nanos, duration: Nanos) -
         .collect();
     windows.sort_unstable();
     windows.dedup();
-    let mut best: Option<Found> = None;
+    let mut best: Option<(u64, Vec<u64>, String)> = None;
     for &(window, phase_of_edges) in &windows {
         for phase in 0..PHASES {
             let offset = (phase_of_edges + window * phase / PHASES) % window;
@@ -63,22 +113,124 @@ pub fn search(limiter: &Limiter, budget: u64, rolling: Nanos, duration: Nanos) -
                     continue;
                 }
                 let worst = admitted_worst(limiter.clone(), &arrivals, rolling);
-                if best.as_ref().is_none_or(|found| worst > found.worst) {
+                if best.as_ref().is_none_or(|(w, _, _)| worst > *w) {
                     let description = format!(
                         "{description} (window {}, boundary at {})",
                         Nanos(window),
                         Nanos(b)
                     );
-                    best = Some(Found {
-                        arrivals: arrivals.into_iter().map(Nanos).collect(),
-                        worst,
-                        description,
-                    });
+                    best = Some((worst, arrivals, description));
                 }
             }
         }
     }
-    best
+    let (worst, arrivals, description) = best?;
+    let edges: Vec<u64> = windows.iter().map(|&(w, _)| w).collect();
+    let refined = LocalSearch {
+        limiter,
+        budget,
+        rolling,
+        duration: duration.get(),
+        edges: &edges,
+    }
+    .refine(arrivals, worst);
+    let (arrivals, improved) = refined;
+    let (worst, description) = match improved {
+        Some(more) => (
+            more,
+            format!("{description}, refined by local search from {worst} to {more}"),
+        ),
+        None => (worst, description),
+    };
+    Some(Found {
+        arrivals: arrivals.into_iter().map(Nanos).collect(),
+        worst,
+        description: format!("{description}; budget {budget} per second"),
+        tight: false,
+    })
+}
+
+/// Moves, adds, duplicates and removes requests of a pattern, keeping every
+/// change that admits at least as many, within the budget per second.
+struct LocalSearch<'a> {
+    limiter: &'a Limiter,
+    budget: u64,
+    rolling: u64,
+    duration: u64,
+    /// Window lengths whose edges (±1 ns) are worth moving a request to.
+    edges: &'a [u64],
+}
+
+impl LocalSearch<'_> {
+    /// The refined pattern, and its count if it improved on `worst`.
+    fn refine(&self, mut arrivals: Vec<u64>, worst: u64) -> (Vec<u64>, Option<u64>) {
+        let bound = self.limiter.bound(Nanos(self.rolling));
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.budget);
+        let mut current = worst;
+        for _ in 0..LOCAL_TRIES {
+            if current >= bound || arrivals.is_empty() {
+                break;
+            }
+            let mut candidate = arrivals.clone();
+            let pick = rng.random_range(0..candidate.len());
+            match rng.random_range(0..4u8) {
+                0 => {
+                    candidate.remove(pick);
+                }
+                1 => {
+                    let t = self.nudge(candidate[pick], &mut rng);
+                    candidate[pick] = t;
+                }
+                _ => {
+                    let t = self.nudge(candidate[pick], &mut rng);
+                    candidate.push(t);
+                }
+            }
+            candidate.sort_unstable();
+            if candidate.last().is_some_and(|&t| t >= self.duration)
+                || !self.within_budget(&candidate)
+            {
+                continue;
+            }
+            let count = admitted_worst(self.limiter.clone(), &candidate, self.rolling);
+            if count >= current {
+                (arrivals, current) = (candidate, count);
+            }
+        }
+        (arrivals, (current > worst).then_some(current))
+    }
+
+    /// A time near `t`: the same instant, a nanosecond either side, an edge
+    /// of a window (or rolling interval) after or before it, or anywhere
+    /// within a rolling interval of it.
+    fn nudge(&self, t: u64, rng: &mut Xoshiro256PlusPlus) -> u64 {
+        let window = self.edges[rng.random_range(0..self.edges.len())];
+        let edge = (t / window + u64::from(rng.random_bool(0.5))) * window;
+        match rng.random_range(0..6u8) {
+            0 => t,
+            1 => t.saturating_add(1),
+            2 => t.saturating_sub(1),
+            3 => edge,
+            4 => edge.saturating_sub(1),
+            _ => t
+                .saturating_sub(self.rolling / 2)
+                .saturating_add(rng.random_range(0..self.rolling.max(1))),
+        }
+    }
+
+    /// No more than `budget` arrivals in any second; `arrivals` sorted.
+    fn within_budget(&self, arrivals: &[u64]) -> bool {
+        let mut first = 0;
+        for (i, &t) in arrivals.iter().enumerate() {
+            while arrivals[first] + NANOS_PER_SEC <= t {
+                first += 1;
+            }
+            if (i - first + 1) as u64 > self.budget {
+                return false;
+            }
+        }
+        true
+    }
 }
 
 /// The most `limiter` admits from `arrivals` in any interval of `rolling`,
@@ -271,5 +423,68 @@ mod tests {
             400,
         );
         assert_eq!((worst, bound), (100, 100), "{how}");
+    }
+}
+
+#[cfg(test)]
+mod named_configurations {
+    use super::*;
+    use crate::limiter::{Context, LimiterConfig};
+
+    pub fn run(config: &str, budget: u64) -> (u64, u64, bool) {
+        let table: toml::Table = toml::from_str(config).unwrap();
+        let limiter = LimiterConfig::from_table(table)
+            .unwrap()
+            .build(Context::default())
+            .unwrap();
+        let found = search(&limiter, budget, Nanos::SECOND, Nanos(60 * NANOS_PER_SEC)).unwrap();
+        (found.worst, limiter.bound(Nanos::SECOND), found.tight)
+    }
+
+    #[test]
+    fn reaches_the_bounds_the_families_alone_missed() {
+        for config in [
+            "kind = \"smaller-window\"\nwindow = \"999ms\"\nthreshold = 7\nsplits = 3",
+            "kind = \"smaller-window\"\nwindow = \"1s\"\nthreshold = 10\nsplits = 4\nalign = \"first-request\"",
+            "kind = \"gcra\"\nquota = \"per_second(3).allow_burst(5)\"",
+            "kind = \"nginx-limit-req\"\nrate = \"100r/s\"\nburst = 100",
+            "kind = \"chain\"\nlayers = [{ kind = \"sliding-counter\", window = \"1s\", threshold = 80 }, { kind = \"sliding-log\", window = \"1s\", threshold = 200 }]",
+        ] {
+            let (worst, bound, tight) = run(config, 400);
+            assert!(tight && worst == bound, "{config}: {worst} of {bound}");
+        }
+    }
+
+    #[test]
+    fn says_so_when_it_does_not_reach_the_bound() {
+        // 101 at the last nanosecond of a millisecond, then one per 10 ms in
+        // whole milliseconds, reaches 201; the search stops at 200.
+        let (worst, bound, tight) = run(
+            "kind = \"nginx-limit-req\"\nrate = \"100r/s\"\nburst = 100\nnodelay = true",
+            400,
+        );
+        assert!(
+            worst >= 200 && worst <= bound && bound == 201,
+            "{worst} of {bound}"
+        );
+        assert_eq!(tight, worst == bound);
+    }
+
+    #[test]
+    fn a_larger_budget_never_finds_less() {
+        for config in [
+            "kind = \"chain\"\nlayers = [{ kind = \"fixed-window\", window = \"1s\", threshold = 100 }, { kind = \"token-bucket\", rate = 100, burst = 20 }]",
+            "kind = \"sliding-counter\"\nwindow = \"1s\"\nthreshold = 100",
+            "kind = \"nginx-limit-req\"\nrate = \"50r/s\"\nburst = 30\ndelay = 10",
+        ] {
+            let found: Vec<u64> = [10, 60, 150, 200, 230, 300, 500, 1000]
+                .iter()
+                .map(|&b| run(config, b).0)
+                .collect();
+            assert!(
+                found.windows(2).all(|w| w[0] <= w[1]),
+                "{config}: {found:?}"
+            );
+        }
     }
 }

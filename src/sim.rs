@@ -234,6 +234,8 @@ fn simulate_adversary(
         }
         let mut result = run.finish(scenario, options, &workload.name, &named.name);
         result.summary.adversary = Some(found.description);
+        result.summary.tight = Some(found.tight);
+        result.summary.lower_bound = Some(found.worst);
         results.push(result);
     }
     Ok(results)
@@ -455,6 +457,8 @@ impl RunState {
             backend,
             replications: None,
             adversary: None,
+            tight: None,
+            lower_bound: None,
             instances: match &self.limiter {
                 Limiter::Cluster(cluster) => Some(cluster.admitted_per_instance().to_vec()),
                 _ => None,

@@ -46,6 +46,14 @@ pub struct RunSummary {
     /// For an adversary workload: the pattern that made this limiter admit the most.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adversary: Option<String>,
+    /// For an adversary workload: whether the search reached `bound`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tight: Option<bool>,
+    /// For an adversary workload: the most the search got through in one
+    /// rolling interval — a lower bound on the true worst case, which lies
+    /// between it and `bound`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lower_bound: Option<u64>,
     /// With several replications: each figure over all of them. The figures
     /// above are replication 0's, drawn from the scenario's own seed.
     pub replications: Option<Replications>,

@@ -1,0 +1,166 @@
+//! Bounds under the traffic that broke them before: requests piled on window
+//! edges (a nanosecond either side, many at the same instant), windows of
+//! 1 ns, thresholds of 1, large timestamps — for every kind, chains of two
+//! (with delays and take-backs) and every cluster mode with stepped clocks.
+
+use burstsim::limiter::{Context, Limiter, LimiterConfig, RateLimiter};
+use burstsim::time::Nanos;
+use proptest::prelude::*;
+
+fn build(text: &str) -> Limiter {
+    let table: toml::Table = toml::from_str(text).expect("valid TOML");
+    LimiterConfig::from_table(table)
+        .and_then(|c| {
+            c.build(Context {
+                backend_capacity_per_sec: Some(150),
+            })
+        })
+        .unwrap_or_else(|err| panic!("{text}: {err}"))
+}
+
+/// Release times of the admitted arrivals, sorted.
+fn released(limiter: &mut Limiter, arrivals: &[u64]) -> Vec<u64> {
+    let mut out = Vec::new();
+    for &t in arrivals {
+        if limiter.decide(Nanos(t)) {
+            out.push(t + limiter.delay().get());
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// The most times in any [s, s + len), by brute force.
+fn worst(times: &[u64], len: u64) -> u64 {
+    (0..times.len())
+        .map(|i| {
+            times[i..]
+                .iter()
+                .take_while(|&&t| t - times[i] < len)
+                .count() as u64
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Arrivals piled on the edges of windows of `edge` ns: at each of a few
+/// edges, requests at −1, 0 and +1 ns, several at the same instant, from a
+/// base that may be far along the time line.
+fn edge_arrivals() -> impl Strategy<Value = (u64, Vec<u64>)> {
+    let edge = prop_oneof![Just(1u64), Just(2), Just(1_000), Just(997), Just(1_000_000)];
+    let base = prop_oneof![Just(0u64), Just(1u64 << 40), Just(1u64 << 62)];
+    let pile = (0..12u64, 0..3u64, 1..6usize);
+    (edge, base, prop::collection::vec(pile, 1..40)).prop_map(|(edge, base, piles)| {
+        let mut times: Vec<u64> = piles
+            .into_iter()
+            .flat_map(|(k, side, count)| {
+                let at = (base + k * edge + side).saturating_sub(1);
+                std::iter::repeat_n(at, count)
+            })
+            .collect();
+        times.sort_unstable();
+        (edge, times)
+    })
+}
+
+/// One layer of every kind, over windows of `edge` ns, thresholds mostly 1.
+fn layer(edge: u64) -> impl Strategy<Value = String> {
+    let n = prop_oneof![3 => Just(1u64), 1 => 2..5u64];
+    let align = prop_oneof![Just("epoch"), Just("first-request")];
+    (n, align, 0..10u32).prop_map(move |(n, align, kind)| match kind {
+        0 => format!("{{ kind = \"fixed-window\", window = \"{edge}ns\", threshold = {n}, align = \"{align}\" }}"),
+        1 => format!("{{ kind = \"sliding-log\", window = \"{edge}ns\", threshold = {n} }}"),
+        2 => format!("{{ kind = \"sliding-counter\", window = \"{edge}ns\", threshold = {n} }}"),
+        3 => format!("{{ kind = \"smaller-window\", window = \"{}ns\", threshold = {}, splits = 2, align = \"{align}\" }}", edge * 2, n * 2),
+        4 => format!("{{ kind = \"buffered\", window = \"{edge}ns\", capacity = {}, ratio = 0.5 }}", n * 2),
+        // One token per window.
+        5 => format!("{{ kind = \"token-bucket\", rate = {}, burst = {n} }}", 1_000_000_000 / edge),
+        6 => format!("{{ kind = \"gcra\", quota = \"with_period({edge}ns).allow_burst({n})\" }}"),
+        7 => format!("{{ kind = \"sliding-buckets\", window = \"{}ns\", threshold = {n}, buckets = 2 }}", edge * 2),
+        8 => format!("{{ kind = \"envoy-local\", max_tokens = {n}, fill_interval = \"{edge}ns\", instances = 2 }}"),
+        _ => format!("{{ kind = \"nginx-limit-req\", rate = \"{}r/s\", burst = {n}{} }}", 500 * n, if n % 2 == 0 { ", nodelay = true" } else { "" }),
+    })
+}
+
+/// A single layer, or a chain of two with or without take-backs.
+fn limiters(edge: u64) -> impl Strategy<Value = String> {
+    let inline = |layer: String| {
+        layer
+            .trim_start_matches("{ ")
+            .trim_end_matches(" }")
+            .replace(", ", "\n")
+    };
+    prop_oneof![
+        layer(edge).prop_map(inline),
+        (layer(edge), layer(edge), prop::bool::ANY).prop_map(|(a, b, count)| format!(
+            "kind = \"chain\"\ncount_rejected = {count}\nlayers = [{a}, {b}]"
+        )),
+    ]
+}
+
+fn intervals(edge: u64) -> [u64; 7] {
+    [
+        1,
+        2,
+        edge.saturating_sub(1).max(1),
+        edge,
+        edge + 1,
+        2 * edge + 1,
+        3 * edge,
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    #[test]
+    fn no_limiter_or_chain_exceeds_its_bound_at_window_edges(
+        (edge, times) in edge_arrivals(),
+        config in prop_oneof![Just(1u64), Just(2), Just(1_000), Just(997), Just(1_000_000)].prop_flat_map(limiters),
+    ) {
+        let mut limiter = build(&config);
+        let passed = released(&mut limiter, &times);
+        for interval in intervals(edge).into_iter().chain(intervals(1_000)).chain([1_000_000, 1_000_000_000]) {
+            let bound = limiter.bound(Nanos(interval));
+            prop_assert!(worst(&passed, interval) <= bound, "{config}\nover {interval} ns: {} > {bound}\n{times:?}", worst(&passed, interval));
+        }
+    }
+
+    #[test]
+    fn no_cluster_mode_exceeds_its_bound_with_stepped_clocks(
+        (edge, times) in edge_arrivals(),
+        mode in 0..3usize,
+        k in 1..4u64,
+        n in prop_oneof![3 => Just(1u64), 1 => 2..5u64],
+        steps in prop::collection::vec((0..12u64, -3i64..3, prop::bool::ANY), 0..4),
+    ) {
+        let mode = ["local", "shared-instance-clock", "shared-store-clock"][mode];
+        let steps: Vec<String> = steps
+            .iter()
+            .map(|(at, by, store)| {
+                let by = by * edge as i64;
+                format!(
+                    "{{ at = \"{}ns\", by = \"{}{}ns\", on = {} }}",
+                    at * edge,
+                    if by < 0 { "-" } else { "+" },
+                    by.abs(),
+                    if *store { "\"store\"".to_string() } else { "0".to_string() }
+                )
+            })
+            .collect();
+        let times: Vec<u64> = times.into_iter().filter(|&t| t < 40 * edge).collect();
+        let text = format!(
+            "duration = \"{}ns\"\n[metrics]\nbucket = \"{}ns\"\nrolling = \"{edge}ns\"\nprofile = [\"{edge}ns\"]\n[cluster]\ninstances = {k}\nmode = \"{mode}\"\nsteps = [{}]\n[[workload]]\nname = \"w\"\nsources = [{{ kind = \"uniform\", rate = 1 }}]\n[[limiter]]\nname = \"l\"\nkind = \"fixed-window\"\nwindow = \"{edge}ns\"\nthreshold = {n}\n",
+            40 * edge,
+            40 * edge,
+            steps.join(", ")
+        );
+        let scenario = burstsim::scenario::parse(&text, std::path::Path::new("c.toml")).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let mut limiter = scenario.limiters[0].config.build(Context::default()).unwrap();
+        let passed = released(&mut limiter, &times);
+        for interval in intervals(edge) {
+            let bound = limiter.bound(Nanos(interval));
+            prop_assert!(worst(&passed, interval) <= bound, "{text}\nover {interval} ns: {} > {bound}\n{times:?}", worst(&passed, interval));
+        }
+    }
+}
