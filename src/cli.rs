@@ -79,6 +79,10 @@ pub struct RunArgs {
     /// and replications together).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS)]
     pub max_requests: u64,
+    /// Refuse to start work that the scenario makes need more memory than
+    /// this (timelines, rolling windows, replications), like 2GB or 512MiB.
+    #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = crate::memory::parse_size)]
+    pub max_memory: u64,
     /// Also write every decision to decisions/<workload>/<limiter>.csv.
     #[arg(long)]
     pub decisions: bool,
@@ -109,6 +113,10 @@ pub struct SizeArgs {
     /// and replications together).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS)]
     pub max_requests: u64,
+    /// Refuse to start work that the scenario makes need more memory than
+    /// this (timelines, rolling windows, replications), like 2GB or 512MiB.
+    #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = crate::memory::parse_size)]
+    pub max_memory: u64,
     /// Write sizing files into this folder instead of output/<name>/.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -131,6 +139,10 @@ pub struct CheckArgs {
     /// Refuse to start work of more than this many requests.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS)]
     pub max_requests: u64,
+    /// Refuse to start work that the scenario makes need more memory than
+    /// this (timelines, rolling windows, replications), like 2GB or 512MiB.
+    #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = crate::memory::parse_size)]
+    pub max_memory: u64,
     /// What to print on standard output: a line per problem (table), or
     /// the verdict and every problem as JSON.
     #[arg(long, value_enum, default_value_t = CheckFormat::Table)]

@@ -23,6 +23,17 @@ pub fn run(args: &RunArgs) -> Result<()> {
         scenario.seed = seed;
     }
     warn(&scenario.warnings);
+    let replications = args
+        .replications
+        .map_or(scenario.replications, NonZeroU64::get);
+    // Before any work, the decisions pass included.
+    check_work(
+        &scenario,
+        replications,
+        args.max_requests,
+        args.max_memory,
+        !args.no_charts,
+    )?;
     let target = args
         .out
         .clone()
@@ -40,10 +51,6 @@ pub fn run(args: &RunArgs) -> Result<()> {
         sim::simulate(&scenario, &sim::Options::default(), Some(&mut files))?;
         files.finish()?;
     }
-    let replications = args
-        .replications
-        .map_or(scenario.replications, NonZeroU64::get);
-    check_work(&scenario, replications, args.max_requests)?;
     let started = std::time::Instant::now();
     let bar = progress_bar(
         replicate::units(&scenario, replications),
@@ -61,7 +68,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let summary_csv = csv::render_summary(&summary.runs);
     staging.write("summary.json", &json)?;
     staging.write("summary.csv", &summary_csv)?;
-    staging.write("timeline.csv", &csv::render_timeline(&outcome.runs))?;
+    csv::write_timeline(&outcome.runs, staging.create("timeline.csv")?)
+        .context("writing timeline.csv")?;
     if !args.no_charts {
         let results = chart::Results {
             scenario: &scenario,
@@ -101,7 +109,13 @@ pub fn size(args: &SizeArgs) -> Result<()> {
     let replications = args
         .replications
         .map_or(scenario.replications, NonZeroU64::get);
-    check_work(&scenario, replications, args.max_requests)?;
+    check_work(
+        &scenario,
+        replications,
+        args.max_requests,
+        args.max_memory,
+        false,
+    )?;
     let bar = progress_bar(scenario.limiters.len() as u64, args.quiet, "limiters sized");
     let report = size::size(&scenario, capacity, replications, &|| bar.inc(1));
     bar.finish_and_clear();
@@ -344,7 +358,13 @@ pub fn check(args: &CheckArgs) -> Result<bool> {
     warn(&scenario.warnings);
     with_capacity(&mut scenario, args.capacity)?;
     let replications = scenario.replications;
-    check_work(&scenario, replications, args.max_requests)?;
+    check_work(
+        &scenario,
+        replications,
+        args.max_requests,
+        args.max_memory,
+        false,
+    )?;
     let outcome =
         replicate::simulate_replicated(&scenario, &sim::Options::default(), replications, &|| {})?;
     let capacity = scenario.backend.map_or(0, |b| b.capacity_per_sec.get());
@@ -399,9 +419,17 @@ pub fn check(args: &CheckArgs) -> Result<bool> {
     Ok(ok)
 }
 
-/// Refuses, before any work, a run of more than `max` requests.
-fn check_work(scenario: &Scenario, replications: u64, max: u64) -> Result<()> {
+/// Refuses, before any work, a run of more than `max_requests` requests or
+/// one that would need more than `max_memory` bytes.
+fn check_work(
+    scenario: &Scenario,
+    replications: u64,
+    max_requests: u64,
+    max_memory: u64,
+    charts: bool,
+) -> Result<()> {
     let mut total: u128 = 0;
+    let mut per_workload = Vec::with_capacity(scenario.workloads.len());
     for workload in &scenario.workloads {
         let mut requests: u128 = 0;
         for source in &workload.sources {
@@ -415,11 +443,26 @@ fn check_work(scenario: &Scenario, replications: u64, max: u64) -> Result<()> {
             1
         };
         total += requests * runs;
+        per_workload.push(requests);
     }
-    if total > u128::from(max) {
+    if total > u128::from(max_requests) {
         bail!(
-            "{}: this would simulate about {total} requests, more than --max-requests {max}; shorten the run, lower the rates, or raise --max-requests if that much is intended",
+            "{}: this would simulate about {total} requests, more than --max-requests {max_requests}; shorten the run, lower the rates, or raise --max-requests if that much is intended",
             scenario.path.display()
+        );
+    }
+    let memory = crate::memory::estimate(scenario, replications, charts, &per_workload);
+    if memory.total() > u128::from(max_memory) {
+        use crate::memory::words;
+        bail!(
+            "{}: this would need about {} of memory ({} for timelines at a {} bucket, {} for the rolling windows of the limiters' worst cases, {} for replications), more than --max-memory {}; use a coarser metrics.bucket, fewer replications or --no-charts, or raise --max-memory if the machine has it",
+            scenario.path.display(),
+            words(memory.total()),
+            words(memory.timelines),
+            scenario.metrics.bucket,
+            words(memory.rings),
+            words(memory.replications),
+            words(u128::from(max_memory))
         );
     }
     Ok(())

@@ -13,6 +13,7 @@ pub mod error;
 pub mod input;
 pub mod limiter;
 pub mod live;
+pub mod memory;
 pub mod metrics;
 pub mod output;
 pub mod replicate;

@@ -288,3 +288,68 @@ fn a_huge_value_is_quoted_only_in_part() {
     );
     refused(bad_limiter.as_bytes(), None, "kind");
 }
+
+/// Runs `text` with `--stats` and returns (exit code, stderr, peak MB, chart bytes).
+fn run_measured(text: &str, extra: &[&str]) -> (Option<i32>, String, f64, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.toml");
+    fs::write(&path, text).unwrap();
+    let out = dir.path().join("out");
+    let output = Command::cargo_bin("burstsim")
+        .unwrap()
+        .args(["run", "-q", "--stats", "--out"])
+        .arg(&out)
+        .arg(&path)
+        .args(extra)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let peak = stderr
+        .split("peak memory ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|mb| mb.parse().ok())
+        .unwrap_or(0.0);
+    let charts = fs::read_dir(out.join("charts"))
+        .map(|entries| entries.map(|e| e.unwrap().metadata().unwrap().len()).sum())
+        .unwrap_or(0);
+    (output.status.code(), stderr, peak, charts)
+}
+
+#[test]
+fn a_one_nanosecond_window_draws_a_small_chart_in_little_memory() {
+    // Once one SVG line per window edge: past 11 GB.
+    let text = "duration = \"10ms\"\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"uniform\", rate = 1000000 }]\n[[limiter]]\nname = \"ns\"\nkind = \"fixed-window\"\nwindow = \"1ns\"\nthreshold = 1\n";
+    let (code, stderr, peak, charts) = run_measured(text, &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(peak > 0.0 && peak < 100.0, "peak memory {peak} MB");
+    assert!(charts < 1_000_000, "charts {charts} bytes");
+}
+
+#[test]
+fn a_one_nanosecond_bucket_is_drawn_at_the_charts_resolution() {
+    // Once one bar per bucket: past 4 GB. Ten million buckets stay in the limit.
+    let text = "duration = \"10ms\"\n[metrics]\nbucket = \"1ns\"\nrolling = \"1ms\"\nprofile = [\"1ms\"]\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"uniform\", rate = 1000000 }]\n[[limiter]]\nname = \"fixed\"\nkind = \"fixed-window\"\nwindow = \"1ms\"\nthreshold = 100\n";
+    let (code, stderr, peak, charts) = run_measured(text, &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(peak > 0.0 && peak < 400.0, "peak memory {peak} MB");
+    assert!(charts < 1_000_000, "charts {charts} bytes");
+}
+
+#[test]
+fn work_that_would_need_more_than_max_memory_is_refused_before_it_starts() {
+    // 40 s of 10^6 requests per second through a log that admits them all:
+    // the rolling window would hold 4·10^7 times.
+    let text = "duration = \"40s\"\n[metrics]\nrolling = \"1s\"\nprofile = [\"1s\"]\nbucket = \"1s\"\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"uniform\", rate = 1000000 }]\n[[limiter]]\nname = \"log\"\nkind = \"sliding-log\"\nwindow = \"40s\"\nthreshold = 100000000\n";
+    let (code, stderr, _, _) = run_measured(text, &["--max-memory", "100MB"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("more than --max-memory 100 MB") && stderr.contains("rolling windows"),
+        "{stderr}"
+    );
+    let buckets = "duration = \"10s\"\n[metrics]\nbucket = \"1us\"\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"uniform\", rate = 10 }]\n[[limiter]]\nname = \"f\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 1\n";
+    let (code, stderr, _, _) = run_measured(buckets, &["--max-memory", "50MB"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("for timelines at a 1us bucket"), "{stderr}");
+}

@@ -24,6 +24,11 @@ const NOTE_HEIGHT: u32 = 24;
 const Y_LABELS: u32 = 80;
 /// Room right of each panel for the labels of its reference lines.
 const REFERENCE_LABELS: u32 = 150;
+/// The most bars a panel draws (about two pixels each): finer buckets are
+/// summed into wider ones, so the chart's size never depends on the bucket.
+const MAX_BARS: usize = 500;
+/// The most window edges a panel draws; denser ones are said in words.
+const MAX_EDGES: u64 = 200;
 
 /// The span shown: the focus run's worst interval, half a rolling interval
 /// either side, in whole buckets.
@@ -54,6 +59,14 @@ impl View {
     fn buckets(&self, bucket: u64) -> std::ops::Range<usize> {
         (self.from / bucket) as usize..(self.to / bucket) as usize
     }
+
+    /// The view's buckets in groups of `group`: the index range of each.
+    fn groups(&self, bucket: u64, group: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+        let all = self.buckets(bucket);
+        let end = all.end;
+        all.step_by(group)
+            .map(move |start| start..(start + group).min(end))
+    }
 }
 
 fn secs(ns: u64) -> f64 {
@@ -79,15 +92,23 @@ pub fn render(results: &Results, index: usize, workload: &str) -> Result<Chart> 
         })
         .expect("a scenario has at least one limiter");
     let view = View::around(focus, rolling, bucket, scenario.duration.get());
-    // Bars are rates: each bucket's count scaled to requests per second.
-    let per_sec = NANOS_PER_SEC as f64 / bucket as f64;
+    // Bars are rates: each group of buckets' count scaled to requests per
+    // second; a group is one bucket unless the view holds more than a chart
+    // can draw.
+    let group = view.buckets(bucket).len().div_ceil(MAX_BARS).max(1);
+    let shown_bucket = bucket.saturating_mul(group as u64);
+    let per_sec = NANOS_PER_SEC as f64 / shown_bucket as f64;
     let capacity = results.capacity().map(|c| c as f64);
+    let sum = |counts: &[u32], range: std::ops::Range<usize>| -> u64 {
+        counts
+            .get(range)
+            .map_or(0, |c| c.iter().map(|&n| u64::from(n)).sum())
+    };
     let tallest = runs
         .iter()
         .flat_map(|run| {
-            view.buckets(bucket).map(|i| {
-                run.timeline.admitted.get(i).copied().unwrap_or(0)
-                    + run.timeline.rejected.get(i).copied().unwrap_or(0)
+            view.groups(bucket, group).map(|range| {
+                sum(&run.timeline.admitted, range.clone()) + sum(&run.timeline.rejected, range)
             })
         })
         .max()
@@ -101,7 +122,7 @@ pub fn render(results: &Results, index: usize, workload: &str) -> Result<Chart> 
 
     let title = format!(
         "{workload}: requests per second, in {} buckets, around the worst {}",
-        interval_words(Nanos(bucket)),
+        interval_words(Nanos(shown_bucket)),
         interval_words(Nanos(rolling))
     );
     let mut svg = String::new();
@@ -126,6 +147,7 @@ pub fn render(results: &Results, index: usize, workload: &str) -> Result<Chart> 
                 view: &view,
                 y_max,
                 bucket,
+                group,
                 rolling,
                 per_sec,
                 nominal: run.summary.nominal * NANOS_PER_SEC as f64 / rolling as f64,
@@ -208,8 +230,10 @@ struct Panel<'a> {
     view: &'a View,
     y_max: f64,
     bucket: u64,
+    /// Buckets drawn as one bar.
+    group: usize,
     rolling: u64,
-    /// Buckets per second: a bucket's count times this is its rate.
+    /// Bars per second: a bar's count times this is its rate.
     per_sec: f64,
     nominal: f64,
     capacity: Option<f64>,
@@ -262,24 +286,34 @@ impl Panel<'_> {
                 HIGHLIGHT.mix(0.55).filled(),
             )])?;
         }
+        let mut too_dense = None;
         if let Some((window, phase)) = self.run.window_edges.map(|(w, p)| (w.get(), p.get())) {
             let (from, to) = (
                 self.view.from.saturating_sub(phase),
                 self.view.to.saturating_sub(phase),
             );
-            let edges = (from.div_ceil(window)..=to / window).map(|k| secs(phase + k * window));
-            chart.draw_series(edges.map(|x| {
-                PathElement::new(vec![(x, 0.0), (x, self.y_max)], FAINT.stroke_width(1))
-            }))?;
+            let edges = from.div_ceil(window)..=to / window;
+            if to / window - from.div_ceil(window) > MAX_EDGES {
+                too_dense = Some(window);
+            } else {
+                chart.draw_series(edges.map(|k| secs(phase + k * window)).map(|x| {
+                    PathElement::new(vec![(x, 0.0), (x, self.y_max)], FAINT.stroke_width(1))
+                }))?;
+            }
         }
-        let bars = self.view.buckets(self.bucket).flat_map(|i| {
-            let rate =
-                |counts: &[u32]| f64::from(counts.get(i).copied().unwrap_or(0)) * self.per_sec;
+        let bars = self.view.groups(self.bucket, self.group).flat_map(|range| {
+            let rate = |counts: &[u32]| {
+                counts
+                    .get(range.clone())
+                    .map_or(0, |c| c.iter().map(|&n| u64::from(n)).sum::<u64>())
+                    as f64
+                    * self.per_sec
+            };
             let admitted = rate(&self.run.timeline.admitted);
             let rejected = rate(&self.run.timeline.rejected);
             let (x0, x1) = (
-                secs(i as u64 * self.bucket),
-                secs((i as u64 + 1) * self.bucket),
+                secs(range.start as u64 * self.bucket),
+                secs(range.end as u64 * self.bucket),
             );
             [
                 (admitted > 0.0)
@@ -329,6 +363,12 @@ impl Panel<'_> {
         let mut note = self.annotation();
         if !visible {
             note.push_str(" (outside this view)");
+        }
+        if let Some(window) = too_dense {
+            note.push_str(&format!(
+                "; window edges every {}, too dense to draw",
+                interval_words(Nanos(window))
+            ));
         }
         let (left, top) = area.get_base_pixel();
         canvas.draw(&Text::new(

@@ -138,6 +138,21 @@ impl Staging {
         fs::write(&path, contents).with_context(|| format!("writing {}", path.display()))
     }
 
+    /// A new file at `relative` inside the staging folder, for writing a
+    /// large file as a stream.
+    pub fn create(&self, relative: &str) -> Result<std::io::BufWriter<fs::File>> {
+        let path = self.staging.join(relative);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        }
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .with_context(|| format!("creating {}", path.display()))?;
+        Ok(std::io::BufWriter::with_capacity(1 << 16, file))
+    }
+
     /// Puts the staged results in place of the target.
     pub fn commit(self) -> Result<()> {
         self.commit_steps(usize::MAX)

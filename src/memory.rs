@@ -1,0 +1,142 @@
+//! What a run will hold in memory, estimated from the scenario before any
+//! work, so that a small scenario cannot ask for gigabytes: `--max-memory`.
+
+use crate::limiter::{Context, RateLimiter};
+use crate::scenario::Scenario;
+use crate::time::Nanos;
+
+/// The default `--max-memory`: 2 GiB.
+pub const DEFAULT_MAX_MEMORY: u64 = 2 << 30;
+
+/// The parts of the estimate, in bytes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Estimate {
+    /// Timelines (admitted, rejected) and, with charts, the trailing counts.
+    pub timelines: u128,
+    /// The rolling-window rings: the admitted times within the longest
+    /// interval tracked, as many as the limiter's bound lets in.
+    pub rings: u128,
+    /// One summary per run and replication, kept for their statistics.
+    pub replications: u128,
+}
+
+impl Estimate {
+    /// All parts together.
+    pub fn total(&self) -> u128 {
+        self.timelines + self.rings + self.replications
+    }
+}
+
+/// The estimate for `scenario` run with `replications` seeds, with or
+/// without charts; `requests` is the estimated arrivals of each workload.
+pub fn estimate(
+    scenario: &Scenario,
+    replications: u64,
+    charts: bool,
+    requests: &[u128],
+) -> Estimate {
+    let runs = (scenario.workloads.len() * scenario.limiters.len()) as u128;
+    let buckets = u128::from(
+        scenario
+            .duration
+            .get()
+            .div_ceil(scenario.metrics.bucket.get()),
+    );
+    let per_bucket = if charts { 12 } else { 8 };
+    let context = Context {
+        backend_capacity_per_sec: scenario.backend.map(|b| b.capacity_per_sec.get()),
+    };
+    // The longest interval the metrics track: the charts' arrival curve goes
+    // to four times the longest window or rolling interval.
+    let longest = if charts {
+        crate::chart::curve_intervals(scenario)
+            .into_iter()
+            .max()
+            .unwrap_or(Nanos::SECOND)
+    } else {
+        let metrics = &scenario.metrics;
+        metrics
+            .profile
+            .iter()
+            .copied()
+            .chain([metrics.rolling, Nanos::SECOND])
+            .max()
+            .unwrap_or(Nanos::SECOND)
+    };
+    let mut rings = 0u128;
+    for &offered in requests {
+        for limiter in &scenario.limiters {
+            let bound = limiter
+                .config
+                .build(context)
+                .map_or(u64::MAX, |built| built.bound(longest));
+            // A power-of-two ring of 8-byte times, up to twice what it holds.
+            let held = u128::from(bound).min(offered);
+            rings += held.next_power_of_two().max(1024) * 8;
+        }
+    }
+    Estimate {
+        timelines: runs * buckets * per_bucket,
+        rings,
+        replications: if replications > 1 {
+            runs * u128::from(replications) * 2048
+        } else {
+            0
+        },
+    }
+}
+
+/// Reads a size like `2GB`, `512MiB`, `100MB` or a number of bytes.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?}: expected a size like \"2GB\" or \"512MiB\""))?;
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "kib" => 1 << 10,
+        "mb" => 1_000_000,
+        "mib" => 1 << 20,
+        "gb" => 1_000_000_000,
+        "gib" => 1 << 30,
+        "tb" => 1_000_000_000_000,
+        "tib" => 1 << 40,
+        other => {
+            return Err(format!(
+                "{text:?}: unknown unit {other:?}; use B, KB, MB, GB, KiB, MiB or GiB"
+            ));
+        }
+    };
+    number
+        .checked_mul(scale)
+        .ok_or_else(|| format!("{text:?} is too large"))
+}
+
+/// `1.5 GB`: bytes in words.
+pub fn words(bytes: u128) -> String {
+    let bytes = bytes as f64;
+    match bytes {
+        b if b >= 1e9 => format!("{:.1} GB", b / 1e9),
+        b if b >= 1e6 => format!("{:.0} MB", b / 1e6),
+        b => format!("{:.0} kB", b / 1e3),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_sizes_with_units() {
+        assert_eq!(parse_size("2GB"), Ok(2_000_000_000));
+        assert_eq!(parse_size("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_size("100"), Ok(100));
+        assert!(parse_size("2 parsecs").is_err());
+        assert!(parse_size("99999999999999TB").is_err());
+    }
+}
