@@ -138,7 +138,80 @@ fn draw_series_legend<'a, CT: CoordTranslate>(
 }
 
 type Canvas<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
-type Plot<'a> = ChartContext<'a, SVGBackend<'a>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// Room above each small-multiple panel's plot for its one-line note.
+pub(super) const NOTE_HEIGHT: u32 = 24;
+/// Width of a panel's y tick labels.
+const Y_LABELS: u32 = 80;
+/// Room right of each panel for the labels of its reference lines.
+const REFERENCE_LABELS: u32 = 150;
+/// Height of the time axis under the last panel.
+pub(super) const X_AXIS_HEIGHT: u32 = 56;
+
+/// How one panel of a small-multiples chart differs from the others.
+struct PanelAxes<'s> {
+    /// Only the last panel shows the time axis.
+    last: bool,
+    /// The y axis's description, on the middle panel only.
+    y_desc: Option<&'s str>,
+    y_labels: usize,
+    /// Digits after the point on the time axis.
+    x_decimals: usize,
+    /// Vertical grid lines (off where window edges are drawn instead).
+    x_grid: bool,
+}
+
+/// A panel's plot over `x` and `0..y_max` in `area`, with the axes style
+/// every small-multiples chart shares.
+fn panel_plot<'b, 'a>(
+    area: &'b Canvas<'a>,
+    x: std::ops::Range<f64>,
+    y_max: f64,
+    axes: &PanelAxes,
+) -> Result<ChartContext<'b, SVGBackend<'a>, Cartesian2d<RangedCoordf64, RangedCoordf64>>> {
+    let mut chart = ChartBuilder::on(area)
+        .margin_left(12)
+        .margin_right(REFERENCE_LABELS)
+        .margin_top(NOTE_HEIGHT)
+        .x_label_area_size(if axes.last { X_AXIS_HEIGHT } else { 0 })
+        .y_label_area_size(Y_LABELS)
+        .build_cartesian_2d(x, 0.0..y_max)?;
+    let decimals = axes.x_decimals;
+    let x_format = move |x: &f64| format!("{x:.decimals$}");
+    let mut mesh = chart.configure_mesh();
+    if !axes.x_grid {
+        mesh.disable_x_mesh();
+    }
+    mesh.light_line_style(WHITE)
+        .bold_line_style(style::FAINT.mix(0.5))
+        .y_labels(axes.y_labels)
+        .label_style((style::FONT, style::LABEL_SIZE))
+        .axis_desc_style((style::FONT, style::AXIS_SIZE))
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .x_label_formatter(&x_format);
+    if axes.last {
+        mesh.x_desc("time since the start of the run (s)")
+            .x_labels(12);
+    } else {
+        mesh.x_labels(0);
+    }
+    if let Some(desc) = axes.y_desc {
+        mesh.y_desc(desc);
+    }
+    mesh.draw()?;
+    Ok(chart)
+}
+
+/// A panel's one-line note, above its plot.
+fn draw_panel_note(canvas: &Canvas, area: &Canvas, note: String) -> Result<()> {
+    let (left, top) = area.get_base_pixel();
+    canvas.draw(&Text::new(
+        note,
+        (left + Y_LABELS as i32 + 14, top + 4),
+        (style::FONT, style::LABEL_SIZE).into_font().color(&BLACK),
+    ))?;
+    Ok(())
+}
 
 /// A horizontal reference line across a panel: a limit, a bound, a capacity.
 struct Reference {
@@ -159,7 +232,7 @@ const DOTTED: (u32, u32) = (2, 4);
 /// so that none overlaps another. The lines go into `overlay`, raw SVG to
 /// add with [`add_overlay`]: plotters would draw each dash as an element.
 fn draw_references(
-    chart: &mut Plot,
+    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
     canvas: &Canvas,
     x: std::ops::Range<f64>,
     mut references: Vec<Reference>,

@@ -6,13 +6,10 @@
 use anyhow::Result;
 use plotters::prelude::*;
 
-use super::style::{
-    AXIS_SIZE, BOUND, CAPACITY, FAINT, FONT, LABEL_SIZE, REFERENCE, TITLE_SIZE, WIDTH,
-    limiter_colour,
-};
+use super::style::{BOUND, CAPACITY, FONT, REFERENCE, TITLE_SIZE, WIDTH, limiter_colour};
 use super::{
-    Canvas, Chart, DASHED, DOTTED, Reference, Results, add_overlay, draw_references,
-    interval_words, step_points,
+    Canvas, Chart, DASHED, DOTTED, PanelAxes, Reference, Results, X_AXIS_HEIGHT, add_overlay,
+    draw_panel_note, draw_references, interval_words, panel_plot, step_points,
 };
 use crate::sim::RunResult;
 use crate::time::{NANOS_PER_SEC, Nanos};
@@ -21,12 +18,6 @@ use crate::time::{NANOS_PER_SEC, Nanos};
 /// most of the buckets it spans, so every peak keeps its exact height.
 const COLUMNS: usize = 560;
 const PANEL_HEIGHT: u32 = 160;
-/// Room above each panel's plot for its one-line note.
-const NOTE_HEIGHT: u32 = 24;
-const X_AXIS_HEIGHT: u32 = 56;
-const Y_LABELS: u32 = 80;
-/// Room right of each panel for the labels of its reference lines.
-const REFERENCE_LABELS: u32 = 130;
 
 /// The chart for workload number `index`.
 pub fn render(results: &Results, index: usize, workload: &str) -> Result<Chart> {
@@ -109,31 +100,14 @@ struct Panel<'a> {
 
 impl Panel<'_> {
     fn draw(&self, area: &Canvas, canvas: &Canvas, overlay: &mut String) -> Result<()> {
-        let mut chart = ChartBuilder::on(area)
-            .margin_left(12)
-            .margin_right(REFERENCE_LABELS)
-            .margin_top(NOTE_HEIGHT)
-            .x_label_area_size(if self.last { X_AXIS_HEIGHT } else { 0 })
-            .y_label_area_size(Y_LABELS)
-            .build_cartesian_2d(0.0..self.end, 0.0..self.top)?;
-        let mut mesh = chart.configure_mesh();
-        mesh.light_line_style(WHITE)
-            .bold_line_style(FAINT.mix(0.5))
-            .y_labels(4)
-            .label_style((FONT, LABEL_SIZE))
-            .axis_desc_style((FONT, AXIS_SIZE))
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .x_label_formatter(&|x| format!("{x:.1}"));
-        if self.last {
-            mesh.x_desc("time since the start of the run (s)")
-                .x_labels(12);
-        } else {
-            mesh.x_labels(0);
-        }
-        if let Some(desc) = &self.y_desc {
-            mesh.y_desc(desc.as_str());
-        }
-        mesh.draw()?;
+        let axes = PanelAxes {
+            last: self.last,
+            y_desc: self.y_desc.as_deref(),
+            y_labels: 4,
+            x_decimals: 1,
+            x_grid: true,
+        };
+        let mut chart = panel_plot(area, 0.0..self.end, self.top, &axes)?;
 
         let summary = &self.run.summary;
         let mut references = vec![Reference {
@@ -186,12 +160,7 @@ impl Panel<'_> {
         if let Some(bound) = self.bound.filter(|&b| (b as f64) > self.top) {
             note.push_str(&format!("; bound {bound}, above this scale"));
         }
-        let (left, top) = area.get_base_pixel();
-        canvas.draw(&Text::new(
-            note,
-            (left + Y_LABELS as i32 + 14, top + 4),
-            (FONT, LABEL_SIZE).into_font().color(&BLACK),
-        ))?;
+        draw_panel_note(canvas, area, note)?;
         Ok(())
     }
 }

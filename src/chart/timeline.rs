@@ -5,12 +5,12 @@ use anyhow::Result;
 use plotters::prelude::*;
 
 use super::style::{
-    AXIS_SIZE, CAPACITY, FAINT, FONT, HEIGHT, HIGHLIGHT, LABEL_SIZE, PANEL_HEIGHT, REFERENCE,
-    REJECTED_ALPHA, TITLE_SIZE, TRAILING, WIDTH, limiter_colour,
+    CAPACITY, FAINT, FONT, HEIGHT, HIGHLIGHT, LABEL_SIZE, PANEL_HEIGHT, REFERENCE, REJECTED_ALPHA,
+    TITLE_SIZE, TRAILING, WIDTH, limiter_colour,
 };
 use super::{
-    Canvas, Chart, DASHED, Reference, Results, add_overlay, draw_references, interval_words,
-    per_second, step_points,
+    Canvas, Chart, DASHED, NOTE_HEIGHT, PanelAxes, Reference, Results, X_AXIS_HEIGHT, add_overlay,
+    draw_panel_note, draw_references, interval_words, panel_plot, per_second, step_points,
 };
 use crate::sim::RunResult;
 use crate::time::{NANOS_PER_SEC, Nanos};
@@ -18,12 +18,6 @@ use crate::time::{NANOS_PER_SEC, Nanos};
 /// Room above the tallest bar.
 const HEADROOM: f64 = 1.1;
 const LEGEND_HEIGHT: u32 = 34;
-const X_AXIS_HEIGHT: u32 = 56;
-/// Room above each panel's plot for its one-line note.
-const NOTE_HEIGHT: u32 = 24;
-const Y_LABELS: u32 = 80;
-/// Room right of each panel for the labels of its reference lines.
-const REFERENCE_LABELS: u32 = 150;
 /// The most bars a panel draws (about two pixels each): finer buckets are
 /// summed into wider ones, so the chart's size never depends on the bucket.
 const MAX_BARS: usize = 500;
@@ -245,32 +239,14 @@ impl Panel<'_> {
     /// Draws the panel in `area`; `canvas` is the whole image, for text placed
     /// at the absolute pixel positions that `backend_coord` returns.
     fn draw(&self, area: &Canvas, canvas: &Canvas, overlay: &mut String) -> Result<()> {
-        let mut chart = ChartBuilder::on(area)
-            .margin_left(12)
-            .margin_right(REFERENCE_LABELS)
-            .margin_top(NOTE_HEIGHT)
-            .x_label_area_size(if self.last { X_AXIS_HEIGHT } else { 0 })
-            .y_label_area_size(Y_LABELS)
-            .build_cartesian_2d(self.view.seconds(), 0.0..self.y_max)?;
-        let mut mesh = chart.configure_mesh();
-        mesh.disable_x_mesh()
-            .light_line_style(WHITE)
-            .bold_line_style(FAINT.mix(0.5))
-            .y_labels(3)
-            .label_style((FONT, LABEL_SIZE))
-            .axis_desc_style((FONT, AXIS_SIZE))
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .x_label_formatter(&|x| format!("{x:.2}"));
-        if self.last {
-            mesh.x_desc("time since the start of the run (s)")
-                .x_labels(12);
-        } else {
-            mesh.x_labels(0);
-        }
-        if let Some(desc) = &self.y_desc {
-            mesh.y_desc(desc.as_str());
-        }
-        mesh.draw()?;
+        let axes = PanelAxes {
+            last: self.last,
+            y_desc: self.y_desc.as_deref(),
+            y_labels: 3,
+            x_decimals: 2,
+            x_grid: false,
+        };
+        let mut chart = panel_plot(area, self.view.seconds(), self.y_max, &axes)?;
 
         let summary = &self.run.summary;
         let (shade_from, shade_to) = (
@@ -370,12 +346,7 @@ impl Panel<'_> {
                 interval_words(Nanos(window))
             ));
         }
-        let (left, top) = area.get_base_pixel();
-        canvas.draw(&Text::new(
-            note,
-            (left + Y_LABELS as i32 + 14, top + 4),
-            (FONT, LABEL_SIZE).into_font().color(&BLACK),
-        ))?;
+        draw_panel_note(canvas, area, note)?;
         Ok(())
     }
 
