@@ -19,9 +19,13 @@ pub const MAX_LIVE_REQUESTS: usize = 200_000;
 
 /// INCR, and PEXPIRE on the first hit, in one atomic script.
 const FIXED_WINDOW: &str = "local c = redis.call('INCR', KEYS[1]) if c == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return c";
-/// A sorted set of admitted times: drop those older than the window, count, add.
+/// A sorted set of admitted times: drop those older than the window, count,
+/// add — and keep the key no longer than a window past its last use (ARGV[5]
+/// ms of real time), so a run cut short leaves nothing behind for good.
 const SLIDING_LOG: &str = "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', tonumber(ARGV[1]) - tonumber(ARGV[2])) \
-    if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3]) then redis.call('ZADD', KEYS[1], ARGV[1], ARGV[4]) return 1 end return 0";
+    local admit = 0 \
+    if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3]) then redis.call('ZADD', KEYS[1], ARGV[1], ARGV[4]) admit = 1 end \
+    if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[5]) end return admit";
 
 /// How one limiter is enforced in Redis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -278,6 +282,7 @@ fn send(
                                         .arg(window)
                                         .arg(threshold)
                                         .arg(i)
+                                        .arg(window_ms.saturating_mul(2))
                                         .invoke::<i64>(&mut con)?
                                         == 1
                                 }

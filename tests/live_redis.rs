@@ -182,3 +182,55 @@ fn live_refuses_a_speed_that_would_run_longer_than_the_wall_time_limit() {
         .code(2)
         .stderr(predicates::str::contains("more than --max-wall-time 3600s"));
 }
+
+#[test]
+fn a_live_run_killed_midway_leaves_no_sliding_log_key_without_expiry() {
+    let Some(binary) = common::redis_server() else {
+        common::skip_unless_ci(
+            "SKIPPED: no redis-server installed; .ci/run installs Debian's so CI runs this check",
+        );
+        return;
+    };
+    let server = common::RedisServer::start(&binary);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.toml");
+    fs::write(
+        &path,
+        "duration = \"5s\"\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"uniform\", rate = 200 }]\n\
+         [[limiter]]\nname = \"log\"\nkind = \"sliding-log\"\nwindow = \"1s\"\nthreshold = 50\n",
+    )
+    .unwrap();
+    let url = format!("redis://127.0.0.1:{}", server.port);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_burstsim"))
+        .args(["live", "--redis", &url, "--out"])
+        .arg(dir.path().join("out"))
+        .arg(&path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut con = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let keys = |con: &mut redis::Connection| -> Vec<String> {
+        redis::cmd("KEYS").arg("burstsim:*").query(con).unwrap()
+    };
+    let started = std::time::Instant::now();
+    while keys(&mut con).is_empty() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "live never wrote a key"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = keys(&mut con);
+    assert!(!left.is_empty(), "the kill came before any key");
+    for key in left {
+        let ttl: i64 = redis::cmd("PTTL").arg(&key).query(&mut con).unwrap();
+        assert!(ttl > 0, "{key} has no expiry (PTTL {ttl})");
+    }
+}
