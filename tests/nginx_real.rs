@@ -8,7 +8,7 @@ mod common;
 use common::skip_unless_ci;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -37,11 +37,10 @@ struct Server {
 impl Server {
     fn start(binary: &Path, rate: &str, directive: &str) -> Server {
         let dir = tempfile::tempdir().unwrap();
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let _starting = common::STARTING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let port = common::free_port();
         let d = dir.path().display();
         let conf = format!(
             "daemon off; master_process off; worker_processes 1; error_log {d}/error.log; pid {d}/nginx.pid;

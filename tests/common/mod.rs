@@ -16,6 +16,21 @@ pub fn redis_server() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Held from picking a free port until the server listens on it: a port is
+/// picked by binding port 0 and letting go, so two servers starting at once
+/// could pick the same one — the second would fail to bind, and its test
+/// would talk to the first test's server until that one is stopped.
+pub static STARTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A free loopback port; hold [`STARTING`] until something listens on it.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// A redis-server on a free loopback port with no persistence, stopped by its pid when dropped.
 pub struct RedisServer {
     child: Child,
@@ -26,11 +41,10 @@ pub struct RedisServer {
 impl RedisServer {
     /// Starts it and waits until it accepts connections.
     pub fn start(binary: &PathBuf) -> RedisServer {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let _starting = STARTING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let port = free_port();
         let child = Command::new(binary)
             .args([
                 "--port",
