@@ -333,14 +333,20 @@ mod tests {
     use super::*;
     use crate::limiter::{Context, LimiterConfig};
 
-    fn found(config: &str, budget: u64) -> (u64, u64, String) {
+    /// What the search finds for `config` within `budget`, and its bound over 1 s.
+    pub(super) fn searched(config: &str, budget: u64) -> (Found, u64) {
         let table: toml::Table = toml::from_str(config).unwrap();
         let limiter = LimiterConfig::from_table(table)
             .unwrap()
             .build(Context::default())
             .unwrap();
         let found = search(&limiter, budget, Nanos::SECOND, Nanos(60 * NANOS_PER_SEC)).unwrap();
-        (found.worst, limiter.bound(Nanos::SECOND), found.description)
+        (found, limiter.bound(Nanos::SECOND))
+    }
+
+    fn found(config: &str, budget: u64) -> (u64, u64, String) {
+        let (found, bound) = searched(config, budget);
+        (found.worst, bound, found.description)
     }
 
     #[test]
@@ -428,17 +434,9 @@ mod tests {
 
 #[cfg(test)]
 mod named_configurations {
-    use super::*;
-    use crate::limiter::{Context, LimiterConfig};
-
-    pub fn run(config: &str, budget: u64) -> (u64, u64, bool) {
-        let table: toml::Table = toml::from_str(config).unwrap();
-        let limiter = LimiterConfig::from_table(table)
-            .unwrap()
-            .build(Context::default())
-            .unwrap();
-        let found = search(&limiter, budget, Nanos::SECOND, Nanos(60 * NANOS_PER_SEC)).unwrap();
-        (found.worst, limiter.bound(Nanos::SECOND), found.tight)
+    fn run(config: &str, budget: u64) -> (u64, u64, bool) {
+        let (found, bound) = super::tests::searched(config, budget);
+        (found.worst, bound, found.tight)
     }
 
     #[test]
