@@ -1,7 +1,7 @@
 //! The subcommands: the only code besides `main` that prints or writes files.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use std::num::NonZeroU64;
 
@@ -34,10 +34,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         args.max_memory,
         !args.no_charts,
     )?;
-    let target = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("output").join(&scenario.name));
+    let target = results_folder(args.out.as_deref(), &scenario.name);
     let staging = Staging::new(&target)?;
     warn(staging.notes());
     let options = if args.no_charts {
@@ -122,10 +119,7 @@ pub fn size(args: &SizeArgs) -> Result<()> {
     let report = report?;
     let json = serde_json::to_string_pretty(&report)? + "\n";
     let sizing_csv = sizing::render_sizing_csv(&report);
-    let target = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("output").join(&scenario.name));
+    let target = results_folder(args.out.as_deref(), &scenario.name);
     let chart = chart::render_sizing(&report)?;
     // Added to the run's results, if any, through the same staging and commit.
     let staging = Staging::update(&target)?;
@@ -232,10 +226,7 @@ pub fn live(args: &LiveArgs) -> Result<()> {
     let results = crate::live::replay(&scenario, workload, &redis, &|| bar.inc(1));
     bar.finish_and_clear();
     let results = results?;
-    let target = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("output").join(format!("{}-live", scenario.name)));
+    let target = results_folder(args.out.as_deref(), &format!("{}-live", scenario.name));
     let staging = Staging::new(&target)?;
     warn(staging.notes());
     staging.write(
@@ -563,6 +554,11 @@ fn progress_bar(units: u64, quiet: bool, what: &str) -> ProgressBar {
         bar.set_style(style.progress_chars("=> "));
     }
     bar
+}
+
+/// `--out DIR`, or `output/<name>` in the current directory.
+fn results_folder(out: Option<&Path>, name: &str) -> PathBuf {
+    out.map_or_else(|| PathBuf::from("output").join(name), Path::to_path_buf)
 }
 
 /// Warnings go to standard error even with `--quiet`: a trace's dropped rows
