@@ -243,3 +243,19 @@ fn colour_follows_the_flag_and_no_color() {
     assert!(!run("auto", None).contains('\x1b'));
     assert!(!run("never", None).contains('\x1b'));
 }
+
+#[test]
+fn size_before_any_run_creates_the_results_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("never-run");
+    burstsim()
+        .args(["size", "scenarios/promo.toml", "-q", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    assert!(out.join("sizing.json").is_file());
+    assert!(
+        !out.join("report.html").exists(),
+        "size writes no report of its own"
+    );
+}

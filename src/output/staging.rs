@@ -56,7 +56,10 @@ impl Staging {
     /// files are linked into the staging folder, to be replaced or kept.
     pub fn update(target: &Path) -> Result<Staging> {
         let staging = Staging::new(target)?;
-        if let Ownership::Results(files) = ownership(target)? {
+        // Nothing there yet (a scenario sized before it was ever run): nothing to keep.
+        if fs::symlink_metadata(target).is_ok()
+            && let Ownership::Results(files) = ownership(target)?
+        {
             for file in files {
                 let (from, to) = (target.join(&file), staging.staging.join(&file));
                 if let Some(parent) = to.parent() {
