@@ -85,7 +85,7 @@ fn limiters(c: &mut Criterion) {
                 let mut limiter = fresh.clone();
                 times
                     .iter()
-                    .filter(|&&t| limiter.decide(black_box(t)))
+                    .filter(|&&t| limiter.decide(black_box(t)).admitted())
                     .count()
             });
         });

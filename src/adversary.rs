@@ -238,8 +238,9 @@ impl LocalSearch<'_> {
 fn admitted_worst(mut limiter: Limiter, arrivals: &[u64], rolling: u64) -> u64 {
     let mut released = Vec::new();
     for &t in arrivals {
-        if limiter.decide(Nanos(t)) {
-            released.push(t.saturating_add(limiter.delay().get()));
+        let decision = limiter.decide(Nanos(t));
+        if decision.admitted() {
+            released.push(t.saturating_add(decision.delay().get()));
         }
     }
     released.sort_unstable();

@@ -126,12 +126,10 @@ pub fn replay(
     };
     let mut results = Vec::new();
     for (named, (_, variants)) in scenario.limiters.iter().zip(plan(scenario)) {
-        let (window, threshold) = match named.config.build(context).map_err(anyhow::Error::msg)? {
-            Limiter::FixedWindow(fixed) => (fixed.window().get(), fixed.threshold()),
-            Limiter::SlidingLog(_) => {
-                let LimiterConfig::SlidingLog(config) = &named.config else {
-                    unreachable!("only a sliding-log config builds a sliding log")
-                };
+        let built = named.config.build(context).map_err(anyhow::Error::msg)?;
+        let (window, threshold) = match (&named.config, built.fixed_window()) {
+            (_, Some(fixed)) => (fixed.window().get(), fixed.threshold()),
+            (LimiterConfig::SlidingLog(config), None) => {
                 (config.window.get(), config.threshold.get())
             }
             _ => continue,
@@ -407,7 +405,7 @@ fn compare(
             if window_start.is_none_or(|start| at.saturating_sub(start) >= window) {
                 window_start = Some(at);
             }
-            model.decide(Nanos(at))
+            model.decide(Nanos(at)).admitted()
         };
         if theirs {
             admitted_live += 1;

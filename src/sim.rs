@@ -320,14 +320,9 @@ impl RunState {
 
     #[inline(always)]
     fn observe(&mut self, now: Nanos) -> bool {
-        let admitted = self.limiter.decide(now);
-        let delay = if admitted {
-            self.limiter.delay()
-        } else {
-            Nanos::ZERO
-        };
-        self.record(now, admitted, delay);
-        admitted
+        let decision = self.limiter.decide(now);
+        self.record(now, decision.admitted(), decision.delay());
+        decision.admitted()
     }
 
     /// Counts one decision made at `now`, released after `delay` if admitted.

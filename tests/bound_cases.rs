@@ -22,8 +22,9 @@ fn limiter(text: &str) -> Limiter {
 fn releases(limiter: &mut Limiter, arrivals: &[u64]) -> Vec<u64> {
     let mut out = Vec::new();
     for &t in arrivals {
-        if limiter.decide(Nanos(t)) {
-            out.push(t + limiter.delay().get());
+        let decision = limiter.decide(Nanos(t));
+        if decision.admitted() {
+            out.push(t + decision.delay().get());
         }
     }
     out.sort_unstable();
@@ -119,7 +120,7 @@ fn nginx_in_a_chain_takes_a_request_back_as_if_it_had_been_rejected() {
     );
     let decided: Vec<bool> = [0, MS, 1_500_000]
         .iter()
-        .map(|&t| chain.decide(Nanos(t)))
+        .map(|&t| chain.decide(Nanos(t)).admitted())
         .collect();
     assert_eq!(decided, [true, false, true]);
 }

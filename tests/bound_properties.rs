@@ -22,8 +22,9 @@ fn build(text: &str) -> Limiter {
 fn released(limiter: &mut Limiter, arrivals: &[u64]) -> Vec<u64> {
     let mut out = Vec::new();
     for &t in arrivals {
-        if limiter.decide(Nanos(t)) {
-            out.push(t + limiter.delay().get());
+        let decision = limiter.decide(Nanos(t));
+        if decision.admitted() {
+            out.push(t + decision.delay().get());
         }
     }
     out.sort_unstable();

@@ -33,7 +33,10 @@ fn both(per_second: u32, burst: u32, times: &[u64]) -> (Vec<bool>, Vec<bool>) {
         .unwrap()
         .build(Context::default())
         .unwrap();
-    let mine = times.iter().map(|&t| ours.decide(Nanos(t))).collect();
+    let mine = times
+        .iter()
+        .map(|&t| ours.decide(Nanos(t)).admitted())
+        .collect();
     (theirs, mine)
 }
 

@@ -151,7 +151,7 @@ fn nodelay_admits_and_rejects_exactly_as_nginx() {
     let theirs: Vec<bool> = sent.iter().map(|&(_, status, _)| status == 200).collect();
     let ours: Vec<bool> = sent
         .iter()
-        .map(|&(at, _, _)| limiter.decide(Nanos(at.as_nanos() as u64)))
+        .map(|&(at, _, _)| limiter.decide(Nanos(at.as_nanos() as u64)).admitted())
         .collect();
     assert!(
         sent.iter()
@@ -180,10 +180,11 @@ fn without_nodelay_nginx_delays_as_the_model_says() {
     for _ in 0..6 {
         let at = start.elapsed();
         let (status, latency) = server.get();
-        let admitted = limiter.decide(Nanos(at.as_nanos() as u64));
+        let decision = limiter.decide(Nanos(at.as_nanos() as u64));
+        let admitted = decision.admitted();
         assert_eq!(status == 200, admitted, "request at {at:?}");
         if admitted {
-            let expected = limiter.delay().get() / 1_000_000;
+            let expected = decision.delay().get() / 1_000_000;
             let measured = latency.as_millis() as u64;
             assert!(
                 measured + 15 >= expected && measured <= expected + 60,

@@ -99,7 +99,11 @@ fn atomic_incr_in_redis_decides_as_the_model() {
     for (index, t) in arrivals().into_iter().enumerate() {
         // INCR counts every hit; a hit is allowed while the count is within N.
         let theirs = redis.command(&["INCR", &key(index, t)]) <= N;
-        assert_eq!(model.decide(Nanos(t)), theirs, "request {index} at {t} ns");
+        assert_eq!(
+            model.decide(Nanos(t)).admitted(),
+            theirs,
+            "request {index} at {t} ns"
+        );
     }
 }
 
@@ -130,7 +134,11 @@ fn get_then_incr_in_redis_over_a_round_trip_decides_as_the_model() {
         if theirs {
             in_flight.insert((t + rtt, index), key);
         }
-        assert_eq!(model.decide(Nanos(t)), theirs, "request {index} at {t} ns");
+        assert_eq!(
+            model.decide(Nanos(t)).admitted(),
+            theirs,
+            "request {index} at {t} ns"
+        );
     }
 }
 
@@ -164,7 +172,7 @@ fn incr_with_pexpire_in_redis_decides_as_the_store_clock_model() {
                 redis.command(&["PEXPIRE", "rl:store", "400"]);
             }
             assert_eq!(
-                model.decide(Nanos(at)),
+                model.decide(Nanos(at)).admitted(),
                 count <= N,
                 "request at {at} ns (count {count})"
             );

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::fixed_window::FixedWindow;
-use super::{Align, Context};
+use super::{Align, Context, Kind};
 use crate::decimal::Decimal;
 use crate::time::{NANOS_PER_SEC, Nanos};
 
@@ -26,9 +26,12 @@ pub struct Config {
 /// The common rule of thumb.
 const DEFAULT_RATIO: Decimal = Decimal::new(7, 1);
 
-impl Config {
+impl Kind for Config {
+    const NAME: &'static str = "buffered";
+    type State = FixedWindow;
+
     /// The sizing parameter: the effective threshold ⌊ratio · capacity⌋.
-    pub fn parameter(&self, context: Context) -> (&'static str, u64) {
+    fn parameter(&self, context: Context) -> (&'static str, u64) {
         (
             "threshold",
             self.build(context).map_or(0, |limiter| limiter.threshold()),
@@ -36,7 +39,7 @@ impl Config {
     }
 
     /// The same limiter with threshold `value`: ratio 1 of a capacity of `value`.
-    pub fn with_parameter(&self, value: u64) -> Config {
+    fn with_parameter(&self, value: u64) -> Config {
         Config {
             ratio: Some(Decimal::whole(1)),
             capacity: Some(value),
@@ -48,7 +51,7 @@ impl Config {
     /// the default capacity, ⌊ρ · capacity_per_sec · W⌋ in one step, never
     /// flooring the capacity per window first (3/s over 1.5 s is 4.5, and
     /// ⌊0.7 × 4.5⌋ is 3).
-    pub fn build(&self, context: Context) -> Result<FixedWindow, String> {
+    fn build(&self, context: Context) -> Result<FixedWindow, String> {
         let ratio = self.ratio.unwrap_or(DEFAULT_RATIO);
         let too_large = || "capacity: too large".to_string();
         let (threshold, capacity) = match (self.capacity, context.backend_capacity_per_sec) {
@@ -75,6 +78,14 @@ impl Config {
             ));
         }
         FixedWindow::new(self.window, threshold, self.align)
+    }
+
+    fn example(choice: u64) -> String {
+        format!(
+            "window = \"1us\"\nratio = 0.{}\ncapacity = {}",
+            choice % 9 + 1,
+            choice / 9 % 40 + 10
+        )
     }
 }
 

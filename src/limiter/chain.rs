@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use super::{Context, Limiter, LimiterConfig, RateLimiter};
+use super::{Context, Decision, Kind, Limiter, LimiterConfig, RateLimiter};
 use crate::time::Nanos;
 
 /// `kind = "chain"` with `layers = [{ kind = … }, …]`.
@@ -45,16 +45,19 @@ impl<'de> Deserialize<'de> for Config {
     }
 }
 
-impl Config {
+impl Kind for Config {
+    const NAME: &'static str = "chain";
+    type State = Chain;
+
     /// The sizing parameter: the first layer's.
-    pub fn parameter(&self, context: Context) -> (&'static str, u64) {
+    fn parameter(&self, context: Context) -> (&'static str, u64) {
         self.layers
             .first()
             .map_or(("threshold", 0), |layer| layer.parameter(context))
     }
 
     /// The same chain with the first layer's parameter set to `value`.
-    pub fn with_parameter(&self, value: u64) -> Config {
+    fn with_parameter(&self, value: u64) -> Config {
         let mut layers = self.layers.clone();
         if let Some(first) = layers.first_mut() {
             *first = first.with_parameter(value);
@@ -66,7 +69,7 @@ impl Config {
     }
 
     /// Every layer, fresh.
-    pub fn build(&self, context: Context) -> Result<Chain, String> {
+    fn build(&self, context: Context) -> Result<Chain, String> {
         if self.layers.is_empty() {
             return Err("layers: a chain needs at least one layer".into());
         }
@@ -85,6 +88,28 @@ impl Config {
             count_rejected: self.count_rejected,
         })
     }
+
+    /// Two layers of other kinds' examples.
+    fn example(choice: u64) -> String {
+        let layer = |k: u64, c: u64| {
+            let text = super::example(k as usize, c);
+            let fields: Vec<&str> = text.lines().filter(|line| !line.is_empty()).collect();
+            format!("{{ {} }}", fields.join(", "))
+        };
+        // Not a chain inside a chain: kinds other than this one.
+        let kinds = super::KINDS.len() as u64;
+        let own = super::KINDS
+            .iter()
+            .position(|&k| k == Self::NAME)
+            .unwrap_or(0) as u64;
+        let other = |k: u64| if k % kinds == own { k + 1 } else { k };
+        format!(
+            "count_rejected = {}\nlayers = [{}, {}]",
+            choice % 2 == 0,
+            layer(other(choice / 2), choice / 7),
+            layer(other(choice / 3 + 1), choice / 11)
+        )
+    }
 }
 
 /// Each layer sees only what the layers before it admitted. A layer that
@@ -98,30 +123,34 @@ pub struct Chain {
 }
 
 impl RateLimiter for Chain {
+    /// Rejects with the rejecting layer's hint; delays what it passes by the
+    /// longest of the layers' delays, as nginx applies several `limit_req`s.
     #[inline]
-    fn decide(&mut self, now: Nanos) -> bool {
-        let Some(rejecting) = self.layers.iter_mut().position(|layer| !layer.decide(now)) else {
-            return true;
-        };
-        if !self.count_rejected {
-            self.layers[..rejecting]
-                .iter_mut()
-                .for_each(|layer| layer.refund(now));
+    fn decide(&mut self, now: Nanos) -> Decision {
+        let mut delay = Nanos::ZERO;
+        for rejecting in 0..self.layers.len() {
+            match self.layers[rejecting].decide(now) {
+                Decision::Admit => {}
+                Decision::Delay(by) => delay = delay.max(by),
+                rejected @ Decision::Reject(_) => {
+                    if !self.count_rejected {
+                        self.layers[..rejecting]
+                            .iter_mut()
+                            .for_each(|layer| layer.refund(now));
+                    }
+                    return rejected;
+                }
+            }
         }
-        false
+        if delay == Nanos::ZERO {
+            Decision::Admit
+        } else {
+            Decision::Delay(delay)
+        }
     }
 
     fn refund(&mut self, now: Nanos) {
         self.layers.iter_mut().for_each(|layer| layer.refund(now));
-    }
-
-    /// The longest of the layers' delays, as nginx applies several `limit_req`s.
-    fn delay(&self) -> Nanos {
-        self.layers
-            .iter()
-            .map(Limiter::delay)
-            .max()
-            .unwrap_or(Nanos::ZERO)
     }
 
     /// What passes must pass every layer, so each layer's bound holds — for
@@ -214,7 +243,7 @@ mod tests {
     fn a_request_passes_only_when_every_layer_admits_it() {
         let mut limiter = chain(WINDOW_THEN_BUCKET);
         let admitted = (0..100)
-            .filter(|_| limiter.decide(Nanos(999_000_000)))
+            .filter(|_| limiter.decide(Nanos(999_000_000)).admitted())
             .count();
         assert_eq!(
             admitted, 20,
@@ -235,12 +264,20 @@ mod tests {
         let mut counting = chain(WINDOW_THEN_BUCKET);
         let mut refunding = chain(&not_counting);
         // 100 at once: the bucket passes 20 of them either way.
-        let burst = |limiter: &mut Chain| (0..100).filter(|_| limiter.decide(Nanos(0))).count();
+        let burst = |limiter: &mut Chain| {
+            (0..100)
+                .filter(|_| limiter.decide(Nanos(0)).admitted())
+                .count()
+        };
         assert_eq!((burst(&mut counting), burst(&mut refunding)), (20, 20));
         // Then one request per new token, every 10 ms up to 990 ms: 99 of them.
         let ticks: Vec<u64> = (1..100).map(|i| i * 10_000_000).collect();
-        let pass =
-            |limiter: &mut Chain| ticks.iter().filter(|&&t| limiter.decide(Nanos(t))).count();
+        let pass = |limiter: &mut Chain| {
+            ticks
+                .iter()
+                .filter(|&&t| limiter.decide(Nanos(t)).admitted())
+                .count()
+        };
         assert_eq!(
             pass(&mut counting),
             0,

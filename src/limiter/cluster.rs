@@ -9,7 +9,7 @@ use std::num::NonZeroU64;
 use serde::{Deserialize, Deserializer};
 
 use super::fixed_window::windows_met;
-use super::{Context, Limiter, LimiterConfig, RateLimiter};
+use super::{Context, Decision, Hint, Limiter, LimiterConfig, RateLimiter};
 use crate::time::Nanos;
 
 /// A signed duration with a unit, like `"-500ms"` or `"+150ms"`.
@@ -205,8 +205,9 @@ impl Clock {
 }
 
 impl ClusterConfig {
-    /// Checks the lists against the number of instances and the mode against `inner`.
-    pub fn check(&self, inner: &LimiterConfig) -> Result<(), String> {
+    /// Checks the lists against the number of instances and the mode against
+    /// `inner`, a limiter of kind `kind`.
+    pub fn check(&self, kind: &str, inner: &Limiter) -> Result<(), String> {
         let k = self.instances.get() as usize;
         if k > 10_000 {
             return Err("cluster.instances: at most 10000".into());
@@ -248,17 +249,9 @@ impl ClusterConfig {
         if self.drift_ppm.iter().any(|d| d.abs() > 1_000_000) {
             return Err("cluster.drift_ppm: at most ±1000000".into());
         }
-        if self.mode != Mode::Local
-            && !matches!(
-                inner,
-                LimiterConfig::FixedWindow(_)
-                    | LimiterConfig::SmallerWindow(_)
-                    | LimiterConfig::Buffered(_)
-            )
-        {
+        if self.mode != Mode::Local && inner.fixed_window().is_none() {
             return Err(format!(
-                "cluster.mode: shared counters model fixed windows; a {} can only run locally",
-                inner.kind()
+                "cluster.mode: shared counters model fixed windows; a {kind} can only run locally"
             ));
         }
         Ok(())
@@ -338,13 +331,12 @@ pub struct Config {
 impl Config {
     /// Fresh instances and an empty store.
     pub fn build(&self, context: Context) -> Result<Cluster, String> {
-        self.cluster.check(&self.inner)?;
-        let k = self.cluster.instances.get() as usize;
         let prototype = self.inner.build(context)?;
-        let (window, threshold) = match &prototype {
-            Limiter::FixedWindow(fixed) => (fixed.window().get(), fixed.threshold()),
-            _ => (0, 0),
-        };
+        self.cluster.check(self.inner.kind(), &prototype)?;
+        let k = self.cluster.instances.get() as usize;
+        let (window, threshold) = prototype
+            .fixed_window()
+            .map_or((0, 0), |fixed| (fixed.window().get(), fixed.threshold()));
         let local = if self.cluster.mode == Mode::Local {
             let inner = if self.cluster.divide {
                 match &*self.inner {
@@ -463,6 +455,15 @@ impl Cluster {
         }
     }
 
+    /// A shared window's answer: a rejection hints the end of window `key`
+    /// on the instance's clock, which read `clock` at true time `now`.
+    fn window_decision(&self, admit: bool, key: u64, clock: u64, now: u64) -> Decision {
+        Decision::admit_or(admit, || {
+            let end = key.saturating_add(1).saturating_mul(self.window);
+            in_true_time(Hint::at_reset(end), clock, now)
+        })
+    }
+
     /// The count of `key` as a request at `now` sees it.
     fn visible(&mut self, now: u64) {
         while self
@@ -485,16 +486,36 @@ impl Cluster {
     }
 }
 
+/// A hint given on a clock that read `clock` at true time `now`, in true time:
+/// the client hears "retry in d", and d is the same on every clock.
+fn in_true_time(hint: Hint, clock: u64, now: u64) -> Hint {
+    let shift =
+        |at: Option<Nanos>| at.map(|at| Nanos(now.saturating_add(at.get().saturating_sub(clock))));
+    Hint {
+        retry_at: shift(hint.retry_at),
+        reset_at: shift(hint.reset_at),
+    }
+}
+
 impl RateLimiter for Cluster {
-    fn decide(&mut self, now: Nanos) -> bool {
+    /// Rejects with the hint of whatever decided — the instance's limiter,
+    /// or the shared window's end on the clock that keys it — converted to
+    /// true time: the client hears a duration, the same on every clock.
+    fn decide(&mut self, now: Nanos) -> Decision {
         let now = now.get();
         let instance = self.pick();
         let clock = self.clocks[instance]
             .read(now)
             .max(self.last_clock[instance]);
         self.last_clock[instance] = clock;
-        let (admit, key) = match self.mode {
-            Mode::Local => (self.local[instance].decide(Nanos(clock)), None),
+        let (decision, key) = match self.mode {
+            Mode::Local => {
+                let decision = match self.local[instance].decide(Nanos(clock)) {
+                    Decision::Reject(hint) => Decision::Reject(in_true_time(hint, clock, now)),
+                    other => other,
+                };
+                (decision, None)
+            }
             Mode::SharedInstanceClock if self.sync_interval > 0 => {
                 let key = clock / self.window;
                 if now >= self.next_sync[instance] {
@@ -515,7 +536,7 @@ impl RateLimiter for Cluster {
                 if admit {
                     *self.unsynced[instance].entry(key).or_insert(0) += 1;
                 }
-                (admit, Some(key))
+                (self.window_decision(admit, key, clock, now), Some(key))
             }
             Mode::SharedInstanceClock => {
                 self.visible(now);
@@ -533,7 +554,7 @@ impl RateLimiter for Cluster {
                 {
                     self.counts.pop_first();
                 }
-                (admit, Some(key))
+                (self.window_decision(admit, key, clock, now), Some(key))
             }
             Mode::SharedStoreClock => {
                 // The command reaches the store half a round trip later.
@@ -550,14 +571,16 @@ impl RateLimiter for Cluster {
                 };
                 let admit = count < self.threshold;
                 self.store_window = Some((start, count + u64::from(admit)));
-                (admit, None)
+                let end = start.saturating_add(self.window);
+                let hint = || in_true_time(Hint::at_reset(end), store_now, now);
+                (Decision::admit_or(admit, hint), None)
             }
         };
-        if admit {
+        if decision.admitted() {
             self.admitted[instance] += 1;
             self.last = (instance, key);
         }
-        admit
+        decision
     }
 
     fn refund(&mut self, now: Nanos) {
@@ -694,7 +717,10 @@ mod tests {
     const S: u64 = 1_000_000_000;
 
     fn admitted(cluster: &mut Cluster, times: &[u64]) -> usize {
-        times.iter().filter(|&&t| cluster.decide(Nanos(t))).count()
+        times
+            .iter()
+            .filter(|&&t| cluster.decide(Nanos(t)).admitted())
+            .count()
     }
 
     #[test]

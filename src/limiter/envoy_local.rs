@@ -7,7 +7,7 @@ use std::num::NonZeroU64;
 
 use serde::Deserialize;
 
-use super::RateLimiter;
+use super::{Context, Decision, Hint, Kind, RateLimiter};
 use crate::time::Nanos;
 
 /// `kind = "envoy-local"`.
@@ -30,9 +30,12 @@ fn one() -> NonZeroU64 {
     NonZeroU64::MIN
 }
 
-impl Config {
+impl Kind for Config {
+    const NAME: &'static str = "envoy-local";
+    type State = EnvoyLocal;
+
     /// Full buckets.
-    pub fn build(&self) -> Result<EnvoyLocal, String> {
+    fn build(&self, _: Context) -> Result<EnvoyLocal, String> {
         if self.fill_interval == Nanos::ZERO {
             return Err("fill_interval: must be longer than 0".into());
         }
@@ -50,16 +53,26 @@ impl Config {
     }
 
     /// The sizing parameter: tokens per fill.
-    pub fn parameter(&self) -> (&'static str, u64) {
+    fn parameter(&self, _: Context) -> (&'static str, u64) {
         ("tokens_per_fill", self.tokens_per_fill.get())
     }
 
     /// The same filter with `value` tokens per fill.
-    pub fn with_parameter(&self, value: u64) -> Config {
+    fn with_parameter(&self, value: u64) -> Config {
         Config {
             tokens_per_fill: NonZeroU64::new(value).unwrap_or(NonZeroU64::MIN),
             ..self.clone()
         }
+    }
+
+    fn example(choice: u64) -> String {
+        format!(
+            "max_tokens = {}\ntokens_per_fill = {}\nfill_interval = \"{}ns\"\ninstances = {}",
+            choice % 19 + 1,
+            choice / 19 % 9 + 1,
+            choice / 171 % 1_900 + 100,
+            choice / 324_900 % 3 + 1
+        )
     }
 }
 
@@ -76,8 +89,10 @@ pub struct EnvoyLocal {
 }
 
 impl RateLimiter for EnvoyLocal {
+    /// Rejects (429) with no `Retry-After`; with Envoy's
+    /// `enable_x_ratelimit_headers` the reset is the instance's next fill.
     #[inline]
-    fn decide(&mut self, now: Nanos) -> bool {
+    fn decide(&mut self, now: Nanos) -> Decision {
         let tick = now.get() / self.interval;
         let (tokens, last) = &mut self.buckets[self.next];
         if tick > *last {
@@ -88,7 +103,10 @@ impl RateLimiter for EnvoyLocal {
         let admit = *tokens > 0;
         *tokens -= u64::from(admit);
         self.next = (self.next + 1) % self.buckets.len();
-        admit
+        Decision::admit_or(admit, || Hint {
+            retry_at: None,
+            reset_at: Some(Nanos((tick + 1).saturating_mul(self.interval))),
+        })
     }
 
     fn refund(&mut self, _now: Nanos) {
@@ -145,18 +163,23 @@ mod tests {
             fill_interval: Nanos::SECOND,
             instances: NonZeroU64::new(instances).unwrap(),
         }
-        .build()
+        .build(Context::default())
         .unwrap()
     }
 
     #[test]
     fn starts_full_and_refills_exactly_at_the_tick() {
         let mut limiter = envoy(1);
-        assert_eq!((0..12).filter(|_| limiter.decide(Nanos(0))).count(), 10);
-        assert!(!limiter.decide(Nanos(999_999_999)));
         assert_eq!(
             (0..12)
-                .filter(|_| limiter.decide(Nanos(1_000_000_000)))
+                .filter(|_| limiter.decide(Nanos(0)).admitted())
+                .count(),
+            10
+        );
+        assert!(!limiter.decide(Nanos(999_999_999)).admitted());
+        assert_eq!(
+            (0..12)
+                .filter(|_| limiter.decide(Nanos(1_000_000_000)).admitted())
                 .count(),
             10
         );
@@ -165,7 +188,12 @@ mod tests {
     #[test]
     fn k_instances_let_k_times_the_limit_through() {
         let mut limiter = envoy(3);
-        assert_eq!((0..100).filter(|_| limiter.decide(Nanos(0))).count(), 30);
+        assert_eq!(
+            (0..100)
+                .filter(|_| limiter.decide(Nanos(0)).admitted())
+                .count(),
+            30
+        );
         assert_eq!(limiter.bound(Nanos::SECOND), 3 * (10 + 10));
     }
 }

@@ -4,7 +4,7 @@ use std::num::NonZeroU64;
 
 use serde::Deserialize;
 
-use super::{Align, RateLimiter};
+use super::{Align, Context, Decision, Hint, Kind, RateLimiter};
 use crate::time::Nanos;
 
 /// `kind = "fixed-window"`.
@@ -20,12 +20,24 @@ pub struct Config {
     pub align: Align,
 }
 
-impl Config {
+impl Kind for Config {
+    const NAME: &'static str = "fixed-window";
+    type State = FixedWindow;
+
+    fn build(&self, _: Context) -> Result<FixedWindow, String> {
+        FixedWindow::new(self.window, self.threshold.get(), self.align)
+    }
+
     super::threshold_is_the_parameter!();
 
-    /// A fresh limiter in its initial state.
-    pub fn build(&self) -> Result<FixedWindow, String> {
-        FixedWindow::new(self.window, self.threshold.get(), self.align)
+    fn example(choice: u64) -> String {
+        let window = [1_000, 997, 250, 3_000][(choice % 4) as usize];
+        let align =
+            ["\"epoch\"", "\"first-request\"", "{ anchor = \"130ns\" }"][(choice / 4 % 3) as usize];
+        format!(
+            "window = \"{window}ns\"\nthreshold = {}\nalign = {align}",
+            choice / 12 % 29 + 1
+        )
     }
 }
 
@@ -82,8 +94,11 @@ impl FixedWindow {
 }
 
 impl RateLimiter for FixedWindow {
+    /// Rejects with the end of the current window as both `Retry-After` and
+    /// the reset: with epoch windows every client rejected in a window is
+    /// told the same instant.
     #[inline]
-    fn decide(&mut self, now: Nanos) -> bool {
+    fn decide(&mut self, now: Nanos) -> Decision {
         let now = now.get();
         if now >= self.end {
             // Compare against the cached end instead of dividing on every request.
@@ -101,7 +116,7 @@ impl RateLimiter for FixedWindow {
         }
         let admit = self.count < self.threshold;
         self.count += u64::from(admit);
-        admit
+        Decision::admit_or(admit, || Hint::at_reset(self.end))
     }
 
     /// As if the last admitted request had been rejected: when it was the
@@ -150,6 +165,10 @@ impl RateLimiter for FixedWindow {
             .phase(self.window)
             .map(|phase| (Nanos(self.window), Nanos(phase)))
     }
+
+    fn fixed_window(&self) -> Option<&FixedWindow> {
+        Some(self)
+    }
 }
 
 /// How many windows of length `window` (disjoint, back to back or apart) an
@@ -170,13 +189,18 @@ mod tests {
     }
 
     fn admitted(limiter: &mut FixedWindow, times: &[u64]) -> usize {
-        times.iter().filter(|&&t| limiter.decide(Nanos(t))).count()
+        times
+            .iter()
+            .filter(|&&t| limiter.decide(Nanos(t)).admitted())
+            .count()
     }
 
     #[test]
     fn admits_the_tenth_request_and_rejects_the_eleventh() {
         let mut fw = limiter(Align::Epoch);
-        let decisions: Vec<bool> = (0..11).map(|i| fw.decide(Nanos(i * 1_000))).collect();
+        let decisions: Vec<bool> = (0..11)
+            .map(|i| fw.decide(Nanos(i * 1_000)).admitted())
+            .collect();
         assert!(decisions[..10].iter().all(|&d| d));
         assert!(!decisions[10]);
     }
@@ -185,8 +209,8 @@ mod tests {
     fn an_arrival_exactly_at_the_epoch_edge_belongs_to_the_new_window() {
         let mut fw = limiter(Align::Epoch);
         assert_eq!(admitted(&mut fw, &[999_999_999; 10]), 10);
-        assert!(!fw.decide(Nanos(999_999_999)));
-        assert!(fw.decide(Nanos(1_000_000_000)));
+        assert!(!fw.decide(Nanos(999_999_999)).admitted());
+        assert!(fw.decide(Nanos(1_000_000_000)).admitted());
     }
 
     #[test]
@@ -195,11 +219,11 @@ mod tests {
         let start = 300_000_000;
         assert_eq!(admitted(&mut fw, &[start; 10]), 10);
         assert!(
-            !fw.decide(Nanos(start + 999_999_999)),
+            !fw.decide(Nanos(start + 999_999_999)).admitted(),
             "still the first window"
         );
         assert!(
-            fw.decide(Nanos(start + 1_000_000_000)),
+            fw.decide(Nanos(start + 1_000_000_000)).admitted(),
             "a new window opens at start + W"
         );
     }
@@ -210,7 +234,7 @@ mod tests {
         assert_eq!(admitted(&mut fw, &[0; 11]), 10);
         // The arrival at 1.5 s opens a window [1.5 s, 2.5 s), so 2.2 s is in it.
         assert_eq!(admitted(&mut fw, &[1_500_000_000; 10]), 10);
-        assert!(!fw.decide(Nanos(2_200_000_000)));
+        assert!(!fw.decide(Nanos(2_200_000_000)).admitted());
     }
 
     #[test]
@@ -222,7 +246,7 @@ mod tests {
             "window [0.25 s, 1.25 s)"
         );
         assert!(
-            fw.decide(Nanos(1_250_000_000)),
+            fw.decide(Nanos(1_250_000_000)).admitted(),
             "a new window at exactly 1.25 s"
         );
         let mut early = limiter(Align::Anchor(Nanos(2_250_000_000)));
@@ -231,7 +255,7 @@ mod tests {
             10,
             "before the anchor, windows extend backwards"
         );
-        assert!(early.decide(Nanos(250_000_000)));
+        assert!(early.decide(Nanos(250_000_000)).admitted());
     }
 
     #[test]

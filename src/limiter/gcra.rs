@@ -6,7 +6,7 @@ use std::num::NonZeroU64;
 
 use serde::Deserialize;
 
-use super::RateLimiter;
+use super::{Context, Decision, Hint, Kind, RateLimiter};
 use crate::decimal::Decimal;
 use crate::time::{NANOS_PER_SEC, Nanos};
 
@@ -22,6 +22,50 @@ pub struct Config {
     pub rate: Option<Decimal>,
     /// The most cells at once (with `rate`; default 1).
     pub burst: Option<NonZeroU64>,
+}
+
+impl Kind for Config {
+    const NAME: &'static str = "gcra";
+    type State = Gcra;
+
+    /// A limiter with no cell seen yet.
+    fn build(&self, _: Context) -> Result<Gcra, String> {
+        let (t, burst) = self.quota()?;
+        let tau = t
+            .checked_mul(burst - 1)
+            .ok_or("burst: too large for its interval")?;
+        Ok(Gcra {
+            t,
+            tau,
+            burst,
+            tat: None,
+            previous: None,
+        })
+    }
+
+    /// The sizing parameter: the burst.
+    fn parameter(&self, _: Context) -> (&'static str, u64) {
+        ("burst", self.quota().map_or(1, |(_, burst)| burst))
+    }
+
+    /// The same rate with burst `value`.
+    fn with_parameter(&self, value: u64) -> Config {
+        let (t, _) = self.quota().unwrap_or((NANOS_PER_SEC, 1));
+        let burst = NonZeroU64::new(value).unwrap_or(NonZeroU64::MIN);
+        Config {
+            quota: Some(format!("with_period({t}ns).allow_burst({burst})")),
+            rate: None,
+            burst: None,
+        }
+    }
+
+    fn example(choice: u64) -> String {
+        format!(
+            "quota = \"with_period({}ns).allow_burst({})\"",
+            choice % 1_999 + 1,
+            choice / 1_999 % 19 + 1
+        )
+    }
 }
 
 impl Config {
@@ -51,37 +95,6 @@ impl Config {
                 }
                 parse_quota(quota).map_err(|err| format!("quota: {err}"))
             }
-        }
-    }
-
-    /// A limiter with no cell seen yet.
-    pub fn build(&self) -> Result<Gcra, String> {
-        let (t, burst) = self.quota()?;
-        let tau = t
-            .checked_mul(burst - 1)
-            .ok_or("burst: too large for its interval")?;
-        Ok(Gcra {
-            t,
-            tau,
-            burst,
-            tat: None,
-            previous: None,
-        })
-    }
-
-    /// The sizing parameter: the burst.
-    pub fn parameter(&self) -> (&'static str, u64) {
-        ("burst", self.quota().map_or(1, |(_, burst)| burst))
-    }
-
-    /// The same rate with burst `value`.
-    pub fn with_parameter(&self, value: u64) -> Config {
-        let (t, _) = self.quota().unwrap_or((NANOS_PER_SEC, 1));
-        let burst = NonZeroU64::new(value).unwrap_or(NonZeroU64::MIN);
-        Config {
-            quota: Some(format!("with_period({t}ns).allow_burst({burst})")),
-            rate: None,
-            burst: None,
         }
     }
 }
@@ -148,16 +161,18 @@ pub struct Gcra {
 }
 
 impl RateLimiter for Gcra {
+    /// Rejects with `Retry-After` at TAT − τ, governor's `NotUntil::earliest_possible`,
+    /// and the reset at TAT, when the whole burst is available again.
     #[inline]
-    fn decide(&mut self, now: Nanos) -> bool {
+    fn decide(&mut self, now: Nanos) -> Decision {
         let now = now.get();
         let tat = self.tat.unwrap_or(now);
         if now < tat.saturating_sub(self.tau) {
-            return false;
+            return Decision::Reject(Hint::new(tat - self.tau, tat));
         }
         self.previous = self.tat;
         self.tat = Some(tat.max(now).saturating_add(self.t));
-        true
+        Decision::Admit
     }
 
     fn refund(&mut self, _now: Nanos) {
@@ -198,7 +213,7 @@ mod tests {
             rate: None,
             burst: None,
         }
-        .build()
+        .build(Context::default())
         .unwrap()
     }
 
@@ -222,10 +237,15 @@ mod tests {
     #[test]
     fn admits_the_burst_at_once_then_one_per_interval() {
         let mut limiter = gcra("per_second(10)");
-        assert_eq!((0..11).filter(|_| limiter.decide(Nanos(0))).count(), 10);
-        assert!(!limiter.decide(Nanos(99_999_999)));
+        assert_eq!(
+            (0..11)
+                .filter(|_| limiter.decide(Nanos(0)).admitted())
+                .count(),
+            10
+        );
+        assert!(!limiter.decide(Nanos(99_999_999)).admitted());
         assert!(
-            limiter.decide(Nanos(100_000_000)),
+            limiter.decide(Nanos(100_000_000)).admitted(),
             "exactly at TAT − τ conforms"
         );
     }

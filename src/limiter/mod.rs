@@ -1,34 +1,21 @@
 //! Rate limiters: one file per algorithm, each with its configuration, its
 //! state machine and its theoretical worst case over any traffic.
 
-pub mod buffered;
-pub mod chain;
 pub mod cluster;
-pub mod envoy_local;
-pub mod fixed_window;
-pub mod gcra;
-pub mod nginx_limit_req;
-pub mod sliding_buckets;
-pub mod sliding_counter;
-pub mod sliding_log;
-pub mod smaller_window;
-pub mod token_bucket;
 
 use serde::Deserialize;
 
 use crate::config::KindTable;
 
-/// `parameter` and `with_parameter` for a configuration whose sizing
-/// parameter is its `threshold` field.
+/// [`Kind::parameter`] and [`Kind::with_parameter`] for a configuration
+/// whose sizing parameter is its `threshold` field.
 macro_rules! threshold_is_the_parameter {
     () => {
-        /// The sizing parameter: the threshold.
-        pub fn parameter(&self) -> (&'static str, u64) {
+        fn parameter(&self, _: $crate::limiter::Context) -> (&'static str, u64) {
             ("threshold", self.threshold.get())
         }
 
-        /// The same limiter with threshold `value`.
-        pub fn with_parameter(&self, value: u64) -> Config {
+        fn with_parameter(&self, value: u64) -> Config {
             let threshold = std::num::NonZeroU64::new(value).unwrap_or(std::num::NonZeroU64::MIN);
             Config {
                 threshold,
@@ -40,19 +27,86 @@ macro_rules! threshold_is_the_parameter {
 use crate::time::Nanos;
 pub(crate) use threshold_is_the_parameter;
 
+/// The answer a limiter gives one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Admitted: the backend gets it now.
+    Admit,
+    /// Admitted, and held this long before the backend gets it (nginx's
+    /// `limit_req` without `nodelay`).
+    Delay(Nanos),
+    /// Rejected, with what the limiter tells the client.
+    Reject(Hint),
+}
+
+impl Decision {
+    /// Whether the request was admitted (now or after a delay).
+    #[inline]
+    pub fn admitted(self) -> bool {
+        !matches!(self, Decision::Reject(_))
+    }
+
+    /// How long an admitted request waits before the backend gets it.
+    #[inline]
+    pub fn delay(self) -> Nanos {
+        match self {
+            Decision::Delay(delay) => delay,
+            _ => Nanos::ZERO,
+        }
+    }
+
+    /// Admitted or rejected with `hint`.
+    #[inline]
+    pub fn admit_or(admit: bool, hint: impl FnOnce() -> Hint) -> Decision {
+        if admit {
+            Decision::Admit
+        } else {
+            Decision::Reject(hint())
+        }
+    }
+}
+
+/// What a rejection tells the client, as instants on the limiter's clock:
+/// `Retry-After` and `RateLimit-Reset` are these minus the time of the
+/// answer. Each limiter's `decide` says what it sends; `None` where the real
+/// implementation sends nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hint {
+    /// `Retry-After`: the earliest instant a retry can be admitted, as the
+    /// limiter knows it at the rejection.
+    pub retry_at: Option<Nanos>,
+    /// `RateLimit-Reset`: when the limit's quota is whole again (the end of
+    /// the current window, or a full bucket).
+    pub reset_at: Option<Nanos>,
+}
+
+impl Hint {
+    /// No hint: the client is told only no (nginx's 503).
+    pub const NONE: Hint = Hint {
+        retry_at: None,
+        reset_at: None,
+    };
+
+    /// Retry at `retry`; the quota is whole again at `reset`.
+    pub fn new(retry: u64, reset: u64) -> Hint {
+        Hint {
+            retry_at: Some(Nanos(retry)),
+            reset_at: Some(Nanos(reset)),
+        }
+    }
+
+    /// Retry when the window resets, at `reset`.
+    pub fn at_reset(reset: u64) -> Hint {
+        Hint::new(reset, reset)
+    }
+}
+
 /// What every limiter does: decide arrivals in time order, and state what it
 /// promises and what it can let through at worst.
 pub trait RateLimiter {
-    /// Admits (`true`) or rejects the arrival at `now`. Arrivals come in
-    /// non-decreasing time order; simultaneous arrivals are decided one by one.
-    fn decide(&mut self, now: Nanos) -> bool;
-
-    /// How long the request just admitted waits before the backend gets it
-    /// (nginx's `limit_req` without `nodelay`); zero for every other limiter.
-    #[inline]
-    fn delay(&self) -> Nanos {
-        Nanos::ZERO
-    }
+    /// Decides the arrival at `now`. Arrivals come in non-decreasing time
+    /// order; simultaneous arrivals are decided one by one.
+    fn decide(&mut self, now: Nanos) -> Decision;
 
     /// Takes back the admission just made at `now`, as if it had been
     /// rejected: a chain with `count_rejected = false` does this to earlier
@@ -92,6 +146,37 @@ pub trait RateLimiter {
     fn window_edges(&self) -> Option<(Nanos, Nanos)> {
         None
     }
+
+    /// The fixed window it is, if it is one (fixed-window, smaller-window,
+    /// buffered): clusters share and `burstsim live` replays only these.
+    fn fixed_window(&self) -> Option<&fixed_window::FixedWindow> {
+        None
+    }
+}
+
+/// One limiter kind: its configuration as written in a scenario file and the
+/// state it builds. A kind is its own file implementing this, plus one line
+/// in the [`kinds!`] list below.
+pub trait Kind: Clone + std::fmt::Debug + serde::de::DeserializeOwned {
+    /// How `kind = "…"` names it.
+    const NAME: &'static str;
+
+    /// Its running state.
+    type State: RateLimiter + Clone + std::fmt::Debug;
+
+    /// A fresh limiter in its initial state, or what is wrong with the configuration.
+    fn build(&self, context: Context) -> Result<Self::State, String>;
+
+    /// The parameter `burstsim size` varies (threshold, rate, burst…) and its value.
+    fn parameter(&self, context: Context) -> (&'static str, u64);
+
+    /// The same configuration with the sizing parameter set to `value`.
+    fn with_parameter(&self, value: u64) -> Self;
+
+    /// A valid configuration of this kind as TOML fields (without `kind`),
+    /// with windows of about a microsecond, different for each `choice`: the
+    /// property tests check every kind's contract on many of these.
+    fn example(choice: u64) -> String;
 }
 
 /// Where a window limiter's windows start.
@@ -151,50 +236,6 @@ impl<'de> Deserialize<'de> for Align {
     }
 }
 
-/// The limiter kinds accepted in `kind = "…"`.
-pub const KINDS: &[&str] = &[
-    "fixed-window",
-    "smaller-window",
-    "buffered",
-    "sliding-log",
-    "sliding-counter",
-    "token-bucket",
-    "chain",
-    "gcra",
-    "sliding-buckets",
-    "envoy-local",
-    "nginx-limit-req",
-];
-
-/// A limiter's configuration, as written in a scenario file.
-#[derive(Clone, Debug)]
-pub enum LimiterConfig {
-    /// `fixed-window`.
-    FixedWindow(fixed_window::Config),
-    /// `smaller-window`.
-    SmallerWindow(smaller_window::Config),
-    /// `buffered`.
-    Buffered(buffered::Config),
-    /// `sliding-log`.
-    SlidingLog(sliding_log::Config),
-    /// `sliding-counter`.
-    SlidingCounter(sliding_counter::Config),
-    /// `token-bucket`.
-    TokenBucket(token_bucket::Config),
-    /// `chain`.
-    Chain(chain::Config),
-    /// `gcra`.
-    Gcra(gcra::Config),
-    /// `sliding-buckets`.
-    SlidingBuckets(sliding_buckets::Config),
-    /// `envoy-local`.
-    EnvoyLocal(envoy_local::Config),
-    /// `nginx-limit-req`.
-    NginxLimitReq(nginx_limit_req::Config),
-    /// Any of the above, run as a cluster (from a scenario's `[cluster]`).
-    Cluster(cluster::Config),
-}
-
 /// What a limiter's configuration may depend on outside itself.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Context {
@@ -202,205 +243,170 @@ pub struct Context {
     pub backend_capacity_per_sec: Option<u64>,
 }
 
-impl LimiterConfig {
-    /// Reads a configuration from a TOML table holding `kind` and its fields.
-    pub fn from_table(table: toml::Table) -> Result<LimiterConfig, String> {
-        let table = KindTable::new(table, KINDS)?;
-        Ok(match table.kind.as_str() {
-            "fixed-window" => LimiterConfig::FixedWindow(table.parse()?),
-            "smaller-window" => LimiterConfig::SmallerWindow(table.parse()?),
-            "buffered" => LimiterConfig::Buffered(table.parse()?),
-            "sliding-log" => LimiterConfig::SlidingLog(table.parse()?),
-            "sliding-counter" => LimiterConfig::SlidingCounter(table.parse()?),
-            "token-bucket" => LimiterConfig::TokenBucket(table.parse()?),
-            "chain" => LimiterConfig::Chain(table.parse()?),
-            "gcra" => LimiterConfig::Gcra(table.parse()?),
-            "sliding-buckets" => LimiterConfig::SlidingBuckets(table.parse()?),
-            "envoy-local" => LimiterConfig::EnvoyLocal(table.parse()?),
-            "nginx-limit-req" => LimiterConfig::NginxLimitReq(table.parse()?),
-            other => unreachable!("KindTable accepted an unlisted kind {other}"),
-        })
-    }
-
-    /// The `kind` as written in scenario files.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            LimiterConfig::FixedWindow(_) => "fixed-window",
-            LimiterConfig::SmallerWindow(_) => "smaller-window",
-            LimiterConfig::Buffered(_) => "buffered",
-            LimiterConfig::SlidingLog(_) => "sliding-log",
-            LimiterConfig::SlidingCounter(_) => "sliding-counter",
-            LimiterConfig::TokenBucket(_) => "token-bucket",
-            LimiterConfig::Chain(_) => "chain",
-            LimiterConfig::Gcra(_) => "gcra",
-            LimiterConfig::SlidingBuckets(_) => "sliding-buckets",
-            LimiterConfig::EnvoyLocal(_) => "envoy-local",
-            LimiterConfig::NginxLimitReq(_) => "nginx-limit-req",
-            LimiterConfig::Cluster(config) => config.inner.kind(),
-        }
-    }
-
-    /// The parameter `burstsim size` varies (threshold, or rate) and its value.
-    pub fn parameter(&self, context: Context) -> (&'static str, u64) {
-        match self {
-            LimiterConfig::FixedWindow(config) => config.parameter(),
-            LimiterConfig::SmallerWindow(config) => config.parameter(),
-            LimiterConfig::Buffered(config) => config.parameter(context),
-            LimiterConfig::SlidingLog(config) => config.parameter(),
-            LimiterConfig::SlidingCounter(config) => config.parameter(),
-            LimiterConfig::TokenBucket(config) => config.parameter(),
-            LimiterConfig::Chain(config) => config.parameter(context),
-            LimiterConfig::Gcra(config) => config.parameter(),
-            LimiterConfig::SlidingBuckets(config) => config.parameter(),
-            LimiterConfig::EnvoyLocal(config) => config.parameter(),
-            LimiterConfig::NginxLimitReq(config) => config.parameter(),
-            LimiterConfig::Cluster(config) => config.inner.parameter(context),
-        }
-    }
-
-    /// The same configuration with the sizing parameter set to `value`.
-    pub fn with_parameter(&self, value: u64) -> LimiterConfig {
-        match self {
-            LimiterConfig::FixedWindow(config) => {
-                LimiterConfig::FixedWindow(config.with_parameter(value))
-            }
-            LimiterConfig::SmallerWindow(config) => {
-                LimiterConfig::SmallerWindow(config.with_parameter(value))
-            }
-            LimiterConfig::Buffered(config) => {
-                LimiterConfig::Buffered(config.with_parameter(value))
-            }
-            LimiterConfig::SlidingLog(config) => {
-                LimiterConfig::SlidingLog(config.with_parameter(value))
-            }
-            LimiterConfig::SlidingCounter(config) => {
-                LimiterConfig::SlidingCounter(config.with_parameter(value))
-            }
-            LimiterConfig::TokenBucket(config) => {
-                LimiterConfig::TokenBucket(config.with_parameter(value))
-            }
-            LimiterConfig::Chain(config) => LimiterConfig::Chain(config.with_parameter(value)),
-            LimiterConfig::Gcra(config) => LimiterConfig::Gcra(config.with_parameter(value)),
-            LimiterConfig::SlidingBuckets(config) => {
-                LimiterConfig::SlidingBuckets(config.with_parameter(value))
-            }
-            LimiterConfig::EnvoyLocal(config) => {
-                LimiterConfig::EnvoyLocal(config.with_parameter(value))
-            }
-            LimiterConfig::NginxLimitReq(config) => {
-                LimiterConfig::NginxLimitReq(config.with_parameter(value))
-            }
-            LimiterConfig::Cluster(config) => LimiterConfig::Cluster(cluster::Config {
-                inner: Box::new(config.inner.with_parameter(value)),
-                ..config.clone()
-            }),
-        }
-    }
-
-    /// A fresh limiter in its initial state, or what is wrong with the configuration.
-    pub fn build(&self, context: Context) -> Result<Limiter, String> {
-        Ok(match self {
-            LimiterConfig::FixedWindow(config) => Limiter::FixedWindow(config.build()?),
-            LimiterConfig::SmallerWindow(config) => Limiter::FixedWindow(config.build()?),
-            LimiterConfig::Buffered(config) => Limiter::FixedWindow(config.build(context)?),
-            LimiterConfig::SlidingLog(config) => Limiter::SlidingLog(config.build()?),
-            LimiterConfig::SlidingCounter(config) => Limiter::SlidingCounter(config.build()?),
-            LimiterConfig::TokenBucket(config) => Limiter::TokenBucket(config.build()?),
-            LimiterConfig::Chain(config) => Limiter::Chain(config.build(context)?),
-            LimiterConfig::Gcra(config) => Limiter::Gcra(config.build()?),
-            LimiterConfig::SlidingBuckets(config) => Limiter::SlidingBuckets(config.build()?),
-            LimiterConfig::EnvoyLocal(config) => Limiter::EnvoyLocal(config.build()?),
-            LimiterConfig::NginxLimitReq(config) => Limiter::NginxLimitReq(config.build()?),
-            LimiterConfig::Cluster(config) => Limiter::Cluster(Box::new(config.build(context)?)),
-        })
-    }
-}
-
-/// A limiter's running state. An enum rather than `Box<dyn RateLimiter>` so the
-/// per-request call is a jump table the compiler can inline, not a virtual call.
-#[derive(Clone, Debug)]
-pub enum Limiter {
-    /// Fixed windows (also smaller-window and buffered).
-    FixedWindow(fixed_window::FixedWindow),
-    /// The exact sliding log.
-    SlidingLog(sliding_log::SlidingLog),
-    /// The weighted sliding counter.
-    SlidingCounter(sliding_counter::SlidingCounter),
-    /// The token bucket.
-    TokenBucket(token_bucket::TokenBucket),
-    /// Layers in order.
-    Chain(chain::Chain),
-    /// governor's GCRA.
-    Gcra(gcra::Gcra),
-    /// Sentinel's and .NET's bucketed sliding window.
-    SlidingBuckets(sliding_buckets::SlidingBuckets),
-    /// Envoy's local rate limit, K instances.
-    EnvoyLocal(envoy_local::EnvoyLocal),
-    /// nginx's limit_req.
-    NginxLimitReq(nginx_limit_req::NginxLimitReq),
-    /// Instances of a limiter, local or sharing a store.
-    Cluster(Box<cluster::Cluster>),
-}
-
+/// `$body` with `$inner` bound to the running limiter, whatever its kind.
 macro_rules! each_limiter {
-    ($self:expr, $inner:ident => $body:expr) => {
+    ($self:expr, ($($variant:ident)+), $inner:ident => $body:expr) => {
         match $self {
-            Limiter::FixedWindow($inner) => $body,
-            Limiter::SlidingLog($inner) => $body,
-            Limiter::SlidingCounter($inner) => $body,
-            Limiter::TokenBucket($inner) => $body,
-            Limiter::Chain($inner) => $body,
-            Limiter::Gcra($inner) => $body,
-            Limiter::SlidingBuckets($inner) => $body,
-            Limiter::EnvoyLocal($inner) => $body,
-            Limiter::NginxLimitReq($inner) => $body,
+            $(Limiter::$variant($inner) => $body,)+
             Limiter::Cluster($inner) => $body,
         }
     };
 }
 
-impl RateLimiter for Limiter {
-    #[inline]
-    fn decide(&mut self, now: Nanos) -> bool {
-        each_limiter!(self, limiter => limiter.decide(now))
-    }
+/// Declares every limiter kind once: `Variant = module`, where
+/// `src/limiter/module.rs` holds a `Config` implementing [`Kind`]. From the
+/// list come the module declarations, the
+/// configuration enum, the running-state enum (an enum rather than
+/// `Box<dyn RateLimiter>` so the per-request call is a jump table the
+/// compiler can inline), [`KINDS`], reading a kind from a table, and the
+/// property tests' examples.
+macro_rules! kinds {
+    ($($variant:ident = $module:ident),+ $(,)?) => {
+        $(pub mod $module;)+
 
-    fn refund(&mut self, now: Nanos) {
-        each_limiter!(self, limiter => limiter.refund(now))
-    }
+        /// The limiter kinds accepted in `kind = "…"`.
+        pub const KINDS: &[&str] = &[$(<$module::Config as Kind>::NAME),+];
 
-    #[inline]
-    fn delay(&self) -> Nanos {
-        each_limiter!(self, limiter => limiter.delay())
-    }
+        /// A limiter's configuration, as written in a scenario file.
+        #[derive(Clone, Debug)]
+        pub enum LimiterConfig {
+            $(
+                #[doc = concat!("`", stringify!($module), "`.")]
+                $variant($module::Config),
+            )+
+            /// Any of the above, run as a cluster (from a scenario's `[cluster]`).
+            Cluster(cluster::Config),
+        }
 
-    fn bound(&self, interval: Nanos) -> u64 {
-        each_limiter!(self, limiter => limiter.bound(interval))
-    }
+        /// A limiter's running state.
+        #[derive(Clone, Debug)]
+        pub enum Limiter {
+            $(
+                #[doc = concat!("`", stringify!($module), "`.")]
+                $variant(<$module::Config as Kind>::State),
+            )+
+            /// Instances of a limiter, local or sharing a store.
+            Cluster(Box<cluster::Cluster>),
+        }
 
-    fn decision_bound(&self, interval: Nanos) -> u64 {
-        each_limiter!(self, limiter => limiter.decision_bound(interval))
-    }
+        impl LimiterConfig {
+            /// Reads a configuration from a TOML table holding `kind` and its fields.
+            pub fn from_table(table: toml::Table) -> Result<LimiterConfig, String> {
+                let table = KindTable::new(table, KINDS)?;
+                $(
+                    if table.kind == <$module::Config as Kind>::NAME {
+                        return Ok(LimiterConfig::$variant(table.parse()?));
+                    }
+                )+
+                unreachable!("KindTable accepted an unlisted kind {}", table.kind)
+            }
 
-    fn max_delay(&self) -> Nanos {
-        each_limiter!(self, limiter => limiter.max_delay())
-    }
+            /// The `kind` as written in scenario files.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(LimiterConfig::$variant(_) => <$module::Config as Kind>::NAME,)+
+                    LimiterConfig::Cluster(config) => config.inner.kind(),
+                }
+            }
 
-    fn horizon(&self) -> Nanos {
-        each_limiter!(self, limiter => limiter.horizon())
-    }
+            /// The parameter `burstsim size` varies (threshold, or rate) and its value.
+            pub fn parameter(&self, context: Context) -> (&'static str, u64) {
+                match self {
+                    $(LimiterConfig::$variant(config) => config.parameter(context),)+
+                    LimiterConfig::Cluster(config) => config.inner.parameter(context),
+                }
+            }
 
-    fn nominal(&self, interval: Nanos) -> f64 {
-        each_limiter!(self, limiter => limiter.nominal(interval))
-    }
+            /// The same configuration with the sizing parameter set to `value`.
+            pub fn with_parameter(&self, value: u64) -> LimiterConfig {
+                match self {
+                    $(LimiterConfig::$variant(config) => {
+                        LimiterConfig::$variant(config.with_parameter(value))
+                    })+
+                    LimiterConfig::Cluster(config) => LimiterConfig::Cluster(cluster::Config {
+                        inner: Box::new(config.inner.with_parameter(value)),
+                        ..config.clone()
+                    }),
+                }
+            }
 
-    fn describe(&self) -> String {
-        each_limiter!(self, limiter => limiter.describe())
-    }
+            /// A fresh limiter in its initial state, or what is wrong with the configuration.
+            pub fn build(&self, context: Context) -> Result<Limiter, String> {
+                Ok(match self {
+                    $(LimiterConfig::$variant(config) => Limiter::$variant(config.build(context)?),)+
+                    LimiterConfig::Cluster(config) => {
+                        Limiter::Cluster(Box::new(config.build(context)?))
+                    }
+                })
+            }
+        }
 
-    fn window_edges(&self) -> Option<(Nanos, Nanos)> {
-        each_limiter!(self, limiter => limiter.window_edges())
-    }
+        /// A valid configuration of kind `KINDS[kind % KINDS.len()]` as a
+        /// TOML table's text, different for each `choice` (see [`Kind::example`]).
+        pub fn example(kind: usize, choice: u64) -> String {
+            let examples: &[(&str, fn(u64) -> String)] =
+                &[$((<$module::Config as Kind>::NAME, <$module::Config as Kind>::example)),+];
+            let (name, example) = examples[kind % examples.len()];
+            format!("kind = \"{name}\"\n{}", example(choice))
+        }
+
+        impl RateLimiter for Limiter {
+            #[inline]
+            fn decide(&mut self, now: Nanos) -> Decision {
+                each_limiter!(self, ($($variant)+), limiter => limiter.decide(now))
+            }
+
+            fn refund(&mut self, now: Nanos) {
+                each_limiter!(self, ($($variant)+), limiter => limiter.refund(now))
+            }
+
+            fn bound(&self, interval: Nanos) -> u64 {
+                each_limiter!(self, ($($variant)+), limiter => limiter.bound(interval))
+            }
+
+            fn decision_bound(&self, interval: Nanos) -> u64 {
+                each_limiter!(self, ($($variant)+), limiter => limiter.decision_bound(interval))
+            }
+
+            fn max_delay(&self) -> Nanos {
+                each_limiter!(self, ($($variant)+), limiter => limiter.max_delay())
+            }
+
+            fn horizon(&self) -> Nanos {
+                each_limiter!(self, ($($variant)+), limiter => limiter.horizon())
+            }
+
+            fn nominal(&self, interval: Nanos) -> f64 {
+                each_limiter!(self, ($($variant)+), limiter => limiter.nominal(interval))
+            }
+
+            fn describe(&self) -> String {
+                each_limiter!(self, ($($variant)+), limiter => limiter.describe())
+            }
+
+            fn window_edges(&self) -> Option<(Nanos, Nanos)> {
+                each_limiter!(self, ($($variant)+), limiter => limiter.window_edges())
+            }
+
+            fn fixed_window(&self) -> Option<&fixed_window::FixedWindow> {
+                each_limiter!(self, ($($variant)+), limiter => limiter.fixed_window())
+            }
+        }
+    };
+}
+
+kinds! {
+    FixedWindow = fixed_window,
+    SmallerWindow = smaller_window,
+    Buffered = buffered,
+    SlidingLog = sliding_log,
+    SlidingCounter = sliding_counter,
+    TokenBucket = token_bucket,
+    Chain = chain,
+    Gcra = gcra,
+    SlidingBuckets = sliding_buckets,
+    EnvoyLocal = envoy_local,
+    NginxLimitReq = nginx_limit_req,
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use super::RateLimiter;
+use super::{Context, Decision, Hint, Kind, RateLimiter};
 use crate::time::Nanos;
 
 const NANOS_PER_MS: u64 = 1_000_000;
@@ -26,29 +26,12 @@ pub struct Config {
     pub delay: Option<u64>,
 }
 
-impl Config {
-    /// nginx's `ctx->rate`: thousandths of a request per second.
-    fn rate(&self) -> Result<i64, String> {
-        let text = self.rate.trim();
-        let (number, scale) = match (text.strip_suffix("r/s"), text.strip_suffix("r/m")) {
-            (Some(number), _) => (number, 1),
-            (_, Some(number)) => (number, 60),
-            _ => {
-                return Err(format!(
-                    "rate: {text:?} is not nginx's notation; expected like \"10r/s\" or \"30r/m\""
-                ));
-            }
-        };
-        let rate: i64 = number
-            .parse()
-            .ok()
-            .filter(|&r| r > 0 && r <= 1_000_000_000)
-            .ok_or_else(|| format!("rate: {text:?} needs a whole number of requests above 0"))?;
-        Ok(rate * 1000 / scale)
-    }
+impl Kind for Config {
+    const NAME: &'static str = "nginx-limit-req";
+    type State = NginxLimitReq;
 
     /// A zone with no request seen yet.
-    pub fn build(&self) -> Result<NginxLimitReq, String> {
+    fn build(&self, _: Context) -> Result<NginxLimitReq, String> {
         let rate = self.rate()?;
         if rate == 0 {
             return Err(format!(
@@ -73,22 +56,58 @@ impl Config {
             delay,
             excess: None,
             last_ms: 0,
-            delayed: Nanos::ZERO,
             before: (None, 0),
         })
     }
 
     /// The sizing parameter: the burst.
-    pub fn parameter(&self) -> (&'static str, u64) {
+    fn parameter(&self, _: Context) -> (&'static str, u64) {
         ("burst", self.burst)
     }
 
     /// The same zone with burst `value`.
-    pub fn with_parameter(&self, value: u64) -> Config {
+    fn with_parameter(&self, value: u64) -> Config {
         Config {
             burst: value,
             ..self.clone()
         }
+    }
+
+    fn example(choice: u64) -> String {
+        let rate = choice % 1_999 + 1;
+        let delay = choice / 5_997 % 30;
+        format!(
+            "rate = \"{rate}{}\"\nburst = {}\n{}",
+            if rate % 2 == 0 { "r/s" } else { "r/m" },
+            choice / 1_999 % 30,
+            [
+                "nodelay = true".to_string(),
+                String::new(),
+                format!("delay = {delay}")
+            ][(choice / 59_970 % 3) as usize]
+        )
+    }
+}
+
+impl Config {
+    /// nginx's `ctx->rate`: thousandths of a request per second.
+    fn rate(&self) -> Result<i64, String> {
+        let text = self.rate.trim();
+        let (number, scale) = match (text.strip_suffix("r/s"), text.strip_suffix("r/m")) {
+            (Some(number), _) => (number, 1),
+            (_, Some(number)) => (number, 60),
+            _ => {
+                return Err(format!(
+                    "rate: {text:?} is not nginx's notation; expected like \"10r/s\" or \"30r/m\""
+                ));
+            }
+        };
+        let rate: i64 = number
+            .parse()
+            .ok()
+            .filter(|&r| r > 0 && r <= 1_000_000_000)
+            .ok_or_else(|| format!("rate: {text:?} needs a whole number of requests above 0"))?;
+        Ok(rate * 1000 / scale)
     }
 }
 
@@ -106,8 +125,6 @@ pub struct NginxLimitReq {
     delay: i64,
     excess: Option<i64>,
     last_ms: u64,
-    /// The delay of the last accepted request.
-    delayed: Nanos,
     /// `(excess, last_ms)` before the last accepted request, so that taking
     /// it back leaves the node as if it had been rejected.
     before: (Option<i64>, u64),
@@ -122,12 +139,15 @@ impl NginxLimitReq {
 }
 
 impl RateLimiter for NginxLimitReq {
+    /// Rejects with 503 and no hint at all (`limit_req_status` changes the
+    /// status, never adds `Retry-After`); delays what it passes beyond the
+    /// `delay` allowance.
     #[inline]
-    fn decide(&mut self, now: Nanos) -> bool {
+    fn decide(&mut self, now: Nanos) -> Decision {
         let now_ms = now.get() / NANOS_PER_MS;
         let excess = self.excess_at(now_ms);
         if excess > self.burst {
-            return false;
+            return Decision::Reject(Hint::NONE);
         }
         self.before = (self.excess, self.last_ms);
         self.excess = Some(excess);
@@ -137,8 +157,10 @@ impl RateLimiter for NginxLimitReq {
         } else {
             0
         };
-        self.delayed = Nanos(delay_ms as u64 * NANOS_PER_MS);
-        true
+        match delay_ms {
+            0 => Decision::Admit,
+            ms => Decision::Delay(Nanos(ms as u64 * NANOS_PER_MS)),
+        }
     }
 
     /// As if the last accepted request had been rejected: a rejected
@@ -146,11 +168,6 @@ impl RateLimiter for NginxLimitReq {
     /// when a later `limit_req` zone rejects it.
     fn refund(&mut self, _now: Nanos) {
         (self.excess, self.last_ms) = self.before;
-        self.delayed = Nanos::ZERO;
-    }
-
-    fn delay(&self) -> Nanos {
-        self.delayed
     }
 
     /// Passed with `nodelay`, in an interval of L with Δ = ⌊(L − 1)/1 ms⌋ + 1
@@ -243,7 +260,7 @@ mod tests {
             nodelay,
             delay: None,
         }
-        .build()
+        .build(Context::default())
         .unwrap()
     }
 
@@ -260,7 +277,7 @@ mod tests {
                 nodelay: false,
                 delay: None
             }
-            .build()
+            .build(Context::default())
             .is_err()
         );
     }
@@ -268,20 +285,24 @@ mod tests {
     #[test]
     fn nodelay_passes_burst_plus_one_at_once() {
         let mut z = zone("10r/s", 5, true);
-        assert_eq!((0..10).filter(|_| z.decide(Nanos(0))).count(), 6);
-        assert_eq!(z.delay(), Nanos::ZERO);
+        let decisions: Vec<Decision> = (0..10).map(|_| z.decide(Nanos(0))).collect();
+        assert_eq!(
+            decisions.iter().filter(|d| **d == Decision::Admit).count(),
+            6
+        );
+        assert_eq!(decisions[6], Decision::Reject(Hint::NONE), "503, no hint");
         // 100 ms drains one request's 1000: one more passes.
-        assert!(!z.decide(Nanos(99 * MS)));
-        assert!(z.decide(Nanos(100 * MS)));
+        assert!(!z.decide(Nanos(99 * MS)).admitted());
+        assert!(z.decide(Nanos(100 * MS)).admitted());
     }
 
     #[test]
     fn without_nodelay_the_burst_waits_its_turn() {
         let mut z = zone("10r/s", 5, false);
         let delays: Vec<u64> = (0..6)
-            .map(|_| (z.decide(Nanos(0)), z.delay().get() / MS))
-            .filter(|(ok, _)| *ok)
-            .map(|(_, d)| d)
+            .map(|_| z.decide(Nanos(0)))
+            .filter(|d| d.admitted())
+            .map(|d| d.delay().get() / MS)
             .collect();
         assert_eq!(delays, [0, 100, 200, 300, 400, 500]);
     }
@@ -291,7 +312,9 @@ mod tests {
         // 500 thousandths per second is half a thousandth per millisecond,
         // which nginx's integer arithmetic rounds to nothing.
         let mut z = zone("30r/m", 3, true);
-        let passed = (0..100).filter(|i| z.decide(Nanos(i * MS))).count();
+        let passed = (0..100)
+            .filter(|i| z.decide(Nanos(i * MS)).admitted())
+            .count();
         assert_eq!(passed, 4);
     }
 }

@@ -6,7 +6,7 @@ use std::num::NonZeroU64;
 
 use serde::Deserialize;
 
-use super::RateLimiter;
+use super::{Context, Decision, Hint, Kind, RateLimiter};
 use crate::time::Nanos;
 
 /// `kind = "sliding-buckets"`.
@@ -26,9 +26,21 @@ fn default_buckets() -> NonZeroU64 {
     NonZeroU64::MIN.saturating_add(1)
 }
 
-impl Config {
+impl Kind for Config {
+    const NAME: &'static str = "sliding-buckets";
+    type State = SlidingBuckets;
+
+    fn example(choice: u64) -> String {
+        let buckets = choice % 5 + 1;
+        format!(
+            "window = \"{}ns\"\nthreshold = {}\nbuckets = {buckets}",
+            buckets * 200,
+            choice / 5 % 29 + 1
+        )
+    }
+
     /// Empty buckets.
-    pub fn build(&self) -> Result<SlidingBuckets, String> {
+    fn build(&self, _: Context) -> Result<SlidingBuckets, String> {
         let buckets = self.buckets.get();
         if self.window.get() % buckets != 0 || self.window.get() < buckets {
             return Err(format!(
@@ -73,8 +85,9 @@ pub struct SlidingBuckets {
 }
 
 impl RateLimiter for SlidingBuckets {
+    /// Rejects with no hint: Sentinel's block carries no retry time.
     #[inline]
-    fn decide(&mut self, now: Nanos) -> bool {
+    fn decide(&mut self, now: Nanos) -> Decision {
         let index = now.get() / self.bucket;
         let slots = self.counts.len() as u64;
         if index != self.current {
@@ -87,12 +100,12 @@ impl RateLimiter for SlidingBuckets {
             }
             self.current = index;
         }
-        let admit = self.sum < self.threshold;
-        if admit {
-            self.counts[(index % slots) as usize] += 1;
-            self.sum += 1;
+        if self.sum >= self.threshold {
+            return Decision::Reject(Hint::NONE);
         }
-        admit
+        self.counts[(index % slots) as usize] += 1;
+        self.sum += 1;
+        Decision::Admit
     }
 
     fn refund(&mut self, _now: Nanos) {
@@ -141,12 +154,14 @@ mod tests {
             threshold: NonZeroU64::new(10).unwrap(),
             buckets: NonZeroU64::new(buckets).unwrap(),
         }
-        .build()
+        .build(Context::default())
         .unwrap()
     }
 
     fn admitted(limiter: &mut SlidingBuckets, at: u64, count: usize) -> usize {
-        (0..count).filter(|_| limiter.decide(Nanos(at))).count()
+        (0..count)
+            .filter(|_| limiter.decide(Nanos(at)).admitted())
+            .count()
     }
 
     #[test]

@@ -6,8 +6,8 @@ use std::num::NonZeroU64;
 
 use serde::Deserialize;
 
-use super::RateLimiter;
 use super::fixed_window::windows_met;
+use super::{Context, Decision, Hint, Kind, RateLimiter};
 use crate::time::Nanos;
 
 /// `kind = "sliding-counter"`.
@@ -20,11 +20,22 @@ pub struct Config {
     pub threshold: NonZeroU64,
 }
 
-impl Config {
+impl Kind for Config {
+    const NAME: &'static str = "sliding-counter";
+    type State = SlidingCounter;
+
     super::threshold_is_the_parameter!();
 
+    fn example(choice: u64) -> String {
+        let window = [1_000, 997, 250, 3_000][(choice % 4) as usize];
+        format!(
+            "window = \"{window}ns\"\nthreshold = {}",
+            choice / 4 % 29 + 1
+        )
+    }
+
     /// A fresh counter.
-    pub fn build(&self) -> Result<SlidingCounter, String> {
+    fn build(&self, _: Context) -> Result<SlidingCounter, String> {
         if self.window == Nanos::ZERO {
             return Err("window: must be longer than 0".into());
         }
@@ -56,9 +67,44 @@ pub struct SlidingCounter {
     current: u64,
 }
 
+impl SlidingCounter {
+    /// What a rejection tells the client.
+    fn hint(&self) -> Hint {
+        let (w, n) = (u128::from(self.window), u128::from(self.threshold));
+        // The least e with `weight·(W − e) + counted·W < N·W`, or None if
+        // even e = W − 1 is not enough: W − x for the largest whole x with
+        // weight·x < (N − counted)·W.
+        let first = |weight: u64, counted: u64| -> Option<u128> {
+            let room = n.checked_sub(u128::from(counted)).filter(|&r| r > 0)? * w;
+            let x = if weight == 0 {
+                w
+            } else {
+                ((room - 1) / u128::from(weight)).min(w)
+            };
+            (x > 0).then(|| w - x)
+        };
+        let start = u128::from(self.start);
+        let retry = first(self.previous, self.current)
+            .map(|e| start + e)
+            .or_else(|| first(self.current, 0).map(|e| start + w + e))
+            .unwrap_or(start + 2 * w);
+        let reset = if self.current > 0 {
+            start + 2 * w
+        } else {
+            start + w
+        };
+        let clamp = |t: u128| u64::try_from(t).unwrap_or(u64::MAX);
+        Hint::new(clamp(retry), clamp(reset))
+    }
+}
+
 impl RateLimiter for SlidingCounter {
+    /// Rejects with `Retry-After` at the first instant the weighted count
+    /// drops below N if no other request is admitted meanwhile (exactly, from
+    /// the same integer rule), and the reset when both windows it weighs have
+    /// passed.
     #[inline]
-    fn decide(&mut self, now: Nanos) -> bool {
+    fn decide(&mut self, now: Nanos) -> Decision {
         let now = now.get();
         let elapsed = now - self.start;
         let elapsed = if elapsed < self.window {
@@ -75,7 +121,7 @@ impl RateLimiter for SlidingCounter {
             + u128::from(self.current) * u128::from(self.window);
         let admit = weighted < u128::from(self.threshold) * u128::from(self.window);
         self.current += u64::from(admit);
-        admit
+        Decision::admit_or(admit, || self.hint())
     }
 
     fn refund(&mut self, _now: Nanos) {
@@ -113,33 +159,51 @@ mod tests {
             window: Nanos(1_000),
             threshold: NonZeroU64::new(threshold).unwrap(),
         }
-        .build()
+        .build(Context::default())
         .unwrap()
     }
 
     #[test]
     fn the_previous_window_weighs_in_full_exactly_at_the_edge() {
         let mut limiter = counter(10);
-        assert_eq!((0..10).filter(|_| limiter.decide(Nanos(999))).count(), 10);
+        assert_eq!(
+            (0..10)
+                .filter(|_| limiter.decide(Nanos(999)).admitted())
+                .count(),
+            10
+        );
         assert!(
-            !limiter.decide(Nanos(1_000)),
+            !limiter.decide(Nanos(1_000)).admitted(),
             "e = 0: 10·1000 + 0 is not < 10·1000"
         );
-        assert!(limiter.decide(Nanos(1_001)), "e = 1: 10·999 < 10·1000");
+        assert!(
+            limiter.decide(Nanos(1_001)).admitted(),
+            "e = 1: 10·999 < 10·1000"
+        );
     }
 
     #[test]
     fn admits_by_the_weighted_rule_without_rounding() {
         let mut limiter = counter(10);
-        (0..10).for_each(|_| assert!(limiter.decide(Nanos(500))));
+        (0..10).for_each(|_| assert!(limiter.decide(Nanos(500)).admitted()));
         // At e = 500: 10·500 + current·1000 < 10·1000 ⟺ current < 5.
-        assert_eq!((0..10).filter(|_| limiter.decide(Nanos(1_500))).count(), 5);
+        assert_eq!(
+            (0..10)
+                .filter(|_| limiter.decide(Nanos(1_500)).admitted())
+                .count(),
+            5
+        );
     }
 
     #[test]
     fn an_idle_window_clears_the_previous_count() {
         let mut limiter = counter(10);
-        (0..10).for_each(|_| assert!(limiter.decide(Nanos(999))));
-        assert_eq!((0..12).filter(|_| limiter.decide(Nanos(2_000))).count(), 10);
+        (0..10).for_each(|_| assert!(limiter.decide(Nanos(999)).admitted()));
+        assert_eq!(
+            (0..12)
+                .filter(|_| limiter.decide(Nanos(2_000)).admitted())
+                .count(),
+            10
+        );
     }
 }

@@ -4,7 +4,7 @@ use std::num::NonZeroU64;
 
 use serde::Deserialize;
 
-use super::RateLimiter;
+use super::{Context, Decision, Hint, Kind, RateLimiter};
 use crate::time::Nanos;
 
 /// The largest threshold a sliding log accepts: its log holds N timestamps.
@@ -20,11 +20,22 @@ pub struct Config {
     pub threshold: NonZeroU64,
 }
 
-impl Config {
+impl Kind for Config {
+    const NAME: &'static str = "sliding-log";
+    type State = SlidingLog;
+
     super::threshold_is_the_parameter!();
 
+    fn example(choice: u64) -> String {
+        let window = [1_000, 997, 250, 3_000][(choice % 4) as usize];
+        format!(
+            "window = \"{window}ns\"\nthreshold = {}",
+            choice / 4 % 29 + 1
+        )
+    }
+
     /// A fresh, empty log.
-    pub fn build(&self) -> Result<SlidingLog, String> {
+    fn build(&self, _: Context) -> Result<SlidingLog, String> {
         if self.window == Nanos::ZERO {
             return Err("window: must be longer than 0".into());
         }
@@ -62,21 +73,27 @@ pub struct SlidingLog {
 }
 
 impl RateLimiter for SlidingLog {
+    /// Rejects with `Retry-After` at the instant the oldest admission leaves
+    /// the window, and the reset when the newest does (the log is empty then).
     #[inline]
-    fn decide(&mut self, now: Nanos) -> bool {
+    fn decide(&mut self, now: Nanos) -> Decision {
         let now = now.get();
         if (self.log.len() as u64) < self.threshold {
             self.log.push(now);
             self.overwritten = None;
-            return true;
+            return Decision::Admit;
         }
         if now - self.log[self.oldest] < self.window {
-            return false;
+            let newest = (self.oldest + self.log.len() - 1) % self.log.len();
+            return Decision::Reject(Hint::new(
+                self.log[self.oldest].saturating_add(self.window),
+                self.log[newest].saturating_add(self.window),
+            ));
         }
         self.overwritten = Some(self.log[self.oldest]);
         self.log[self.oldest] = now;
         self.oldest = (self.oldest + 1) % self.log.len();
-        true
+        Decision::Admit
     }
 
     fn refund(&mut self, _now: Nanos) {
@@ -118,39 +135,44 @@ mod tests {
             window: Nanos::SECOND,
             threshold: NonZeroU64::new(threshold).unwrap(),
         }
-        .build()
+        .build(Context::default())
         .unwrap()
     }
 
     #[test]
     fn a_slot_frees_exactly_one_window_after_its_admission() {
         let mut limiter = log(2);
-        assert!(limiter.decide(Nanos(100)));
-        assert!(limiter.decide(Nanos(200)));
+        assert!(limiter.decide(Nanos(100)).admitted());
+        assert!(limiter.decide(Nanos(200)).admitted());
         assert!(
-            !limiter.decide(Nanos(1_000_000_099)),
+            !limiter.decide(Nanos(1_000_000_099)).admitted(),
             "100 is still inside (t − W, t]"
         );
         assert!(
-            limiter.decide(Nanos(1_000_000_100)),
+            limiter.decide(Nanos(1_000_000_100)).admitted(),
             "100 left the window at exactly +W"
         );
-        assert!(!limiter.decide(Nanos(1_000_000_150)));
-        assert!(limiter.decide(Nanos(1_000_000_200)));
+        assert!(!limiter.decide(Nanos(1_000_000_150)).admitted());
+        assert!(limiter.decide(Nanos(1_000_000_200)).admitted());
     }
 
     #[test]
     fn rejected_requests_do_not_occupy_the_log() {
         let mut limiter = log(1);
-        assert!(limiter.decide(Nanos(0)));
-        assert!(!limiter.decide(Nanos(500_000_000)));
-        assert!(limiter.decide(Nanos(1_000_000_000)));
+        assert!(limiter.decide(Nanos(0)).admitted());
+        assert!(!limiter.decide(Nanos(500_000_000)).admitted());
+        assert!(limiter.decide(Nanos(1_000_000_000)).admitted());
     }
 
     #[test]
     fn admits_no_more_than_the_threshold_across_a_boundary() {
         let mut limiter = log(10);
         let times = [999_999_999; 10].into_iter().chain([1_000_000_000; 10]);
-        assert_eq!(times.filter(|&t| limiter.decide(Nanos(t))).count(), 10);
+        assert_eq!(
+            times
+                .filter(|&t| limiter.decide(Nanos(t)).admitted())
+                .count(),
+            10
+        );
     }
 }

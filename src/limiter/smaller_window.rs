@@ -5,8 +5,8 @@ use std::num::NonZeroU64;
 
 use serde::Deserialize;
 
-use super::Align;
 use super::fixed_window::FixedWindow;
+use super::{Align, Context, Kind};
 use crate::time::Nanos;
 
 /// `kind = "smaller-window"`: the nominal limit N per W, enforced as k windows.
@@ -24,14 +24,17 @@ pub struct Config {
     pub align: Align,
 }
 
-impl Config {
+impl Kind for Config {
+    const NAME: &'static str = "smaller-window";
+    type State = FixedWindow;
+
     /// The sizing parameter: the threshold of each smaller window, ⌊N/k⌋.
-    pub fn parameter(&self) -> (&'static str, u64) {
+    fn parameter(&self, _: Context) -> (&'static str, u64) {
         ("per split", self.threshold.get() / self.splits.get())
     }
 
     /// The same limiter with `value` per smaller window (N = value · k).
-    pub fn with_parameter(&self, value: u64) -> Config {
+    fn with_parameter(&self, value: u64) -> Config {
         let threshold = value.saturating_mul(self.splits.get());
         Config {
             threshold: NonZeroU64::new(threshold).unwrap_or(NonZeroU64::MIN),
@@ -40,7 +43,7 @@ impl Config {
     }
 
     /// The equivalent fixed window of W/k and ⌊N/k⌋ (its bound is (k + 1)·⌊N/k⌋ over W).
-    pub fn build(&self) -> Result<FixedWindow, String> {
+    fn build(&self, _: Context) -> Result<FixedWindow, String> {
         let splits = self.splits.get();
         if self.window.get() % splits != 0 {
             return Err(format!(
@@ -56,6 +59,14 @@ impl Config {
             ));
         }
         FixedWindow::new(Nanos(self.window.get() / splits), threshold, self.align)
+    }
+
+    fn example(choice: u64) -> String {
+        format!(
+            "window = \"1200ns\"\nthreshold = {}\nsplits = {}",
+            (choice % 20 + 1) * 12,
+            [1, 2, 3, 4, 6, 12][(choice / 20 % 6) as usize]
+        )
     }
 }
 
@@ -75,7 +86,7 @@ mod tests {
 
     #[test]
     fn ten_splits_of_a_hundred_per_second_are_ten_per_hundred_milliseconds() {
-        let limiter = config(100, 10).build().unwrap();
+        let limiter = config(100, 10).build(Context::default()).unwrap();
         assert_eq!(limiter.window(), Nanos(100_000_000));
         assert_eq!(limiter.threshold(), 10);
         assert_eq!(limiter.bound(Nanos::SECOND), 110);
@@ -83,16 +94,32 @@ mod tests {
 
     #[test]
     fn the_threshold_is_rounded_down() {
-        assert_eq!(config(105, 10).build().unwrap().threshold(), 10);
+        assert_eq!(
+            config(105, 10)
+                .build(Context::default())
+                .unwrap()
+                .threshold(),
+            10
+        );
     }
 
     #[test]
     fn refuses_splits_that_leave_nothing_per_window() {
-        assert!(config(5, 10).build().unwrap_err().contains("leaves 0"));
+        assert!(
+            config(5, 10)
+                .build(Context::default())
+                .unwrap_err()
+                .contains("leaves 0")
+        );
     }
 
     #[test]
     fn refuses_a_window_that_does_not_divide() {
-        assert!(config(100, 7).build().unwrap_err().contains("split evenly"));
+        assert!(
+            config(100, 7)
+                .build(Context::default())
+                .unwrap_err()
+                .contains("split evenly")
+        );
     }
 }

@@ -4,7 +4,7 @@ use std::num::NonZeroU64;
 
 use serde::Deserialize;
 
-use super::RateLimiter;
+use super::{Context, Decision, Hint, Kind, RateLimiter};
 use crate::decimal::Decimal;
 use crate::time::{NANOS_PER_SEC, Nanos};
 
@@ -18,14 +18,17 @@ pub struct Config {
     pub burst: NonZeroU64,
 }
 
-impl Config {
+impl Kind for Config {
+    const NAME: &'static str = "token-bucket";
+    type State = TokenBucket;
+
     /// The sizing parameter: the rate, in whole tokens per second (rounded down).
-    pub fn parameter(&self) -> (&'static str, u64) {
+    fn parameter(&self, _: Context) -> (&'static str, u64) {
         ("rate", self.rate.numerator() / self.rate.denominator())
     }
 
     /// The same bucket refilled at `value` tokens per second.
-    pub fn with_parameter(&self, value: u64) -> Config {
+    fn with_parameter(&self, value: u64) -> Config {
         Config {
             rate: Decimal::whole(value),
             ..self.clone()
@@ -33,10 +36,22 @@ impl Config {
     }
 
     /// A full bucket at t = 0.
-    pub fn build(&self) -> Result<TokenBucket, String> {
+    fn build(&self, _: Context) -> Result<TokenBucket, String> {
         self.build_shared(1)
     }
 
+    /// Rates in tokens per second over microsecond windows: huge rates.
+    fn example(choice: u64) -> String {
+        format!(
+            "rate = {}.{}\nburst = {}",
+            (choice % 49 + 1) * 1_000_000,
+            choice / 49 % 3,
+            choice / 147 % 19 + 1
+        )
+    }
+}
+
+impl Config {
     /// One of `shares` instances' buckets, refilled at rate/`shares`,
     /// exactly: a token is `shares` times as many units.
     pub fn build_shared(&self, shares: u64) -> Result<TokenBucket, String> {
@@ -79,19 +94,28 @@ pub struct TokenBucket {
 }
 
 impl RateLimiter for TokenBucket {
+    /// Rejects with `Retry-After` when the next token completes and the
+    /// reset when the bucket is full again (the IETF RateLimit fields).
     #[inline]
-    fn decide(&mut self, now: Nanos) -> bool {
+    fn decide(&mut self, now: Nanos) -> Decision {
         let now = now.get();
         if self.level < self.capacity {
             let refill = u128::from(self.rate.numerator()) * u128::from(now - self.last);
             self.level = self.level.saturating_add(refill).min(self.capacity);
         }
         self.last = now;
-        let admit = self.level >= self.token;
-        if admit {
+        if self.level >= self.token {
             self.level -= self.token;
+            return Decision::Admit;
         }
-        admit
+        let after = |units: u128| {
+            let wait = units.div_ceil(u128::from(self.rate.numerator()));
+            u64::try_from(wait).map_or(u64::MAX, |wait| now.saturating_add(wait))
+        };
+        Decision::Reject(Hint::new(
+            after(self.token - self.level),
+            after(self.capacity - self.level),
+        ))
     }
 
     fn refund(&mut self, _now: Nanos) {
@@ -132,31 +156,36 @@ mod tests {
             rate,
             burst: NonZeroU64::new(burst).unwrap(),
         }
-        .build()
+        .build(Context::default())
         .unwrap()
     }
 
     #[test]
     fn starts_full_and_empties_after_the_burst() {
         let mut limiter = bucket(Decimal::whole(10), 5);
-        assert_eq!((0..6).filter(|_| limiter.decide(Nanos(0))).count(), 5);
+        assert_eq!(
+            (0..6)
+                .filter(|_| limiter.decide(Nanos(0)).admitted())
+                .count(),
+            5
+        );
     }
 
     #[test]
     fn a_token_is_usable_exactly_when_it_completes() {
         let mut limiter = bucket(Decimal::whole(10), 1);
-        assert!(limiter.decide(Nanos(0)));
-        assert!(!limiter.decide(Nanos(99_999_999)));
-        assert!(limiter.decide(Nanos(100_000_000)));
+        assert!(limiter.decide(Nanos(0)).admitted());
+        assert!(!limiter.decide(Nanos(99_999_999)).admitted());
+        assert!(limiter.decide(Nanos(100_000_000)).admitted());
     }
 
     #[test]
     fn fractional_rates_refill_exactly() {
         // 0.3 tokens per second: the next token completes at 3.333… s.
         let mut limiter = bucket(Decimal::new(3, 1), 1);
-        assert!(limiter.decide(Nanos(0)));
-        assert!(!limiter.decide(Nanos(3_333_333_333)));
-        assert!(limiter.decide(Nanos(3_333_333_334)));
+        assert!(limiter.decide(Nanos(0)).admitted());
+        assert!(!limiter.decide(Nanos(3_333_333_333)).admitted());
+        assert!(limiter.decide(Nanos(3_333_333_334)).admitted());
     }
 
     #[test]
