@@ -16,6 +16,7 @@ pub mod live;
 pub mod memory;
 pub mod metrics;
 pub mod output;
+pub mod random;
 pub mod replicate;
 pub mod report;
 pub mod scenario;

@@ -314,18 +314,9 @@ pub fn stream(seed: u64, workload: &str, source: usize, replication: u64) -> Rng
         ^ replication.rotate_left(53);
     let mut seed_bytes = [0u8; 32];
     for chunk in seed_bytes.chunks_exact_mut(8) {
-        chunk.copy_from_slice(&splitmix64(&mut state).to_le_bytes());
+        chunk.copy_from_slice(&crate::random::splitmix64(&mut state).to_le_bytes());
     }
     Rng::from_seed(seed_bytes)
-}
-
-/// SplitMix64, the seeding function the xoshiro authors recommend.
-fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]

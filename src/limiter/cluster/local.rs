@@ -1,0 +1,46 @@
+//! `mode = "local"`: each instance runs its own limiter on its own clock.
+
+use super::in_true_time;
+use crate::limiter::{Decision, Limiter, RateLimiter};
+use crate::time::Nanos;
+
+/// K independent limiters.
+#[derive(Clone, Debug)]
+pub struct Local {
+    instances: Vec<Limiter>,
+}
+
+impl Local {
+    /// `instances`, each in its initial state.
+    pub fn new(instances: Vec<Limiter>) -> Local {
+        Local { instances }
+    }
+
+    /// Instance `instance`'s answer at its clock reading `clock` (true time `now`).
+    pub fn decide(&mut self, instance: usize, clock: u64, now: u64) -> Decision {
+        match self.instances[instance].decide(Nanos(clock)) {
+            Decision::Reject(hint) => Decision::Reject(in_true_time(hint, clock, now)),
+            other => other,
+        }
+    }
+
+    /// Takes back instance `instance`'s last admission, made at its clock reading `clock`.
+    pub fn refund(&mut self, instance: usize, clock: u64) {
+        self.instances[instance].refund(Nanos(clock));
+    }
+
+    /// Each instance's bound over the longest stretch of its own clock an
+    /// interval can cover, summed.
+    pub fn bound(&self, stretches: impl Iterator<Item = u64>) -> u64 {
+        self.instances
+            .iter()
+            .zip(stretches)
+            .map(|(limiter, stretch)| limiter.bound(Nanos(stretch)))
+            .fold(0, u64::saturating_add)
+    }
+
+    /// One instance's limiter.
+    pub fn first(&self) -> &Limiter {
+        &self.instances[0]
+    }
+}

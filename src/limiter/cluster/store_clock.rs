@@ -1,0 +1,63 @@
+//! `mode = "shared-store-clock"`: one shared counter whose window starts at
+//! its first increment and expires W later on the store's clock (Redis
+//! `INCR` + `PEXPIRE`).
+
+use super::clock::Clock;
+use super::in_true_time;
+use crate::limiter::{Decision, Hint};
+
+/// One counter, windows cut by the store's clock.
+#[derive(Clone, Debug)]
+pub struct StoreClock {
+    window: u64,
+    threshold: u64,
+    clock: Clock,
+    rtt: u64,
+    /// The current key: (its start on the store's clock, its count).
+    current: Option<(u64, u64)>,
+}
+
+impl StoreClock {
+    /// No key yet.
+    pub fn new(window: u64, threshold: u64, clock: Clock, rtt: u64) -> StoreClock {
+        StoreClock {
+            window,
+            threshold,
+            clock,
+            rtt,
+            current: None,
+        }
+    }
+
+    /// The answer to a request sent at true time `now`.
+    pub fn decide(&mut self, now: u64) -> Decision {
+        // The command reaches the store half a round trip later.
+        let store_now = self.clock.read(now.saturating_add(self.rtt / 2));
+        // The key expires W after it was created, on the store's clock: a
+        // backward step makes it live longer, never resets it.
+        let (start, count) = match self.current {
+            Some((start, count)) if store_now < start.saturating_add(self.window) => (start, count),
+            _ => (store_now, 0),
+        };
+        let admit = count < self.threshold;
+        self.current = Some((start, count + u64::from(admit)));
+        let end = start.saturating_add(self.window);
+        Decision::admit_or(admit, || in_true_time(Hint::at_reset(end), store_now, now))
+    }
+
+    /// Takes back the last admission.
+    pub fn refund(&mut self) {
+        if let Some((_, count)) = &mut self.current {
+            *count -= 1;
+        }
+    }
+
+    /// N per store window met, with forward steps shortening windows.
+    pub fn bound(&self, interval: u64, duration: u64) -> u64 {
+        crate::limiter::fixed_window::windows_met(
+            self.clock.stretch(interval, duration),
+            self.window,
+        )
+        .saturating_mul(self.threshold)
+    }
+}
