@@ -1,0 +1,70 @@
+//! `burstsim check`: exit 1 when a limiter lets through more than the backend takes.
+
+use anyhow::Result;
+
+use super::{check_work, coloured, print, warn, with_capacity};
+use crate::cli::{CheckArgs, CheckFormat};
+use crate::{replicate, scenario, sim};
+/// `burstsim check`: true when every run stays within the backend.
+pub fn check(args: &CheckArgs) -> Result<bool> {
+    let mut scenario = scenario::load(&args.scenario)?;
+    warn(&scenario.warnings);
+    with_capacity(&mut scenario, args.capacity)?;
+    let replications = scenario.replications;
+    check_work(
+        &scenario,
+        replications,
+        args.max_requests,
+        args.max_memory,
+        false,
+    )?;
+    let outcome =
+        replicate::simulate_replicated(&scenario, &sim::Options::default(), replications, &|| {})?;
+    let capacity = scenario.backend.map_or(0, |b| b.capacity_per_sec.get());
+    let failures: Vec<(&sim::RunResult, Vec<String>)> = outcome
+        .runs
+        .iter()
+        .map(|run| (run, crate::check::failures(&run.summary)))
+        .filter(|(_, lines)| !lines.is_empty())
+        .collect();
+    let ok = failures.is_empty();
+    let text = match args.format {
+        CheckFormat::Json => {
+            let report = serde_json::json!({
+                "scenario": scenario.name,
+                "capacity": capacity,
+                "runs": outcome.runs.len(),
+                "ok": ok,
+                "failures": failures.iter().map(|(run, lines)| serde_json::json!({
+                    "workload": run.summary.workload,
+                    "limiter": run.summary.limiter,
+                    "worst_1s": run.summary.worst_1s_max(),
+                    "dropped": run.summary.dropped_max(),
+                    "problems": lines,
+                })).collect::<Vec<_>>(),
+            });
+            serde_json::to_string_pretty(&report)? + "\n"
+        }
+        CheckFormat::Table if ok => coloured(format!(
+            "ok: all {} runs of {} stay within the backend's {capacity}/s\n",
+            outcome.runs.len(),
+            scenario.name
+        )),
+        CheckFormat::Table => {
+            let mut text = String::new();
+            for line in failures.iter().flat_map(|(_, lines)| lines) {
+                text.push_str(line);
+                text.push('\n');
+            }
+            text.push_str(&format!(
+                "check failed: {} of {} runs of {} exceed the backend's {capacity}/s\n",
+                failures.len(),
+                outcome.runs.len(),
+                scenario.name
+            ));
+            coloured(text)
+        }
+    };
+    print(args.quiet, &text)?;
+    Ok(ok)
+}

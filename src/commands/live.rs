@@ -1,0 +1,209 @@
+//! `burstsim live`: replay a workload against a real Redis and compare.
+
+use std::io::IsTerminal;
+
+use anyhow::{Context as _, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::{results_folder, warn};
+use crate::cli::LiveArgs;
+use crate::output::Staging;
+use crate::report::{self, html, table};
+use crate::scenario::Scenario;
+use crate::{chart, scenario, sim};
+/// `burstsim live`.
+pub fn live(args: &LiveArgs) -> Result<()> {
+    let scenario = scenario::load(&args.scenario)?;
+    warn(&scenario.warnings);
+    if !(args.speed.is_finite() && args.speed > 0.0) {
+        bail!("--speed: must be a number above 0 (got {})", args.speed);
+    }
+    let workload = match &args.workload {
+        None => 0,
+        Some(name) => scenario
+            .workloads
+            .iter()
+            .position(|w| &w.name == name)
+            .with_context(|| {
+                format!(
+                    "--workload: no workload {name:?} in {}",
+                    args.scenario.display()
+                )
+            })?,
+    };
+    let wall_secs = scenario.duration.as_secs_f64() / args.speed;
+    if wall_secs > args.max_wall_time.as_secs_f64() {
+        // Debug prints 1e-300 as such, where Display writes 300 zeros.
+        let wall = if wall_secs < 1e6 {
+            format!("{wall_secs:.0}")
+        } else {
+            format!("{wall_secs:.1e}")
+        };
+        bail!(
+            "--speed {:?}: replaying {} at {:?}× would take {wall} s of real time, more than --max-wall-time {}; raise --speed or --max-wall-time",
+            args.speed,
+            scenario.duration,
+            args.speed,
+            args.max_wall_time
+        );
+    }
+    let plan = crate::live::plan(&scenario);
+    if plan.iter().all(|(_, variants)| variants.is_empty()) {
+        bail!(
+            "{}: live enforces fixed windows (also smaller and buffered ones) and sliding logs in Redis; this scenario has none",
+            args.scenario.display()
+        );
+    }
+    eprintln!(
+        "live: fixed windows run in Redis as first-request windows (INCR, then PEXPIRE on the first hit: a window opens at a key's first request, as Redis counters do; an epoch-aligned window would need a key per window), once as one atomic script and once as separate GET, INCR and PEXPIRE round trips; sliding logs run as sorted sets. The \"simulated\" column models exactly that, so it can differ from `burstsim run` for epoch windows."
+    );
+    let skipped: Vec<&str> = plan
+        .iter()
+        .filter(|(_, variants)| variants.is_empty())
+        .map(|(name, _)| *name)
+        .collect();
+    if !skipped.is_empty() {
+        eprintln!(
+            "live: not enforced, for want of a Redis script of their kind: {}",
+            skipped.join(", ")
+        );
+    }
+    let clients = usize::try_from(args.clients.get())
+        .unwrap_or(usize::MAX)
+        .min(256);
+    let redis = crate::live::Connection {
+        url: &args.redis,
+        timeout: std::time::Duration::from_nanos(args.timeout.get()),
+        clients,
+        speed: args.speed,
+    };
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new_spinner();
+        if let Ok(style) =
+            ProgressStyle::with_template("{elapsed:>4} {spinner} {pos} requests sent to Redis")
+        {
+            bar.set_style(style);
+        }
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let results = crate::live::replay(&scenario, workload, &redis, &|| bar.inc(1));
+    bar.finish_and_clear();
+    let results = results?;
+    let target = results_folder(args.out.as_deref(), &format!("{}-live", scenario.name));
+    let staging = Staging::new(&target)?;
+    warn(staging.notes());
+    staging.write(
+        "live.json",
+        &(serde_json::to_string_pretty(&results)? + "\n"),
+    )?;
+    // The live decisions through the same metrics, charts and report as a run.
+    let (live_scenario, runs) = live_runs(&scenario, workload, &results)?;
+    let summary = sim::Outcome { runs: runs.clone() }.summary(&live_scenario);
+    staging.write("summary.json", &report::render_json(&summary))?;
+    let charts = chart::render_charts(&chart::Results {
+        scenario: &live_scenario,
+        runs: &runs,
+    })?;
+    for chart in &charts {
+        staging.write(&format!("charts/{}", chart.file), &chart.svg)?;
+    }
+    staging.write(
+        "report.html",
+        &html::render_report(&live_scenario, &summary, &charts),
+    )?;
+    staging.commit()?;
+    let mut table = comfy_table::Table::new();
+    table.load_style(table::STYLE).set_header(vec![
+        "limiter",
+        "enforced by",
+        "sent",
+        "admitted live",
+        "simulated",
+        "differ",
+        "reordered",
+        "at edges",
+        "other",
+        "edges followed",
+        "worst 1s live",
+        "simulated",
+    ]);
+    for r in &results {
+        let variant = serde_json::to_value(r.variant)?
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        table.add_row(vec![
+            r.limiter.clone(),
+            variant,
+            r.sent.to_string(),
+            r.admitted_live.to_string(),
+            r.admitted_model.to_string(),
+            r.disagreements.to_string(),
+            r.reordered.to_string(),
+            r.at_edges.to_string(),
+            r.unexplained.to_string(),
+            r.edges_followed.to_string(),
+            r.worst_1s_live.to_string(),
+            r.worst_1s_model.to_string(),
+        ]);
+    }
+    println!(
+        "{}\nworkload {:?} at {}× with {clients} clients; timing jitter up to {}; results in {}",
+        table.trim_fmt(),
+        scenario.workloads[workload].name,
+        args.speed,
+        crate::time::Nanos(results.iter().map(|r| r.jitter_ns).max().unwrap_or(0)),
+        target.display()
+    );
+    Ok(())
+}
+
+/// A scenario of the replayed workload with one limiter per Redis script,
+/// and the live decisions summarised as runs of it.
+fn live_runs(
+    scenario: &Scenario,
+    workload: usize,
+    results: &[crate::live::LiveResult],
+) -> Result<(Scenario, Vec<sim::RunResult>)> {
+    let mut live = scenario.clone();
+    live.name = format!("{}-live", scenario.name);
+    live.workloads = vec![scenario.workloads[workload].clone()];
+    live.limiters = results
+        .iter()
+        .map(|r| {
+            let base = scenario
+                .limiters
+                .iter()
+                .find(|l| l.name == r.limiter)
+                .expect("results name the scenario's limiters");
+            let variant = serde_json::to_value(r.variant)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            scenario::NamedLimiter {
+                name: format!("{}-{variant}", r.limiter),
+                config: base.config.clone(),
+                description: format!("{} in Redis ({variant})", base.description),
+            }
+        })
+        .collect();
+    let options = chart::sim_options(&live);
+    let workload_name = live.workloads[0].name.clone();
+    let runs = live
+        .limiters
+        .iter()
+        .zip(results)
+        .map(|(named, r)| {
+            sim::summarise(
+                &live,
+                &options,
+                named,
+                &workload_name,
+                r.decisions.iter().copied(),
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((live, runs))
+}

@@ -1,0 +1,157 @@
+//! The subcommands, one file each: the only code besides `main` that prints
+//! or writes files. What they share — the results folder, warnings, the
+//! progress bar, the work limits and printing a result — is here.
+
+mod check;
+mod live;
+mod run;
+mod size;
+mod validate;
+
+use std::io::{IsTerminal, Write};
+use std::num::NonZeroU64;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+
+pub use self::check::check;
+pub use self::live::live;
+pub use self::run::run;
+pub use self::size::size;
+pub use self::validate::validate;
+use crate::cli::Format;
+use crate::colour;
+use crate::scenario::{Backend, Scenario};
+
+/// Refuses, before any work, a run of more than `max_requests` requests or
+/// one that would need more than `max_memory` bytes.
+fn check_work(
+    scenario: &Scenario,
+    replications: u64,
+    max_requests: u64,
+    max_memory: u64,
+    charts: bool,
+) -> Result<()> {
+    let mut total: u128 = 0;
+    let mut per_workload = Vec::with_capacity(scenario.workloads.len());
+    for workload in &scenario.workloads {
+        let mut requests: u128 = 0;
+        for source in &workload.sources {
+            requests += source
+                .estimated_arrivals(scenario.duration, &scenario.base_dir)
+                .map_err(anyhow::Error::msg)?;
+        }
+        let runs = if workload.sources.iter().any(|s| s.is_stochastic()) {
+            u128::from(replications)
+        } else {
+            1
+        };
+        total += requests * runs;
+        per_workload.push(requests);
+    }
+    if total > u128::from(max_requests) {
+        bail!(
+            "{}: this would simulate about {total} requests, more than --max-requests {max_requests}; shorten the run, lower the rates, or raise --max-requests if that much is intended",
+            scenario.path.display()
+        );
+    }
+    let memory = crate::memory::estimate(scenario, replications, charts, &per_workload);
+    if memory.total() > u128::from(max_memory) {
+        use crate::memory::words;
+        bail!(
+            "{}: this would need about {} of memory ({} for timelines at a {} bucket, {} for the rolling windows of the limiters' worst cases, {} for replications), more than --max-memory {}; use a coarser metrics.bucket, fewer replications or --no-charts, or raise --max-memory if the machine has it",
+            scenario.path.display(),
+            words(memory.total()),
+            words(memory.timelines),
+            scenario.metrics.bucket,
+            words(memory.rings),
+            words(memory.replications),
+            words(u128::from(max_memory))
+        );
+    }
+    Ok(())
+}
+
+/// Puts `capacity` in place of the scenario's, or insists there is one.
+fn with_capacity(scenario: &mut Scenario, capacity: Option<NonZeroU64>) -> Result<()> {
+    match (capacity, &mut scenario.backend) {
+        (Some(capacity), Some(backend)) => backend.capacity_per_sec = capacity,
+        (Some(capacity), None) => {
+            scenario.backend = Some(Backend {
+                capacity_per_sec: capacity,
+                queue: None,
+            })
+        }
+        (None, Some(_)) => {}
+        (None, None) => bail!(
+            "{}: no [backend] capacity to check against; add `[backend] capacity = N` (requests per second) or pass --capacity N",
+            scenario.path.display()
+        ),
+    }
+    Ok(())
+}
+
+/// A progress bar on standard error when it is a terminal and the work has
+/// several parts; hidden otherwise.
+fn progress_bar(units: u64, quiet: bool, what: &str) -> ProgressBar {
+    if quiet || units < 2 || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(units);
+    if let Ok(style) = ProgressStyle::with_template(&format!(
+        "{{elapsed:>4}} [{{bar:40}}] {{pos}}/{{len}} {what} {{eta}} left"
+    )) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}
+
+/// `--out DIR`, or `output/<name>` in the current directory.
+fn results_folder(out: Option<&Path>, name: &str) -> PathBuf {
+    out.map_or_else(|| PathBuf::from("output").join(name), Path::to_path_buf)
+}
+
+/// Warnings go to standard error even with `--quiet`: a trace's dropped rows
+/// or a tidied leftover change what the results mean.
+fn warn(warnings: &[String]) {
+    for warning in warnings {
+        eprintln!("{}{warning}", colour::warning_prefix());
+    }
+}
+
+/// A table for standard output, its verdicts coloured when that is wanted.
+fn coloured(table: String) -> String {
+    if colour::stdout() {
+        colour::verdicts(&table)
+    } else {
+        table
+    }
+}
+
+/// Prints a command's result on standard output, unless `--quiet`.
+fn print(quiet: bool, text: &str) -> Result<()> {
+    if !quiet {
+        std::io::stdout().write_all(text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Prints results written to `target` in `format`, unless `--quiet`: the
+/// table (coloured when wanted) and where the files are, or the JSON or CSV
+/// exactly as written.
+fn print_results(
+    quiet: bool,
+    format: Format,
+    target: &Path,
+    table: String,
+    json: &str,
+    csv: &str,
+) -> Result<()> {
+    let table = || format!("{}results in {}\n", coloured(table), target.display());
+    match format {
+        Format::Table => print(quiet, &table()),
+        Format::Json => print(quiet, json),
+        Format::Csv => print(quiet, csv),
+    }
+}

@@ -1,0 +1,123 @@
+//! `burstsim run`: simulate, then write the results folder and print the table.
+
+use std::num::NonZeroU64;
+
+use anyhow::{Context as _, Result};
+
+use super::{check_work, print_results, progress_bar, results_folder, warn};
+use crate::cli::RunArgs;
+use crate::output::{DecisionFiles, Staging};
+use crate::report::{self, csv, html, table};
+use crate::{chart, replicate, scenario, sim};
+/// `burstsim run`.
+pub fn run(args: &RunArgs) -> Result<()> {
+    let mut scenario = scenario::load(&args.scenario)?;
+    if let Some(seed) = args.seed {
+        scenario.seed = seed;
+    }
+    warn(&scenario.warnings);
+    let replications = args
+        .replications
+        .map_or(scenario.replications, NonZeroU64::get);
+    // Before any work, the decisions pass included.
+    check_work(
+        &scenario,
+        replications,
+        args.max_requests,
+        args.max_memory,
+        !args.no_charts,
+    )?;
+    let target = results_folder(args.out.as_deref(), &scenario.name);
+    let staging = Staging::new(&target)?;
+    warn(staging.notes());
+    let options = if args.no_charts {
+        sim::Options::default()
+    } else {
+        chart::sim_options(&scenario)
+    };
+    if args.decisions {
+        // Decisions are replication 0's, streamed in a pass of their own.
+        let mut files = DecisionFiles::create(staging.path(), &scenario)?;
+        sim::simulate(&scenario, &sim::Options::default(), Some(&mut files))?;
+        files.finish()?;
+    }
+    let started = std::time::Instant::now();
+    let bar = progress_bar(
+        replicate::units(&scenario, replications),
+        args.quiet,
+        "workload runs",
+    );
+    let outcome =
+        replicate::simulate_replicated(&scenario, &options, replications, &|| bar.inc(1))?;
+    bar.finish_and_clear();
+    if args.stats {
+        eprintln!("{}", run_stats(&outcome, started.elapsed()));
+    }
+    let summary = outcome.summary(&scenario);
+    let json = report::render_json(&summary);
+    let summary_csv = csv::render_summary(&summary.runs);
+    staging.write("summary.json", &json)?;
+    staging.write("summary.csv", &summary_csv)?;
+    csv::write_timeline(&outcome.runs, staging.create("timeline.csv")?)
+        .context("writing timeline.csv")?;
+    if !args.no_charts {
+        let results = chart::Results {
+            scenario: &scenario,
+            runs: &outcome.runs,
+        };
+        let charts = chart::render_charts(&results)?;
+        for chart in &charts {
+            staging.write(&format!("charts/{}", chart.file), &chart.svg)?;
+        }
+        staging.write(
+            "report.html",
+            &html::render_report(&scenario, &summary, &charts),
+        )?;
+    }
+    staging.commit()?;
+    print_results(
+        args.quiet,
+        args.format,
+        &target,
+        table::render_table(&summary.runs) + "\n",
+        &json,
+        &summary_csv,
+    )
+}
+
+/// "simulated 100000000 requests (100000000 decisions) in 1.90 s: …; peak memory 12.8 MB"
+fn run_stats(outcome: &sim::Outcome, elapsed: std::time::Duration) -> String {
+    // Every replication's requests count: mean × count is their exact sum.
+    let total = |run: &sim::RunResult| match &run.summary.replications {
+        Some(r) => (r.offered.mean * r.count as f64).round() as u64,
+        None => run.summary.offered,
+    };
+    let decisions: u64 = outcome.runs.iter().map(total).sum();
+    let mut workloads: Vec<&str> = outcome
+        .runs
+        .iter()
+        .map(|run| run.summary.workload.as_str())
+        .collect();
+    workloads.dedup();
+    let requests: u64 = workloads
+        .iter()
+        .filter_map(|w| outcome.runs.iter().find(|run| run.summary.workload == *w))
+        .map(total)
+        .sum();
+    let secs = elapsed.as_secs_f64();
+    let peak = peak_memory_kb().map_or(String::new(), |kb| {
+        format!("; peak memory {:.1} MB", kb as f64 / 1024.0)
+    });
+    format!(
+        "simulated {requests} requests ({decisions} decisions) in {secs:.2} s: {:.1} M requests/s, {:.1} M decisions/s{peak}",
+        requests as f64 / secs / 1e6,
+        decisions as f64 / secs / 1e6
+    )
+}
+
+/// The process's peak resident memory, where the system tells it (Linux).
+fn peak_memory_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}

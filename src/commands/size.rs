@@ -1,0 +1,51 @@
+//! `burstsim size`: the largest safe parameter per limiter, added to the results folder.
+
+use std::num::NonZeroU64;
+
+use anyhow::Result;
+
+use super::{check_work, print_results, progress_bar, results_folder, warn, with_capacity};
+use crate::cli::SizeArgs;
+use crate::output::Staging;
+use crate::report::{html, sizing};
+use crate::{chart, scenario};
+/// `burstsim size`.
+pub fn size(args: &SizeArgs) -> Result<()> {
+    let mut scenario = scenario::load(&args.scenario)?;
+    warn(&scenario.warnings);
+    with_capacity(&mut scenario, args.capacity)?;
+    let capacity = scenario.backend.map_or(0, |b| b.capacity_per_sec.get());
+    let replications = args
+        .replications
+        .map_or(scenario.replications, NonZeroU64::get);
+    check_work(
+        &scenario,
+        replications,
+        args.max_requests,
+        args.max_memory,
+        false,
+    )?;
+    let bar = progress_bar(scenario.limiters.len() as u64, args.quiet, "limiters sized");
+    let report = crate::size::size(&scenario, capacity, replications, &|| bar.inc(1));
+    bar.finish_and_clear();
+    let report = report?;
+    let json = serde_json::to_string_pretty(&report)? + "\n";
+    let sizing_csv = sizing::render_sizing_csv(&report);
+    let target = results_folder(args.out.as_deref(), &scenario.name);
+    let chart = chart::render_sizing(&report)?;
+    // Added to the run's results, if any, through the same staging and commit.
+    let staging = Staging::update(&target)?;
+    warn(staging.notes());
+    staging.write("sizing.json", &json)?;
+    staging.write("sizing.csv", &sizing_csv)?;
+    staging.write("charts/sizing.svg", &chart.svg)?;
+    // The run's report, if there is one, gains (or renews) its sizing section.
+    let table = sizing::render_sizing_table(&report);
+    if let Ok(page) = std::fs::read_to_string(staging.path().join("report.html"))
+        && let Some(page) = html::with_sizing(&page, &html::sizing_section(&table, &chart))
+    {
+        staging.write("report.html", &page)?;
+    }
+    staging.commit()?;
+    print_results(args.quiet, args.format, &target, table, &json, &sizing_csv)
+}
