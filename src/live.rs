@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
-use crate::limiter::{Align, Context, Limiter, LimiterConfig, RateLimiter};
+use crate::limiter::{Align, Limiter, LimiterConfig, RateLimiter};
 use crate::metrics::rolling::RollingCounts;
-use crate::scenario::Scenario;
+use crate::scenario::{NamedLimiter, Scenario};
 use crate::time::Nanos;
 
 /// The most requests a live replay sends.
@@ -121,13 +121,9 @@ pub fn replay(
         .map_err(|err| anyhow::anyhow!("--redis {}: not a Redis address: {err}", redis.url))?;
     connect(&client, redis)?;
     let arrivals = arrivals(scenario, workload)?;
-    let context = Context {
-        backend_capacity_per_sec: scenario.backend.map(|b| b.capacity_per_sec.get()),
-    };
     let mut results = Vec::new();
     for (named, (_, variants)) in scenario.limiters.iter().zip(plan(scenario)) {
-        let built = named.config.build(context).map_err(anyhow::Error::msg)?;
-        let (window, threshold) = match (&named.config, built.fixed_window()) {
+        let (window, threshold) = match (&named.config, named.limiter.fixed_window()) {
             (_, Some(fixed)) => (fixed.window().get(), fixed.threshold()),
             (LimiterConfig::SlidingLog(config), None) => {
                 (config.window.get(), config.threshold.get())
@@ -157,7 +153,7 @@ pub fn replay(
                 })
                 .and_then(|mut con| redis::cmd("DEL").arg(&key).query(&mut con));
             results.push(compare(
-                &named.name,
+                named,
                 variant,
                 &sent?,
                 window,
@@ -336,7 +332,7 @@ fn send(
 
 /// Replays the send times through the simulator's model of the same script.
 fn compare(
-    limiter: &str,
+    named: &NamedLimiter,
     variant: Variant,
     sent: &[Sent],
     window: u64,
@@ -344,15 +340,8 @@ fn compare(
     speed: f64,
 ) -> LiveResult {
     let mut model = match variant {
-        Variant::SlidingLog => {
-            let table: toml::Table = toml::from_str(&format!(
-                "kind = \"sliding-log\"\nwindow = \"{window}ns\"\nthreshold = {threshold}"
-            ))
-            .expect("a valid table");
-            LimiterConfig::from_table(table)
-                .and_then(|c| c.build(Context::default()))
-                .expect("a valid sliding log")
-        }
+        // The script is the scenario's sliding log.
+        Variant::SlidingLog => named.limiter.clone(),
         // Redis's key opens at its first INCR and expires W later: a window that starts at its first request.
         _ => Limiter::FixedWindow(
             crate::limiter::fixed_window::FixedWindow::new(
@@ -443,7 +432,7 @@ fn compare(
         })
         .count() as u64;
     LiveResult {
-        limiter: limiter.to_string(),
+        limiter: named.name.clone(),
         variant,
         sent: sent.len() as u64,
         admitted_live,

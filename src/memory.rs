@@ -1,7 +1,7 @@
 //! What a run will hold in memory, estimated from the scenario before any
 //! work, so that a small scenario cannot ask for gigabytes: `--max-memory`.
 
-use crate::limiter::{Context, RateLimiter};
+use crate::limiter::RateLimiter;
 use crate::scenario::Scenario;
 use crate::time::Nanos;
 
@@ -43,9 +43,6 @@ pub fn estimate(
             .div_ceil(scenario.metrics.bucket.get()),
     );
     let per_bucket = if charts { 12 } else { 8 };
-    let context = Context {
-        backend_capacity_per_sec: scenario.backend.map(|b| b.capacity_per_sec.get()),
-    };
     // The longest interval the metrics track: the charts' arrival curve goes
     // to four times the longest window or rolling interval.
     let longest = if charts {
@@ -66,10 +63,7 @@ pub fn estimate(
     let mut rings = 0u128;
     for &offered in requests {
         for limiter in &scenario.limiters {
-            let bound = limiter
-                .config
-                .build(context)
-                .map_or(u64::MAX, |built| built.bound(longest));
+            let bound = limiter.limiter.bound(longest);
             // A power-of-two ring of 8-byte times, up to twice what it holds.
             let held = u128::from(bound).min(offered);
             rings += held.next_power_of_two().max(1024) * 8;

@@ -10,7 +10,7 @@ use toml::Spanned;
 
 use crate::error::{Key, ScenarioError, field_path, locate};
 use crate::limiter::cluster::{ClusterConfig, Config as ClusterRun};
-use crate::limiter::{Context, LimiterConfig, RateLimiter};
+use crate::limiter::{Context, Limiter, LimiterConfig, RateLimiter};
 use crate::time::Nanos;
 use crate::traffic::SourceConfig;
 
@@ -84,15 +84,68 @@ pub struct Workload {
     pub sources: Vec<SourceConfig>,
 }
 
-/// A named limiter configuration.
+/// A named limiter, built: validation has already turned its configuration
+/// into a limiter, so nothing downstream builds or checks it again.
 #[derive(Clone, Debug)]
 pub struct NamedLimiter {
     /// Unique name.
     pub name: String,
-    /// Its configuration, checked to build.
+    /// Its configuration as written (for sizing, which varies it).
     pub config: LimiterConfig,
+    /// The limiter in its initial state: every run starts from a clone.
+    pub limiter: Limiter,
     /// Its effective parameters in words.
     pub description: String,
+}
+
+impl NamedLimiter {
+    /// `config` built in `context`, or what is wrong with it: including a
+    /// run of `duration` beyond where its time arithmetic is exact.
+    pub fn build(
+        name: String,
+        config: LimiterConfig,
+        context: Context,
+        duration: Nanos,
+    ) -> Result<NamedLimiter, String> {
+        let limiter = config.build(context)?;
+        if duration > limiter.horizon() {
+            return Err(format!(
+                "its time arithmetic is exact only for arrivals up to {} (delays and tolerances are added to them), and the run lasts {duration}; shorten the run",
+                limiter.horizon()
+            ));
+        }
+        Ok(NamedLimiter {
+            name,
+            description: limiter.describe(),
+            config,
+            limiter,
+        })
+    }
+}
+
+impl Scenario {
+    /// What limiters may depend on outside themselves: the backend's capacity.
+    pub fn context(&self) -> Context {
+        Context {
+            backend_capacity_per_sec: self.backend.map(|b| b.capacity_per_sec.get()),
+        }
+    }
+
+    /// The same scenario in front of `backend`, its limiters built anew (a
+    /// buffered threshold follows the backend's capacity).
+    pub fn with_backend(mut self, backend: Backend) -> Result<Scenario, String> {
+        self.backend = Some(backend);
+        let (context, duration) = (self.context(), self.duration);
+        self.limiters = std::mem::take(&mut self.limiters)
+            .into_iter()
+            .map(|named| {
+                let name = named.name;
+                NamedLimiter::build(name.clone(), named.config, context, duration)
+                    .map_err(|err| format!("limiter {name:?}: {err}"))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(self)
+    }
 }
 
 #[derive(Deserialize)]
@@ -259,8 +312,8 @@ impl Validator<'_> {
                 cluster,
                 duration,
             });
-            limiter.description = config.build(context).map_err(fail)?.describe();
-            limiter.config = config;
+            *limiter = NamedLimiter::build(limiter.name.clone(), config, context, duration)
+                .map_err(fail)?;
         }
         Ok(Scenario {
             name,
@@ -439,22 +492,9 @@ impl Validator<'_> {
                     ));
                 }
                 let config = LimiterConfig::from_table(table).map_err(fail)?;
-                let built = config.build(context).map_err(fail)?;
-                if duration > built.horizon() {
-                    return Err(fail(format!(
-                        "its time arithmetic is exact only for arrivals up to {} (delays and tolerances are added to them), and the run lasts {duration}; shorten the run",
-                        built.horizon()
-                    )));
-                }
-                let description = built.describe();
-                Ok((
-                    NamedLimiter {
-                        name,
-                        config,
-                        description,
-                    },
-                    (own_cluster, span.clone()),
-                ))
+                let named =
+                    NamedLimiter::build(name.clone(), config, context, duration).map_err(fail)?;
+                Ok((named, (own_cluster, span.clone())))
             })
             .collect::<Result<Vec<_>, _>>()
             .map(|pairs| pairs.into_iter().unzip())

@@ -9,7 +9,7 @@ use hdrhistogram::Histogram;
 use rayon::prelude::*;
 
 use crate::adversary;
-use crate::limiter::{Context, Limiter, RateLimiter};
+use crate::limiter::{Limiter, RateLimiter};
 use crate::metrics::backend::Server;
 use crate::metrics::rolling::{RollingCounts, Worst};
 use crate::metrics::timeline::Timeline;
@@ -133,7 +133,7 @@ fn simulate_workload(
         .limiters
         .iter()
         .map(|limiter| RunState::new(scenario, options, limiter))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Vec<_>>();
     let mut chunk = Vec::with_capacity(CHUNK);
     loop {
         chunk.clear();
@@ -185,7 +185,7 @@ pub fn summarise(
     workload: &str,
     decisions: impl IntoIterator<Item = (Nanos, bool)>,
 ) -> Result<RunResult> {
-    let mut run = RunState::new(scenario, options, named)?;
+    let mut run = RunState::new(scenario, options, named);
     for (at, admitted) in decisions {
         run.record(at, admitted, Nanos::ZERO);
     }
@@ -222,7 +222,7 @@ fn simulate_adversary(
 ) -> Result<Vec<RunResult>> {
     let mut results = Vec::with_capacity(scenario.limiters.len());
     for (offset, named) in scenario.limiters.iter().enumerate() {
-        let mut run = RunState::new(scenario, options, named)?;
+        let mut run = RunState::new(scenario, options, named);
         let found = adversary::search(&run.limiter, budget, scenario.metrics.rolling, scenario.duration)
             .with_context(|| format!("workload {:?}: the run ({}) is too short for an adversary; make it at least a few windows long", workload.name, scenario.duration))?;
         for &t in &found.arrivals {
@@ -269,15 +269,7 @@ impl RunState {
         scenario: &Scenario,
         options: &Options,
         named: &crate::scenario::NamedLimiter,
-    ) -> Result<RunState> {
-        let context = Context {
-            backend_capacity_per_sec: scenario.backend.map(|b| b.capacity_per_sec.get()),
-        };
-        let limiter = named
-            .config
-            .build(context)
-            .map_err(anyhow::Error::msg)
-            .with_context(|| format!("limiter {:?}", named.name))?;
+    ) -> RunState {
         let metrics = &scenario.metrics;
         let mut intervals: Vec<Nanos> = metrics
             .profile
@@ -292,8 +284,8 @@ impl RunState {
         if let Some(backend) = scenario.backend {
             rolling = rolling.with_overload(Nanos::SECOND, backend.capacity_per_sec.get());
         }
-        Ok(RunState {
-            limiter,
+        RunState {
+            limiter: named.limiter.clone(),
             kind: named.config.kind(),
             description: named.description.clone(),
             offered: 0,
@@ -315,7 +307,7 @@ impl RunState {
                 b.queue
                     .map(|queue| Server::new(b.capacity_per_sec.get(), queue))
             }),
-        })
+        }
     }
 
     #[inline(always)]

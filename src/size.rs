@@ -6,7 +6,7 @@ use anyhow::{Context as _, Result};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::limiter::{Context, LimiterConfig, RateLimiter};
+use crate::limiter::RateLimiter;
 use crate::scenario::{Backend, NamedLimiter, Scenario};
 use crate::sim::{self, Options};
 use crate::time::Nanos;
@@ -98,15 +98,16 @@ pub fn size(
     replications: u64,
     progress: &(dyn Fn() + Sync),
 ) -> Result<SizingReport> {
-    let mut scenario = scenario.clone();
     let queue = scenario.backend.and_then(|b| b.queue);
     let capacity_per_sec =
         std::num::NonZeroU64::new(capacity).context("the capacity must be at least 1")?;
-    scenario.backend = Some(Backend {
-        capacity_per_sec,
-        queue,
-    });
-    let scenario = &scenario;
+    let scenario = &scenario
+        .clone()
+        .with_backend(Backend {
+            capacity_per_sec,
+            queue,
+        })
+        .map_err(anyhow::Error::msg)?;
     let limiters = scenario
         .limiters
         .par_iter()
@@ -128,34 +129,37 @@ struct Probe<'a> {
     scenario: &'a Scenario,
     named: &'a NamedLimiter,
     replications: u64,
-    context: Context,
 }
 
 impl Probe<'_> {
-    fn config(&self, value: u64) -> LimiterConfig {
-        self.named.config.with_parameter(value.max(1))
+    /// The limiter with its sizing parameter at `value`, or why that value
+    /// cannot be built (a sliding log longer than memory allows, say).
+    fn limiter(&self, value: u64) -> Result<NamedLimiter> {
+        let (parameter, _) = self.named.config.parameter(self.scenario.context());
+        NamedLimiter::build(
+            self.named.name.clone(),
+            self.named.config.with_parameter(value.max(1)),
+            self.scenario.context(),
+            self.scenario.duration,
+        )
+        .map_err(anyhow::Error::msg)
+        .with_context(|| {
+            format!(
+                "sizing limiter {:?}: {parameter} = {value}",
+                self.named.name
+            )
+        })
     }
 
-    fn bound_1s(&self, value: u64) -> u64 {
-        self.config(value)
-            .build(self.context)
-            .map_or(u64::MAX, |l| l.bound(Nanos::SECOND))
-    }
-
-    fn description(&self, value: u64) -> String {
-        self.config(value)
-            .build(self.context)
-            .map_or_else(|err| err, |l| l.describe())
+    fn bound_1s(&self, value: u64) -> Result<u64> {
+        Ok(self.limiter(value)?.limiter.bound(Nanos::SECOND))
     }
 
     /// The worst second over all workloads and replications, the requests
     /// the backend dropped (with a queue), and the costs.
     fn simulate(&self, value: u64) -> Result<(u64, u64, Vec<Cost>)> {
         let mut scenario = self.scenario.clone();
-        scenario.limiters = vec![NamedLimiter {
-            config: self.config(value),
-            ..self.named.clone()
-        }];
+        scenario.limiters = vec![self.limiter(value)?];
         let mut costs: Vec<Cost> = scenario
             .workloads
             .iter()
@@ -206,7 +210,7 @@ impl Probe<'_> {
         let (simulated_1s, _, costs) = self.simulate(value)?;
         Ok(Safe::Value {
             value,
-            description: self.description(value),
+            description: self.limiter(value)?.description,
             worst_1s,
             simulated_1s,
             costs,
@@ -220,24 +224,20 @@ fn size_limiter(
     capacity: u64,
     replications: u64,
 ) -> Result<Sizing> {
-    let context = Context {
-        backend_capacity_per_sec: Some(capacity),
-    };
     let probe = Probe {
         scenario,
         named,
         replications,
-        context,
     };
-    let (parameter, current) = named.config.parameter(context);
+    let (parameter, current) = named.config.parameter(scenario.context());
     // Every bound grows at least as fast as the parameter, so no safe value
     // exceeds a few times the capacity; past that, a bound within capacity
     // means another layer caps the limiter whatever this value is.
     let ceiling = capacity.saturating_mul(4).saturating_add(4);
-    let safe_any_traffic = match largest(1, ceiling, |v| Ok(probe.bound_1s(v) <= capacity))? {
+    let safe_any_traffic = match largest(1, ceiling, |v| Ok(probe.bound_1s(v)? <= capacity))? {
         Largest::All => Safe::Any,
         Largest::None => Safe::None,
-        Largest::Value(v) => probe.safe(v, probe.bound_1s(v))?,
+        Largest::Value(v) => probe.safe(v, probe.bound_1s(v)?)?,
     };
     // Past the most requests a workload offers, a window lets everything through.
     let offered = probe
@@ -275,14 +275,14 @@ fn size_limiter(
         .collect();
     let sweep = values
         .par_iter()
-        .map(|&v| Ok((v, probe.simulate(v)?.0, probe.bound_1s(v))))
+        .map(|&v| Ok((v, probe.simulate(v)?.0, probe.bound_1s(v)?)))
         .collect::<Result<Vec<_>>>()?;
     Ok(Sizing {
         limiter: named.name.clone(),
         kind: named.config.kind().to_string(),
         parameter: parameter.to_string(),
         current,
-        current_bound_1s: probe.bound_1s(current),
+        current_bound_1s: probe.bound_1s(current)?,
         safe_any_traffic,
         safe_on_workloads,
         sweep,

@@ -259,3 +259,31 @@ fn size_before_any_run_creates_the_results_folder() {
         "size writes no report of its own"
     );
 }
+
+#[test]
+fn a_setting_sizing_cannot_build_is_an_error_not_a_verdict() {
+    // Sizing tries thresholds up to four times the capacity; a sliding log of
+    // 160 million timestamps is past what one may hold.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.toml");
+    fs::write(
+        &path,
+        "duration = \"2s\"\n[backend]\ncapacity = 40000000\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"uniform\", rate = 10 }]\n[[limiter]]\nname = \"log\"\nkind = \"sliding-log\"\nwindow = \"1s\"\nthreshold = 100\n",
+    )
+    .unwrap();
+    let output = burstsim()
+        .arg("size")
+        .arg(&path)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("sizing limiter \"log\": threshold = 160000004")
+            && stderr.contains("at most 134217728"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("out").exists(), "nothing half-written");
+}

@@ -19,7 +19,7 @@ use plotters::element::ComposedElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::limiter::{Context, RateLimiter};
+use crate::limiter::RateLimiter;
 use crate::scenario::Scenario;
 use crate::sim::RunResult;
 use crate::time::Nanos;
@@ -76,13 +76,10 @@ pub fn sim_options(scenario: &Scenario) -> crate::sim::Options {
 /// plus the profile's own points.
 pub fn curve_intervals(scenario: &Scenario) -> Vec<Nanos> {
     let metrics = &scenario.metrics;
-    let context = Context {
-        backend_capacity_per_sec: scenario.backend.map(|b| b.capacity_per_sec.get()),
-    };
     let longest_window = scenario
         .limiters
         .iter()
-        .filter_map(|limiter| Some(limiter.config.build(context).ok()?.window_edges()?.0))
+        .filter_map(|named| Some(named.limiter.window_edges()?.0))
         .max()
         .unwrap_or(metrics.rolling);
     let low = metrics

@@ -7,9 +7,9 @@ use crate::cli::{CheckArgs, CheckFormat};
 use crate::{replicate, scenario, sim};
 /// `burstsim check`: true when every run stays within the backend.
 pub fn check(args: &CheckArgs) -> Result<bool> {
-    let mut scenario = scenario::load(&args.scenario)?;
+    let scenario = scenario::load(&args.scenario)?;
     warn(&scenario.warnings);
-    with_capacity(&mut scenario, args.capacity)?;
+    let scenario = with_capacity(scenario, args.capacity)?;
     let replications = scenario.replications;
     check_work(
         &scenario,

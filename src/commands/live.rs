@@ -184,8 +184,8 @@ fn live_runs(
                 .unwrap_or_default();
             scenario::NamedLimiter {
                 name: format!("{}-{variant}", r.limiter),
-                config: base.config.clone(),
                 description: format!("{} in Redis ({variant})", base.description),
+                ..base.clone()
             }
         })
         .collect();

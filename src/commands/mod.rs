@@ -12,7 +12,7 @@ use std::io::{IsTerminal, Write};
 use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
+use anyhow::{Context as _, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 pub use self::check::check;
@@ -73,23 +73,32 @@ fn check_work(
     Ok(())
 }
 
-/// Puts `capacity` in place of the scenario's, or insists there is one.
-fn with_capacity(scenario: &mut Scenario, capacity: Option<NonZeroU64>) -> Result<()> {
-    match (capacity, &mut scenario.backend) {
-        (Some(capacity), Some(backend)) => backend.capacity_per_sec = capacity,
-        (Some(capacity), None) => {
-            scenario.backend = Some(Backend {
-                capacity_per_sec: capacity,
-                queue: None,
-            })
-        }
-        (None, Some(_)) => {}
+/// The scenario in front of a backend of `capacity` (its limiters built
+/// anew for it), or as it is when it has a capacity of its own; an error
+/// when it has neither.
+fn with_capacity(scenario: Scenario, capacity: Option<NonZeroU64>) -> Result<Scenario> {
+    let backend = match (capacity, scenario.backend) {
+        (None, Some(_)) => return Ok(scenario),
+        (Some(capacity), backend) => Backend {
+            capacity_per_sec: capacity,
+            queue: backend.and_then(|b| b.queue),
+        },
         (None, None) => bail!(
             "{}: no [backend] capacity to check against; add `[backend] capacity = N` (requests per second) or pass --capacity N",
             scenario.path.display()
         ),
-    }
-    Ok(())
+    };
+    let path = scenario.path.clone();
+    scenario
+        .with_backend(backend)
+        .map_err(anyhow::Error::msg)
+        .with_context(|| {
+            format!(
+                "{} with --capacity {}",
+                path.display(),
+                backend.capacity_per_sec
+            )
+        })
 }
 
 /// A progress bar on standard error when it is a terminal and the work has

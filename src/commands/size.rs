@@ -11,9 +11,9 @@ use crate::report::{html, sizing};
 use crate::{chart, scenario};
 /// `burstsim size`.
 pub fn size(args: &SizeArgs) -> Result<()> {
-    let mut scenario = scenario::load(&args.scenario)?;
+    let scenario = scenario::load(&args.scenario)?;
     warn(&scenario.warnings);
-    with_capacity(&mut scenario, args.capacity)?;
+    let scenario = with_capacity(scenario, args.capacity)?;
     let capacity = scenario.backend.map_or(0, |b| b.capacity_per_sec.get());
     let replications = args
         .replications
