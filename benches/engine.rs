@@ -34,6 +34,7 @@ fn arrivals() -> Vec<Nanos> {
         )
         .unwrap()
         .take(REQUESTS)
+        .map(|arrival| arrival.time)
         .collect()
 }
 
@@ -142,7 +143,7 @@ fn generators(c: &mut Criterion) {
                     .unwrap();
                 arrivals
                     .take(REQUESTS)
-                    .fold(0u64, |sum, t| sum.wrapping_add(t.get()))
+                    .fold(0u64, |sum, a| sum.wrapping_add(a.time.get()))
             });
         });
     }

@@ -191,7 +191,7 @@ fn arrivals(scenario: &Scenario, index: usize) -> Result<Vec<u64>> {
     let workload = &scenario.workloads[index];
     let times: Vec<u64> = crate::sim::arrivals(scenario, workload, 0)?
         .take(MAX_LIVE_REQUESTS + 1)
-        .map(Nanos::get)
+        .map(|arrival| arrival.time.get())
         .collect();
     if times.len() > MAX_LIVE_REQUESTS {
         bail!(

@@ -1,6 +1,7 @@
-//! The crate's one source of fixed, portable pseudo-random numbers beyond the
-//! traffic generators' xoshiro streams: SplitMix64, which seeds those streams
-//! and draws cluster balancing and clock offsets.
+//! The crate's fixed, portable mixing functions (std's hasher may change
+//! between releases): SplitMix64, which seeds the traffic generators' xoshiro
+//! streams and draws cluster balancing and clock offsets, and FNV-1a, which
+//! turns names and trace keys into numbers.
 
 /// The golden-ratio increment of SplitMix64, also its usual starting state.
 pub const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -21,6 +22,13 @@ pub fn mix(state: u64) -> u64 {
     splitmix64(&mut { state })
 }
 
+/// FNV-1a, 64 bits, of `bytes`.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -32,5 +40,12 @@ mod tests {
         assert_eq!(splitmix64(&mut state), 0xe220_a839_7b1d_cdaf);
         assert_eq!(splitmix64(&mut state), 0x6e78_9e6a_a1b9_65f4);
         assert_eq!(mix(0), 0xe220_a839_7b1d_cdaf);
+    }
+
+    #[test]
+    fn fnv1a_matches_its_published_test_vectors() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
     }
 }

@@ -19,15 +19,16 @@ use crate::summary::{
     BackendSummary, DelaySummary, ProfilePoint, QueueSummary, RunSummary, Summary,
 };
 use crate::time::Nanos;
-use crate::traffic::{Merge, Source, SourceConfig, stream};
+use crate::traffic::{Arrival, Merge, Source, SourceConfig, stream};
 
 /// Arrivals generated at a time and shared by every limiter of a workload.
 const CHUNK: usize = 4096;
 
 /// Receives every decision, when the caller asks for them (`--decisions`).
 pub trait DecisionSink {
-    /// Records that run `run` (index into [`Outcome::runs`]) decided `admitted` at `time`.
-    fn record(&mut self, run: usize, time: Nanos, admitted: bool) -> std::io::Result<()>;
+    /// Records that run `run` (index into [`Outcome::runs`]) decided
+    /// `admitted` for `arrival`.
+    fn record(&mut self, run: usize, arrival: Arrival, admitted: bool) -> std::io::Result<()>;
 }
 
 /// The result of one workload × limiter.
@@ -137,19 +138,19 @@ fn simulate_workload(
     let mut chunk = Vec::with_capacity(CHUNK);
     loop {
         chunk.clear();
-        chunk.extend(arrivals.by_ref().take(CHUNK));
+        arrivals.fill(&mut chunk, CHUNK);
         if chunk.is_empty() {
             break;
         }
         for (offset, run) in runs.iter_mut().enumerate() {
             match sink.as_deref_mut() {
-                None => chunk.iter().for_each(|&t| {
-                    run.observe(t);
+                None => chunk.iter().for_each(|arrival| {
+                    run.observe(arrival.time);
                 }),
                 Some(sink) => {
-                    for &t in &chunk {
-                        let admitted = run.observe(t);
-                        sink.record(first_run + offset, t, admitted)
+                    for &arrival in &chunk {
+                        let admitted = run.observe(arrival.time);
+                        sink.record(first_run + offset, arrival, admitted)
                             .context("writing decisions")?;
                     }
                 }
@@ -228,7 +229,7 @@ fn simulate_adversary(
         for &t in &found.arrivals {
             let admitted = run.observe(t);
             if let Some(sink) = sink.as_deref_mut() {
-                sink.record(first_run + offset, t, admitted)
+                sink.record(first_run + offset, Arrival::at(t), admitted)
                     .context("writing decisions")?;
             }
         }

@@ -203,11 +203,14 @@ fn decisions_are_written_one_file_per_run() {
         .join("out/decisions/boundary-pair/sliding-log.csv");
     let text = fs::read_to_string(&file).expect("a decisions file per run");
     let mut lines = text.lines();
-    assert_eq!(lines.next(), Some("time_ns,admitted"));
+    assert_eq!(lines.next(), Some("time_ns,key,admitted"));
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), 20);
     assert_eq!(rows.iter().filter(|row| row.ends_with(",true")).count(), 10);
-    assert_eq!(rows[0], "900000000,true");
+    assert_eq!(
+        rows[0], "900000000,0,true",
+        "synthetic traffic is the default key's"
+    );
 }
 
 #[test]

@@ -15,9 +15,10 @@ use anyhow::{Context, Result};
 
 use crate::scenario::Scenario;
 use crate::sim::DecisionSink;
-use crate::time::Nanos;
+use crate::traffic::Arrival;
 
-/// Streams every decision to `decisions/<workload>/<limiter>.csv`.
+/// Streams every decision to `decisions/<workload>/<limiter>.csv`: the
+/// arrival's time, its client key and whether it was admitted.
 pub struct DecisionFiles {
     files: Vec<(PathBuf, BufWriter<fs::File>)>,
 }
@@ -35,7 +36,7 @@ impl DecisionFiles {
                     .with_context(|| format!("creating {}", path.display()))?;
                 let mut writer = BufWriter::with_capacity(1 << 16, file);
                 writer
-                    .write_all(b"time_ns,admitted\n")
+                    .write_all(b"time_ns,key,admitted\n")
                     .with_context(|| format!("writing {}", path.display()))?;
                 files.push((path, writer));
             }
@@ -55,8 +56,13 @@ impl DecisionFiles {
 }
 
 impl DecisionSink for DecisionFiles {
-    fn record(&mut self, run: usize, time: Nanos, admitted: bool) -> std::io::Result<()> {
+    fn record(&mut self, run: usize, arrival: Arrival, admitted: bool) -> std::io::Result<()> {
         let writer = &mut self.files[run].1;
-        writeln!(writer, "{},{}", time.get(), admitted)
+        writeln!(
+            writer,
+            "{},{},{admitted}",
+            arrival.time.get(),
+            arrival.key.0
+        )
     }
 }

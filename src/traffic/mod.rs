@@ -1,5 +1,6 @@
-//! Synthetic and replayed traffic: each source kind is an iterator of arrival
-//! times in non-decreasing order; a workload merges its sources by time.
+//! Synthetic and replayed traffic: each source kind is an iterator of
+//! arrivals — a time and a client key — in non-decreasing time order; a
+//! workload merges its sources by time.
 
 pub mod adversary;
 pub mod boundary;
@@ -15,6 +16,42 @@ use serde::Deserialize;
 
 use crate::config::{KindTable, parse_table};
 use crate::time::Nanos;
+
+/// Whose request it is: an API key, a user, an address. Synthetic sources
+/// send everything as [`Key::DEFAULT`]; a trace may name a key column, whose
+/// text is hashed (FNV-1a) to a key.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Key(pub u64);
+
+impl Key {
+    /// The one key of traffic that names none.
+    pub const DEFAULT: Key = Key(0);
+
+    /// The key a trace's key field `text` names.
+    pub fn named(text: &[u8]) -> Key {
+        Key(crate::random::fnv1a(text))
+    }
+}
+
+/// One request: when it arrives, and whose it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Arrival {
+    /// When it arrives.
+    pub time: Nanos,
+    /// Whose it is.
+    pub key: Key,
+}
+
+impl Arrival {
+    /// A request at `time` of the default key.
+    #[inline]
+    pub fn at(time: Nanos) -> Arrival {
+        Arrival {
+            time,
+            key: Key::DEFAULT,
+        }
+    }
+}
 
 /// The random generator behind every stochastic source, named after its
 /// algorithm so results do not change when `rand` changes its default.
@@ -223,7 +260,7 @@ impl SourceConfig {
     }
 }
 
-/// A running source: an iterator of arrival times.
+/// A running source: an iterator of arrivals.
 pub enum Source {
     /// `uniform`.
     Uniform(uniform::Arrivals),
@@ -235,15 +272,28 @@ pub enum Source {
     Trace(trace::Arrivals),
 }
 
+impl Source {
+    /// Appends its next `count` arrivals to `out`, fewer only at its end:
+    /// one tight loop per kind, for the simulator's chunks.
+    fn fill(&mut self, out: &mut Vec<Arrival>, count: usize) {
+        match self {
+            Source::Uniform(source) => out.extend(source.take(count).map(Arrival::at)),
+            Source::Poisson(source) => out.extend(source.take(count).map(Arrival::at)),
+            Source::Boundary(source) => out.extend(source.take(count).map(Arrival::at)),
+            Source::Trace(source) => out.extend(source.take(count)),
+        }
+    }
+}
+
 impl Iterator for Source {
-    type Item = Nanos;
+    type Item = Arrival;
 
     #[inline]
-    fn next(&mut self) -> Option<Nanos> {
+    fn next(&mut self) -> Option<Arrival> {
         match self {
-            Source::Uniform(source) => source.next(),
-            Source::Poisson(source) => source.next(),
-            Source::Boundary(source) => source.next(),
+            Source::Uniform(source) => source.next().map(Arrival::at),
+            Source::Poisson(source) => source.next().map(Arrival::at),
+            Source::Boundary(source) => source.next().map(Arrival::at),
             Source::Trace(source) => source.next(),
         }
     }
@@ -253,7 +303,7 @@ impl Iterator for Source {
 /// order, so ties break the same way on every run.
 pub struct Merge {
     sources: Vec<Source>,
-    heads: Vec<Option<Nanos>>,
+    heads: Vec<Option<Arrival>>,
 }
 
 impl Merge {
@@ -269,6 +319,14 @@ impl Merge {
 }
 
 impl Merge {
+    /// Appends the next `count` arrivals to `out`, fewer only at the end.
+    pub fn fill(&mut self, out: &mut Vec<Arrival>, count: usize) {
+        match self.sources.as_mut_slice() {
+            [single] => single.fill(out, count),
+            _ => out.extend(self.take(count)),
+        }
+    }
+
     /// The error that cut a trace short while streaming, if any.
     pub fn take_error(&mut self) -> Option<String> {
         self.sources.iter_mut().find_map(|source| match source {
@@ -279,22 +337,22 @@ impl Merge {
 }
 
 impl Iterator for Merge {
-    type Item = Nanos;
+    type Item = Arrival;
 
     #[inline]
-    fn next(&mut self) -> Option<Nanos> {
+    fn next(&mut self) -> Option<Arrival> {
         if let [single] = self.sources.as_mut_slice() {
             return single.next();
         }
         // A linear scan: workloads have a handful of sources, where a heap costs more.
-        let (index, time) = self
+        let (index, arrival) = self
             .heads
             .iter()
             .enumerate()
-            .filter_map(|(i, head)| head.map(|t| (i, t)))
-            .min_by_key(|&(i, t)| (t, i))?;
+            .filter_map(|(i, head)| head.map(|a| (i, a)))
+            .min_by_key(|&(i, a)| (a.time, i))?;
         self.heads[index] = self.sources[index].next();
-        Some(time)
+        Some(arrival)
     }
 }
 
@@ -302,12 +360,7 @@ impl Iterator for Merge {
 /// seed, the workload's name and the source's position, so that adding a
 /// workload or a source leaves the others' traffic unchanged.
 pub fn stream(seed: u64, workload: &str, source: usize, replication: u64) -> Rng {
-    // FNV-1a: a stable hash, unlike std's, which may change between releases.
-    let name_hash = workload
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-            (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-        });
+    let name_hash = crate::random::fnv1a(workload.as_bytes());
     let mut state = seed
         ^ name_hash.rotate_left(17)
         ^ (source as u64).rotate_left(41)
@@ -324,14 +377,36 @@ mod tests {
     use super::*;
 
     fn merged(lists: &[&[u64]]) -> Vec<u64> {
+        keyed(lists).into_iter().map(|(t, _)| t).collect()
+    }
+
+    /// Merged times, each with its source's number as its key.
+    fn keyed(lists: &[&[u64]]) -> Vec<(u64, u64)> {
         let sources = lists
             .iter()
-            .map(|list| {
-                let times: Vec<Nanos> = list.iter().map(|&t| Nanos(t)).collect();
-                Source::Trace(trace::Arrivals::from_sorted(times))
+            .enumerate()
+            .map(|(source, list)| {
+                let arrivals = list
+                    .iter()
+                    .map(|&t| Arrival {
+                        time: Nanos(t),
+                        key: Key(source as u64),
+                    })
+                    .collect();
+                Source::Trace(trace::Arrivals::from_sorted(arrivals))
             })
             .collect();
-        Merge::new(sources).map(Nanos::get).collect()
+        Merge::new(sources)
+            .map(|a| (a.time.get(), a.key.0))
+            .collect()
+    }
+
+    #[test]
+    fn simultaneous_arrivals_keep_their_sources_order_and_keys() {
+        assert_eq!(
+            keyed(&[&[5, 5], &[1, 5], &[5]]),
+            [(1, 1), (5, 0), (5, 0), (5, 1), (5, 2)]
+        );
     }
 
     #[test]

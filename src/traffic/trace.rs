@@ -1,5 +1,6 @@
 //! Replayed timestamps from a CSV file with a header: a `time_ns` column of
-//! integer nanoseconds or a `time_s` column of decimal seconds.
+//! integer nanoseconds or a `time_s` column of decimal seconds, and
+//! optionally a column naming each request's client key.
 
 use std::fs::File;
 use std::hash::{DefaultHasher, Hasher};
@@ -10,6 +11,7 @@ use std::time::SystemTime;
 
 use serde::Deserialize;
 
+use super::{Arrival, Key};
 use crate::time::{NANOS_PER_SEC, Nanos};
 
 /// `kind = "trace"`.
@@ -22,6 +24,10 @@ pub struct Config {
     pub column: Option<String>,
     /// `"ns"` or `"s"` (default: from a `_ns` or `_s` column name).
     pub unit: Option<Unit>,
+    /// The column naming each request's client (an API key, a user, an
+    /// address: any text, hashed to a key); without it every request is the
+    /// default key's.
+    pub key: Option<String>,
     /// Shift the trace so its earliest timestamp is the source's start, for
     /// logs with absolute (epoch) timestamps (default false).
     #[serde(default)]
@@ -48,6 +54,8 @@ pub enum Unit {
 struct Scan {
     column: usize,
     unit: Unit,
+    /// The key column's index, when the trace has one.
+    key: Option<usize>,
     earliest: u64,
     sorted: bool,
     rows: u64,
@@ -114,8 +122,9 @@ fn changed(path: &Path) -> String {
     )
 }
 
-/// The most rows of an unsorted trace sorted in memory (1 GiB of timestamps).
-const MAX_UNSORTED_ROWS: u64 = 1 << 27;
+/// The most rows of an unsorted trace sorted in memory (1 GiB of timestamps
+/// and keys).
+const MAX_UNSORTED_ROWS: u64 = 1 << 26;
 
 impl Config {
     /// Opens the file once as a regular file and, when it was checked
@@ -142,7 +151,12 @@ impl Config {
         Ok((reader, identity))
     }
 
-    fn locate(&self, base_dir: &Path, reader: &mut Reader) -> Result<(usize, Unit), String> {
+    /// The time column, its unit and the key column, from the header.
+    fn locate(
+        &self,
+        base_dir: &Path,
+        reader: &mut Reader,
+    ) -> Result<(usize, Unit, Option<usize>), String> {
         let shown = base_dir.join(&self.path);
         let headers = reader
             .headers()
@@ -166,6 +180,13 @@ impl Config {
                     wanted.join(" or ")
                 )
             })?;
+        let key =
+            match &self.key {
+                None => None,
+                Some(key) => Some(headers.iter().position(|h| h.trim() == key).ok_or_else(
+                    || format!("{}:1: no key column {key:?} in the header", shown.display()),
+                )?),
+            };
         let unit = match (self.unit, name) {
             (Some(unit), _) => unit,
             (None, name) if name.ends_with("_ns") => Unit::Nanos,
@@ -176,7 +197,7 @@ impl Config {
                 ));
             }
         };
-        Ok((index, unit))
+        Ok((index, unit, key))
     }
 
     /// Reads the whole file once, streaming: every row must hold a timestamp.
@@ -189,13 +210,16 @@ impl Config {
         end: Nanos,
     ) -> Result<(Scan, Vec<String>), String> {
         let (mut reader, identity) = self.open(base_dir, None)?;
-        let (column, unit) = self.locate(base_dir, &mut reader)?;
+        let (column, unit, key) = self.locate(base_dir, &mut reader)?;
         let shown = base_dir.join(&self.path);
         let (mut rows, mut unsorted, mut earliest, mut previous) = (0u64, 0u64, u64::MAX, 0u64);
         let (mut first, mut outside) = (None, 0u64);
         let mut record = csv::ByteRecord::new();
         while read(&mut reader, &mut record, &shown)? {
             let time = parse(&record, column, unit, &shown)?;
+            if let Some(key) = key {
+                parse_key(&record, key, &shown)?;
+            }
             unsorted += u64::from(time < previous);
             earliest = earliest.min(time);
             previous = time;
@@ -217,6 +241,7 @@ impl Config {
         let scan = Scan {
             column,
             unit,
+            key,
             earliest,
             sorted: unsorted == 0,
             rows,
@@ -237,7 +262,7 @@ impl Config {
             };
             let mut all = self.stream(base_dir, &scan, Nanos::ZERO, Nanos(u64::MAX))?;
             all.offset = offset;
-            outside = rows - all.filter(|t| (start..end).contains(t)).count() as u64;
+            outside = rows - all.filter(|a| (start..end).contains(&a.time)).count() as u64;
         }
         // A replay of nothing would pass every check: refuse it.
         if rows == 0 {
@@ -321,9 +346,10 @@ impl Config {
         };
         let mut arrivals = self.stream(base_dir, &scan, Nanos::ZERO, Nanos(u64::MAX))?;
         if !scan.sorted {
-            let mut times: Vec<u64> = arrivals.raw().collect();
-            times.sort_unstable();
-            arrivals.rows = Rows::Sorted(times.into_iter());
+            let mut rows: Vec<(u64, Key)> = arrivals.raw().collect();
+            // Stable: rows at the same instant keep the file's order.
+            rows.sort_by_key(|&(time, _)| time);
+            arrivals.rows = Rows::Sorted(rows.into_iter());
         }
         (arrivals.start, arrivals.end, arrivals.offset) = (start.get(), end.get(), offset);
         Ok(arrivals)
@@ -346,6 +372,7 @@ impl Config {
                 record: csv::ByteRecord::new(),
                 column: scan.column,
                 unit: scan.unit,
+                key: scan.key,
                 path: base_dir.join(&self.path),
                 previous: 0,
                 sorted: scan.sorted,
@@ -371,6 +398,21 @@ fn verify(reader: &mut Reader, checksum: u64, path: &Path) -> Result<(), String>
         Ok(_) => Err(changed(path)),
         Err(err) => Err(format!("{}: {err}", path.display())),
     }
+}
+
+/// The key named in column `column`, any text (an empty field is a key too).
+fn parse_key(record: &csv::ByteRecord, column: usize, path: &Path) -> Result<Key, String> {
+    record
+        .get(column)
+        .map(|field| Key::named(field.trim_ascii()))
+        .ok_or_else(|| {
+            let line = record.position().map_or(0, csv::Position::line);
+            format!(
+                "{}:{line}: the row has no key column {}",
+                path.display(),
+                column + 1
+            )
+        })
 }
 
 fn parse(record: &csv::ByteRecord, column: usize, unit: Unit, path: &Path) -> Result<u64, String> {
@@ -455,13 +497,14 @@ enum Rows {
         record: csv::ByteRecord,
         column: usize,
         unit: Unit,
+        key: Option<usize>,
         path: PathBuf,
         /// The last timestamp read, to catch a file that changed after it was checked.
         previous: u64,
         /// Whether the first pass found the file sorted.
         sorted: bool,
     },
-    Sorted(std::vec::IntoIter<u64>),
+    Sorted(std::vec::IntoIter<(u64, Key)>),
 }
 
 /// The running source. A row that fails to parse now (the file changed since
@@ -475,11 +518,11 @@ pub struct Arrivals {
 }
 
 impl Arrivals {
-    /// Arrivals from times already sorted (for tests and callers that hold them).
-    pub fn from_sorted(times: Vec<Nanos>) -> Arrivals {
-        let times: Vec<u64> = times.into_iter().map(Nanos::get).collect();
+    /// Arrivals already in time order (for tests and callers that hold them).
+    pub fn from_sorted(arrivals: Vec<Arrival>) -> Arrivals {
+        let rows: Vec<(u64, Key)> = arrivals.iter().map(|a| (a.time.get(), a.key)).collect();
         Arrivals {
-            rows: Rows::Sorted(times.into_iter()),
+            rows: Rows::Sorted(rows.into_iter()),
             start: 0,
             end: u64::MAX,
             offset: 0,
@@ -492,9 +535,9 @@ impl Arrivals {
         self.error.take()
     }
 
-    /// The next timestamp as written, before shifting and filtering.
+    /// The next timestamp as written, before shifting and filtering, and its key.
     #[inline]
-    fn next_raw(&mut self) -> Option<u64> {
+    fn next_raw(&mut self) -> Option<(u64, Key)> {
         match &mut self.rows {
             Rows::Sorted(times) => times.next(),
             Rows::Stream {
@@ -503,6 +546,7 @@ impl Arrivals {
                 record,
                 column,
                 unit,
+                key,
                 path,
                 previous,
                 sorted,
@@ -511,17 +555,24 @@ impl Arrivals {
                     if !more {
                         verify(reader, *checksum, path)?;
                     }
-                    more.then(|| parse(record, *column, *unit, path))
-                        .transpose()
+                    more.then(|| {
+                        let time = parse(record, *column, *unit, path)?;
+                        let key = match *key {
+                            Some(column) => parse_key(record, column, path)?,
+                            None => Key::DEFAULT,
+                        };
+                        Ok((time, key))
+                    })
+                    .transpose()
                 });
-                let row = row.and_then(|time| match time {
-                    Some(time) if *sorted && time < *previous => {
+                let row = row.and_then(|row| match row {
+                    Some((time, _)) if *sorted && time < *previous => {
                         let line = record.position().map_or(0, csv::Position::line);
                         Err(format!("{}:{line}: the row is earlier than the one before it; the file changed while burstsim read it", path.display()))
                     }
-                    Some(time) => {
+                    Some((time, key)) => {
                         *previous = time;
-                        Ok(Some(time))
+                        Ok(Some((time, key)))
                     }
                     None => Ok(None),
                 });
@@ -548,18 +599,18 @@ impl Arrivals {
         }
     }
 
-    fn raw(&mut self) -> impl Iterator<Item = u64> + '_ {
+    fn raw(&mut self) -> impl Iterator<Item = (u64, Key)> + '_ {
         std::iter::from_fn(move || self.next_raw())
     }
 }
 
 impl Iterator for Arrivals {
-    type Item = Nanos;
+    type Item = Arrival;
 
     #[inline]
-    fn next(&mut self) -> Option<Nanos> {
+    fn next(&mut self) -> Option<Arrival> {
         loop {
-            let raw = self.next_raw()?;
+            let (raw, key) = self.next_raw()?;
             let time = if self.offset == 0 {
                 raw
             } else {
@@ -570,7 +621,10 @@ impl Iterator for Arrivals {
                 return None;
             }
             if time >= self.start {
-                return Some(Nanos(time));
+                return Some(Arrival {
+                    time: Nanos(time),
+                    key,
+                });
             }
         }
     }
@@ -590,7 +644,7 @@ mod tests {
     fn times(contents: &str, extra: &str) -> Result<Vec<u64>, String> {
         let (dir, config) = trace(contents, extra);
         let arrivals = config.arrivals(dir.path(), Nanos(0), Nanos(u64::MAX))?;
-        Ok(arrivals.map(Nanos::get).collect())
+        Ok(arrivals.map(|a| a.time.get()).collect())
     }
 
     #[test]
@@ -635,6 +689,51 @@ mod tests {
         );
     }
 
+    /// Times and keys, both as replayed.
+    fn keyed(contents: &str, extra: &str) -> Result<Vec<(u64, Key)>, String> {
+        let (dir, config) = trace(contents, extra);
+        config.validate(dir.path(), Nanos(0), Nanos(u64::MAX))?;
+        let arrivals = config.arrivals(dir.path(), Nanos(0), Nanos(u64::MAX))?;
+        Ok(arrivals.map(|a| (a.time.get(), a.key)).collect())
+    }
+
+    #[test]
+    fn a_key_column_names_each_requests_client() {
+        let (alice, bob) = (Key::named(b"alice"), Key::named(b"bob"));
+        assert_ne!(alice, bob);
+        assert_eq!(
+            keyed(
+                "time_ns,client\n5,alice\n7, bob \n9,alice\n",
+                "key = \"client\""
+            )
+            .unwrap(),
+            [(5, alice), (7, bob), (9, alice)]
+        );
+        assert_eq!(
+            keyed("time_ns,client\n5,alice\n", "").unwrap(),
+            [(5, Key::DEFAULT)],
+            "without `key`, every request is the default key's"
+        );
+    }
+
+    #[test]
+    fn an_unsorted_keyed_trace_keeps_file_order_at_equal_times() {
+        let rows = keyed("time_ns,k\n9,c\n5,a\n5,b\n1,d\n", "key = \"k\"").unwrap();
+        let keys: Vec<Key> = [b"d", b"a", b"b", b"c"]
+            .iter()
+            .map(|k| Key::named(*k))
+            .collect();
+        assert_eq!(rows.iter().map(|r| r.1).collect::<Vec<_>>(), keys);
+    }
+
+    #[test]
+    fn a_missing_key_column_or_field_is_an_error_with_its_line() {
+        let err = keyed("time_ns\n5\n", "key = \"client\"").unwrap_err();
+        assert!(err.contains(":1: no key column \"client\""), "{err}");
+        let err = keyed("time_ns,client\n5,a\n6\n", "key = \"client\"").unwrap_err();
+        assert!(err.contains(":3: the row has no key column 2"), "{err}");
+    }
+
     #[test]
     fn parses_seconds_exactly() {
         assert_eq!(parse_seconds("0.1"), Some(100_000_000));
@@ -651,7 +750,7 @@ mod tests {
         config.validate(dir.path(), Nanos(0), Nanos(1000))?;
         change(&dir.path().join("t.csv"));
         let mut arrivals = config.arrivals(dir.path(), Nanos(0), Nanos(250))?;
-        let times: Vec<u64> = arrivals.by_ref().map(Nanos::get).collect();
+        let times: Vec<u64> = arrivals.by_ref().map(|a| a.time.get()).collect();
         arrivals.take_error().map_or(Ok(times), Err)
     }
 
