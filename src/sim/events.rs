@@ -1,0 +1,146 @@
+//! A run's future events — delayed requests reaching the backend, clients'
+//! requests scheduled in reaction to an answer — in one queue: in time order,
+//! and at the same instant in the order they were scheduled, so every run
+//! breaks ties the same way.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+use crate::time::Nanos;
+use crate::traffic::Arrival;
+
+/// Something that happens later in a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// An admitted request held by the limiter (nginx's delay) reaches the backend.
+    Release,
+    /// A client sends a request (a retry, say): it is decided then.
+    Arrive(Arrival),
+}
+
+/// An event at a time, numbered in scheduling order.
+#[derive(Debug)]
+struct Entry {
+    time: Nanos,
+    seq: u64,
+    event: Event,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Entry {}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.time, self.seq).cmp(&(other.time, other.seq))
+    }
+}
+
+/// The queue of a run's future events.
+#[derive(Debug, Default)]
+pub struct Events {
+    heap: BinaryHeap<Reverse<Entry>>,
+    scheduled: u64,
+}
+
+impl Events {
+    /// `event` at `time`, after every event already scheduled for `time`.
+    pub fn schedule(&mut self, time: Nanos, event: Event) {
+        self.heap.push(Reverse(Entry {
+            time,
+            seq: self.scheduled,
+            event,
+        }));
+        self.scheduled += 1;
+    }
+
+    /// The time of the next event, if any.
+    #[inline]
+    pub fn next_time(&self) -> Option<Nanos> {
+        self.heap.peek().map(|Reverse(entry)| entry.time)
+    }
+
+    /// Takes the next event if it is a release due by `now`.
+    #[inline]
+    pub fn release_due(&mut self, now: Nanos) -> Option<Nanos> {
+        let Reverse(next) = self.heap.peek()?;
+        if next.time > now || next.event != Event::Release {
+            return None;
+        }
+        self.heap.pop().map(|Reverse(entry)| entry.time)
+    }
+
+    /// Takes the next event.
+    pub fn pop(&mut self) -> Option<(Nanos, Event)> {
+        self.heap
+            .pop()
+            .map(|Reverse(entry)| (entry.time, entry.event))
+    }
+
+    /// Whether nothing is scheduled.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::traffic::Key;
+
+    fn arrive(key: u64) -> Event {
+        Event::Arrive(Arrival {
+            time: Nanos(5),
+            key: Key(key),
+        })
+    }
+
+    #[test]
+    fn events_come_in_time_order_then_in_the_order_scheduled() {
+        let mut events = Events::default();
+        events.schedule(Nanos(5), arrive(1));
+        events.schedule(Nanos(3), Event::Release);
+        events.schedule(Nanos(5), Event::Release);
+        events.schedule(Nanos(5), arrive(2));
+        let order: Vec<(u64, Event)> =
+            std::iter::from_fn(|| events.pop().map(|(t, e)| (t.get(), e))).collect();
+        assert_eq!(
+            order,
+            [
+                (3, Event::Release),
+                (5, arrive(1)),
+                (5, Event::Release),
+                (5, arrive(2))
+            ]
+        );
+    }
+
+    #[test]
+    fn only_releases_due_by_now_are_taken_as_releases() {
+        let mut events = Events::default();
+        events.schedule(Nanos(2), Event::Release);
+        events.schedule(Nanos(4), arrive(1));
+        events.schedule(Nanos(4), Event::Release);
+        assert_eq!(events.release_due(Nanos(1)), None);
+        assert_eq!(events.release_due(Nanos(9)), Some(Nanos(2)));
+        assert_eq!(
+            events.release_due(Nanos(9)),
+            None,
+            "a client's request is next"
+        );
+        assert_eq!(events.pop(), Some((Nanos(4), arrive(1))));
+        assert_eq!(events.release_due(Nanos(4)), Some(Nanos(4)));
+        assert!(events.is_empty());
+    }
+}

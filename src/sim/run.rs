@@ -1,0 +1,352 @@
+//! One limiter's run: its state, the metrics of what it admits, and its
+//! event queue, fed arrivals in time order.
+
+use anyhow::Result;
+use hdrhistogram::Histogram;
+
+use super::driver::Driver;
+use super::events::{Event, Events};
+use super::{Options, RunResult};
+use crate::limiter::{Decision, Limiter, RateLimiter};
+use crate::metrics::backend::Server;
+use crate::metrics::rolling::RollingCounts;
+use crate::metrics::timeline::Timeline;
+use crate::metrics::trailing::Trailing;
+use crate::scenario::{NamedLimiter, Scenario};
+use crate::summary::{BackendSummary, DelaySummary, ProfilePoint, QueueSummary, RunSummary};
+use crate::time::Nanos;
+use crate::traffic::Arrival;
+
+/// One limiter's state and metrics while a workload streams through it.
+pub(super) struct RunState {
+    limiter: Limiter,
+    kind: &'static str,
+    description: String,
+    pub(super) offered: u64,
+    admitted: u64,
+    rolling: RollingCounts,
+    /// The distinct intervals tracked by `rolling`, in its order.
+    intervals: Vec<Nanos>,
+    timeline: Timeline,
+    trailing: Option<Trailing>,
+    /// Backend capacity per second, to count rejections it had room for.
+    capacity: Option<u64>,
+    rejected_with_spare_capacity: u64,
+    server: Option<Server>,
+    /// Delayed requests waiting for the backend, and clients' scheduled
+    /// requests: the metrics see a delayed request when the backend gets it.
+    events: Events,
+    /// Delays of delayed requests (nginx without `nodelay`).
+    delays: Option<Histogram<u64>>,
+}
+
+impl RunState {
+    pub(super) fn new(scenario: &Scenario, options: &Options, named: &NamedLimiter) -> RunState {
+        let metrics = &scenario.metrics;
+        let mut intervals: Vec<Nanos> = metrics
+            .profile
+            .iter()
+            .copied()
+            .chain([metrics.rolling, Nanos::SECOND])
+            .chain(options.curve.iter().copied())
+            .collect();
+        intervals.sort_unstable();
+        intervals.dedup();
+        let mut rolling = RollingCounts::new(&intervals);
+        if let Some(backend) = scenario.backend {
+            rolling = rolling.with_overload(Nanos::SECOND, backend.capacity_per_sec.get());
+        }
+        RunState {
+            limiter: named.limiter.clone(),
+            kind: named.config.kind(),
+            description: named.description.clone(),
+            offered: 0,
+            admitted: 0,
+            rolling,
+            intervals,
+            timeline: if options.skip_timeline {
+                Timeline::new(metrics.bucket, Nanos::ZERO)
+            } else {
+                Timeline::new(metrics.bucket, scenario.duration)
+            },
+            trailing: (options.trailing && !options.skip_timeline)
+                .then(|| Trailing::new(metrics.rolling, scenario.duration, metrics.bucket)),
+            capacity: scenario.backend.map(|b| b.capacity_per_sec.get()),
+            rejected_with_spare_capacity: 0,
+            events: Events::default(),
+            delays: None,
+            server: scenario.backend.and_then(|b| {
+                b.queue
+                    .map(|queue| Server::new(b.capacity_per_sec.get(), queue))
+            }),
+        }
+    }
+
+    /// Decides `arrival` and counts the decision.
+    #[inline(always)]
+    pub(super) fn observe(&mut self, arrival: Arrival) -> Decision {
+        let decision = self.limiter.decide(arrival.time);
+        self.record(arrival.time, decision.admitted(), decision.delay());
+        decision
+    }
+
+    /// Runs `driver` to its end, calling `recorded` with every decision. The
+    /// run's own events come first at equal times: they were scheduled before.
+    pub(super) fn drive(
+        &mut self,
+        driver: &mut dyn Driver,
+        mut recorded: impl FnMut(Arrival, Decision) -> Result<()>,
+    ) -> Result<()> {
+        loop {
+            let event_first = match (self.events.next_time(), driver.next_time()) {
+                (None, None) => return Ok(()),
+                (Some(due), Some(next)) => due <= next,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+            };
+            let arrival = if event_first {
+                match self.events.pop().expect("an event is due") {
+                    (at, Event::Release) => {
+                        self.deliver(at);
+                        continue;
+                    }
+                    (_, Event::Arrive(arrival)) => arrival,
+                }
+            } else {
+                driver.next().expect("the driver has a next arrival")
+            };
+            let decision = self.observe(arrival);
+            recorded(arrival, decision)?;
+            driver.answer(arrival, decision, &mut self.events);
+        }
+    }
+
+    /// Counts one decision made at `now`, released after `delay` if admitted.
+    #[inline(always)]
+    pub(super) fn record(&mut self, now: Nanos, admitted: bool, delay: Nanos) {
+        self.offered += 1;
+        if !self.events.is_empty() {
+            self.release_until(now);
+        }
+        if admitted {
+            self.admitted += 1;
+            if delay == Nanos::ZERO {
+                self.deliver(now);
+            } else {
+                let at = Nanos(now.get().saturating_add(delay.get()));
+                self.events.schedule(at, Event::Release);
+                let delays = self
+                    .delays
+                    .get_or_insert_with(|| Histogram::new(3).expect("3 significant digits"));
+                let _ = delays.record(delay.get());
+            }
+        } else {
+            self.timeline.record(now, false);
+            if let Some(capacity) = self.capacity {
+                if self.rolling.trailing_count(now) < capacity {
+                    self.rejected_with_spare_capacity += 1;
+                }
+            }
+        }
+    }
+
+    /// The backend gets an admitted request at `at`.
+    #[inline]
+    fn deliver(&mut self, at: Nanos) {
+        self.timeline.record(at, true);
+        self.rolling.push(at);
+        if let Some(trailing) = &mut self.trailing {
+            trailing.push(at);
+        }
+        if let Some(server) = &mut self.server {
+            server.arrive(at);
+        }
+    }
+
+    /// Delivers, in time order, the delayed requests released by `now`.
+    fn release_until(&mut self, now: Nanos) {
+        while let Some(at) = self.events.release_due(now) {
+            self.deliver(at);
+        }
+    }
+
+    pub(super) fn finish(
+        mut self,
+        scenario: &Scenario,
+        options: &Options,
+        workload: &str,
+        limiter: &str,
+    ) -> RunResult {
+        self.release_until(Nanos(u64::MAX));
+        let worst = self.rolling.worst();
+        let at = |interval: Nanos| {
+            let index = self
+                .intervals
+                .iter()
+                .position(|&i| i == interval)
+                .expect("every reported interval is tracked");
+            worst[index]
+        };
+        let rolling = scenario.metrics.rolling;
+        let headline = at(rolling);
+        let nominal = self.limiter.nominal(rolling);
+        let profile = scenario
+            .metrics
+            .profile
+            .iter()
+            .map(|&interval| ProfilePoint {
+                interval_ns: interval.get(),
+                worst: at(interval).count,
+                worst_start_ns: at(interval).start.get(),
+                bound: self.limiter.bound(interval),
+            })
+            .collect();
+        let backend = scenario.backend.map(|backend| {
+            let capacity = backend.capacity_per_sec.get();
+            let worst_1s = at(Nanos::SECOND).count;
+            BackendSummary {
+                capacity,
+                worst_1s,
+                bound_1s: self.limiter.bound(Nanos::SECOND),
+                nominal_1s: self.limiter.nominal(Nanos::SECOND),
+                rejected_with_spare_capacity: self.rejected_with_spare_capacity,
+                queue: self.server.as_ref().map(|server| {
+                    let stats = server.stats();
+                    QueueSummary {
+                        size: backend.queue.unwrap_or(0),
+                        dropped: stats.dropped,
+                        max_queue: stats.max_queue,
+                        wait_p50_ns: stats.wait_p50.get(),
+                        wait_p99_ns: stats.wait_p99.get(),
+                        wait_max_ns: stats.wait_max.get(),
+                    }
+                }),
+                over_capacity: worst_1s.saturating_sub(capacity),
+                seconds_over_capacity: self.rolling.time_over_capacity().as_secs_f64(),
+            }
+        });
+        let summary = RunSummary {
+            workload: workload.to_string(),
+            limiter: limiter.to_string(),
+            kind: self.kind.to_string(),
+            description: self.description,
+            offered: self.offered,
+            admitted: self.admitted,
+            rejected: self.offered - self.admitted,
+            rolling_ns: rolling.get(),
+            worst_rolling: headline.count,
+            worst_rolling_start_ns: headline.start.get(),
+            nominal,
+            spike_ratio: if nominal > 0.0 {
+                headline.count as f64 / nominal
+            } else {
+                0.0
+            },
+            bound: self.limiter.bound(rolling),
+            profile,
+            backend,
+            replications: None,
+            adversary: None,
+            tight: None,
+            lower_bound: None,
+            instances: match &self.limiter {
+                Limiter::Cluster(cluster) => Some(cluster.admitted_per_instance().to_vec()),
+                _ => None,
+            },
+            delay: self.delays.as_ref().map(|delays| DelaySummary {
+                delayed: delays.len(),
+                p50_ns: delays.value_at_quantile(0.5),
+                p99_ns: delays.value_at_quantile(0.99),
+                max_ns: delays.max(),
+            }),
+        };
+        RunResult {
+            summary,
+            timeline: self.timeline,
+            window_edges: self.limiter.window_edges(),
+            curve: options.curve.iter().map(|&interval| at(interval)).collect(),
+            trailing: self.trailing.map(Trailing::finish),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limiter::Hint;
+    use crate::summary::RunSummary;
+    use crate::traffic::Key;
+
+    /// Sends `count` requests at `at`, each from its own key; a rejected one
+    /// comes back once, when the limiter says it may.
+    struct RetryOnce {
+        sent: Vec<Arrival>,
+        next: usize,
+    }
+
+    impl Driver for RetryOnce {
+        fn next_time(&self) -> Option<Nanos> {
+            self.sent.get(self.next).map(|a| a.time)
+        }
+
+        fn next(&mut self) -> Option<Arrival> {
+            self.next += 1;
+            self.sent.get(self.next - 1).copied()
+        }
+
+        fn answer(&mut self, arrival: Arrival, decision: Decision, events: &mut Events) {
+            if let Decision::Reject(Hint {
+                retry_at: Some(at), ..
+            }) = decision
+                && arrival.time < at
+            {
+                let retry = Arrival {
+                    time: at,
+                    ..arrival
+                };
+                events.schedule(at, Event::Arrive(retry));
+            }
+        }
+
+        fn annotate(&self, _: &mut RunSummary) {}
+    }
+
+    fn scenario() -> Scenario {
+        crate::scenario::parse(
+            "duration = \"3s\"\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"uniform\", rate = 1 }]\n[[limiter]]\nname = \"l\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 10\n",
+            std::path::Path::new("s.toml"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_driver_hears_every_answer_and_its_retries_come_first_at_equal_times() {
+        let scenario = scenario();
+        let mut run = RunState::new(&scenario, &Options::default(), &scenario.limiters[0]);
+        let at = |time: u64, key: u64| Arrival {
+            time: Nanos(time),
+            key: Key(key),
+        };
+        // 15 at 0.5 s, then one more at exactly 1 s, when the retries are due.
+        let mut sent: Vec<Arrival> = (0..15).map(|k| at(500_000_000, k)).collect();
+        sent.push(at(1_000_000_000, 99));
+        let mut driver = RetryOnce { sent, next: 0 };
+        let mut decided = Vec::new();
+        run.drive(&mut driver, |arrival, decision| {
+            decided.push((arrival.time.get(), arrival.key.0, decision.admitted()));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(decided.len(), 21, "15 + 5 retries + 1");
+        let retries: Vec<_> = decided[15..20].to_vec();
+        assert_eq!(
+            retries,
+            (10..15)
+                .map(|k| (1_000_000_000, k, true))
+                .collect::<Vec<_>>(),
+            "the fixed window told them its end; they come before the new request at that instant"
+        );
+        assert_eq!(decided[20], (1_000_000_000, 99, true));
+        assert_eq!((run.offered, run.admitted), (21, 16));
+    }
+}
