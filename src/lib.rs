@@ -19,6 +19,7 @@ pub mod output;
 pub mod random;
 pub mod replicate;
 pub mod report;
+pub mod results;
 pub mod scenario;
 pub mod sim;
 pub mod size;

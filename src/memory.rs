@@ -46,7 +46,7 @@ pub fn estimate(
     // The longest interval the metrics track: the charts' arrival curve goes
     // to four times the longest window or rolling interval.
     let longest = if charts {
-        crate::chart::curve_intervals(scenario)
+        crate::sim::curve_intervals(scenario)
             .into_iter()
             .max()
             .unwrap_or(Nanos::SECOND)

@@ -4,8 +4,9 @@
 use anyhow::Result;
 use rayon::prelude::*;
 
+use crate::results::Results;
 use crate::scenario::Scenario;
-use crate::sim::{self, Options, Outcome, RunResult};
+use crate::sim::{self, Options};
 use crate::summary::{Replications, RunSummary, Stat};
 
 /// How many workload runs `simulate_replicated` makes: `replications` for
@@ -32,7 +33,7 @@ pub fn simulate_replicated(
     options: &Options,
     replications: u64,
     progress: &(dyn Fn() + Sync),
-) -> Result<Outcome> {
+) -> Result<Results> {
     let units: Vec<(usize, u64)> = scenario
         .workloads
         .iter()
@@ -60,34 +61,38 @@ pub fn simulate_replicated(
                     ..Options::default()
                 }
             };
-            let runs = sim::simulate_workload_at(scenario, &options, index)?;
+            let workload = sim::simulate_one(scenario, &options, index)?;
             progress();
-            let summaries: Vec<RunSummary> = runs.iter().map(|run| run.summary.clone()).collect();
-            Ok((index, summaries, (replication == 0).then_some(runs)))
+            let summaries: Vec<RunSummary> = workload
+                .runs
+                .iter()
+                .map(|run| run.summary.clone())
+                .collect();
+            Ok((index, summaries, (replication == 0).then_some(workload)))
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut runs: Vec<RunResult> = Vec::new();
+    let mut workloads = Vec::with_capacity(scenario.workloads.len());
     for index in 0..scenario.workloads.len() {
         let of_workload: Vec<&Vec<RunSummary>> = results
             .iter()
             .filter(|(w, _, _)| *w == index)
             .map(|(_, summaries, _)| summaries)
             .collect();
-        let base = results
+        let mut workload = results
             .iter()
             .find_map(|(w, _, full)| full.as_ref().filter(|_| *w == index))
             .cloned()
-            .unwrap_or_default();
-        for (limiter, mut run) in base.into_iter().enumerate() {
-            if replications > 1 {
+            .expect("replication 0 of every workload is kept whole");
+        if replications > 1 {
+            for (limiter, run) in workload.runs.iter_mut().enumerate() {
                 let summaries: Vec<&RunSummary> =
                     of_workload.iter().map(|runs| &runs[limiter]).collect();
                 run.summary.replications = Some(statistics(&summaries));
             }
-            runs.push(run);
         }
+        workloads.push(workload);
     }
-    Ok(Outcome { runs })
+    Ok(Results::new(scenario, options.curve.clone(), workloads))
 }
 
 fn statistics(runs: &[&RunSummary]) -> Replications {

@@ -183,7 +183,8 @@ impl Probe<'_> {
                 },
                 None,
             )?;
-            for (cost, run) in costs.iter_mut().zip(&outcome.runs) {
+            // One limiter: one run per workload.
+            for (cost, run) in costs.iter_mut().zip(outcome.runs()) {
                 let summary = &run.summary;
                 let backend = summary
                     .backend

@@ -137,8 +137,7 @@ fn simulate(text: &str, times: &[u64]) -> Vec<(String, u64, u64)> {
     let outcome =
         burstsim::sim::simulate(&scenario, &burstsim::sim::Options::default(), None).unwrap();
     outcome
-        .runs
-        .iter()
+        .runs()
         .map(|r| {
             (
                 r.summary.limiter.clone(),

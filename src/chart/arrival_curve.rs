@@ -14,13 +14,8 @@ use crate::time::{NANOS_PER_SEC, Nanos};
 
 /// The chart: for each limiter, the worst count over all workloads at each length.
 pub fn render(results: &Results) -> Result<Chart> {
-    let scenario = results.scenario;
-    let limiters = scenario.limiters.len();
-    let intervals: Vec<Nanos> = results
-        .runs
-        .first()
-        .map(|run| run.curve.iter().map(|w| w.interval).collect())
-        .unwrap_or_default();
+    let limiters = results.limiters.len();
+    let intervals = &results.curve;
     let curves: Vec<Vec<(f64, f64)>> = (0..limiters)
         .map(|limiter| {
             intervals
@@ -28,10 +23,7 @@ pub fn render(results: &Results) -> Result<Chart> {
                 .enumerate()
                 .map(|(j, interval)| {
                     let worst = results
-                        .runs
-                        .iter()
-                        .skip(limiter)
-                        .step_by(limiters)
+                        .runs_of(limiter)
                         .map(|run| run.curve[j].count)
                         .max()
                         .unwrap_or(0);
@@ -47,8 +39,8 @@ pub fn render(results: &Results) -> Result<Chart> {
     };
     let capacity = results.capacity().map(|c| c as f64);
     let nominal_rate = results
-        .runs
-        .first()
+        .runs()
+        .next()
         .map(|run| run.summary.nominal / secs(Nanos(run.summary.rolling_ns)))
         .unwrap_or(1.0);
     let top = curves
@@ -108,12 +100,12 @@ pub fn render(results: &Results) -> Result<Chart> {
                 .label(format!("backend capacity {}", per_second(capacity)))
                 .legend(dashed_sample(CAPACITY));
         }
-        let rolling = results.scenario.metrics.rolling;
+        let rolling = results.metrics.rolling;
         let at = secs(rolling);
         // Earlier lines are wider, so a line drawn over another leaves it
         // showing on both sides: overlapping limiters stay distinguishable.
         let width = |index: usize| 2 + 2 * (limiters - 1 - index).min(6) as u32;
-        for (index, (curve, limiter)) in curves.iter().zip(&scenario.limiters).enumerate() {
+        for (index, (curve, limiter)) in curves.iter().zip(&results.limiters).enumerate() {
             let (colour, width) = (limiter_colour(index), width(index));
             chart
                 .draw_series(LineSeries::new(
@@ -125,11 +117,11 @@ pub fn render(results: &Results) -> Result<Chart> {
                     PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(width))
                 });
         }
-        // Each limiter's bound over any traffic at the rolling interval.
-        let bounds = results
+        // Each limiter's bound over any traffic at the rolling interval (the
+        // same on every workload: the first one's runs say it).
+        let bounds = results.workloads[0]
             .runs
             .iter()
-            .take(limiters)
             .enumerate()
             .filter_map(|(index, run)| {
                 let bound = Some(run.summary.bound).filter(|&b| b != u64::MAX && b > 0)?;
@@ -166,7 +158,7 @@ pub fn render(results: &Results) -> Result<Chart> {
     }
     let caption = format!(
         "For each interval length, the most requests a limiter admitted in any interval that long. Where a line rises above the dashed limit, the limiter lets bursts through that its rate promises to prevent; above the red line, more than the backend can serve in that interval. Triangles mark each limiter's bound over any traffic at {}; lines drawn over others are thinner, so overlapping limiters show as stripes.",
-        interval_words(results.scenario.metrics.rolling)
+        interval_words(results.metrics.rolling)
     );
     Ok(Chart {
         file: "arrival-curve.svg".into(),

@@ -19,13 +19,8 @@ use plotters::element::ComposedElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::limiter::RateLimiter;
-use crate::scenario::Scenario;
-use crate::sim::RunResult;
+pub use crate::results::Results;
 use crate::time::Nanos;
-
-/// How many interval lengths the arrival curve samples.
-const CURVE_POINTS: u32 = 48;
 
 /// A rendered chart: its file name under `charts/`, a one-sentence caption
 /// saying what to look at, and the SVG.
@@ -41,78 +36,12 @@ pub struct Chart {
     pub svg: String,
 }
 
-/// Everything the charts read about one scenario's results.
-pub struct Results<'a> {
-    /// The scenario.
-    pub scenario: &'a Scenario,
-    /// Its runs, workloads in file order, each with every limiter in order.
-    pub runs: &'a [RunResult],
-}
-
-impl Results<'_> {
-    /// The runs of workload number `index`.
-    fn workload(&self, index: usize) -> &[RunResult] {
-        let per = self.scenario.limiters.len();
-        &self.runs[index * per..(index + 1) * per]
-    }
-
-    fn capacity(&self) -> Option<u64> {
-        self.scenario.backend.map(|b| b.capacity_per_sec.get())
-    }
-}
-
-/// What the simulator must keep for the charts: the arrival curve's
-/// intervals and the trailing count for the overview.
-pub fn sim_options(scenario: &Scenario) -> crate::sim::Options {
-    crate::sim::Options {
-        curve: curve_intervals(scenario),
-        trailing: true,
-        ..crate::sim::Options::default()
-    }
-}
-
-/// Interval lengths for the arrival curve: log-spaced from the smallest
-/// profile interval to four times the longest window or rolling interval,
-/// plus the profile's own points.
-pub fn curve_intervals(scenario: &Scenario) -> Vec<Nanos> {
-    let metrics = &scenario.metrics;
-    let longest_window = scenario
-        .limiters
-        .iter()
-        .filter_map(|named| Some(named.limiter.window_edges()?.0))
-        .max()
-        .unwrap_or(metrics.rolling);
-    let low = metrics
-        .profile
-        .iter()
-        .copied()
-        .chain([metrics.rolling])
-        .min()
-        .unwrap_or(Nanos::SECOND);
-    let high = metrics
-        .rolling
-        .max(longest_window)
-        .max(Nanos::SECOND)
-        .get()
-        .saturating_mul(4);
-    let (low_f, high_f) = (low.get() as f64, high as f64);
-    let step = (high_f / low_f).ln() / f64::from(CURVE_POINTS - 1);
-    let mut intervals: Vec<Nanos> = (0..CURVE_POINTS)
-        .map(|i| Nanos(((low_f.ln() + step * f64::from(i)).exp().round() as u64).max(1)))
-        .chain(metrics.profile.iter().copied())
-        .chain([metrics.rolling])
-        .collect();
-    intervals.sort_unstable();
-    intervals.dedup();
-    intervals
-}
-
 /// Every chart for a scenario's results.
 pub fn render_charts(results: &Results) -> Result<Vec<Chart>> {
     let mut charts = Vec::new();
-    for (index, workload) in results.scenario.workloads.iter().enumerate() {
-        charts.push(timeline::render(results, index, &workload.name)?);
-        charts.push(overview::render(results, index, &workload.name)?);
+    for workload in &results.workloads {
+        charts.push(timeline::render(results, workload)?);
+        charts.push(overview::render(results, workload)?);
     }
     charts.push(worst_rolling::render(results)?);
     charts.push(arrival_curve::render(results)?);

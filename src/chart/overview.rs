@@ -11,7 +11,7 @@ use super::{
     Canvas, Chart, DASHED, DOTTED, PanelAxes, Reference, Results, X_AXIS_HEIGHT, add_overlay,
     draw_panel_note, draw_references, interval_words, panel_plot, step_points,
 };
-use crate::sim::RunResult;
+use crate::results::{RunResult, WorkloadResults};
 use crate::time::{NANOS_PER_SEC, Nanos};
 
 /// Columns drawn at most: about one per two pixels of the plot; each is the
@@ -19,11 +19,11 @@ use crate::time::{NANOS_PER_SEC, Nanos};
 const COLUMNS: usize = 560;
 const PANEL_HEIGHT: u32 = 160;
 
-/// The chart for workload number `index`.
-pub fn render(results: &Results, index: usize, workload: &str) -> Result<Chart> {
-    let runs = results.workload(index);
-    let scenario = results.scenario;
-    let rolling = scenario.metrics.rolling;
+/// The chart for `workload`.
+pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
+    let runs = &workload.runs;
+    let name = &workload.name;
+    let rolling = results.metrics.rolling;
     let seconds = |ns: u64| ns as f64 / NANOS_PER_SEC as f64;
     let capacity = results
         .capacity()
@@ -43,9 +43,9 @@ pub fn render(results: &Results, index: usize, workload: &str) -> Result<Chart> 
         .filter(|&b| b <= data_top * 2.5)
         .fold(data_top, f64::max)
         * 1.12;
-    let end = seconds(scenario.duration.get());
+    let end = seconds(results.duration.get());
     let title = format!(
-        "{workload}: requests admitted in the trailing {} at every instant (exact)",
+        "{name}: requests admitted in the trailing {} at every instant (exact)",
         interval_words(rolling)
     );
     let mut svg = String::new();
@@ -80,7 +80,7 @@ pub fn render(results: &Results, index: usize, workload: &str) -> Result<Chart> 
         interval_words(rolling)
     );
     Ok(Chart {
-        file: format!("overview-{workload}.svg"),
+        file: format!("overview-{name}.svg"),
         title,
         caption,
         svg,

@@ -12,7 +12,7 @@ use super::{
     Canvas, Chart, DASHED, NOTE_HEIGHT, PanelAxes, Reference, Results, X_AXIS_HEIGHT, add_overlay,
     draw_panel_note, draw_references, interval_words, panel_plot, per_second, step_points,
 };
-use crate::sim::RunResult;
+use crate::results::{RunResult, WorkloadResults};
 use crate::time::{NANOS_PER_SEC, Nanos};
 
 /// Room above the tallest bar.
@@ -67,14 +67,11 @@ fn secs(ns: u64) -> f64 {
     ns as f64 / NANOS_PER_SEC as f64
 }
 
-/// The chart for workload number `index`.
-pub fn render(results: &Results, index: usize, workload: &str) -> Result<Chart> {
-    let runs = results.workload(index);
-    let scenario = results.scenario;
-    let (bucket, rolling) = (
-        scenario.metrics.bucket.get(),
-        scenario.metrics.rolling.get(),
-    );
+/// The chart for `workload`.
+pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
+    let runs = &workload.runs;
+    let name = &workload.name;
+    let (bucket, rolling) = (results.metrics.bucket.get(), results.metrics.rolling.get());
     let focus = runs
         .iter()
         .reduce(|best, run| {
@@ -85,7 +82,7 @@ pub fn render(results: &Results, index: usize, workload: &str) -> Result<Chart> 
             }
         })
         .expect("a scenario has at least one limiter");
-    let view = View::around(focus, rolling, bucket, scenario.duration.get());
+    let view = View::around(focus, rolling, bucket, results.duration.get());
     // Bars are rates: each group of buckets' count scaled to requests per
     // second; a group is one bucket unless the view holds more than a chart
     // can draw.
@@ -115,7 +112,7 @@ pub fn render(results: &Results, index: usize, workload: &str) -> Result<Chart> 
     let y_max = (tallest.max(nominal_max).max(capacity.unwrap_or(0.0)) * HEADROOM).max(1.0);
 
     let title = format!(
-        "{workload}: requests per second, in {} buckets, around the worst {}",
+        "{name}: requests per second, in {} buckets, around the worst {}",
         interval_words(Nanos(shown_bucket)),
         interval_words(Nanos(rolling))
     );
@@ -164,7 +161,7 @@ pub fn render(results: &Results, index: usize, workload: &str) -> Result<Chart> 
         interval_words(Nanos(rolling)),
     );
     Ok(Chart {
-        file: format!("timeline-{workload}.svg"),
+        file: format!("timeline-{name}.svg"),
         title,
         caption,
         svg,

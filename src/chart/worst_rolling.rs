@@ -18,19 +18,14 @@ const LEGEND_HEIGHT: u32 = 56;
 
 /// The chart.
 pub fn render(results: &Results) -> Result<Chart> {
-    let scenario = results.scenario;
-    let groups = scenario.workloads.len();
-    let limiters = scenario.limiters.len();
+    let groups = results.workloads.len();
+    let limiters = results.limiters.len();
     // With a backend, the figures that decide the verdict: those over 1 s.
-    let bars: Vec<Bar> = results
-        .runs
-        .iter()
-        .map(|run| Bar::of(&run.summary))
-        .collect();
+    let bars: Vec<Bar> = results.runs().map(|run| Bar::of(&run.summary)).collect();
     let interval = if results.capacity().is_some() {
         Nanos::SECOND
     } else {
-        scenario.metrics.rolling
+        results.metrics.rolling
     };
     let capacity = results.capacity().map(|c| c as f64);
     let highest = bars
@@ -73,8 +68,13 @@ pub fn render(results: &Results) -> Result<Chart> {
 
         let slot = GROUP_FILL / limiters as f64;
         let small = (FONT, LABEL_SIZE).into_font();
-        for (index, summary) in bars.iter().enumerate() {
-            let (group, bar) = (index / limiters, index % limiters);
+        let placed = results.workloads.iter().enumerate().flat_map(|(group, w)| {
+            w.runs
+                .iter()
+                .enumerate()
+                .map(move |(bar, run)| (group, bar, Bar::of(&run.summary)))
+        });
+        for (group, bar, summary) in placed {
             let x0 = group as f64 + (1.0 - GROUP_FILL) / 2.0 + bar as f64 * slot;
             let (x1, mid) = (x0 + slot * 0.86, x0 + slot * 0.43);
             let worst = summary.worst as f64;
@@ -111,7 +111,7 @@ pub fn render(results: &Results) -> Result<Chart> {
                 CAPACITY.stroke_width(2),
             ))?;
         }
-        for (group, workload) in scenario.workloads.iter().enumerate() {
+        for (group, workload) in results.workloads.iter().enumerate() {
             let (x, y) = chart.backend_coord(&(group as f64 + 0.5, 0.0));
             canvas.draw(&Text::new(
                 workload.name.clone(),
@@ -174,7 +174,7 @@ fn draw_legend(
 ) -> Result<()> {
     let font = (FONT, LABEL_SIZE).into_font().color(&BLACK);
     let mut x = 80;
-    for (index, limiter) in results.scenario.limiters.iter().enumerate() {
+    for (index, limiter) in results.limiters.iter().enumerate() {
         area.draw(&Rectangle::new(
             [(x, 8), (x + 14, 20)],
             limiter_colour(index).filled(),

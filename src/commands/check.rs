@@ -4,7 +4,9 @@ use anyhow::Result;
 
 use super::{check_work, coloured, print, warn, with_capacity};
 use crate::cli::{CheckArgs, CheckFormat};
+use crate::results::RunResult;
 use crate::{replicate, scenario, sim};
+
 /// `burstsim check`: true when every run stays within the backend.
 pub fn check(args: &CheckArgs) -> Result<bool> {
     let scenario = scenario::load(&args.scenario)?;
@@ -18,12 +20,12 @@ pub fn check(args: &CheckArgs) -> Result<bool> {
         args.max_memory,
         false,
     )?;
-    let outcome =
+    let results =
         replicate::simulate_replicated(&scenario, &sim::Options::default(), replications, &|| {})?;
-    let capacity = scenario.backend.map_or(0, |b| b.capacity_per_sec.get());
-    let failures: Vec<(&sim::RunResult, Vec<String>)> = outcome
-        .runs
-        .iter()
+    let capacity = results.capacity().unwrap_or(0);
+    let runs = results.runs().count();
+    let failures: Vec<(&RunResult, Vec<String>)> = results
+        .runs()
         .map(|run| (run, crate::check::failures(&run.summary)))
         .filter(|(_, lines)| !lines.is_empty())
         .collect();
@@ -31,9 +33,9 @@ pub fn check(args: &CheckArgs) -> Result<bool> {
     let text = match args.format {
         CheckFormat::Json => {
             let report = serde_json::json!({
-                "scenario": scenario.name,
+                "scenario": results.scenario,
                 "capacity": capacity,
-                "runs": outcome.runs.len(),
+                "runs": runs,
                 "ok": ok,
                 "failures": failures.iter().map(|(run, lines)| serde_json::json!({
                     "workload": run.summary.workload,
@@ -47,8 +49,7 @@ pub fn check(args: &CheckArgs) -> Result<bool> {
         }
         CheckFormat::Table if ok => coloured(format!(
             "ok: all {} runs of {} stay within the backend's {capacity}/s\n",
-            outcome.runs.len(),
-            scenario.name
+            runs, results.scenario
         )),
         CheckFormat::Table => {
             let mut text = String::new();
@@ -59,8 +60,8 @@ pub fn check(args: &CheckArgs) -> Result<bool> {
             text.push_str(&format!(
                 "check failed: {} of {} runs of {} exceed the backend's {capacity}/s\n",
                 failures.len(),
-                outcome.runs.len(),
-                scenario.name
+                runs,
+                results.scenario
             ));
             coloured(text)
         }

@@ -9,6 +9,7 @@ use super::{results_folder, warn};
 use crate::cli::LiveArgs;
 use crate::output::Staging;
 use crate::report::{self, html, table};
+use crate::results::{Results, WorkloadResults};
 use crate::scenario::Scenario;
 use crate::{chart, scenario, sim};
 /// `burstsim live`.
@@ -99,20 +100,14 @@ pub fn live(args: &LiveArgs) -> Result<()> {
         &(serde_json::to_string_pretty(&results)? + "\n"),
     )?;
     // The live decisions through the same metrics, charts and report as a run.
-    let (live_scenario, runs) = live_runs(&scenario, workload, &results)?;
-    let summary = sim::Outcome { runs: runs.clone() }.summary(&live_scenario);
+    let summarised = live_results(&scenario, workload, &results)?;
+    let summary = summarised.summary();
     staging.write("summary.json", &report::render_json(&summary))?;
-    let charts = chart::render_charts(&chart::Results {
-        scenario: &live_scenario,
-        runs: &runs,
-    })?;
+    let charts = chart::render_charts(&summarised)?;
     for chart in &charts {
         staging.write(&format!("charts/{}", chart.file), &chart.svg)?;
     }
-    staging.write(
-        "report.html",
-        &html::render_report(&live_scenario, &summary, &charts),
-    )?;
+    staging.write("report.html", &html::render_report(&summarised, &charts))?;
     staging.commit()?;
     let mut table = comfy_table::Table::new();
     table.load_style(table::STYLE).set_header(vec![
@@ -160,13 +155,13 @@ pub fn live(args: &LiveArgs) -> Result<()> {
     Ok(())
 }
 
-/// A scenario of the replayed workload with one limiter per Redis script,
-/// and the live decisions summarised as runs of it.
-fn live_runs(
+/// The live decisions summarised as the results of a scenario of the
+/// replayed workload with one limiter per Redis script.
+fn live_results(
     scenario: &Scenario,
     workload: usize,
     results: &[crate::live::LiveResult],
-) -> Result<(Scenario, Vec<sim::RunResult>)> {
+) -> Result<Results> {
     let mut live = scenario.clone();
     live.name = format!("{}-live", scenario.name);
     live.workloads = vec![scenario.workloads[workload].clone()];
@@ -189,7 +184,7 @@ fn live_runs(
             }
         })
         .collect();
-    let options = chart::sim_options(&live);
+    let options = sim::for_charts(&live);
     let workload_name = live.workloads[0].name.clone();
     let runs = live
         .limiters
@@ -205,5 +200,6 @@ fn live_runs(
             )
         })
         .collect::<Result<Vec<_>>>()?;
-    Ok((live, runs))
+    let workloads = vec![WorkloadResults::new(&live.workloads[0], runs)];
+    Ok(Results::new(&live, options.curve, workloads))
 }

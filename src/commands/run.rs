@@ -8,6 +8,7 @@ use super::{check_work, print_results, progress_bar, results_folder, warn};
 use crate::cli::RunArgs;
 use crate::output::{DecisionFiles, Staging};
 use crate::report::{self, csv, html, table};
+use crate::results::{Results, RunResult};
 use crate::{chart, replicate, scenario, sim};
 /// `burstsim run`.
 pub fn run(args: &RunArgs) -> Result<()> {
@@ -33,7 +34,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let options = if args.no_charts {
         sim::Options::default()
     } else {
-        chart::sim_options(&scenario)
+        sim::for_charts(&scenario)
     };
     if args.decisions {
         // Decisions are replication 0's, streamed in a pass of their own.
@@ -47,32 +48,25 @@ pub fn run(args: &RunArgs) -> Result<()> {
         args.quiet,
         "workload runs",
     );
-    let outcome =
+    let results =
         replicate::simulate_replicated(&scenario, &options, replications, &|| bar.inc(1))?;
     bar.finish_and_clear();
     if args.stats {
-        eprintln!("{}", run_stats(&outcome, started.elapsed()));
+        eprintln!("{}", run_stats(&results, started.elapsed()));
     }
-    let summary = outcome.summary(&scenario);
+    let summary = results.summary();
     let json = report::render_json(&summary);
     let summary_csv = csv::render_summary(&summary.runs);
     staging.write("summary.json", &json)?;
     staging.write("summary.csv", &summary_csv)?;
-    csv::write_timeline(&outcome.runs, staging.create("timeline.csv")?)
+    csv::write_timeline(results.runs(), staging.create("timeline.csv")?)
         .context("writing timeline.csv")?;
     if !args.no_charts {
-        let results = chart::Results {
-            scenario: &scenario,
-            runs: &outcome.runs,
-        };
         let charts = chart::render_charts(&results)?;
         for chart in &charts {
             staging.write(&format!("charts/{}", chart.file), &chart.svg)?;
         }
-        staging.write(
-            "report.html",
-            &html::render_report(&scenario, &summary, &charts),
-        )?;
+        staging.write("report.html", &html::render_report(&results, &charts))?;
     }
     staging.commit()?;
     print_results(
@@ -86,22 +80,18 @@ pub fn run(args: &RunArgs) -> Result<()> {
 }
 
 /// "simulated 100000000 requests (100000000 decisions) in 1.90 s: …; peak memory 12.8 MB"
-fn run_stats(outcome: &sim::Outcome, elapsed: std::time::Duration) -> String {
+fn run_stats(results: &Results, elapsed: std::time::Duration) -> String {
     // Every replication's requests count: mean × count is their exact sum.
-    let total = |run: &sim::RunResult| match &run.summary.replications {
+    let total = |run: &RunResult| match &run.summary.replications {
         Some(r) => (r.offered.mean * r.count as f64).round() as u64,
         None => run.summary.offered,
     };
-    let decisions: u64 = outcome.runs.iter().map(total).sum();
-    let mut workloads: Vec<&str> = outcome
-        .runs
+    let decisions: u64 = results.runs().map(total).sum();
+    // Every limiter of a workload is offered the same requests (open loop).
+    let requests: u64 = results
+        .workloads
         .iter()
-        .map(|run| run.summary.workload.as_str())
-        .collect();
-    workloads.dedup();
-    let requests: u64 = workloads
-        .iter()
-        .filter_map(|w| outcome.runs.iter().find(|run| run.summary.workload == *w))
+        .filter_map(|w| w.runs.first())
         .map(total)
         .sum();
     let secs = elapsed.as_secs_f64();

@@ -20,14 +20,16 @@ use crate::traffic::Arrival;
 /// Streams every decision to `decisions/<workload>/<limiter>.csv`: the
 /// arrival's time, its client key and whether it was admitted.
 pub struct DecisionFiles {
-    files: Vec<(PathBuf, BufWriter<fs::File>)>,
+    /// Per workload, per limiter: the file and its writer.
+    files: Vec<Vec<(PathBuf, BufWriter<fs::File>)>>,
 }
 
 impl DecisionFiles {
-    /// Creates one file per run, in the order the simulator numbers runs.
+    /// Creates one file per workload × limiter.
     pub fn create(folder: &Path, scenario: &Scenario) -> Result<DecisionFiles> {
         let mut files = Vec::new();
         for workload in &scenario.workloads {
+            let mut of_workload = Vec::new();
             let dir = folder.join("decisions").join(&workload.name);
             fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
             for limiter in &scenario.limiters {
@@ -38,15 +40,16 @@ impl DecisionFiles {
                 writer
                     .write_all(b"time_ns,key,admitted\n")
                     .with_context(|| format!("writing {}", path.display()))?;
-                files.push((path, writer));
+                of_workload.push((path, writer));
             }
+            files.push(of_workload);
         }
         Ok(DecisionFiles { files })
     }
 
     /// Flushes every file.
     pub fn finish(self) -> Result<()> {
-        for (path, mut writer) in self.files {
+        for (path, mut writer) in self.files.into_iter().flatten() {
             writer
                 .flush()
                 .with_context(|| format!("writing {}", path.display()))?;
@@ -56,8 +59,14 @@ impl DecisionFiles {
 }
 
 impl DecisionSink for DecisionFiles {
-    fn record(&mut self, run: usize, arrival: Arrival, admitted: bool) -> std::io::Result<()> {
-        let writer = &mut self.files[run].1;
+    fn record(
+        &mut self,
+        workload: usize,
+        limiter: usize,
+        arrival: Arrival,
+        admitted: bool,
+    ) -> std::io::Result<()> {
+        let writer = &mut self.files[workload][limiter].1;
         writeln!(
             writer,
             "{},{},{admitted}",

@@ -1,6 +1,6 @@
 //! `summary.csv` (one row per run) and `timeline.csv` (one row per run and bucket).
 
-use crate::sim::RunResult;
+use crate::results::RunResult;
 use crate::summary::RunSummary;
 use crate::time::Nanos;
 
@@ -93,7 +93,10 @@ pub fn render_summary(runs: &[RunSummary]) -> String {
 }
 
 /// `timeline.csv`: admitted and rejected per bucket, every run one after another.
-pub fn write_timeline(runs: &[RunResult], out: impl std::io::Write) -> std::io::Result<()> {
+pub fn write_timeline<'a>(
+    runs: impl IntoIterator<Item = &'a RunResult>,
+    out: impl std::io::Write,
+) -> std::io::Result<()> {
     // Streamed: a run of ten million buckets would otherwise be a gigabyte
     // of text in memory before a byte reached the disk.
     let mut writer = csv::Writer::from_writer(out);

@@ -6,8 +6,8 @@ use std::fmt::Write;
 
 use super::{ratio, seconds, table::verdict};
 use crate::chart::Chart;
-use crate::scenario::Scenario;
-use crate::summary::{RunSummary, Summary};
+use crate::results::Results;
+use crate::summary::RunSummary;
 use crate::time::Nanos;
 
 const STYLE: &str = "
@@ -27,23 +27,24 @@ pre { font-size: 0.85em; overflow-x: auto; }
 ";
 
 /// The whole page.
-pub fn render_report(scenario: &Scenario, summary: &Summary, charts: &[Chart]) -> String {
+pub fn render_report(results: &Results, charts: &[Chart]) -> String {
+    let summary = results.summary();
     let mut page = String::new();
     let _ = write!(
         page,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>burstsim: {name}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>burstsim report: {name}</h1>\n<p class=\"sub\">{file} · {duration} · seed {seed} · burstsim {version}</p>\n",
-        name = escape(&scenario.name),
-        file = escape(&scenario.path.display().to_string()),
-        duration = scenario.duration,
+        name = escape(&results.scenario),
+        file = escape(&results.file.display().to_string()),
+        duration = results.duration,
         seed = summary.seed,
         version = env!("CARGO_PKG_VERSION"),
     );
     let _ = writeln!(
         page,
         "<p class=\"verdict\">{}</p>",
-        verdict_sentence(scenario, &summary.runs)
+        verdict_sentence(results, &summary.runs)
     );
-    page.push_str(&results_table(scenario, &summary.runs));
+    page.push_str(&results_table(results, &summary.runs));
     // The figure that shows the spike first, then the worst counts side by
     // side; everything else after the explanation.
     let focus = focus_workload(&summary.runs).map(|w| format!("overview-{w}.svg"));
@@ -59,7 +60,7 @@ pub fn render_report(scenario: &Scenario, summary: &Summary, charts: &[Chart]) -
     let _ = write!(
         page,
         "<h2>What this means</h2>\n<div class=\"meaning\">{}</div>\n",
-        meaning(scenario, &summary.runs)
+        meaning(results, &summary.runs)
     );
     page.push_str("<h2>Details</h2>\n");
     for chart in charts
@@ -68,7 +69,7 @@ pub fn render_report(scenario: &Scenario, summary: &Summary, charts: &[Chart]) -
     {
         page.push_str(&figure(chart));
     }
-    page.push_str(&parameters(scenario));
+    page.push_str(&parameters(results));
     page.push_str("</body>\n</html>\n");
     page
 }
@@ -111,8 +112,8 @@ fn focus_workload(runs: &[RunSummary]) -> Option<&str> {
 }
 
 /// One sentence: which limiters kept the backend safe, or the largest spike.
-fn verdict_sentence(scenario: &Scenario, runs: &[RunSummary]) -> String {
-    let Some(backend) = scenario.backend else {
+fn verdict_sentence(results: &Results, runs: &[RunSummary]) -> String {
+    let Some(backend) = results.backend else {
         return match runs
             .iter()
             .reduce(|a, b| if b.spike_ratio > a.spike_ratio { b } else { a })
@@ -129,7 +130,7 @@ fn verdict_sentence(scenario: &Scenario, runs: &[RunSummary]) -> String {
         };
     };
     let capacity = backend.capacity_per_sec.get();
-    let (over, within): (Vec<&str>, Vec<&str>) = scenario
+    let (over, within): (Vec<&str>, Vec<&str>) = results
         .limiters
         .iter()
         .map(|l| l.name.as_str())
@@ -162,8 +163,8 @@ fn verdict_sentence(scenario: &Scenario, runs: &[RunSummary]) -> String {
 }
 
 /// The results in a few sentences, generated from the figures.
-fn meaning(scenario: &Scenario, runs: &[RunSummary]) -> String {
-    let rolling = scenario.metrics.rolling;
+fn meaning(results: &Results, runs: &[RunSummary]) -> String {
+    let rolling = results.metrics.rolling;
     let mut text = String::new();
     if let Some(top) = runs
         .iter()
@@ -184,7 +185,7 @@ fn meaning(scenario: &Scenario, runs: &[RunSummary]) -> String {
             }
         );
     }
-    let Some(backend) = scenario.backend else {
+    let Some(backend) = results.backend else {
         let _ = write!(
             text,
             "<p>No <code>[backend]</code> is given, so no run is judged against a capacity; add one to see which limiters keep the backend safe. The worst interval measured is {rolling}.</p>"
@@ -198,7 +199,7 @@ fn meaning(scenario: &Scenario, runs: &[RunSummary]) -> String {
             .max_by_key(|r| r.worst_1s_max().unwrap_or(0))
     };
     let (mut safe, mut unsafe_) = (Vec::new(), Vec::new());
-    for limiter in &scenario.limiters {
+    for limiter in &results.limiters {
         match over_somewhere(&limiter.name) {
             None => safe.push(format!("<b>{}</b>", escape(&limiter.name))),
             Some(run) => unsafe_.push(format!(
@@ -237,7 +238,7 @@ fn meaning(scenario: &Scenario, runs: &[RunSummary]) -> String {
         }
     }
     text.push_str("</p>");
-    let risky: Vec<String> = scenario
+    let risky: Vec<String> = results
         .limiters
         .iter()
         .filter_map(|limiter| {
@@ -271,8 +272,8 @@ fn join(items: &[String]) -> String {
     }
 }
 
-fn results_table(scenario: &Scenario, runs: &[RunSummary]) -> String {
-    let rolling = scenario.metrics.rolling;
+fn results_table(results: &Results, runs: &[RunSummary]) -> String {
+    let rolling = results.metrics.rolling;
     let mut html = format!(
         "<h2>Results</h2>\n<table>\n<tr><th>workload</th><th>limiter</th><th>kind</th><th>admitted / offered</th><th>worst {rolling}</th><th>from</th><th>× limit</th><th>bound (theory)</th><th>worst 1 s vs backend</th><th>time over capacity</th><th>dropped by the backend</th></tr>\n"
     );
@@ -308,9 +309,9 @@ fn results_table(scenario: &Scenario, runs: &[RunSummary]) -> String {
     html
 }
 
-fn parameters(scenario: &Scenario) -> String {
+fn parameters(results: &Results) -> String {
     let mut html = String::from("<h2>Scenario</h2>\n<table>\n");
-    let backend = scenario
+    let backend = results
         .backend
         .map_or("none".to_string(), |b| match b.queue {
             Some(queue) => format!(
@@ -319,11 +320,11 @@ fn parameters(scenario: &Scenario) -> String {
             ),
             None => format!("{} requests per second", b.capacity_per_sec),
         });
-    let metrics = &scenario.metrics;
+    let metrics = &results.metrics;
     let profile: Vec<String> = metrics.profile.iter().map(Nanos::to_string).collect();
     let rows = [
-        ("duration", scenario.duration.to_string()),
-        ("seed", scenario.seed.to_string()),
+        ("duration", results.duration.to_string()),
+        ("seed", results.seed.to_string()),
         ("backend", backend),
         ("rolling interval", metrics.rolling.to_string()),
         ("profile intervals", profile.join(", ")),
@@ -332,12 +333,8 @@ fn parameters(scenario: &Scenario) -> String {
     for (key, value) in rows {
         let _ = writeln!(html, "<tr><th>{key}</th><td>{}</td></tr>", escape(&value));
     }
-    for workload in &scenario.workloads {
-        let sources: Vec<String> = workload
-            .sources
-            .iter()
-            .map(|s| escape(&s.describe()))
-            .collect();
+    for workload in &results.workloads {
+        let sources: Vec<String> = workload.sources.iter().map(|s| escape(s)).collect();
         let _ = writeln!(
             html,
             "<tr><th>workload {}</th><td>{}</td></tr>",
@@ -345,12 +342,12 @@ fn parameters(scenario: &Scenario) -> String {
             sources.join("<br>")
         );
     }
-    for limiter in &scenario.limiters {
+    for limiter in &results.limiters {
         let _ = writeln!(
             html,
             "<tr><th>limiter {}</th><td>{}: {}</td></tr>",
             escape(&limiter.name),
-            limiter.config.kind(),
+            limiter.kind,
             escape(&limiter.description)
         );
     }

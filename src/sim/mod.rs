@@ -11,11 +11,9 @@ use rayon::prelude::*;
 pub use self::driver::Driver;
 pub use self::events::{Event, Events};
 use self::run::RunState;
-use crate::metrics::rolling::Worst;
-use crate::metrics::timeline::Timeline;
-use crate::metrics::trailing::Trailing;
+use crate::limiter::RateLimiter;
+use crate::results::{Results, RunResult, WorkloadResults};
 use crate::scenario::{Scenario, Workload};
-use crate::summary::{RunSummary, Summary};
 use crate::time::Nanos;
 use crate::traffic::{Arrival, Merge, Source, stream};
 
@@ -24,25 +22,15 @@ const CHUNK: usize = 4096;
 
 /// Receives every decision, when the caller asks for them (`--decisions`).
 pub trait DecisionSink {
-    /// Records that run `run` (index into [`Outcome::runs`]) decided
-    /// `admitted` for `arrival`.
-    fn record(&mut self, run: usize, arrival: Arrival, admitted: bool) -> std::io::Result<()>;
-}
-
-/// The result of one workload × limiter.
-#[derive(Clone, Debug)]
-pub struct RunResult {
-    /// The figures.
-    pub summary: RunSummary,
-    /// Admitted and rejected per bucket.
-    pub timeline: Timeline,
-    /// The limiter's window edges when they are fixed in time: (length, phase).
-    pub window_edges: Option<(Nanos, Nanos)>,
-    /// The worst count at each interval of [`Options::curve`].
-    pub curve: Vec<Worst>,
-    /// The trailing count over the whole run, per timeline bucket, when
-    /// [`Options::trailing`] asks.
-    pub trailing: Option<Trailing>,
+    /// Records that the limiter numbered `limiter` (in file order) decided
+    /// `admitted` for `arrival` of the workload numbered `workload`.
+    fn record(
+        &mut self,
+        workload: usize,
+        limiter: usize,
+        arrival: Arrival,
+        admitted: bool,
+    ) -> std::io::Result<()>;
 }
 
 /// What to compute beyond the scenario's own metrics.
@@ -59,23 +47,53 @@ pub struct Options {
     pub trailing: bool,
 }
 
-/// The result of a whole scenario.
-#[derive(Clone, Debug)]
-pub struct Outcome {
-    /// Workloads in file order, each with every limiter in file order.
-    pub runs: Vec<RunResult>,
+/// How many interval lengths the charts' arrival curve samples.
+const CURVE_POINTS: u32 = 48;
+
+/// What the simulator must keep for the charts: the arrival curve's
+/// intervals and the trailing count for the overview.
+pub fn for_charts(scenario: &Scenario) -> Options {
+    Options {
+        curve: curve_intervals(scenario),
+        trailing: true,
+        ..Options::default()
+    }
 }
 
-impl Outcome {
-    /// The summary written to `summary.json`.
-    pub fn summary(&self, scenario: &Scenario) -> Summary {
-        Summary {
-            scenario: scenario.name.clone(),
-            seed: scenario.seed,
-            duration_ns: scenario.duration.get(),
-            runs: self.runs.iter().map(|run| run.summary.clone()).collect(),
-        }
-    }
+/// Interval lengths for the arrival curve: log-spaced from the smallest
+/// profile interval to four times the longest window or rolling interval,
+/// plus the profile's own points.
+pub fn curve_intervals(scenario: &Scenario) -> Vec<Nanos> {
+    let metrics = &scenario.metrics;
+    let longest_window = scenario
+        .limiters
+        .iter()
+        .filter_map(|named| Some(named.limiter.window_edges()?.0))
+        .max()
+        .unwrap_or(metrics.rolling);
+    let low = metrics
+        .profile
+        .iter()
+        .copied()
+        .chain([metrics.rolling])
+        .min()
+        .unwrap_or(Nanos::SECOND);
+    let high = metrics
+        .rolling
+        .max(longest_window)
+        .max(Nanos::SECOND)
+        .get()
+        .saturating_mul(4);
+    let (low_f, high_f) = (low.get() as f64, high as f64);
+    let step = (high_f / low_f).ln() / f64::from(CURVE_POINTS - 1);
+    let mut intervals: Vec<Nanos> = (0..CURVE_POINTS)
+        .map(|i| Nanos(((low_f.ln() + step * f64::from(i)).exp().round() as u64).max(1)))
+        .chain(metrics.profile.iter().copied())
+        .chain([metrics.rolling])
+        .collect();
+    intervals.sort_unstable();
+    intervals.dedup();
+    intervals
 }
 
 /// Runs every workload through every limiter.
@@ -83,47 +101,53 @@ pub fn simulate(
     scenario: &Scenario,
     options: &Options,
     mut sink: Option<&mut dyn DecisionSink>,
-) -> Result<Outcome> {
-    if sink.is_none() {
+) -> Result<Results> {
+    let workloads = if sink.is_none() {
         // Workloads are independent: one per core.
-        let per_workload = (0..scenario.workloads.len())
+        (0..scenario.workloads.len())
             .into_par_iter()
-            .map(|index| simulate_workload_at(scenario, options, index))
-            .collect::<Result<Vec<_>>>()?;
-        return Ok(Outcome {
-            runs: per_workload.into_iter().flatten().collect(),
-        });
-    }
-    let mut runs = Vec::with_capacity(scenario.workloads.len() * scenario.limiters.len());
-    for workload in &scenario.workloads {
-        let first = runs.len();
-        runs.extend(simulate_workload(
-            scenario, options, workload, first, &mut sink,
-        )?);
-    }
-    Ok(Outcome { runs })
+            .map(|index| simulate_one(scenario, options, index))
+            .collect::<Result<Vec<_>>>()?
+    } else {
+        (0..scenario.workloads.len())
+            .map(|index| simulate_workload(scenario, options, index, &mut sink))
+            .collect::<Result<Vec<_>>>()?
+    };
+    Ok(Results::new(scenario, options.curve.clone(), workloads))
 }
 
 /// Runs workload number `index` through every limiter.
-pub fn simulate_workload_at(
+pub fn simulate_one(
     scenario: &Scenario,
     options: &Options,
     index: usize,
-) -> Result<Vec<RunResult>> {
-    simulate_workload(scenario, options, &scenario.workloads[index], 0, &mut None)
+) -> Result<WorkloadResults> {
+    simulate_workload(scenario, options, index, &mut None)
 }
 
 fn simulate_workload(
     scenario: &Scenario,
     options: &Options,
-    workload: &Workload,
-    first_run: usize,
+    index: usize,
+    sink: &mut Option<&mut dyn DecisionSink>,
+) -> Result<WorkloadResults> {
+    let workload = &scenario.workloads[index];
+    let runs = if driver::is_driven(workload) {
+        simulate_driven(scenario, options, index, sink)?
+    } else {
+        simulate_open(scenario, options, index, sink)?
+    };
+    Ok(WorkloadResults::new(workload, runs))
+}
+
+/// Open loop: arrivals generated once, in chunks, and fed to every limiter.
+fn simulate_open(
+    scenario: &Scenario,
+    options: &Options,
+    index: usize,
     sink: &mut Option<&mut dyn DecisionSink>,
 ) -> Result<Vec<RunResult>> {
-    if driver::is_driven(workload) {
-        return simulate_driven(scenario, options, workload, first_run, sink);
-    }
-    // Open loop: arrivals generated once, in chunks, and fed to every limiter.
+    let workload = &scenario.workloads[index];
     let mut arrivals = arrivals(scenario, workload, options.replication)?;
     let mut runs = scenario
         .limiters
@@ -137,7 +161,7 @@ fn simulate_workload(
         if chunk.is_empty() {
             break;
         }
-        for (offset, run) in runs.iter_mut().enumerate() {
+        for (limiter, run) in runs.iter_mut().enumerate() {
             match sink.as_deref_mut() {
                 None => chunk.iter().for_each(|&arrival| {
                     run.observe(arrival);
@@ -145,7 +169,7 @@ fn simulate_workload(
                 Some(sink) => {
                     for &arrival in &chunk {
                         let decision = run.observe(arrival);
-                        sink.record(first_run + offset, arrival, decision.admitted())
+                        sink.record(index, limiter, arrival, decision.admitted())
                             .context("writing decisions")?;
                     }
                 }
@@ -175,18 +199,18 @@ fn simulate_workload(
 fn simulate_driven(
     scenario: &Scenario,
     options: &Options,
-    workload: &Workload,
-    first_run: usize,
+    index: usize,
     sink: &mut Option<&mut dyn DecisionSink>,
 ) -> Result<Vec<RunResult>> {
+    let workload = &scenario.workloads[index];
     let mut results = Vec::with_capacity(scenario.limiters.len());
-    for (offset, named) in scenario.limiters.iter().enumerate() {
+    for (limiter, named) in scenario.limiters.iter().enumerate() {
         let mut driver = driver::for_limiter(scenario, workload, named)?;
         let mut run = RunState::new(scenario, options, named);
         run.drive(driver.as_mut(), |arrival, decision| {
             match sink.as_deref_mut() {
                 Some(sink) => sink
-                    .record(first_run + offset, arrival, decision.admitted())
+                    .record(index, limiter, arrival, decision.admitted())
                     .context("writing decisions"),
                 None => Ok(()),
             }

@@ -4,14 +4,15 @@
 use anyhow::Result;
 use hdrhistogram::Histogram;
 
+use super::Options;
 use super::driver::Driver;
 use super::events::{Event, Events};
-use super::{Options, RunResult};
 use crate::limiter::{Decision, Limiter, RateLimiter};
 use crate::metrics::backend::Server;
 use crate::metrics::rolling::RollingCounts;
 use crate::metrics::timeline::Timeline;
 use crate::metrics::trailing::Trailing;
+use crate::results::RunResult;
 use crate::scenario::{NamedLimiter, Scenario};
 use crate::summary::{BackendSummary, DelaySummary, ProfilePoint, QueueSummary, RunSummary};
 use crate::time::Nanos;

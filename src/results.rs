@@ -1,0 +1,135 @@
+//! What a simulation found, nested as the outputs show it — the scenario's
+//! facts, then each workload, then each limiter's run on it — with
+//! everything the table, CSV, JSON, charts and report need. They read only
+//! this: never the scenario, and never a run by index arithmetic.
+
+use std::path::PathBuf;
+
+use crate::metrics::rolling::Worst;
+use crate::metrics::timeline::Timeline;
+use crate::metrics::trailing::Trailing;
+use crate::scenario::{Backend, Metrics, Scenario};
+use crate::summary::{RunSummary, Summary};
+use crate::time::Nanos;
+
+/// A whole scenario's results.
+#[derive(Clone, Debug)]
+pub struct Results {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The file it was read from.
+    pub file: PathBuf,
+    /// The seed of its random streams.
+    pub seed: u64,
+    /// The run's length.
+    pub duration: Nanos,
+    /// What was measured.
+    pub metrics: Metrics,
+    /// The backend, when the scenario describes one.
+    pub backend: Option<Backend>,
+    /// The interval lengths of every run's [`RunResult::curve`].
+    pub curve: Vec<Nanos>,
+    /// The limiters, in file order.
+    pub limiters: Vec<LimiterFacts>,
+    /// The workloads, in file order.
+    pub workloads: Vec<WorkloadResults>,
+}
+
+/// What the outputs say of a limiter besides its runs.
+#[derive(Clone, Debug)]
+pub struct LimiterFacts {
+    /// Its name.
+    pub name: String,
+    /// Its kind, as written.
+    pub kind: &'static str,
+    /// Its effective parameters in words.
+    pub description: String,
+}
+
+/// One workload's results.
+#[derive(Clone, Debug)]
+pub struct WorkloadResults {
+    /// Its name.
+    pub name: String,
+    /// Its sources, each in words.
+    pub sources: Vec<String>,
+    /// Every limiter's run on it, limiters in file order.
+    pub runs: Vec<RunResult>,
+}
+
+/// The result of one workload × limiter.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// The figures.
+    pub summary: RunSummary,
+    /// Admitted and rejected per bucket.
+    pub timeline: Timeline,
+    /// The limiter's window edges when they are fixed in time: (length, phase).
+    pub window_edges: Option<(Nanos, Nanos)>,
+    /// The worst count at each interval of [`Results::curve`] (empty when
+    /// no curve was asked for).
+    pub curve: Vec<Worst>,
+    /// The trailing count over the whole run, per timeline bucket, when asked for.
+    pub trailing: Option<Trailing>,
+}
+
+impl Results {
+    /// The results of `scenario`'s `workloads`, curves sampled at `curve`.
+    pub fn new(scenario: &Scenario, curve: Vec<Nanos>, workloads: Vec<WorkloadResults>) -> Results {
+        Results {
+            scenario: scenario.name.clone(),
+            file: scenario.path.clone(),
+            seed: scenario.seed,
+            duration: scenario.duration,
+            metrics: scenario.metrics.clone(),
+            backend: scenario.backend,
+            curve,
+            limiters: scenario
+                .limiters
+                .iter()
+                .map(|named| LimiterFacts {
+                    name: named.name.clone(),
+                    kind: named.config.kind(),
+                    description: named.description.clone(),
+                })
+                .collect(),
+            workloads,
+        }
+    }
+
+    /// Every run: workloads in file order, each with its limiters in order.
+    pub fn runs(&self) -> impl Iterator<Item = &RunResult> {
+        self.workloads.iter().flat_map(|w| &w.runs)
+    }
+
+    /// The runs of the limiter numbered `limiter` (in file order), one per workload.
+    pub fn runs_of(&self, limiter: usize) -> impl Iterator<Item = &RunResult> {
+        self.workloads.iter().map(move |w| &w.runs[limiter])
+    }
+
+    /// The backend's capacity in requests per second, if there is a backend.
+    pub fn capacity(&self) -> Option<u64> {
+        self.backend.map(|b| b.capacity_per_sec.get())
+    }
+
+    /// The summary written to `summary.json`.
+    pub fn summary(&self) -> Summary {
+        Summary {
+            scenario: self.scenario.clone(),
+            seed: self.seed,
+            duration_ns: self.duration.get(),
+            runs: self.runs().map(|run| run.summary.clone()).collect(),
+        }
+    }
+}
+
+impl WorkloadResults {
+    /// The runs of `workload` of `scenario`.
+    pub fn new(workload: &crate::scenario::Workload, runs: Vec<RunResult>) -> WorkloadResults {
+        WorkloadResults {
+            name: workload.name.clone(),
+            sources: workload.sources.iter().map(|s| s.describe()).collect(),
+            runs,
+        }
+    }
+}
