@@ -56,6 +56,19 @@ pub enum Command {
     },
 }
 
+/// How much work a command may start: refused before any is done.
+#[derive(Clone, Copy, Debug, clap::Args)]
+pub struct Limits {
+    /// Refuse to start work of more than this many requests (all workloads
+    /// and replications together).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS)]
+    pub max_requests: u64,
+    /// Refuse to start work that the scenario makes need more memory than
+    /// this (timelines, rolling windows, replications), like 2GB or 512MiB.
+    #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = crate::memory::parse_size)]
+    pub max_memory: u64,
+}
+
 /// `burstsim run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -75,14 +88,9 @@ pub struct RunArgs {
     /// (default: the scenario's `replications`, else 1).
     #[arg(long, value_name = "N")]
     pub replications: Option<NonZeroU64>,
-    /// Refuse to start work of more than this many requests (all workloads
-    /// and replications together).
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS)]
-    pub max_requests: u64,
-    /// Refuse to start work that the scenario makes need more memory than
-    /// this (timelines, rolling windows, replications), like 2GB or 512MiB.
-    #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = crate::memory::parse_size)]
-    pub max_memory: u64,
+    /// The most work to start.
+    #[command(flatten)]
+    pub limits: Limits,
     /// Also write every decision to decisions/<workload>/<limiter>.csv.
     #[arg(long)]
     pub decisions: bool,
@@ -109,14 +117,9 @@ pub struct SizeArgs {
     /// Simulate each setting with this many seeds (default: the scenario's `replications`, else 1).
     #[arg(long, value_name = "N")]
     pub replications: Option<NonZeroU64>,
-    /// Refuse to start work of more than this many requests (all workloads
-    /// and replications together).
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS)]
-    pub max_requests: u64,
-    /// Refuse to start work that the scenario makes need more memory than
-    /// this (timelines, rolling windows, replications), like 2GB or 512MiB.
-    #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = crate::memory::parse_size)]
-    pub max_memory: u64,
+    /// The most work to start.
+    #[command(flatten)]
+    pub limits: Limits,
     /// Write sizing files into this folder instead of output/<name>/.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -136,13 +139,9 @@ pub struct CheckArgs {
     /// Check against this capacity (requests per second) instead of [backend] capacity.
     #[arg(long, value_name = "REQ_PER_S")]
     pub capacity: Option<NonZeroU64>,
-    /// Refuse to start work of more than this many requests.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_REQUESTS)]
-    pub max_requests: u64,
-    /// Refuse to start work that the scenario makes need more memory than
-    /// this (timelines, rolling windows, replications), like 2GB or 512MiB.
-    #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = crate::memory::parse_size)]
-    pub max_memory: u64,
+    /// The most work to start.
+    #[command(flatten)]
+    pub limits: Limits,
     /// What to print on standard output: a line per problem (table), or
     /// the verdict and every problem as JSON.
     #[arg(long, value_enum, default_value_t = CheckFormat::Table)]

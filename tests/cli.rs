@@ -6,21 +6,13 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+
+mod common;
 use predicates::prelude::*;
 use serde_json::Value;
 
 fn burstsim() -> Command {
     Command::cargo_bin("burstsim").expect("the binary is built for tests")
-}
-
-fn scenarios() -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = fs::read_dir("scenarios")
-        .expect("scenarios/ exists")
-        .map(|entry| entry.expect("readable entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
-        .collect();
-    paths.sort();
-    paths
 }
 
 /// Runs `scenario` into a fresh folder and returns the folder and summary.json.
@@ -51,7 +43,7 @@ fn find<'a>(summary: &'a Value, workload: &str, limiter: &str) -> &'a Value {
 
 #[test]
 fn every_shipped_scenario_runs_and_writes_its_files() {
-    let found = scenarios();
+    let found = common::shipped_scenarios();
     assert!(
         found.len() >= 5,
         "expected the shipped scenarios, found {found:?}"

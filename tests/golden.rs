@@ -13,9 +13,11 @@
 //!     BURSTSIM_BLESS=1 cargo test --test golden
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use assert_cmd::Command;
+
+mod common;
 
 /// FNV-1a, 64 bits: a fixed, portable digest (std's hasher may change).
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -28,20 +30,10 @@ fn digest(bytes: &[u8]) -> String {
     format!("{} bytes, fnv1a {:016x}\n", bytes.len(), fnv1a(bytes))
 }
 
-fn shipped() -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = fs::read_dir("scenarios")
-        .expect("scenarios/ exists")
-        .map(|entry| entry.expect("readable entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
-        .collect();
-    paths.sort();
-    paths
-}
-
 #[test]
 fn every_shipped_scenario_gives_its_golden_results() {
     let bless = std::env::var_os("BURSTSIM_BLESS").is_some();
-    let scenarios = shipped();
+    let scenarios = common::shipped_scenarios();
     assert!(scenarios.len() >= 10, "found only {scenarios:?}");
     let mut drifted = Vec::new();
     for scenario in scenarios {

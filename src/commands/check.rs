@@ -2,24 +2,17 @@
 
 use anyhow::Result;
 
-use super::{check_work, coloured, print, warn, with_capacity};
+use super::{check_work, coloured, load, print, with_capacity};
 use crate::cli::{CheckArgs, CheckFormat};
 use crate::results::RunResult;
-use crate::{replicate, scenario, sim};
+use crate::{replicate, sim};
 
 /// `burstsim check`: true when every run stays within the backend.
 pub fn check(args: &CheckArgs) -> Result<bool> {
-    let scenario = scenario::load(&args.scenario)?;
-    warn(&scenario.warnings);
+    let scenario = load(&args.scenario)?;
     let scenario = with_capacity(scenario, args.capacity)?;
     let replications = scenario.replications;
-    check_work(
-        &scenario,
-        replications,
-        args.max_requests,
-        args.max_memory,
-        false,
-    )?;
+    check_work(&scenario, replications, args.limits, false)?;
     let results =
         replicate::simulate_replicated(&scenario, &sim::Options::default(), replications, &|| {})?;
     let capacity = results.capacity().unwrap_or(0);

@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use anyhow::{Context as _, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{results_folder, warn};
+use super::{load, results_folder, warn};
 use crate::cli::LiveArgs;
 use crate::output::Staging;
 use crate::report::{self, html, table};
@@ -14,8 +14,7 @@ use crate::scenario::Scenario;
 use crate::{chart, scenario, sim};
 /// `burstsim live`.
 pub fn live(args: &LiveArgs) -> Result<()> {
-    let scenario = scenario::load(&args.scenario)?;
-    warn(&scenario.warnings);
+    let scenario = load(&args.scenario)?;
     if !(args.speed.is_finite() && args.speed > 0.0) {
         bail!("--speed: must be a number above 0 (got {})", args.speed);
     }

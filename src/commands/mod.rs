@@ -20,19 +20,17 @@ pub use self::live::live;
 pub use self::run::run;
 pub use self::size::size;
 pub use self::validate::validate;
-use crate::cli::Format;
+use crate::cli::{Format, Limits};
 use crate::colour;
 use crate::scenario::{Backend, Scenario};
 
 /// Refuses, before any work, a run of more than `max_requests` requests or
 /// one that would need more than `max_memory` bytes.
-fn check_work(
-    scenario: &Scenario,
-    replications: u64,
-    max_requests: u64,
-    max_memory: u64,
-    charts: bool,
-) -> Result<()> {
+fn check_work(scenario: &Scenario, replications: u64, limits: Limits, charts: bool) -> Result<()> {
+    let Limits {
+        max_requests,
+        max_memory,
+    } = limits;
     let mut total: u128 = 0;
     let mut per_workload = Vec::with_capacity(scenario.workloads.len());
     for workload in &scenario.workloads {
@@ -114,6 +112,13 @@ fn progress_bar(units: u64, quiet: bool, what: &str) -> ProgressBar {
         bar.set_style(style.progress_chars("=> "));
     }
     bar
+}
+
+/// The scenario at `path`, its warnings shown.
+fn load(path: &Path) -> Result<Scenario> {
+    let scenario = crate::scenario::load(path)?;
+    warn(&scenario.warnings);
+    Ok(scenario)
 }
 
 /// `--out DIR`, or `output/<name>` in the current directory.

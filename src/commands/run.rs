@@ -4,30 +4,23 @@ use std::num::NonZeroU64;
 
 use anyhow::{Context as _, Result};
 
-use super::{check_work, print_results, progress_bar, results_folder, warn};
+use super::{check_work, load, print_results, progress_bar, results_folder, warn};
 use crate::cli::RunArgs;
 use crate::output::{DecisionFiles, Staging};
 use crate::report::{self, csv, html, table};
 use crate::results::{Results, RunResult};
-use crate::{chart, replicate, scenario, sim};
+use crate::{chart, replicate, sim};
 /// `burstsim run`.
 pub fn run(args: &RunArgs) -> Result<()> {
-    let mut scenario = scenario::load(&args.scenario)?;
+    let mut scenario = load(&args.scenario)?;
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }
-    warn(&scenario.warnings);
     let replications = args
         .replications
         .map_or(scenario.replications, NonZeroU64::get);
     // Before any work, the decisions pass included.
-    check_work(
-        &scenario,
-        replications,
-        args.max_requests,
-        args.max_memory,
-        !args.no_charts,
-    )?;
+    check_work(&scenario, replications, args.limits, !args.no_charts)?;
     let target = results_folder(args.out.as_deref(), &scenario.name);
     let staging = Staging::new(&target)?;
     warn(staging.notes());

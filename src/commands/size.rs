@@ -4,27 +4,20 @@ use std::num::NonZeroU64;
 
 use anyhow::Result;
 
-use super::{check_work, print_results, progress_bar, results_folder, warn, with_capacity};
+use super::{check_work, load, print_results, progress_bar, results_folder, warn, with_capacity};
+use crate::chart;
 use crate::cli::SizeArgs;
 use crate::output::Staging;
 use crate::report::{html, sizing};
-use crate::{chart, scenario};
 /// `burstsim size`.
 pub fn size(args: &SizeArgs) -> Result<()> {
-    let scenario = scenario::load(&args.scenario)?;
-    warn(&scenario.warnings);
+    let scenario = load(&args.scenario)?;
     let scenario = with_capacity(scenario, args.capacity)?;
     let capacity = scenario.backend.map_or(0, |b| b.capacity_per_sec.get());
     let replications = args
         .replications
         .map_or(scenario.replications, NonZeroU64::get);
-    check_work(
-        &scenario,
-        replications,
-        args.max_requests,
-        args.max_memory,
-        false,
-    )?;
+    check_work(&scenario, replications, args.limits, false)?;
     let bar = progress_bar(scenario.limiters.len() as u64, args.quiet, "limiters sized");
     let report = crate::size::size(&scenario, capacity, replications, &|| bar.inc(1));
     bar.finish_and_clear();

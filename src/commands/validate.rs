@@ -4,12 +4,10 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use super::warn;
-use crate::scenario;
+use super::load;
 /// `burstsim validate`.
 pub fn validate(path: &std::path::Path) -> Result<()> {
-    let scenario = scenario::load(path)?;
-    warn(&scenario.warnings);
+    let scenario = load(path)?;
     let mut out = std::io::stdout().lock();
     writeln!(
         out,

@@ -1,4 +1,4 @@
-//! Helpers shared by the tests that need a real server.
+//! Helpers shared by the tests: the shipped scenarios, and real servers.
 
 // Each test crate uses only some of these.
 #![allow(dead_code)]
@@ -7,6 +7,17 @@ use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// Every `scenarios/*.toml`, in name order.
+pub fn shipped_scenarios() -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir("scenarios")
+        .expect("scenarios/ exists")
+        .map(|entry| entry.expect("readable entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    paths.sort();
+    paths
+}
 
 /// Debian's redis-server, if installed.
 pub fn redis_server() -> Option<PathBuf> {
