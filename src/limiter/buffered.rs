@@ -1,5 +1,7 @@
 //! The buffered threshold: a fixed window set to a fraction ρ of what the
 //! backend takes per window, the "70% rule". Its worst case is still 2·⌊ρ·capacity⌋.
+//! It runs as a fixed window, so it answers as one: a rejection is told the
+//! end of the current window, for both `Retry-After` and the reset.
 
 use serde::Deserialize;
 

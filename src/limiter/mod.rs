@@ -156,7 +156,7 @@ pub trait RateLimiter {
 
 /// One limiter kind: its configuration as written in a scenario file and the
 /// state it builds. A kind is its own file implementing this, plus one line
-/// in the [`kinds!`] list below.
+/// in the `kinds!` list below.
 pub trait Kind: Clone + std::fmt::Debug + serde::de::DeserializeOwned {
     /// How `kind = "…"` names it.
     const NAME: &'static str;

@@ -1,5 +1,7 @@
 //! Smaller windows: a fixed window of W/k with ⌊N/k⌋ each, the common
 //! mitigation that shrinks the boundary spike to (k + 1)·⌊N/k⌋.
+//! It runs as a fixed window, so it answers as one: a rejection is told the
+//! end of the current window, for both `Retry-After` and the reset.
 
 use std::num::NonZeroU64;
 
