@@ -238,7 +238,8 @@ impl LocalSearch<'_> {
 fn admitted_worst(mut limiter: Limiter, arrivals: &[u64], rolling: u64) -> u64 {
     let mut released = Vec::new();
     for &t in arrivals {
-        let decision = limiter.decide(Nanos(t));
+        // Only admissions count here: no hint is worked out.
+        let decision = limiter.decide_with::<false>(Nanos(t));
         if decision.admitted() {
             released.push(t.saturating_add(decision.delay().get()));
         }

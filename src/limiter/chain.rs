@@ -126,10 +126,10 @@ impl RateLimiter for Chain {
     /// Rejects with the rejecting layer's hint; delays what it passes by the
     /// longest of the layers' delays, as nginx applies several `limit_req`s.
     #[inline]
-    fn decide(&mut self, now: Nanos) -> Decision {
+    fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
         let mut delay = Nanos::ZERO;
         for rejecting in 0..self.layers.len() {
-            match self.layers[rejecting].decide(now) {
+            match self.layers[rejecting].decide_with::<HINTS>(now) {
                 Decision::Admit => {}
                 Decision::Delay(by) => delay = delay.max(by),
                 rejected @ Decision::Reject(_) => {

@@ -92,7 +92,7 @@ impl RateLimiter for EnvoyLocal {
     /// Rejects (429) with no `Retry-After`; with Envoy's
     /// `enable_x_ratelimit_headers` the reset is the instance's next fill.
     #[inline]
-    fn decide(&mut self, now: Nanos) -> Decision {
+    fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
         let tick = now.get() / self.interval;
         let (tokens, last) = &mut self.buckets[self.next];
         if tick > *last {
@@ -103,7 +103,7 @@ impl RateLimiter for EnvoyLocal {
         let admit = *tokens > 0;
         *tokens -= u64::from(admit);
         self.next = (self.next + 1) % self.buckets.len();
-        Decision::admit_or(admit, || Hint {
+        Decision::admit_or::<HINTS>(admit, || Hint {
             retry_at: None,
             reset_at: Some(Nanos((tick + 1).saturating_mul(self.interval))),
         })

@@ -98,7 +98,7 @@ impl RateLimiter for FixedWindow {
     /// the reset: with epoch windows every client rejected in a window is
     /// told the same instant.
     #[inline]
-    fn decide(&mut self, now: Nanos) -> Decision {
+    fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
         let now = now.get();
         if now >= self.end {
             // Compare against the cached end instead of dividing on every request.
@@ -116,7 +116,7 @@ impl RateLimiter for FixedWindow {
         }
         let admit = self.count < self.threshold;
         self.count += u64::from(admit);
-        Decision::admit_or(admit, || Hint::at_reset(self.end))
+        Decision::admit_or::<HINTS>(admit, || Hint::at_reset(self.end))
     }
 
     /// As if the last admitted request had been rejected: when it was the

@@ -164,11 +164,11 @@ impl RateLimiter for Gcra {
     /// Rejects with `Retry-After` at TAT − τ, governor's `NotUntil::earliest_possible`,
     /// and the reset at TAT, when the whole burst is available again.
     #[inline]
-    fn decide(&mut self, now: Nanos) -> Decision {
+    fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
         let now = now.get();
         let tat = self.tat.unwrap_or(now);
         if now < tat.saturating_sub(self.tau) {
-            return Decision::Reject(Hint::new(tat - self.tau, tat));
+            return Decision::reject::<HINTS>(|| Hint::new(tat - self.tau, tat));
         }
         self.previous = self.tat;
         self.tat = Some(tat.max(now).saturating_add(self.t));

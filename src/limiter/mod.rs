@@ -55,14 +55,21 @@ impl Decision {
         }
     }
 
-    /// Admitted or rejected with `hint`.
-    #[inline]
-    pub fn admit_or(admit: bool, hint: impl FnOnce() -> Hint) -> Decision {
+    /// Admitted, or rejected with `hint` — worked out only when `HINTS`.
+    #[inline(always)]
+    pub fn admit_or<const HINTS: bool>(admit: bool, hint: impl FnOnce() -> Hint) -> Decision {
         if admit {
             Decision::Admit
         } else {
-            Decision::Reject(hint())
+            Decision::reject::<HINTS>(hint)
         }
+    }
+
+    /// Rejected with `hint` — worked out only when `HINTS`, since some hints
+    /// cost a division and the open-loop fast path never reads them.
+    #[inline(always)]
+    pub fn reject<const HINTS: bool>(hint: impl FnOnce() -> Hint) -> Decision {
+        Decision::Reject(if HINTS { hint() } else { Hint::NONE })
     }
 }
 
@@ -104,9 +111,17 @@ impl Hint {
 /// What every limiter does: decide arrivals in time order, and state what it
 /// promises and what it can let through at worst.
 pub trait RateLimiter {
-    /// Decides the arrival at `now`. Arrivals come in non-decreasing time
-    /// order; simultaneous arrivals are decided one by one.
-    fn decide(&mut self, now: Nanos) -> Decision;
+    /// Decides the arrival at `now`, with the hint a rejected client is
+    /// given. Arrivals come in non-decreasing time order; simultaneous
+    /// arrivals are decided one by one.
+    #[inline]
+    fn decide(&mut self, now: Nanos) -> Decision {
+        self.decide_with::<true>(now)
+    }
+
+    /// [`RateLimiter::decide`], working out a rejection's hint only when
+    /// `HINTS` (otherwise [`Hint::NONE`]): the same admissions either way.
+    fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision;
 
     /// Takes back the admission just made at `now`, as if it had been
     /// rejected: a chain with `count_rejected = false` does this to earlier
@@ -352,8 +367,8 @@ macro_rules! kinds {
 
         impl RateLimiter for Limiter {
             #[inline]
-            fn decide(&mut self, now: Nanos) -> Decision {
-                each_limiter!(self, ($($variant)+), limiter => limiter.decide(now))
+            fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
+                each_limiter!(self, ($($variant)+), limiter => limiter.decide_with::<HINTS>(now))
             }
 
             fn refund(&mut self, now: Nanos) {

@@ -143,7 +143,7 @@ impl RateLimiter for NginxLimitReq {
     /// status, never adds `Retry-After`); delays what it passes beyond the
     /// `delay` allowance.
     #[inline]
-    fn decide(&mut self, now: Nanos) -> Decision {
+    fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
         let now_ms = now.get() / NANOS_PER_MS;
         let excess = self.excess_at(now_ms);
         if excess > self.burst {

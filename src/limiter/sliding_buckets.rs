@@ -87,7 +87,7 @@ pub struct SlidingBuckets {
 impl RateLimiter for SlidingBuckets {
     /// Rejects with no hint: Sentinel's block carries no retry time.
     #[inline]
-    fn decide(&mut self, now: Nanos) -> Decision {
+    fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
         let index = now.get() / self.bucket;
         let slots = self.counts.len() as u64;
         if index != self.current {

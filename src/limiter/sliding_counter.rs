@@ -104,7 +104,7 @@ impl RateLimiter for SlidingCounter {
     /// the same integer rule), and the reset when both windows it weighs have
     /// passed.
     #[inline]
-    fn decide(&mut self, now: Nanos) -> Decision {
+    fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
         let now = now.get();
         let elapsed = now - self.start;
         let elapsed = if elapsed < self.window {
@@ -121,7 +121,7 @@ impl RateLimiter for SlidingCounter {
             + u128::from(self.current) * u128::from(self.window);
         let admit = weighted < u128::from(self.threshold) * u128::from(self.window);
         self.current += u64::from(admit);
-        Decision::admit_or(admit, || self.hint())
+        Decision::admit_or::<HINTS>(admit, || self.hint())
     }
 
     fn refund(&mut self, _now: Nanos) {

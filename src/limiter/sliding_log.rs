@@ -76,7 +76,7 @@ impl RateLimiter for SlidingLog {
     /// Rejects with `Retry-After` at the instant the oldest admission leaves
     /// the window, and the reset when the newest does (the log is empty then).
     #[inline]
-    fn decide(&mut self, now: Nanos) -> Decision {
+    fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
         let now = now.get();
         if (self.log.len() as u64) < self.threshold {
             self.log.push(now);
@@ -85,10 +85,12 @@ impl RateLimiter for SlidingLog {
         }
         if now - self.log[self.oldest] < self.window {
             let newest = (self.oldest + self.log.len() - 1) % self.log.len();
-            return Decision::Reject(Hint::new(
-                self.log[self.oldest].saturating_add(self.window),
-                self.log[newest].saturating_add(self.window),
-            ));
+            return Decision::reject::<HINTS>(|| {
+                Hint::new(
+                    self.log[self.oldest].saturating_add(self.window),
+                    self.log[newest].saturating_add(self.window),
+                )
+            });
         }
         self.overwritten = Some(self.log[self.oldest]);
         self.log[self.oldest] = now;

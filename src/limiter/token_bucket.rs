@@ -97,7 +97,7 @@ impl RateLimiter for TokenBucket {
     /// Rejects with `Retry-After` when the next token completes and the
     /// reset when the bucket is full again (the IETF RateLimit fields).
     #[inline]
-    fn decide(&mut self, now: Nanos) -> Decision {
+    fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
         let now = now.get();
         if self.level < self.capacity {
             let refill = u128::from(self.rate.numerator()) * u128::from(now - self.last);
@@ -112,10 +112,12 @@ impl RateLimiter for TokenBucket {
             let wait = units.div_ceil(u128::from(self.rate.numerator()));
             u64::try_from(wait).map_or(u64::MAX, |wait| now.saturating_add(wait))
         };
-        Decision::Reject(Hint::new(
-            after(self.token - self.level),
-            after(self.capacity - self.level),
-        ))
+        Decision::reject::<HINTS>(|| {
+            Hint::new(
+                after(self.token - self.level),
+                after(self.capacity - self.level),
+            )
+        })
     }
 
     fn refund(&mut self, _now: Nanos) {

@@ -164,11 +164,11 @@ fn simulate_open(
         for (limiter, run) in runs.iter_mut().enumerate() {
             match sink.as_deref_mut() {
                 None => chunk.iter().for_each(|&arrival| {
-                    run.observe(arrival);
+                    run.observe::<false>(arrival);
                 }),
                 Some(sink) => {
                     for &arrival in &chunk {
-                        let decision = run.observe(arrival);
+                        let decision = run.observe::<false>(arrival);
                         sink.record(index, limiter, arrival, decision.admitted())
                             .context("writing decisions")?;
                     }

@@ -83,10 +83,11 @@ impl RunState {
         }
     }
 
-    /// Decides `arrival` and counts the decision.
+    /// Decides `arrival` and counts the decision; a rejection's hint is
+    /// worked out only when `HINTS` (a driver hears it; open loops do not).
     #[inline(always)]
-    pub(super) fn observe(&mut self, arrival: Arrival) -> Decision {
-        let decision = self.limiter.decide(arrival.time);
+    pub(super) fn observe<const HINTS: bool>(&mut self, arrival: Arrival) -> Decision {
+        let decision = self.limiter.decide_with::<HINTS>(arrival.time);
         self.record(arrival.time, decision.admitted(), decision.delay());
         decision
     }
@@ -116,7 +117,7 @@ impl RunState {
             } else {
                 driver.next().expect("the driver has a next arrival")
             };
-            let decision = self.observe(arrival);
+            let decision = self.observe::<true>(arrival);
             recorded(arrival, decision)?;
             driver.answer(arrival, decision, &mut self.events);
         }

@@ -42,7 +42,7 @@ impl Batched {
     }
 
     /// Instance `instance`'s answer at true time `now`, its clock reading `clock`.
-    pub fn decide(&mut self, instance: usize, clock: u64, now: u64) -> Decision {
+    pub fn decide<const HINTS: bool>(&mut self, instance: usize, clock: u64, now: u64) -> Decision {
         let key = clock / self.window;
         if now >= self.next_sync[instance] {
             for (k, count) in std::mem::take(&mut self.unsynced[instance]) {
@@ -62,7 +62,7 @@ impl Batched {
             *self.unsynced[instance].entry(key).or_insert(0) += 1;
             self.last = (instance, key);
         }
-        window_decision(admit, key, self.window, clock, now)
+        window_decision::<HINTS>(admit, key, self.window, clock, now)
     }
 
     /// Takes back the last admission, not yet synced.

@@ -39,7 +39,7 @@ impl InstanceClock {
 
     /// The answer to a request at true time `now`, on an instance whose
     /// clock reads `clock`; `oldest` is the furthest-behind instance clock.
-    pub fn decide(&mut self, clock: u64, now: u64, oldest: u64) -> Decision {
+    pub fn decide<const HINTS: bool>(&mut self, clock: u64, now: u64, oldest: u64) -> Decision {
         // Increments that have landed by now are visible.
         while let Some(&(_, key)) = self.in_flight.front().filter(|(lands, _)| *lands <= now) {
             self.in_flight.pop_front();
@@ -65,7 +65,7 @@ impl InstanceClock {
         {
             self.counts.pop_first();
         }
-        window_decision(admit, key, self.window, clock, now)
+        window_decision::<HINTS>(admit, key, self.window, clock, now)
     }
 
     /// Takes back the last admission, landed or still in flight.

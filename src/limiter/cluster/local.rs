@@ -17,8 +17,8 @@ impl Local {
     }
 
     /// Instance `instance`'s answer at its clock reading `clock` (true time `now`).
-    pub fn decide(&mut self, instance: usize, clock: u64, now: u64) -> Decision {
-        match self.instances[instance].decide(Nanos(clock)) {
+    pub fn decide<const HINTS: bool>(&mut self, instance: usize, clock: u64, now: u64) -> Decision {
+        match self.instances[instance].decide_with::<HINTS>(Nanos(clock)) {
             Decision::Reject(hint) => Decision::Reject(in_true_time(hint, clock, now)),
             other => other,
         }

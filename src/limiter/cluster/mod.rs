@@ -341,8 +341,14 @@ fn in_true_time(hint: Hint, clock: u64, now: u64) -> Hint {
 
 /// A shared window's answer: a rejection hints the end of window `key` of
 /// length `window` on the instance's clock, which read `clock` at true time `now`.
-fn window_decision(admit: bool, key: u64, window: u64, clock: u64, now: u64) -> Decision {
-    Decision::admit_or(admit, || {
+fn window_decision<const HINTS: bool>(
+    admit: bool,
+    key: u64,
+    window: u64,
+    clock: u64,
+    now: u64,
+) -> Decision {
+    Decision::admit_or::<HINTS>(admit, || {
         let end = key.saturating_add(1).saturating_mul(window);
         in_true_time(Hint::at_reset(end), clock, now)
     })
@@ -402,7 +408,7 @@ impl RateLimiter for Cluster {
     /// Rejects with the hint of whatever decided — the instance's limiter,
     /// or the shared window's end on the clock that keys it — converted to
     /// true time: the client hears a duration, the same on every clock.
-    fn decide(&mut self, now: Nanos) -> Decision {
+    fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
         let now = now.get();
         let instance = self.pick();
         let clock = self.clocks[instance]
@@ -410,13 +416,13 @@ impl RateLimiter for Cluster {
             .max(self.last_clock[instance]);
         self.last_clock[instance] = clock;
         let decision = match &mut self.counter {
-            Counter::Local(local) => local.decide(instance, clock, now),
+            Counter::Local(local) => local.decide::<HINTS>(instance, clock, now),
             Counter::InstanceClock(shared) => {
                 let oldest = self.last_clock.iter().min().copied().unwrap_or(0);
-                shared.decide(clock, now, oldest)
+                shared.decide::<HINTS>(clock, now, oldest)
             }
-            Counter::Batched(batched) => batched.decide(instance, clock, now),
-            Counter::StoreClock(store) => store.decide(now),
+            Counter::Batched(batched) => batched.decide::<HINTS>(instance, clock, now),
+            Counter::StoreClock(store) => store.decide::<HINTS>(now),
         };
         if decision.admitted() {
             self.admitted[instance] += 1;

@@ -30,7 +30,7 @@ impl StoreClock {
     }
 
     /// The answer to a request sent at true time `now`.
-    pub fn decide(&mut self, now: u64) -> Decision {
+    pub fn decide<const HINTS: bool>(&mut self, now: u64) -> Decision {
         // The command reaches the store half a round trip later.
         let store_now = self.clock.read(now.saturating_add(self.rtt / 2));
         // The key expires W after it was created, on the store's clock: a
@@ -42,7 +42,7 @@ impl StoreClock {
         let admit = count < self.threshold;
         self.current = Some((start, count + u64::from(admit)));
         let end = start.saturating_add(self.window);
-        Decision::admit_or(admit, || in_true_time(Hint::at_reset(end), store_now, now))
+        Decision::admit_or::<HINTS>(admit, || in_true_time(Hint::at_reset(end), store_now, now))
     }
 
     /// Takes back the last admission.
