@@ -31,6 +31,7 @@ fn arrivals() -> Vec<Nanos> {
             Nanos(u64::MAX / 2),
             Path::new("."),
             stream(1, "bench", 0, 0),
+            stream(2, "bench", 0, 0),
         )
         .unwrap()
         .take(REQUESTS)
@@ -125,7 +126,12 @@ fn generators(c: &mut Criterion) {
     group.bench_function("trace", |b| {
         b.iter(|| {
             trace
-                .arrivals(Nanos(u64::MAX / 2), &dir, stream(1, "bench", 0, 0))
+                .arrivals(
+                    Nanos(u64::MAX / 2),
+                    &dir,
+                    stream(1, "bench", 0, 0),
+                    stream(2, "bench", 0, 0),
+                )
                 .unwrap()
                 .count()
         });
@@ -139,6 +145,7 @@ fn generators(c: &mut Criterion) {
                         Nanos(1_000 * 1_000_000_000),
                         Path::new("."),
                         stream(1, "bench", 0, 0),
+                        stream(2, "bench", 0, 0),
                     )
                     .unwrap();
                 arrivals

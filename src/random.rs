@@ -22,6 +22,29 @@ pub fn mix(state: u64) -> u64 {
     splitmix64(&mut { state })
 }
 
+/// A hasher for keys that are already numbers: SplitMix64's mix of the
+/// number (well spread even for keys 0, 1, 2, …), and fixed, unlike std's
+/// randomly seeded SipHash, which costs more and buys nothing here.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MixHasher(u64);
+
+impl std::hash::Hasher for MixHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = mix(self.0 ^ fnv1a(bytes));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = mix(self.0 ^ n);
+    }
+}
+
+/// Builds [`MixHasher`]s, for `HashMap<Key, _, MixState>`.
+pub type MixState = std::hash::BuildHasherDefault<MixHasher>;
+
 /// FNV-1a, 64 bits, of `bytes`.
 pub fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {

@@ -15,7 +15,7 @@ use crate::limiter::RateLimiter;
 use crate::results::{Results, RunResult, WorkloadResults};
 use crate::scenario::{Scenario, Workload};
 use crate::time::Nanos;
-use crate::traffic::{Arrival, Merge, Source, stream};
+use crate::traffic::{Arrival, Merge, Source, keys_stream, stream};
 
 /// Arrivals generated at a time and shared by every limiter of a workload.
 const CHUNK: usize = 4096;
@@ -250,6 +250,7 @@ pub fn arrivals(scenario: &Scenario, workload: &Workload, replication: u64) -> R
                 scenario.duration,
                 &scenario.base_dir,
                 stream(scenario.seed, &workload.name, i, replication),
+                keys_stream(scenario.seed, &workload.name, i, replication),
             )
         })
         .collect::<Result<Vec<Source>, String>>()

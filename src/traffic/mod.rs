@@ -4,6 +4,7 @@
 
 pub mod adversary;
 pub mod boundary;
+pub mod clients;
 pub mod poisson;
 pub mod trace;
 pub mod uniform;
@@ -78,6 +79,8 @@ pub struct Span {
 pub struct SourceConfig {
     /// Where in the run it is active.
     pub span: Span,
+    /// The clients its requests come from (default: one, key 0).
+    pub clients: Option<clients::Clients>,
     /// What it produces.
     pub kind: SourceKind,
 }
@@ -102,6 +105,18 @@ impl SourceConfig {
     pub fn from_table(table: toml::Table) -> Result<SourceConfig, String> {
         let mut table = KindTable::new(table, KINDS)?;
         let span = parse_table(table.take(&["start", "end"]))?;
+        let clients = match table.take(&["clients"]).remove("clients") {
+            None => None,
+            Some(toml::Value::Table(clients)) => Some(
+                parse_table::<clients::Clients>(clients).map_err(|err| format!("clients.{err}"))?,
+            ),
+            Some(other) => {
+                return Err(format!(
+                    "clients: expected a table like {{ count = 1000, weights = {{ zipf = 1.1 }} }}, got {}",
+                    other.type_str()
+                ));
+            }
+        };
         let kind = match table.kind.as_str() {
             "uniform" => SourceKind::Uniform(table.parse()?),
             "poisson" => SourceKind::Poisson(table.parse()?),
@@ -110,11 +125,24 @@ impl SourceConfig {
             "adversary" => SourceKind::Adversary(table.parse()?),
             other => unreachable!("KindTable accepted an unlisted kind {other}"),
         };
-        Ok(SourceConfig { span, kind })
+        if clients.is_some() && matches!(kind, SourceKind::Trace(_) | SourceKind::Adversary(_)) {
+            return Err(
+                "clients: a trace names its clients in a key column (`key = \"client\"`), and an adversary has none; drop `clients`"
+                    .into(),
+            );
+        }
+        Ok(SourceConfig {
+            span,
+            clients,
+            kind,
+        })
     }
 
     /// True when the source draws random numbers, so replications differ.
     pub fn is_stochastic(&self) -> bool {
+        if self.clients.as_ref().is_some_and(|c| c.count.get() > 1) {
+            return true;
+        }
         match &self.kind {
             SourceKind::Uniform(config) => config.jitter > 0.0,
             SourceKind::Poisson(_) => true,
@@ -172,6 +200,15 @@ impl SourceConfig {
             SourceKind::Trace(c) => format!("trace {}", c.path.display()),
             SourceKind::Adversary(c) => format!("adversary searching for each limiter's worst traffic, at most {} requests per second", c.budget),
         };
+        let what = match &self.clients {
+            None => what,
+            Some(clients) => match clients.weights {
+                clients::Weights::Uniform => format!("{what} from {} clients", clients.count),
+                clients::Weights::Zipf(s) => {
+                    format!("{what} from {} clients (Zipf, s = {s})", clients.count)
+                }
+            },
+        };
         match (self.span.start, self.span.end) {
             (None, None) => what,
             (start, end) => format!(
@@ -201,6 +238,9 @@ impl SourceConfig {
     /// reads the file once. Returns warnings worth showing the user.
     pub fn validate(&self, duration: Nanos, base_dir: &Path) -> Result<Vec<String>, String> {
         let (start, end) = self.window(duration)?;
+        if let Some(clients) = &self.clients {
+            clients.validate()?;
+        }
         match &self.kind {
             SourceKind::Uniform(config) => config.validate().map(|()| Vec::new()),
             SourceKind::Poisson(config) => config.validate(end).map(|()| Vec::new()),
@@ -246,9 +286,15 @@ impl SourceConfig {
     }
 
     /// The source's arrivals for one run, drawn from `rng`.
-    pub fn arrivals(&self, duration: Nanos, base_dir: &Path, rng: Rng) -> Result<Source, String> {
+    pub fn arrivals(
+        &self,
+        duration: Nanos,
+        base_dir: &Path,
+        rng: Rng,
+        keys: Rng,
+    ) -> Result<Source, String> {
         let (start, end) = self.window(duration)?;
-        Ok(match &self.kind {
+        let source = match &self.kind {
             SourceKind::Uniform(config) => Source::Uniform(config.arrivals(start, end, rng)),
             SourceKind::Poisson(config) => Source::Poisson(config.arrivals(start, end, rng)),
             SourceKind::Boundary(config) => Source::Boundary(config.arrivals(start, end, rng)),
@@ -256,6 +302,10 @@ impl SourceConfig {
             SourceKind::Adversary(_) => {
                 return Err("an adversary's traffic is searched per limiter, not generated".into());
             }
+        };
+        Ok(match &self.clients {
+            None => source,
+            Some(clients) => Source::Keyed(Box::new(source), clients.draw(keys)),
         })
     }
 }
@@ -270,6 +320,8 @@ pub enum Source {
     Boundary(boundary::Arrivals),
     /// `trace`.
     Trace(trace::Arrivals),
+    /// A synthetic source whose arrivals are spread over clients.
+    Keyed(Box<Source>, clients::Draw),
 }
 
 impl Source {
@@ -281,6 +333,13 @@ impl Source {
             Source::Poisson(source) => out.extend(source.take(count).map(Arrival::at)),
             Source::Boundary(source) => out.extend(source.take(count).map(Arrival::at)),
             Source::Trace(source) => out.extend(source.take(count)),
+            Source::Keyed(source, clients) => {
+                let from = out.len();
+                source.fill(out, count);
+                for arrival in &mut out[from..] {
+                    arrival.key = clients.next_key();
+                }
+            }
         }
     }
 }
@@ -295,6 +354,10 @@ impl Iterator for Source {
             Source::Poisson(source) => source.next().map(Arrival::at),
             Source::Boundary(source) => source.next().map(Arrival::at),
             Source::Trace(source) => source.next(),
+            Source::Keyed(source, clients) => source.next().map(|arrival| Arrival {
+                key: clients.next_key(),
+                ..arrival
+            }),
         }
     }
 }
@@ -356,6 +419,12 @@ impl Iterator for Merge {
     }
 }
 
+/// The stream a source's clients are drawn from: apart from its arrival
+/// times' stream, so giving a source clients leaves its times unchanged.
+pub fn keys_stream(seed: u64, workload: &str, source: usize, replication: u64) -> Rng {
+    stream(seed ^ 0x6b65_7973_6b65_7973, workload, source, replication)
+}
+
 /// The random stream of one source of one workload, derived from the scenario
 /// seed, the workload's name and the source's position, so that adding a
 /// workload or a source leaves the others' traffic unchanged.
@@ -399,6 +468,41 @@ mod tests {
         Merge::new(sources)
             .map(|a| (a.time.get(), a.key.0))
             .collect()
+    }
+
+    #[test]
+    fn giving_a_source_clients_spreads_its_keys_and_keeps_its_times() {
+        let source = |extra: &str| {
+            SourceConfig::from_table(
+                toml::from_str(&format!("kind = \"poisson\"\nrate = 1000\n{extra}")).unwrap(),
+            )
+            .unwrap()
+        };
+        let run = |config: &SourceConfig| -> Vec<Arrival> {
+            config
+                .arrivals(
+                    Nanos::SECOND,
+                    Path::new("."),
+                    stream(1, "w", 0, 0),
+                    keys_stream(1, "w", 0, 0),
+                )
+                .unwrap()
+                .collect()
+        };
+        let (plain, keyed) = (run(&source("")), run(&source("clients = { count = 50 }")));
+        assert_eq!(
+            plain.iter().map(|a| a.time).collect::<Vec<_>>(),
+            keyed.iter().map(|a| a.time).collect::<Vec<_>>()
+        );
+        assert!(plain.iter().all(|a| a.key == Key::DEFAULT));
+        let keys: std::collections::BTreeSet<u64> = keyed.iter().map(|a| a.key.0).collect();
+        assert!(keys.len() > 40 && keys.iter().all(|&k| k < 50), "{keys:?}");
+        assert!(source("clients = { count = 50 }").is_stochastic());
+        let err = SourceConfig::from_table(
+            toml::from_str("kind = \"trace\"\npath = \"t.csv\"\nclients = { count = 5 }").unwrap(),
+        )
+        .unwrap_err();
+        assert!(err.contains("key column"), "{err}");
     }
 
     #[test]
