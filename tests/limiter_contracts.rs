@@ -5,6 +5,7 @@
 use burstsim::limiter::{Context, Decision, KINDS, Limiter, LimiterConfig, RateLimiter, example};
 use burstsim::metrics::rolling::{RollingCounts, worst_by_brute_force};
 use burstsim::time::Nanos;
+use burstsim::traffic::Key;
 use proptest::prelude::*;
 
 fn limiter(text: &str) -> Limiter {
@@ -330,4 +331,72 @@ proptest! {
             prop_assert!(worst(&passed, interval) <= limiter.bound(Nanos(interval)), "{text} over {interval} ns");
         }
     }
+}
+
+/// Sorted arrival times, each with one of a few keys.
+fn keyed_arrivals() -> impl Strategy<Value = Vec<(u64, u64)>> {
+    (arrivals(), prop::collection::vec(0..5u64, 400))
+        .prop_map(|(times, keys)| times.into_iter().zip(keys).collect())
+}
+
+/// `config` with `per = "key"` and, maybe, `evict_after`.
+fn per_key(config: &str, evict_after: Option<u64>) -> Limiter {
+    let evict = evict_after.map_or(String::new(), |e| format!("\nevict_after = \"{e}ns\""));
+    limiter(&format!("{config}\nper = \"key\"{evict}"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    #[test]
+    fn a_per_key_limiter_decides_as_one_limiter_per_key_run_apart(
+        config in configs(),
+        times in keyed_arrivals(),
+    ) {
+        let mut together = per_key(&config, None);
+        let mut apart: std::collections::HashMap<u64, Limiter> = std::collections::HashMap::new();
+        for &(t, key) in &times {
+            let theirs = together.decide_keyed::<true>(Nanos(t), Key(key));
+            let own = apart.entry(key).or_insert_with(|| limiter(&config)).decide(Nanos(t));
+            prop_assert_eq!(theirs, own, "{} at {} for key {}", config, t, key);
+        }
+    }
+
+    #[test]
+    fn a_per_key_limiter_never_exceeds_keys_times_its_bound(
+        config in configs(),
+        times in keyed_arrivals(),
+        evict in prop::option::of(1..3_000u64),
+    ) {
+        let mut limiter = per_key(&config, evict);
+        let mut released = Vec::new();
+        for &(t, key) in &times {
+            let decision = limiter.decide_keyed::<false>(Nanos(t), Key(key));
+            if decision.admitted() {
+                released.push(t + decision.delay().get());
+            }
+        }
+        released.sort_unstable();
+        for interval in INTERVALS {
+            prop_assert!(worst(&released, interval) <= limiter.bound(Nanos(interval)), "{config} evict {evict:?} over {interval} ns");
+        }
+    }
+}
+
+#[test]
+fn an_evicted_key_comes_back_fresh() {
+    let config = "kind = \"fixed-window\"\nwindow = \"1000ns\"\nthreshold = 2\nalign = \"first-request\"";
+    let mut kept = per_key(config, None);
+    let mut evicted = per_key(config, Some(100));
+    let decide = |l: &mut Limiter, t: u64| l.decide_keyed::<false>(Nanos(t), Key(7)).admitted();
+    for l in [&mut kept, &mut evicted] {
+        assert!(decide(l, 0) && decide(l, 0) && !decide(l, 0));
+    }
+    // Idle for 100 ns: the evicting store has forgotten the key's window.
+    assert!(!decide(&mut kept, 100), "the window [0, 1000) is still full");
+    assert!(decide(&mut evicted, 100), "a fresh window opens at 100");
+    let Limiter::PerKey(per) = &evicted else {
+        unreachable!("built per key")
+    };
+    assert_eq!((per.keys(), per.states_created()), (1, 2));
 }

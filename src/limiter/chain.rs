@@ -4,6 +4,7 @@ use serde::Deserialize;
 
 use super::{Context, Decision, Kind, Limiter, LimiterConfig, RateLimiter};
 use crate::time::Nanos;
+use crate::traffic::Key;
 
 /// `kind = "chain"` with `layers = [{ kind = … }, …]`.
 #[derive(Clone, Debug)]
@@ -127,9 +128,16 @@ impl RateLimiter for Chain {
     /// longest of the layers' delays, as nginx applies several `limit_req`s.
     #[inline]
     fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
+        self.decide_keyed::<HINTS>(now, Key::DEFAULT)
+    }
+
+    /// Every layer hears the key: a layer with `per = "key"` keeps the
+    /// key's own state.
+    #[inline]
+    fn decide_keyed<const HINTS: bool>(&mut self, now: Nanos, key: Key) -> Decision {
         let mut delay = Nanos::ZERO;
         for rejecting in 0..self.layers.len() {
-            match self.layers[rejecting].decide_with::<HINTS>(now) {
+            match self.layers[rejecting].decide_keyed::<HINTS>(now, key) {
                 Decision::Admit => {}
                 Decision::Delay(by) => delay = delay.max(by),
                 rejected @ Decision::Reject(_) => {

@@ -2,6 +2,7 @@
 //! state machine and its theoretical worst case over any traffic.
 
 pub mod cluster;
+pub mod per_key;
 
 use serde::Deserialize;
 
@@ -25,6 +26,7 @@ macro_rules! threshold_is_the_parameter {
     };
 }
 use crate::time::Nanos;
+use crate::traffic::Key;
 pub(crate) use threshold_is_the_parameter;
 
 /// The answer a limiter gives one request.
@@ -122,6 +124,14 @@ pub trait RateLimiter {
     /// [`RateLimiter::decide`], working out a rejection's hint only when
     /// `HINTS` (otherwise [`Hint::NONE`]): the same admissions either way.
     fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision;
+
+    /// Decides a request of client `key`: the same as for any key, unless
+    /// the limiter (or a layer of it) keeps state per key (`per = "key"`).
+    #[inline]
+    fn decide_keyed<const HINTS: bool>(&mut self, now: Nanos, key: Key) -> Decision {
+        let _ = key;
+        self.decide_with::<HINTS>(now)
+    }
 
     /// Takes back the admission just made at `now`, as if it had been
     /// rejected: a chain with `count_rejected = false` does this to earlier
@@ -251,6 +261,38 @@ impl<'de> Deserialize<'de> for Align {
     }
 }
 
+/// `per` and `evict_after`, taken out of a limiter's table before its kind
+/// reads the rest.
+struct PerKeyFields {
+    evict_after: Option<Nanos>,
+}
+
+impl PerKeyFields {
+    /// `Some` for `per = "key"`; `None` for `per = "global"` or no `per`.
+    fn take(table: &mut toml::Table) -> Result<Option<PerKeyFields>, String> {
+        let per = match table.remove("per") {
+            None => "global".to_string(),
+            Some(toml::Value::String(per)) if per == "key" || per == "global" => per,
+            Some(other) => {
+                return Err(format!("per: expected \"global\" or \"key\", got {other}"));
+            }
+        };
+        let evict_after = match table.remove("evict_after") {
+            None => None,
+            Some(value) => {
+                Some(Nanos::deserialize(value).map_err(|err| format!("evict_after: {err}"))?)
+            }
+        };
+        match (per.as_str(), evict_after) {
+            ("global", Some(_)) => Err(
+                "evict_after: forgets idle keys of a limiter with per = \"key\"; add it, or drop evict_after".into(),
+            ),
+            ("global", None) => Ok(None),
+            _ => Ok(Some(PerKeyFields { evict_after })),
+        }
+    }
+}
+
 /// What a limiter's configuration may depend on outside itself.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Context {
@@ -264,6 +306,7 @@ macro_rules! each_limiter {
         match $self {
             $(Limiter::$variant($inner) => $body,)+
             Limiter::Cluster($inner) => $body,
+            Limiter::PerKey($inner) => $body,
         }
     };
 }
@@ -291,6 +334,8 @@ macro_rules! kinds {
             )+
             /// Any of the above, run as a cluster (from a scenario's `[cluster]`).
             Cluster(cluster::Config),
+            /// Any of the above with `per = "key"`: a limiter per client key.
+            PerKey(per_key::Config),
         }
 
         /// A limiter's running state.
@@ -302,11 +347,22 @@ macro_rules! kinds {
             )+
             /// Instances of a limiter, local or sharing a store.
             Cluster(Box<cluster::Cluster>),
+            /// A limiter per client key.
+            PerKey(Box<per_key::PerKey>),
         }
 
         impl LimiterConfig {
-            /// Reads a configuration from a TOML table holding `kind` and its fields.
-            pub fn from_table(table: toml::Table) -> Result<LimiterConfig, String> {
+            /// Reads a configuration from a TOML table holding `kind` and its
+            /// fields, and `per` (`"global"`, the default, or `"key"`) with
+            /// `evict_after`.
+            pub fn from_table(mut table: toml::Table) -> Result<LimiterConfig, String> {
+                if let Some(per) = PerKeyFields::take(&mut table)? {
+                    let inner = LimiterConfig::from_table(table)?;
+                    return Ok(LimiterConfig::PerKey(per_key::Config {
+                        inner: Box::new(inner),
+                        evict_after: per.evict_after,
+                    }));
+                }
                 let table = KindTable::new(table, KINDS)?;
                 $(
                     if table.kind == <$module::Config as Kind>::NAME {
@@ -321,6 +377,7 @@ macro_rules! kinds {
                 match self {
                     $(LimiterConfig::$variant(_) => <$module::Config as Kind>::NAME,)+
                     LimiterConfig::Cluster(config) => config.inner.kind(),
+                    LimiterConfig::PerKey(config) => config.inner.kind(),
                 }
             }
 
@@ -329,6 +386,7 @@ macro_rules! kinds {
                 match self {
                     $(LimiterConfig::$variant(config) => config.parameter(context),)+
                     LimiterConfig::Cluster(config) => config.inner.parameter(context),
+                    LimiterConfig::PerKey(config) => config.inner.parameter(context),
                 }
             }
 
@@ -342,6 +400,10 @@ macro_rules! kinds {
                         inner: Box::new(config.inner.with_parameter(value)),
                         ..config.clone()
                     }),
+                    LimiterConfig::PerKey(config) => LimiterConfig::PerKey(per_key::Config {
+                        inner: Box::new(config.inner.with_parameter(value)),
+                        ..config.clone()
+                    }),
                 }
             }
 
@@ -351,6 +413,9 @@ macro_rules! kinds {
                     $(LimiterConfig::$variant(config) => Limiter::$variant(config.build(context)?),)+
                     LimiterConfig::Cluster(config) => {
                         Limiter::Cluster(Box::new(config.build(context)?))
+                    }
+                    LimiterConfig::PerKey(config) => {
+                        Limiter::PerKey(Box::new(config.build(context)?))
                     }
                 })
             }
@@ -369,6 +434,11 @@ macro_rules! kinds {
             #[inline]
             fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
                 each_limiter!(self, ($($variant)+), limiter => limiter.decide_with::<HINTS>(now))
+            }
+
+            #[inline]
+            fn decide_keyed<const HINTS: bool>(&mut self, now: Nanos, key: Key) -> Decision {
+                each_limiter!(self, ($($variant)+), limiter => limiter.decide_keyed::<HINTS>(now, key))
             }
 
             fn refund(&mut self, now: Nanos) {

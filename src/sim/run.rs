@@ -87,7 +87,9 @@ impl RunState {
     /// worked out only when `HINTS` (a driver hears it; open loops do not).
     #[inline(always)]
     pub(super) fn observe<const HINTS: bool>(&mut self, arrival: Arrival) -> Decision {
-        let decision = self.limiter.decide_with::<HINTS>(arrival.time);
+        let decision = self
+            .limiter
+            .decide_keyed::<HINTS>(arrival.time, arrival.key);
         self.record(arrival.time, decision.admitted(), decision.delay());
         decision
     }

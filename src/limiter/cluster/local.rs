@@ -3,6 +3,7 @@
 use super::in_true_time;
 use crate::limiter::{Decision, Limiter, RateLimiter};
 use crate::time::Nanos;
+use crate::traffic::Key;
 
 /// K independent limiters.
 #[derive(Clone, Debug)]
@@ -17,8 +18,14 @@ impl Local {
     }
 
     /// Instance `instance`'s answer at its clock reading `clock` (true time `now`).
-    pub fn decide<const HINTS: bool>(&mut self, instance: usize, clock: u64, now: u64) -> Decision {
-        match self.instances[instance].decide_with::<HINTS>(Nanos(clock)) {
+    pub fn decide<const HINTS: bool>(
+        &mut self,
+        instance: usize,
+        clock: u64,
+        now: u64,
+        key: Key,
+    ) -> Decision {
+        match self.instances[instance].decide_keyed::<HINTS>(Nanos(clock), key) {
             Decision::Reject(hint) => Decision::Reject(in_true_time(hint, clock, now)),
             other => other,
         }

@@ -21,6 +21,7 @@ use self::store_clock::StoreClock;
 use super::{Context, Decision, Hint, Limiter, LimiterConfig, RateLimiter};
 use crate::random;
 use crate::time::Nanos;
+use crate::traffic::Key;
 
 /// How requests are spread over instances.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -409,6 +410,11 @@ impl RateLimiter for Cluster {
     /// or the shared window's end on the clock that keys it — converted to
     /// true time: the client hears a duration, the same on every clock.
     fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
+        self.decide_keyed::<HINTS>(now, Key::DEFAULT)
+    }
+
+    /// An instance's own limiter hears the key (it may keep state per key).
+    fn decide_keyed<const HINTS: bool>(&mut self, now: Nanos, key: Key) -> Decision {
         let now = now.get();
         let instance = self.pick();
         let clock = self.clocks[instance]
@@ -416,7 +422,7 @@ impl RateLimiter for Cluster {
             .max(self.last_clock[instance]);
         self.last_clock[instance] = clock;
         let decision = match &mut self.counter {
-            Counter::Local(local) => local.decide::<HINTS>(instance, clock, now),
+            Counter::Local(local) => local.decide::<HINTS>(instance, clock, now, key),
             Counter::InstanceClock(shared) => {
                 let oldest = self.last_clock.iter().min().copied().unwrap_or(0);
                 shared.decide::<HINTS>(clock, now, oldest)

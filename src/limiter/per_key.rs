@@ -1,0 +1,211 @@
+//! `per = "key"`: every client key gets a limiter of its own, in its initial
+//! state at the key's first request — as an API's "100 per second" is per
+//! API key. With `evict_after`, a key idle that long is forgotten, as a store
+//! expires it, and comes back fresh (a full bucket, a new window): a known
+//! source of bursts, modelled as it happens.
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::{Context, Decision, Limiter, LimiterConfig, RateLimiter};
+use crate::random::MixState;
+use crate::time::Nanos;
+use crate::traffic::Key;
+
+/// The most distinct keys one per-key limiter keeps state for.
+pub const MAX_KEYS: usize = 10_000_000;
+
+/// A limiter with `per = "key"`.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The limiter every key gets.
+    pub inner: Box<LimiterConfig>,
+    /// Forget a key idle this long (no request at all).
+    pub evict_after: Option<Nanos>,
+}
+
+impl Config {
+    /// No key seen yet.
+    pub fn build(&self, context: Context) -> Result<PerKey, String> {
+        if self.evict_after == Some(Nanos::ZERO) {
+            return Err("evict_after: must be longer than 0".into());
+        }
+        Ok(PerKey {
+            prototype: self.inner.build(context)?,
+            evict_after: self.evict_after.map(Nanos::get),
+            slots: HashMap::default(),
+            states: Vec::new(),
+            last_seen: Vec::new(),
+            alive: Vec::new(),
+            idle: BTreeSet::new(),
+            alive_now: 0,
+            alive_max: 0,
+            created: 0,
+            last: 0,
+        })
+    }
+}
+
+/// One limiter per key, created on demand.
+#[derive(Clone, Debug)]
+pub struct PerKey {
+    prototype: Limiter,
+    evict_after: Option<u64>,
+    slots: HashMap<Key, u32, MixState>,
+    states: Vec<Limiter>,
+    /// Per slot: the time of the key's last request.
+    last_seen: Vec<u64>,
+    /// Per slot: whether the key's state exists (not evicted).
+    alive: Vec<bool>,
+    /// With eviction: (last request, slot) of every live key, oldest first.
+    idle: BTreeSet<(u64, u32)>,
+    alive_now: u64,
+    alive_max: u64,
+    created: u64,
+    /// The slot of the last decision, to take it back.
+    last: u32,
+}
+
+impl PerKey {
+    /// The most keys that had state at once.
+    pub fn keys_alive_max(&self) -> u64 {
+        self.alive_max
+    }
+
+    /// Distinct keys seen.
+    pub fn keys(&self) -> u64 {
+        self.states.len() as u64
+    }
+
+    /// States created: one per key, and one more each time an evicted key came back.
+    pub fn states_created(&self) -> u64 {
+        self.created
+    }
+
+    /// The limiter every key gets, in its initial state.
+    pub fn prototype(&self) -> &Limiter {
+        &self.prototype
+    }
+
+    /// Forgets the keys idle for `evict_after` by `now`.
+    fn evict(&mut self, now: u64, after: u64) {
+        while let Some(&(seen, slot)) = self.idle.first() {
+            if seen.saturating_add(after) > now {
+                break;
+            }
+            self.idle.pop_first();
+            self.alive[slot as usize] = false;
+            self.alive_now -= 1;
+        }
+    }
+
+    /// The slot of `key`, its state fresh if it had none.
+    fn slot(&mut self, key: Key) -> u32 {
+        let next = self.states.len() as u32;
+        let slot = *self.slots.entry(key).or_insert(next);
+        if slot == next {
+            assert!(
+                self.states.len() < MAX_KEYS,
+                "validation bounds the keys to {MAX_KEYS}"
+            );
+            self.states.push(self.prototype.clone());
+            self.last_seen.push(0);
+            self.alive.push(false);
+        }
+        let index = slot as usize;
+        if !self.alive[index] {
+            if slot != next {
+                self.states[index] = self.prototype.clone();
+            }
+            self.alive[index] = true;
+            self.alive_now += 1;
+            self.alive_max = self.alive_max.max(self.alive_now);
+            self.created += 1;
+        }
+        slot
+    }
+}
+
+impl RateLimiter for PerKey {
+    fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
+        self.decide_keyed::<HINTS>(now, Key::DEFAULT)
+    }
+
+    /// The key's own limiter decides, and hints as it does.
+    #[inline]
+    fn decide_keyed<const HINTS: bool>(&mut self, now: Nanos, key: Key) -> Decision {
+        if let Some(after) = self.evict_after {
+            self.evict(now.get(), after);
+        }
+        let slot = self.slot(key);
+        let index = slot as usize;
+        if self.evict_after.is_some() {
+            self.idle.remove(&(self.last_seen[index], slot));
+            self.idle.insert((now.get(), slot));
+        }
+        self.last_seen[index] = now.get();
+        self.last = slot;
+        self.states[index].decide_keyed::<HINTS>(now, key)
+    }
+
+    fn refund(&mut self, now: Nanos) {
+        self.states[self.last as usize].refund(now);
+    }
+
+    /// K keys, each within its limiter's bound — and with eviction, each
+    /// idle gap of `evict_after` inside the interval may give a key a fresh
+    /// limiter, so ⌊(L − 1)/E⌋ + 1 of them: K·(⌊(L − 1)/E⌋ + 1)·bound(L).
+    /// Over any traffic with any number of keys there is no bound; this is
+    /// for the K keys seen so far (none yet: no bound).
+    fn bound(&self, interval: Nanos) -> u64 {
+        self.scaled(interval, |limiter, interval| limiter.bound(interval))
+    }
+
+    fn decision_bound(&self, interval: Nanos) -> u64 {
+        self.scaled(interval, |limiter, interval| {
+            limiter.decision_bound(interval)
+        })
+    }
+
+    fn max_delay(&self) -> Nanos {
+        self.prototype.max_delay()
+    }
+
+    fn horizon(&self) -> Nanos {
+        self.prototype.horizon()
+    }
+
+    /// The keys' advertised limits together (one key's before any is seen).
+    fn nominal(&self, interval: Nanos) -> f64 {
+        self.prototype.nominal(interval) * self.keys().max(1) as f64
+    }
+
+    fn describe(&self) -> String {
+        match self.evict_after {
+            None => format!("{} per key", self.prototype.describe()),
+            Some(after) => format!(
+                "{} per key, forgotten after {} idle",
+                self.prototype.describe(),
+                Nanos(after)
+            ),
+        }
+    }
+
+    /// Every key's windows share their edges when the limiter's are fixed.
+    fn window_edges(&self) -> Option<(Nanos, Nanos)> {
+        self.prototype.window_edges()
+    }
+}
+
+impl PerKey {
+    fn scaled(&self, interval: Nanos, bound: impl Fn(&Limiter, Nanos) -> u64) -> u64 {
+        if self.states.is_empty() || interval == Nanos::ZERO {
+            return if interval == Nanos::ZERO { 0 } else { u64::MAX };
+        }
+        let fresh = self
+            .evict_after
+            .map_or(1, |after| (interval.get() - 1) / after + 1);
+        bound(&self.prototype, interval)
+            .saturating_mul(fresh)
+            .saturating_mul(self.keys())
+    }
+}
