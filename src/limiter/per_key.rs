@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::{Context, Decision, Limiter, LimiterConfig, RateLimiter};
+use super::{Context, Decision, Limiter, LimiterConfig, RateLimiter, StoreOps};
 use crate::random::MixState;
 use crate::time::Nanos;
 use crate::traffic::Key;
@@ -188,6 +188,20 @@ impl RateLimiter for PerKey {
                 Nanos(after)
             ),
         }
+    }
+
+    /// One key's: what the store keeps per key.
+    fn state_bytes(&self) -> Option<u64> {
+        self.prototype.state_bytes()
+    }
+
+    fn store_ops(&self) -> Option<StoreOps> {
+        self.prototype.store_ops()
+    }
+
+    /// Every key's.
+    fn resets(&self) -> u64 {
+        self.states.iter().map(Limiter::resets).sum()
     }
 
     /// Every key's windows share their edges when the limiter's are fixed.

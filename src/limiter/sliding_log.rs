@@ -4,7 +4,7 @@ use std::num::NonZeroU64;
 
 use serde::Deserialize;
 
-use super::{Context, Decision, Hint, Kind, RateLimiter};
+use super::{Context, Decision, Hint, Kind, RateLimiter, StoreOps};
 use crate::time::Nanos;
 
 /// The largest threshold a sliding log accepts: its log holds N timestamps.
@@ -121,6 +121,25 @@ impl RateLimiter for SlidingLog {
 
     fn nominal(&self, interval: Nanos) -> f64 {
         self.threshold as f64 * interval.get() as f64 / self.window as f64
+    }
+
+    /// A Redis sorted set of admission times, with its expiry, holding up
+    /// to N entries: 160 + 24 B per entry up to 128 entries (a listpack),
+    /// about 126 B per entry beyond (a skiplist) — measured.
+    fn state_bytes(&self) -> Option<u64> {
+        Some(if self.threshold <= 128 {
+            160 + 24 * self.threshold
+        } else {
+            126u64.saturating_mul(self.threshold)
+        })
+    }
+
+    /// `ZREMRANGEBYSCORE`, `ZCARD`, `ZADD` and `PEXPIRE` per request.
+    fn store_ops(&self) -> Option<StoreOps> {
+        Some(StoreOps {
+            per_request: 4,
+            per_reset: 0,
+        })
     }
 
     fn describe(&self) -> String {

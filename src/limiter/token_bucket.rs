@@ -4,7 +4,7 @@ use std::num::NonZeroU64;
 
 use serde::Deserialize;
 
-use super::{Context, Decision, Hint, Kind, RateLimiter};
+use super::{Context, Decision, Hint, Kind, RateLimiter, StoreOps};
 use crate::decimal::Decimal;
 use crate::time::{NANOS_PER_SEC, Nanos};
 
@@ -139,6 +139,19 @@ impl RateLimiter for TokenBucket {
 
     fn nominal(&self, interval: Nanos) -> f64 {
         self.rate.as_f64() / self.shares as f64 * interval.as_secs_f64()
+    }
+
+    /// A Redis hash of tokens and last refill, with its expiry: 175 B per key (measured).
+    fn state_bytes(&self) -> Option<u64> {
+        Some(175)
+    }
+
+    /// One script per request.
+    fn store_ops(&self) -> Option<StoreOps> {
+        Some(StoreOps {
+            per_request: 1,
+            per_reset: 0,
+        })
     }
 
     fn describe(&self) -> String {

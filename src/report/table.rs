@@ -43,6 +43,13 @@ pub fn render_table(runs: &[RunSummary]) -> String {
     if queue {
         header.push("drops".to_string());
     }
+    // Limiters per key: what their state costs to keep, beside each.
+    let per_key = runs
+        .iter()
+        .any(|run| run.keys.as_ref().is_some_and(|k| k.state.is_some()));
+    if per_key {
+        header.extend(["keys", "state", "ops/req"].map(String::from));
+    }
     let mut table = Table::new();
     table
         .load_style(STYLE)
@@ -77,15 +84,41 @@ pub fn render_table(runs: &[RunSummary]) -> String {
             let dropped = run.dropped_max();
             row.push(dropped.map_or("-".to_string(), |d| d.to_string()));
         }
+        if per_key {
+            row.extend(state_columns(run));
+        }
         table.add_row(row);
     }
     for (index, column) in table.column_iter_mut().enumerate() {
         column.set_padding((0, 1));
-        if (2..7).contains(&index) || index == 8 {
+        if (2..7).contains(&index) || index >= 8 {
             column.set_cell_alignment(CellAlignment::Right);
         }
     }
     table.trim_fmt()
+}
+
+/// Keys alive at most, their state in bytes (per key and in all), and store
+/// commands per request: `10000`, `129 B × 10000 = 1.3 MB`, `1.33`.
+fn state_columns(run: &RunSummary) -> [String; 3] {
+    let dash = || "-".to_string();
+    let Some(state) = run.keys.as_ref().and_then(|k| k.state.as_ref()) else {
+        return [dash(), dash(), dash()];
+    };
+    let bytes = match (state.bytes_per_key, state.bytes) {
+        (Some(per_key), Some(total)) => format!(
+            "{per_key} B/key, {}",
+            crate::memory::words(u128::from(total))
+        ),
+        _ => dash(),
+    };
+    [
+        state.keys_alive_max.to_string(),
+        bytes,
+        state
+            .store_ops_per_request
+            .map_or_else(dash, |ops| format!("{ops:.2}")),
+    ]
 }
 
 /// The most admitted in any second against the backend's capacity:

@@ -7,13 +7,14 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
 use crate::time::Nanos;
-use crate::traffic::Arrival;
+use crate::traffic::{Arrival, Key};
 
 /// Something that happens later in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// An admitted request held by the limiter (nginx's delay) reaches the backend.
-    Release,
+    /// An admitted request of this key, held by the limiter (nginx's
+    /// delay), reaches the backend.
+    Release(Key),
     /// A client sends a request (a retry, say): it is decided then.
     Arrive(Arrival),
 }
@@ -70,14 +71,18 @@ impl Events {
         self.heap.peek().map(|Reverse(entry)| entry.time)
     }
 
-    /// Takes the next event if it is a release due by `now`.
+    /// Takes the next event if it is a release due by `now`: its time and key.
     #[inline]
-    pub fn release_due(&mut self, now: Nanos) -> Option<Nanos> {
+    pub fn release_due(&mut self, now: Nanos) -> Option<(Nanos, Key)> {
         let Reverse(next) = self.heap.peek()?;
-        if next.time > now || next.event != Event::Release {
-            return None;
+        match next.event {
+            Event::Release(key) if next.time <= now => {
+                let time = next.time;
+                self.heap.pop();
+                Some((time, key))
+            }
+            _ => None,
         }
-        self.heap.pop().map(|Reverse(entry)| entry.time)
     }
 
     /// Takes the next event.
@@ -97,7 +102,6 @@ impl Events {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::traffic::Key;
 
     fn arrive(key: u64) -> Event {
         Event::Arrive(Arrival {
@@ -110,17 +114,17 @@ mod tests {
     fn events_come_in_time_order_then_in_the_order_scheduled() {
         let mut events = Events::default();
         events.schedule(Nanos(5), arrive(1));
-        events.schedule(Nanos(3), Event::Release);
-        events.schedule(Nanos(5), Event::Release);
+        events.schedule(Nanos(3), Event::Release(Key(0)));
+        events.schedule(Nanos(5), Event::Release(Key(0)));
         events.schedule(Nanos(5), arrive(2));
         let order: Vec<(u64, Event)> =
             std::iter::from_fn(|| events.pop().map(|(t, e)| (t.get(), e))).collect();
         assert_eq!(
             order,
             [
-                (3, Event::Release),
+                (3, Event::Release(Key(0))),
                 (5, arrive(1)),
-                (5, Event::Release),
+                (5, Event::Release(Key(0))),
                 (5, arrive(2))
             ]
         );
@@ -129,18 +133,18 @@ mod tests {
     #[test]
     fn only_releases_due_by_now_are_taken_as_releases() {
         let mut events = Events::default();
-        events.schedule(Nanos(2), Event::Release);
+        events.schedule(Nanos(2), Event::Release(Key(0)));
         events.schedule(Nanos(4), arrive(1));
-        events.schedule(Nanos(4), Event::Release);
+        events.schedule(Nanos(4), Event::Release(Key(0)));
         assert_eq!(events.release_due(Nanos(1)), None);
-        assert_eq!(events.release_due(Nanos(9)), Some(Nanos(2)));
+        assert_eq!(events.release_due(Nanos(9)), Some((Nanos(2), Key(0))));
         assert_eq!(
             events.release_due(Nanos(9)),
             None,
             "a client's request is next"
         );
         assert_eq!(events.pop(), Some((Nanos(4), arrive(1))));
-        assert_eq!(events.release_due(Nanos(4)), Some(Nanos(4)));
+        assert_eq!(events.release_due(Nanos(4)), Some((Nanos(4), Key(0))));
         assert!(events.is_empty());
     }
 }

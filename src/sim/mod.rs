@@ -152,7 +152,7 @@ fn simulate_open(
     let mut runs = scenario
         .limiters
         .iter()
-        .map(|limiter| RunState::new(scenario, options, limiter))
+        .map(|limiter| RunState::new(scenario, options, limiter, workload.is_keyed()))
         .collect::<Vec<_>>();
     let mut chunk = Vec::with_capacity(CHUNK);
     loop {
@@ -206,7 +206,7 @@ fn simulate_driven(
     let mut results = Vec::with_capacity(scenario.limiters.len());
     for (limiter, named) in scenario.limiters.iter().enumerate() {
         let mut driver = driver::for_limiter(scenario, workload, named)?;
-        let mut run = RunState::new(scenario, options, named);
+        let mut run = RunState::new(scenario, options, named, workload.is_keyed());
         run.drive(driver.as_mut(), |arrival, decision| {
             match sink.as_deref_mut() {
                 Some(sink) => sink
@@ -232,9 +232,9 @@ pub fn summarise(
     workload: &str,
     decisions: impl IntoIterator<Item = (Nanos, bool)>,
 ) -> Result<RunResult> {
-    let mut run = RunState::new(scenario, options, named);
+    let mut run = RunState::new(scenario, options, named, false);
     for (at, admitted) in decisions {
-        run.record(at, admitted, Nanos::ZERO);
+        run.record(Arrival::at(at), admitted, Nanos::ZERO);
     }
     Ok(run.finish(scenario, options, workload, &named.name))
 }

@@ -7,8 +7,10 @@ use hdrhistogram::Histogram;
 use super::Options;
 use super::driver::Driver;
 use super::events::{Event, Events};
+use crate::limiter::per_key::PerKey;
 use crate::limiter::{Decision, Limiter, RateLimiter};
 use crate::metrics::backend::Server;
+use crate::metrics::per_key::{PerKeyCounts, StateCost};
 use crate::metrics::rolling::RollingCounts;
 use crate::metrics::timeline::Timeline;
 use crate::metrics::trailing::Trailing;
@@ -16,7 +18,7 @@ use crate::results::RunResult;
 use crate::scenario::{NamedLimiter, Scenario};
 use crate::summary::{BackendSummary, DelaySummary, ProfilePoint, QueueSummary, RunSummary};
 use crate::time::Nanos;
-use crate::traffic::Arrival;
+use crate::traffic::{Arrival, Key};
 
 /// One limiter's state and metrics while a workload streams through it.
 pub(super) struct RunState {
@@ -39,10 +41,19 @@ pub(super) struct RunState {
     events: Events,
     /// Delays of delayed requests (nginx without `nodelay`).
     delays: Option<Histogram<u64>>,
+    /// Figures per client key, when the workload's requests name clients.
+    keys: Option<PerKeyCounts>,
 }
 
 impl RunState {
-    pub(super) fn new(scenario: &Scenario, options: &Options, named: &NamedLimiter) -> RunState {
+    /// `named` before its run on a workload; `keyed` when the workload's
+    /// requests name their clients (then figures per key are kept).
+    pub(super) fn new(
+        scenario: &Scenario,
+        options: &Options,
+        named: &NamedLimiter,
+        keyed: bool,
+    ) -> RunState {
         let metrics = &scenario.metrics;
         let mut intervals: Vec<Nanos> = metrics
             .profile
@@ -75,6 +86,7 @@ impl RunState {
             capacity: scenario.backend.map(|b| b.capacity_per_sec.get()),
             rejected_with_spare_capacity: 0,
             events: Events::default(),
+            keys: keyed.then(|| PerKeyCounts::new(metrics.rolling)),
             delays: None,
             server: scenario.backend.and_then(|b| {
                 b.queue
@@ -90,7 +102,7 @@ impl RunState {
         let decision = self
             .limiter
             .decide_keyed::<HINTS>(arrival.time, arrival.key);
-        self.record(arrival.time, decision.admitted(), decision.delay());
+        self.record(arrival, decision.admitted(), decision.delay());
         decision
     }
 
@@ -110,8 +122,8 @@ impl RunState {
             };
             let arrival = if event_first {
                 match self.events.pop().expect("an event is due") {
-                    (at, Event::Release) => {
-                        self.deliver(at);
+                    (at, Event::Release(key)) => {
+                        self.deliver(at, key);
                         continue;
                     }
                     (_, Event::Arrive(arrival)) => arrival,
@@ -125,9 +137,10 @@ impl RunState {
         }
     }
 
-    /// Counts one decision made at `now`, released after `delay` if admitted.
+    /// Counts one decision on `arrival`, released after `delay` if admitted.
     #[inline(always)]
-    pub(super) fn record(&mut self, now: Nanos, admitted: bool, delay: Nanos) {
+    pub(super) fn record(&mut self, arrival: Arrival, admitted: bool, delay: Nanos) {
+        let Arrival { time: now, key } = arrival;
         self.offered += 1;
         if !self.events.is_empty() {
             self.release_until(now);
@@ -135,10 +148,10 @@ impl RunState {
         if admitted {
             self.admitted += 1;
             if delay == Nanos::ZERO {
-                self.deliver(now);
+                self.deliver(now, key);
             } else {
                 let at = Nanos(now.get().saturating_add(delay.get()));
-                self.events.schedule(at, Event::Release);
+                self.events.schedule(at, Event::Release(key));
                 let delays = self
                     .delays
                     .get_or_insert_with(|| Histogram::new(3).expect("3 significant digits"));
@@ -146,6 +159,9 @@ impl RunState {
             }
         } else {
             self.timeline.record(now, false);
+            if let Some(keys) = &mut self.keys {
+                keys.rejected(key);
+            }
             if let Some(capacity) = self.capacity {
                 if self.rolling.trailing_count(now) < capacity {
                     self.rejected_with_spare_capacity += 1;
@@ -154,10 +170,13 @@ impl RunState {
         }
     }
 
-    /// The backend gets an admitted request at `at`.
+    /// The backend gets an admitted request of `key` at `at`.
     #[inline]
-    fn deliver(&mut self, at: Nanos) {
+    fn deliver(&mut self, at: Nanos, key: Key) {
         self.timeline.record(at, true);
+        if let Some(keys) = &mut self.keys {
+            keys.admitted(at, key);
+        }
         self.rolling.push(at);
         if let Some(trailing) = &mut self.trailing {
             trailing.push(at);
@@ -169,8 +188,8 @@ impl RunState {
 
     /// Delivers, in time order, the delayed requests released by `now`.
     fn release_until(&mut self, now: Nanos) {
-        while let Some(at) = self.events.release_due(now) {
-            self.deliver(at);
+        while let Some((at, key)) = self.events.release_due(now) {
+            self.deliver(at, key);
         }
     }
 
@@ -253,6 +272,12 @@ impl RunState {
             adversary: None,
             tight: None,
             lower_bound: None,
+            keys: self.keys.as_ref().and_then(|keys| {
+                keys.finish(match &self.limiter {
+                    Limiter::PerKey(per) => Some(state_cost(per, self.offered, scenario.duration)),
+                    _ => None,
+                })
+            }),
             instances: match &self.limiter {
                 Limiter::Cluster(cluster) => Some(cluster.admitted_per_instance().to_vec()),
                 _ => None,
@@ -271,6 +296,22 @@ impl RunState {
             curve: options.curve.iter().map(|&interval| at(interval)).collect(),
             trailing: self.trailing.map(Trailing::finish),
         }
+    }
+}
+
+/// What `per`'s states cost over a run of `offered` requests lasting `duration`.
+fn state_cost(per: &PerKey, offered: u64, duration: Nanos) -> StateCost {
+    let keys = per.keys_alive_max();
+    let resets = per.resets();
+    StateCost {
+        keys_alive_max: keys,
+        bytes_per_key: per.state_bytes(),
+        bytes: per.state_bytes().map(|bytes| bytes.saturating_mul(keys)),
+        store_ops_per_request: per.store_ops().filter(|_| offered > 0).map(|ops| {
+            (offered as f64 * ops.per_request as f64 + resets as f64 * ops.per_reset as f64)
+                / offered as f64
+        }),
+        resets_per_sec: resets as f64 / duration.as_secs_f64(),
     }
 }
 
@@ -326,7 +367,7 @@ mod tests {
     #[test]
     fn a_driver_hears_every_answer_and_its_retries_come_first_at_equal_times() {
         let scenario = scenario();
-        let mut run = RunState::new(&scenario, &Options::default(), &scenario.limiters[0]);
+        let mut run = RunState::new(&scenario, &Options::default(), &scenario.limiters[0], true);
         let at = |time: u64, key: u64| Arrival {
             time: Nanos(time),
             key: Key(key),

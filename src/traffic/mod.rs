@@ -151,6 +151,12 @@ impl SourceConfig {
         }
     }
 
+    /// Whether its requests name their clients: `clients`, or a trace's key column.
+    pub fn is_keyed(&self) -> bool {
+        self.clients.is_some()
+            || matches!(&self.kind, SourceKind::Trace(trace) if trace.key.is_some())
+    }
+
     /// The budget of an adversary source (requests per second), if it is one.
     pub fn adversary_budget(&self) -> Option<u64> {
         match &self.kind {

@@ -1,0 +1,205 @@
+//! Figures per client key, for workloads whose requests name their clients:
+//! each key's worst rolling count (exact: one ring of the admissions in the
+//! trailing interval, and a count per key), how many keys were throttled,
+//! the worst key, and how much of what was admitted went to the busiest 1%.
+//! Memory: a few words per key, plus the admissions of one interval.
+
+use std::collections::{HashMap, VecDeque};
+
+use serde::Serialize;
+
+use crate::random::MixState;
+use crate::time::Nanos;
+use crate::traffic::Key;
+
+/// Counting, while a run streams.
+#[derive(Clone, Debug)]
+pub struct PerKeyCounts {
+    interval: u64,
+    slots: HashMap<Key, u32, MixState>,
+    keys: Vec<Key>,
+    /// Per slot: admitted in the trailing interval, and the most ever.
+    trailing: Vec<u32>,
+    worst: Vec<u32>,
+    admitted: Vec<u64>,
+    rejected: Vec<u64>,
+    /// The admissions of the trailing interval, oldest first.
+    ring: VecDeque<(u64, u32)>,
+}
+
+/// The figures per key, in `summary.json`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KeysSummary {
+    /// Distinct keys that sent requests.
+    pub keys: u64,
+    /// Keys with at least one request rejected.
+    pub throttled: u64,
+    /// Each key's worst rolling count: median, 99th percentile (nearest
+    /// rank) and maximum over keys.
+    pub worst_rolling_p50: u64,
+    /// See `worst_rolling_p50`.
+    pub worst_rolling_p99: u64,
+    /// See `worst_rolling_p50`.
+    pub worst_rolling_max: u64,
+    /// The key with the largest worst rolling count (the first seen, on a tie).
+    pub worst_key: u64,
+    /// Share of all admitted requests that went to the busiest 1% of keys
+    /// (at least one key).
+    pub top_1pct_share: f64,
+    /// With `per = "key"`: what keeping a state per key costs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<StateCost>,
+}
+
+/// What a per-key limiter's state costs to keep, as real stores keep it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StateCost {
+    /// The most keys that had state at once.
+    pub keys_alive_max: u64,
+    /// One key's state where it is usually kept (a Redis key, an nginx
+    /// zone node), in bytes, when known.
+    pub bytes_per_key: Option<u64>,
+    /// `bytes_per_key` for the most keys alive at once.
+    pub bytes: Option<u64>,
+    /// Store commands per request in the usual store-backed implementation.
+    pub store_ops_per_request: Option<f64>,
+    /// Counters reset (windows opened or rolled over), over all keys, per second.
+    pub resets_per_sec: f64,
+}
+
+impl PerKeyCounts {
+    /// Counting worst counts over intervals of `interval`.
+    pub fn new(interval: Nanos) -> PerKeyCounts {
+        PerKeyCounts {
+            interval: interval.get(),
+            slots: HashMap::default(),
+            keys: Vec::new(),
+            trailing: Vec::new(),
+            worst: Vec::new(),
+            admitted: Vec::new(),
+            rejected: Vec::new(),
+            ring: VecDeque::new(),
+        }
+    }
+
+    fn slot(&mut self, key: Key) -> u32 {
+        let next = self.keys.len() as u32;
+        let slot = *self.slots.entry(key).or_insert(next);
+        if slot == next {
+            self.keys.push(key);
+            self.trailing.push(0);
+            self.worst.push(0);
+            self.admitted.push(0);
+            self.rejected.push(0);
+        }
+        slot
+    }
+
+    /// A request of `key` reached the backend at `at` (non-decreasing).
+    pub fn admitted(&mut self, at: Nanos, key: Key) {
+        let at = at.get();
+        while let Some(&(then, slot)) = self.ring.front() {
+            if then.saturating_add(self.interval) > at {
+                break;
+            }
+            self.ring.pop_front();
+            self.trailing[slot as usize] -= 1;
+        }
+        let slot = self.slot(key);
+        let index = slot as usize;
+        self.trailing[index] += 1;
+        self.worst[index] = self.worst[index].max(self.trailing[index]);
+        self.admitted[index] += 1;
+        self.ring.push_back((at, slot));
+    }
+
+    /// A request of `key` was rejected.
+    pub fn rejected(&mut self, key: Key) {
+        let slot = self.slot(key) as usize;
+        self.rejected[slot] += 1;
+    }
+
+    /// The figures, or `None` when no key sent anything.
+    pub fn finish(&self, state: Option<StateCost>) -> Option<KeysSummary> {
+        if self.keys.is_empty() {
+            return None;
+        }
+        let mut worst: Vec<u32> = self.worst.clone();
+        worst.sort_unstable();
+        let rank = |q: f64| {
+            let n = worst.len();
+            u64::from(worst[((q * n as f64).ceil() as usize).clamp(1, n) - 1])
+        };
+        let worst_slot = (0..self.keys.len())
+            .max_by_key(|&i| (self.worst[i], std::cmp::Reverse(i)))
+            .expect("at least one key");
+        let mut admitted = self.admitted.clone();
+        admitted.sort_unstable_by(|a, b| b.cmp(a));
+        let top = admitted.len().div_ceil(100);
+        let total: u64 = admitted.iter().sum();
+        Some(KeysSummary {
+            keys: self.keys.len() as u64,
+            throttled: self.rejected.iter().filter(|&&r| r > 0).count() as u64,
+            worst_rolling_p50: rank(0.5),
+            worst_rolling_p99: rank(0.99),
+            worst_rolling_max: rank(1.0),
+            worst_key: self.keys[worst_slot].0,
+            top_1pct_share: if total == 0 {
+                0.0
+            } else {
+                admitted[..top].iter().sum::<u64>() as f64 / total as f64
+            },
+            state,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::rolling::worst_by_brute_force;
+
+    #[test]
+    fn each_keys_worst_matches_brute_force_and_the_busiest_key_is_named() {
+        let admitted: Vec<(u64, u64)> = vec![
+            (0, 1),
+            (5, 2),
+            (9, 1),
+            (10, 1),
+            (10, 2),
+            (19, 1),
+            (20, 1),
+            (29, 3),
+            (30, 1),
+        ];
+        let mut counts = PerKeyCounts::new(Nanos(10));
+        for &(t, k) in &admitted {
+            counts.admitted(Nanos(t), Key(k));
+        }
+        counts.rejected(Key(3));
+        counts.rejected(Key(4));
+        let summary = counts.finish(None).unwrap();
+        let brute = |key: u64| {
+            let times: Vec<u64> = admitted
+                .iter()
+                .filter(|a| a.1 == key)
+                .map(|a| a.0)
+                .collect();
+            worst_by_brute_force(&times, 10).0
+        };
+        assert_eq!(
+            (brute(1), brute(2), brute(3)),
+            (2, 2, 1),
+            "key 1: {{9, 10}} or {{19, 20}}; key 2: {{5, 10}}"
+        );
+        assert_eq!(summary.keys, 4);
+        assert_eq!(summary.throttled, 2);
+        assert_eq!(
+            (summary.worst_rolling_p50, summary.worst_rolling_max),
+            (1, 2)
+        );
+        assert_eq!(summary.worst_key, 1, "the first seen of the keys with 2");
+        // 4 keys: the busiest 1% is one key, key 1 with 6 of 9.
+        assert!((summary.top_1pct_share - 6.0 / 9.0).abs() < 1e-12);
+    }
+}
