@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end performance of burstsim on this machine: requests per second and
 # peak memory for scenarios/bench-100m.toml (10^8 Poisson requests) through
-# each limiter kind, the same at 10^9 requests for memory, and the speed-up of
-# a replication-heavy run from one core to all.
+# each limiter kind, the same at 10^9 requests for memory, 10^8 requests over
+# 10^6 client keys with a limiter per key, and the speed-up of a
+# replication-heavy run from one core to all.
 #
 #   scripts/bench.sh            # everything (about two minutes on 2 cores)
 #   scripts/bench.sh quick      # only 10^8 through the fixed window
@@ -48,6 +49,10 @@ for kind in "${kinds[@]}"; do run "$kind" "$(scenario "$kind" 100s)"; done
 [ "${1:-}" = quick ] && exit 0
 echo "10^9 requests (1000 s), fixed window, for memory:"
 run fixed-window "$(scenario fixed-window 1000s)"
+echo "10^8 requests over 10^6 client keys (uniform), fixed window of 10/s per key:"
+sed -e '/^\[\[workload\]\]/,$d' scenarios/bench-100m.toml > "$tmp/keys.toml"
+printf '[[workload]]\nname = "api"\nsources = [{ kind = "poisson", rate = 1000000, clients = { count = 1000000 } }]\n[[limiter]]\nname = "per-key"\nkind = "fixed-window"\nwindow = "1s"\nthreshold = 10\nper = "key"\n' >> "$tmp/keys.toml"
+run "per-key, 10^6 keys" "$tmp/keys.toml"
 echo "trace replay: 10^7 rows of time_ns CSV (about 1000 s of traffic), fixed window:"
 awk 'BEGIN { print "time_ns"; srand(1); t = 0; for (i = 0; i < 10000000; i++) { t += int(rand() * 200000); printf "%.0f\n", t } }' > "$tmp/trace.csv"
 printf 'name = "trace"\nduration = "1001s"\n[[workload]]\nname = "log"\nsources = [{ kind = "trace", path = "trace.csv" }]\n[[limiter]]\nname = "fixed-window"\nkind = "fixed-window"\nwindow = "1s"\nthreshold = 5000\n' > "$tmp/trace.toml"

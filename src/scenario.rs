@@ -10,6 +10,7 @@ use toml::Spanned;
 
 use crate::error::{Key, ScenarioError, field_path, locate};
 use crate::limiter::cluster::{ClusterConfig, Config as ClusterRun};
+use crate::limiter::per_key::MAX_KEYS;
 use crate::limiter::{Context, Limiter, LimiterConfig, RateLimiter};
 use crate::time::Nanos;
 use crate::traffic::SourceConfig;
@@ -424,6 +425,11 @@ impl Validator<'_> {
                     Ok(source)
                 });
                 let sources: Vec<SourceConfig> = sources.collect::<Result<_, _>>()?;
+                // State is kept per key: the keys a workload can send are bounded before any work.
+                let keys = sources.iter().map(|s| s.keys(duration, base_dir).map_err(|err| self.error(file.span(), format!("workload {name:?}: {err}")))).sum::<Result<u64, _>>()?;
+                if keys > MAX_KEYS as u64 {
+                    return Err(self.error(file.span(), format!("workload {name:?}: its sources name up to {keys} distinct client keys; at most {MAX_KEYS} are allowed, since state is kept per key")));
+                }
                 if sources.len() > 1 && sources.iter().any(|s| s.adversary_budget().is_some()) {
                     return Err(self.error(file.span(), format!("workload {name:?}: an adversary source must be the workload's only source")));
                 }

@@ -323,3 +323,25 @@ fn work_that_would_need_more_than_max_memory_is_refused_before_it_starts() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("for timelines at a 1us bucket"), "{stderr}");
 }
+
+#[test]
+fn client_keys_beyond_the_limit_are_refused_before_any_work() {
+    refused(
+        scenario("{ kind = \"poisson\", rate = 10, clients = { count = 10000001 } }").as_bytes(),
+        None,
+        "clients.count: at most 10000000",
+    );
+    refused(
+        scenario("{ kind = \"poisson\", rate = 10, clients = { count = 6000000 } }, { kind = \"uniform\", rate = 10, clients = { count = 6000000 } }").as_bytes(),
+        None,
+        "up to 12000000 distinct client keys",
+    );
+    refused(
+        scenario(
+            "{ kind = \"poisson\", rate = 10, clients = { count = 5, weights = \"pareto\" } }",
+        )
+        .as_bytes(),
+        None,
+        "unknown weights \"pareto\"",
+    );
+}

@@ -4,12 +4,12 @@
 //! expires it, and comes back fresh (a full bucket, a new window): a known
 //! source of bursts, modelled as it happens.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use super::{Context, Decision, Limiter, LimiterConfig, RateLimiter, StoreOps};
-use crate::random::MixState;
 use crate::time::Nanos;
 use crate::traffic::Key;
+use crate::traffic::slots::KeySlots;
 
 /// The most distinct keys one per-key limiter keeps state for.
 pub const MAX_KEYS: usize = 10_000_000;
@@ -32,10 +32,8 @@ impl Config {
         Ok(PerKey {
             prototype: self.inner.build(context)?,
             evict_after: self.evict_after.map(Nanos::get),
-            slots: HashMap::default(),
+            slots: KeySlots::default(),
             states: Vec::new(),
-            last_seen: Vec::new(),
-            alive: Vec::new(),
             idle: BTreeSet::new(),
             alive_now: 0,
             alive_max: 0,
@@ -45,17 +43,23 @@ impl Config {
     }
 }
 
+/// One key's limiter, when it last sent a request, and whether its state
+/// exists (not evicted).
+#[derive(Clone, Debug)]
+struct KeyState {
+    limiter: Limiter,
+    last_seen: u64,
+    alive: bool,
+}
+
 /// One limiter per key, created on demand.
 #[derive(Clone, Debug)]
 pub struct PerKey {
     prototype: Limiter,
     evict_after: Option<u64>,
-    slots: HashMap<Key, u32, MixState>,
-    states: Vec<Limiter>,
-    /// Per slot: the time of the key's last request.
-    last_seen: Vec<u64>,
-    /// Per slot: whether the key's state exists (not evicted).
-    alive: Vec<bool>,
+    slots: KeySlots,
+    /// Per slot, together so one key's state shares a cache line or two.
+    states: Vec<KeyState>,
     /// With eviction: (last request, slot) of every live key, oldest first.
     idle: BTreeSet<(u64, u32)>,
     alive_now: u64,
@@ -93,30 +97,31 @@ impl PerKey {
                 break;
             }
             self.idle.pop_first();
-            self.alive[slot as usize] = false;
+            self.states[slot as usize].alive = false;
             self.alive_now -= 1;
         }
     }
 
     /// The slot of `key`, its state fresh if it had none.
     fn slot(&mut self, key: Key) -> u32 {
-        let next = self.states.len() as u32;
-        let slot = *self.slots.entry(key).or_insert(next);
-        if slot == next {
+        let (slot, new) = self.slots.slot(key);
+        if new {
             assert!(
                 self.states.len() < MAX_KEYS,
                 "validation bounds the keys to {MAX_KEYS}"
             );
-            self.states.push(self.prototype.clone());
-            self.last_seen.push(0);
-            self.alive.push(false);
+            self.states.push(KeyState {
+                limiter: self.prototype.clone(),
+                last_seen: 0,
+                alive: false,
+            });
         }
-        let index = slot as usize;
-        if !self.alive[index] {
-            if slot != next {
-                self.states[index] = self.prototype.clone();
+        let state = &mut self.states[slot as usize];
+        if !state.alive {
+            if !new {
+                state.limiter = self.prototype.clone();
             }
-            self.alive[index] = true;
+            state.alive = true;
             self.alive_now += 1;
             self.alive_max = self.alive_max.max(self.alive_now);
             self.created += 1;
@@ -137,18 +142,18 @@ impl RateLimiter for PerKey {
             self.evict(now.get(), after);
         }
         let slot = self.slot(key);
-        let index = slot as usize;
+        let state = &mut self.states[slot as usize];
         if self.evict_after.is_some() {
-            self.idle.remove(&(self.last_seen[index], slot));
+            self.idle.remove(&(state.last_seen, slot));
             self.idle.insert((now.get(), slot));
         }
-        self.last_seen[index] = now.get();
+        state.last_seen = now.get();
         self.last = slot;
-        self.states[index].decide_keyed::<HINTS>(now, key)
+        state.limiter.decide_keyed::<HINTS>(now, key)
     }
 
     fn refund(&mut self, now: Nanos) {
-        self.states[self.last as usize].refund(now);
+        self.states[self.last as usize].limiter.refund(now);
     }
 
     /// K keys, each within its limiter's bound — and with eviction, each
@@ -201,7 +206,7 @@ impl RateLimiter for PerKey {
 
     /// Every key's.
     fn resets(&self) -> u64 {
-        self.states.iter().map(Limiter::resets).sum()
+        self.states.iter().map(|state| state.limiter.resets()).sum()
     }
 
     /// Every key's windows share their edges when the limiter's are fixed.

@@ -4,27 +4,35 @@
 //! the worst key, and how much of what was admitted went to the busiest 1%.
 //! Memory: a few words per key, plus the admissions of one interval.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use serde::Serialize;
 
-use crate::random::MixState;
 use crate::time::Nanos;
 use crate::traffic::Key;
+use crate::traffic::slots::KeySlots;
 
 /// Counting, while a run streams.
 #[derive(Clone, Debug)]
 pub struct PerKeyCounts {
     interval: u64,
-    slots: HashMap<Key, u32, MixState>,
+    slots: KeySlots,
     keys: Vec<Key>,
-    /// Per slot: admitted in the trailing interval, and the most ever.
-    trailing: Vec<u32>,
-    worst: Vec<u32>,
-    admitted: Vec<u64>,
-    rejected: Vec<u64>,
+    /// Per slot, together so one key's figures share a cache line.
+    counts: Vec<KeyCounts>,
     /// The admissions of the trailing interval, oldest first.
     ring: VecDeque<(u64, u32)>,
+}
+
+/// One key's running figures.
+#[derive(Clone, Copy, Debug, Default)]
+struct KeyCounts {
+    /// Admitted in the trailing interval.
+    trailing: u32,
+    /// The most ever in the trailing interval.
+    worst: u32,
+    admitted: u64,
+    rejected: u64,
 }
 
 /// The figures per key, in `summary.json`.
@@ -72,25 +80,18 @@ impl PerKeyCounts {
     pub fn new(interval: Nanos) -> PerKeyCounts {
         PerKeyCounts {
             interval: interval.get(),
-            slots: HashMap::default(),
+            slots: KeySlots::default(),
             keys: Vec::new(),
-            trailing: Vec::new(),
-            worst: Vec::new(),
-            admitted: Vec::new(),
-            rejected: Vec::new(),
+            counts: Vec::new(),
             ring: VecDeque::new(),
         }
     }
 
     fn slot(&mut self, key: Key) -> u32 {
-        let next = self.keys.len() as u32;
-        let slot = *self.slots.entry(key).or_insert(next);
-        if slot == next {
+        let (slot, new) = self.slots.slot(key);
+        if new {
             self.keys.push(key);
-            self.trailing.push(0);
-            self.worst.push(0);
-            self.admitted.push(0);
-            self.rejected.push(0);
+            self.counts.push(KeyCounts::default());
         }
         slot
     }
@@ -103,20 +104,20 @@ impl PerKeyCounts {
                 break;
             }
             self.ring.pop_front();
-            self.trailing[slot as usize] -= 1;
+            self.counts[slot as usize].trailing -= 1;
         }
         let slot = self.slot(key);
-        let index = slot as usize;
-        self.trailing[index] += 1;
-        self.worst[index] = self.worst[index].max(self.trailing[index]);
-        self.admitted[index] += 1;
+        let counts = &mut self.counts[slot as usize];
+        counts.trailing += 1;
+        counts.worst = counts.worst.max(counts.trailing);
+        counts.admitted += 1;
         self.ring.push_back((at, slot));
     }
 
     /// A request of `key` was rejected.
     pub fn rejected(&mut self, key: Key) {
         let slot = self.slot(key) as usize;
-        self.rejected[slot] += 1;
+        self.counts[slot].rejected += 1;
     }
 
     /// The figures, or `None` when no key sent anything.
@@ -124,22 +125,22 @@ impl PerKeyCounts {
         if self.keys.is_empty() {
             return None;
         }
-        let mut worst: Vec<u32> = self.worst.clone();
+        let mut worst: Vec<u32> = self.counts.iter().map(|c| c.worst).collect();
         worst.sort_unstable();
         let rank = |q: f64| {
             let n = worst.len();
             u64::from(worst[((q * n as f64).ceil() as usize).clamp(1, n) - 1])
         };
         let worst_slot = (0..self.keys.len())
-            .max_by_key(|&i| (self.worst[i], std::cmp::Reverse(i)))
+            .max_by_key(|&i| (self.counts[i].worst, std::cmp::Reverse(i)))
             .expect("at least one key");
-        let mut admitted = self.admitted.clone();
+        let mut admitted: Vec<u64> = self.counts.iter().map(|c| c.admitted).collect();
         admitted.sort_unstable_by(|a, b| b.cmp(a));
         let top = admitted.len().div_ceil(100);
         let total: u64 = admitted.iter().sum();
         Some(KeysSummary {
             keys: self.keys.len() as u64,
-            throttled: self.rejected.iter().filter(|&&r| r > 0).count() as u64,
+            throttled: self.counts.iter().filter(|c| c.rejected > 0).count() as u64,
             worst_rolling_p50: rank(0.5),
             worst_rolling_p99: rank(0.99),
             worst_rolling_max: rank(1.0),

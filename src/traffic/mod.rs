@@ -6,6 +6,7 @@ pub mod adversary;
 pub mod boundary;
 pub mod clients;
 pub mod poisson;
+pub mod slots;
 pub mod trace;
 pub mod uniform;
 
@@ -148,6 +149,20 @@ impl SourceConfig {
             SourceKind::Poisson(_) => true,
             SourceKind::Boundary(config) => !config.even,
             SourceKind::Trace(_) | SourceKind::Adversary(_) => false,
+        }
+    }
+
+    /// The most distinct client keys it can send (1 when it names none).
+    pub fn keys(&self, duration: Nanos, base_dir: &Path) -> Result<u64, String> {
+        if let Some(clients) = &self.clients {
+            return Ok(clients.count.get());
+        }
+        match &self.kind {
+            SourceKind::Trace(trace) => {
+                let (start, end) = self.window(duration)?;
+                trace.keys(base_dir, start, end)
+            }
+            _ => Ok(1),
         }
     }
 

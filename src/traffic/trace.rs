@@ -56,6 +56,8 @@ struct Scan {
     unit: Unit,
     /// The key column's index, when the trace has one.
     key: Option<usize>,
+    /// Distinct keys in the file (1 without a key column).
+    keys: u64,
     earliest: u64,
     sorted: bool,
     rows: u64,
@@ -121,6 +123,9 @@ fn changed(path: &Path) -> String {
         path.display()
     )
 }
+
+/// The most distinct keys a trace may name: state is kept per key.
+pub const MAX_KEYS: u64 = 10_000_000;
 
 /// The most rows of an unsorted trace sorted in memory (1 GiB of timestamps
 /// and keys).
@@ -215,10 +220,19 @@ impl Config {
         let (mut rows, mut unsorted, mut earliest, mut previous) = (0u64, 0u64, u64::MAX, 0u64);
         let (mut first, mut outside) = (None, 0u64);
         let mut record = csv::ByteRecord::new();
+        let mut keys: std::collections::HashSet<Key, crate::random::MixState> =
+            std::collections::HashSet::default();
         while read(&mut reader, &mut record, &shown)? {
             let time = parse(&record, column, unit, &shown)?;
-            if let Some(key) = key {
-                parse_key(&record, key, &shown)?;
+            if let Some(key) = key
+                && keys.insert(parse_key(&record, key, &shown)?)
+                && keys.len() as u64 > MAX_KEYS
+            {
+                return Err(format!(
+                    "{}: more than {MAX_KEYS} distinct keys in column {:?}; state is kept per key, and that many is refused",
+                    shown.display(),
+                    self.key.as_deref().unwrap_or_default()
+                ));
             }
             unsorted += u64::from(time < previous);
             earliest = earliest.min(time);
@@ -242,6 +256,7 @@ impl Config {
             column,
             unit,
             key,
+            keys: (keys.len() as u64).max(1),
             earliest,
             sorted: unsorted == 0,
             rows,
@@ -314,6 +329,19 @@ impl Config {
         let (scan, warnings) = self.scan(base_dir, start, end)?;
         let _ = self.scanned.set(scan);
         Ok(warnings)
+    }
+
+    /// How many distinct keys the file names (1 without a key column); read
+    /// once, then remembered.
+    pub fn keys(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<u64, String> {
+        match self.scanned.get() {
+            Some(scan) => Ok(scan.keys),
+            None => {
+                let scan = self.scan(base_dir, start, end)?.0;
+                let _ = self.scanned.set(scan);
+                Ok(scan.keys)
+            }
+        }
     }
 
     /// How many rows the file holds (read once, then remembered).
