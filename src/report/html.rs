@@ -4,7 +4,8 @@
 
 use std::fmt::Write;
 
-use super::{ratio, seconds, table::verdict};
+use super::table::{state_columns, verdict};
+use super::{ratio, seconds};
 use crate::chart::Chart;
 use crate::results::Results;
 use crate::summary::RunSummary;
@@ -274,8 +275,16 @@ fn join(items: &[String]) -> String {
 
 fn results_table(results: &Results, runs: &[RunSummary]) -> String {
     let rolling = results.metrics.rolling;
+    let per_key = runs
+        .iter()
+        .any(|run| run.keys.as_ref().is_some_and(|k| k.state.is_some()));
     let mut html = format!(
-        "<h2>Results</h2>\n<table>\n<tr><th>workload</th><th>limiter</th><th>kind</th><th>admitted / offered</th><th>worst {rolling}</th><th>from</th><th>× limit</th><th>bound (theory)</th><th>worst 1 s vs backend</th><th>time over capacity</th><th>dropped by the backend</th></tr>\n"
+        "<h2>Results</h2>\n<table>\n<tr><th>workload</th><th>limiter</th><th>kind</th><th>admitted / offered</th><th>worst {rolling}</th><th>from</th><th>× limit</th><th>bound (theory)</th><th>worst 1 s vs backend</th><th>time over capacity</th><th>dropped by the backend</th>{}</tr>\n",
+        if per_key {
+            "<th>keys</th><th>state kept</th><th>store ops / request</th>"
+        } else {
+            ""
+        }
     );
     for (i, run) in runs.iter().enumerate() {
         let verdict = verdict(run);
@@ -292,7 +301,7 @@ fn results_table(results: &Results, runs: &[RunSummary]) -> String {
         });
         let _ = writeln!(
             html,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{} / {}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{class}\">{}</td><td class=\"n\">{over_time}</td><td class=\"n\">{dropped}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{} / {}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{class}\">{}</td><td class=\"n\">{over_time}</td><td class=\"n\">{dropped}</td>{}</tr>",
             workload,
             escape(&run.limiter),
             escape(&run.kind),
@@ -303,10 +312,23 @@ fn results_table(results: &Results, runs: &[RunSummary]) -> String {
             ratio(run.spike_ratio),
             super::bound(run.bound),
             escape(&verdict),
+            if per_key {
+                state_cells(run)
+            } else {
+                String::new()
+            },
         );
     }
     html.push_str("</table>\n");
     html
+}
+
+/// The keys, state and store-operations cells of a per-key limiter's row.
+fn state_cells(run: &RunSummary) -> String {
+    state_columns(run)
+        .iter()
+        .map(|cell| format!("<td class=\"n\">{}</td>", escape(cell)))
+        .collect()
 }
 
 fn parameters(results: &Results) -> String {

@@ -100,7 +100,7 @@ pub fn render_table(runs: &[RunSummary]) -> String {
 
 /// Keys alive at most, their state in bytes (per key and in all), and store
 /// commands per request: `10000`, `129 B × 10000 = 1.3 MB`, `1.33`.
-fn state_columns(run: &RunSummary) -> [String; 3] {
+pub fn state_columns(run: &RunSummary) -> [String; 3] {
     let dash = || "-".to_string();
     let Some(state) = run.keys.as_ref().and_then(|k| k.state.as_ref()) else {
         return [dash(), dash(), dash()];
