@@ -334,39 +334,28 @@ impl Config {
     /// How many distinct keys the file names (1 without a key column); read
     /// once, then remembered.
     pub fn keys(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<u64, String> {
-        match self.scanned.get() {
-            Some(scan) => Ok(scan.keys),
-            None => {
-                let scan = self.scan(base_dir, start, end)?.0;
-                let _ = self.scanned.set(scan);
-                Ok(scan.keys)
-            }
-        }
+        Ok(self.scanned(base_dir, start, end)?.keys)
     }
 
     /// How many rows the file holds (read once, then remembered).
     pub fn rows(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<u64, String> {
-        match self.scanned.get() {
-            Some(scan) => Ok(scan.rows),
-            None => {
-                let scan = self.scan(base_dir, start, end)?.0;
-                let _ = self.scanned.set(scan);
-                Ok(scan.rows)
-            }
+        Ok(self.scanned(base_dir, start, end)?.rows)
+    }
+
+    /// The first pass's findings: remembered, or read now.
+    fn scanned(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<Scan, String> {
+        if let Some(scan) = self.scanned.get() {
+            return Ok(*scan);
         }
+        let scan = self.scan(base_dir, start, end)?.0;
+        let _ = self.scanned.set(scan);
+        Ok(scan)
     }
 
     /// The trace's arrivals in `[start, end)`, streamed from disk when the file
     /// is sorted, and otherwise sorted in memory.
     pub fn arrivals(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<Arrivals, String> {
-        let scan = match self.scanned.get() {
-            Some(scan) => *scan,
-            None => {
-                let scan = self.scan(base_dir, start, end)?.0;
-                let _ = self.scanned.set(scan);
-                scan
-            }
-        };
+        let scan = self.scanned(base_dir, start, end)?;
         let offset = if self.rebase {
             i128::from(start.get()) - i128::from(scan.earliest)
         } else {
