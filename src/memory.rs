@@ -18,22 +18,30 @@ pub struct Estimate {
     pub rings: u128,
     /// One summary per run and replication, kept for their statistics.
     pub replications: u128,
+    /// State per client key: every run's figures per key, and every per-key
+    /// limiter's states.
+    pub keys: u128,
 }
 
 impl Estimate {
     /// All parts together.
     pub fn total(&self) -> u128 {
-        self.timelines + self.rings + self.replications
+        self.timelines + self.rings + self.replications + self.keys
     }
 }
 
+/// Each key's figures in a run: its counts, its slot, its share of the ring.
+const PER_KEY_FIGURES: u128 = 48;
+
 /// The estimate for `scenario` run with `replications` seeds, with or
-/// without charts; `requests` is the estimated arrivals of each workload.
+/// without charts; `requests` and `keys` are the estimated arrivals and
+/// distinct client keys of each workload (keys 0 when it names none).
 pub fn estimate(
     scenario: &Scenario,
     replications: u64,
     charts: bool,
     requests: &[u128],
+    keys: &[u128],
 ) -> Estimate {
     let runs = (scenario.workloads.len() * scenario.limiters.len()) as u128;
     let buckets = u128::from(
@@ -69,7 +77,22 @@ pub fn estimate(
             rings += held.next_power_of_two().max(1024) * 8;
         }
     }
+    // A limiter per key keeps a limiter's state, its last request and its slot per key.
+    let per_key_state = (std::mem::size_of::<crate::limiter::Limiter>() + 16) as u128;
+    let per_key_limiters = scenario
+        .limiters
+        .iter()
+        .filter(|named| matches!(named.limiter, crate::limiter::Limiter::PerKey(_)))
+        .count() as u128;
+    let keys: u128 = keys
+        .iter()
+        .map(|&keys| {
+            keys * PER_KEY_FIGURES * scenario.limiters.len() as u128
+                + keys * per_key_state * per_key_limiters
+        })
+        .sum();
     Estimate {
+        keys,
         timelines: runs * buckets * per_bucket,
         rings,
         replications: if replications > 1 {

@@ -345,3 +345,24 @@ fn client_keys_beyond_the_limit_are_refused_before_any_work() {
         "unknown weights \"pareto\"",
     );
 }
+
+#[test]
+fn state_per_client_key_counts_toward_max_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keys.toml");
+    let text = scenario("{ kind = \"poisson\", rate = 1000000, clients = { count = 10000000 } }")
+        .replace("threshold = 10\n", "threshold = 10\nper = \"key\"\n");
+    fs::write(&path, text).unwrap();
+    let output = Command::cargo_bin("burstsim")
+        .unwrap()
+        .args(["run", "--max-memory", "1GB", "--out"])
+        .arg(dir.path().join("out"))
+        .arg(&path)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("GB for state per client key"), "{stderr}");
+    assert!(!dir.path().join("out").exists());
+}

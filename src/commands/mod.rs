@@ -33,13 +33,24 @@ fn check_work(scenario: &Scenario, replications: u64, limits: Limits, charts: bo
     } = limits;
     let mut total: u128 = 0;
     let mut per_workload = Vec::with_capacity(scenario.workloads.len());
+    let mut keys_per_workload = Vec::with_capacity(scenario.workloads.len());
     for workload in &scenario.workloads {
-        let mut requests: u128 = 0;
+        let (mut requests, mut keys): (u128, u128) = (0, 0);
         for source in &workload.sources {
             requests += source
                 .estimated_arrivals(scenario.duration, &scenario.base_dir)
                 .map_err(anyhow::Error::msg)?;
+            keys += u128::from(
+                source
+                    .keys(scenario.duration, &scenario.base_dir)
+                    .map_err(anyhow::Error::msg)?,
+            );
         }
+        keys_per_workload.push(if workload.is_keyed() {
+            keys.min(requests)
+        } else {
+            0
+        });
         let runs = if workload.sources.iter().any(|s| s.is_stochastic()) {
             u128::from(replications)
         } else {
@@ -54,17 +65,24 @@ fn check_work(scenario: &Scenario, replications: u64, limits: Limits, charts: bo
             scenario.path.display()
         );
     }
-    let memory = crate::memory::estimate(scenario, replications, charts, &per_workload);
+    let memory = crate::memory::estimate(
+        scenario,
+        replications,
+        charts,
+        &per_workload,
+        &keys_per_workload,
+    );
     if memory.total() > u128::from(max_memory) {
         use crate::memory::words;
         bail!(
-            "{}: this would need about {} of memory ({} for timelines at a {} bucket, {} for the rolling windows of the limiters' worst cases, {} for replications), more than --max-memory {}; use a coarser metrics.bucket, fewer replications or --no-charts, or raise --max-memory if the machine has it",
+            "{}: this would need about {} of memory ({} for timelines at a {} bucket, {} for the rolling windows of the limiters' worst cases, {} for replications, {} for state per client key), more than --max-memory {}; use a coarser metrics.bucket, fewer replications, fewer clients or --no-charts, or raise --max-memory if the machine has it",
             scenario.path.display(),
             words(memory.total()),
             words(memory.timelines),
             scenario.metrics.bucket,
             words(memory.rings),
             words(memory.replications),
+            words(memory.keys),
             words(u128::from(max_memory))
         );
     }

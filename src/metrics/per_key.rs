@@ -51,12 +51,27 @@ pub struct KeysSummary {
     pub worst_rolling_max: u64,
     /// The key with the largest worst rolling count (the first seen, on a tie).
     pub worst_key: u64,
+    /// With `per = "key"`: each key's worst rolling count over what one key
+    /// is advertised (its "2×"), as median, 99th percentile and maximum.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spike_ratio: Option<Spread>,
     /// Share of all admitted requests that went to the busiest 1% of keys
     /// (at least one key).
     pub top_1pct_share: f64,
     /// With `per = "key"`: what keeping a state per key costs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<StateCost>,
+}
+
+/// Median, 99th percentile (nearest rank) and maximum over keys.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Spread {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
 }
 
 /// What a per-key limiter's state costs to keep, as real stores keep it.
@@ -120,8 +135,13 @@ impl PerKeyCounts {
         self.counts[slot].rejected += 1;
     }
 
-    /// The figures, or `None` when no key sent anything.
-    pub fn finish(&self, state: Option<StateCost>) -> Option<KeysSummary> {
+    /// The figures, or `None` when no key sent anything; `per_key_nominal`
+    /// is what one key is advertised over the interval, for a limiter per key.
+    pub fn finish(
+        &self,
+        state: Option<StateCost>,
+        per_key_nominal: Option<f64>,
+    ) -> Option<KeysSummary> {
         if self.keys.is_empty() {
             return None;
         }
@@ -145,6 +165,11 @@ impl PerKeyCounts {
             worst_rolling_p99: rank(0.99),
             worst_rolling_max: rank(1.0),
             worst_key: self.keys[worst_slot].0,
+            spike_ratio: per_key_nominal.filter(|&n| n > 0.0).map(|nominal| Spread {
+                p50: rank(0.5) as f64 / nominal,
+                p99: rank(0.99) as f64 / nominal,
+                max: rank(1.0) as f64 / nominal,
+            }),
             top_1pct_share: if total == 0 {
                 0.0
             } else {
@@ -179,7 +204,7 @@ mod tests {
         }
         counts.rejected(Key(3));
         counts.rejected(Key(4));
-        let summary = counts.finish(None).unwrap();
+        let summary = counts.finish(None, Some(2.0)).unwrap();
         let brute = |key: u64| {
             let times: Vec<u64> = admitted
                 .iter()
@@ -200,6 +225,12 @@ mod tests {
             (1, 2)
         );
         assert_eq!(summary.worst_key, 1, "the first seen of the keys with 2");
+        let spread = summary.spike_ratio.unwrap();
+        assert_eq!(
+            (spread.p50, spread.max),
+            (0.5, 1.0),
+            "worst counts 1 and 2 over 2 per key"
+        );
         // 4 keys: the busiest 1% is one key, key 1 with 6 of 9.
         assert!((summary.top_1pct_share - 6.0 / 9.0).abs() < 1e-12);
     }

@@ -272,11 +272,12 @@ impl RunState {
             adversary: None,
             tight: None,
             lower_bound: None,
-            keys: self.keys.as_ref().and_then(|keys| {
-                keys.finish(match &self.limiter {
-                    Limiter::PerKey(per) => Some(state_cost(per, self.offered, scenario.duration)),
-                    _ => None,
-                })
+            keys: self.keys.as_ref().and_then(|keys| match &self.limiter {
+                Limiter::PerKey(per) => keys.finish(
+                    Some(state_cost(per, self.offered, scenario.duration)),
+                    Some(per.prototype().nominal(rolling)),
+                ),
+                _ => keys.finish(None, None),
             }),
             instances: match &self.limiter {
                 Limiter::Cluster(cluster) => Some(cluster.admitted_per_instance().to_vec()),
