@@ -404,3 +404,49 @@ fn an_evicted_key_comes_back_fresh() {
     };
     assert_eq!((per.keys(), per.states_created()), (1, 2));
 }
+
+/// The most `config` per key admits in one interval from `trace` (time, key),
+/// against its bound for the keys it saw.
+fn reaches_per_key(config: &str, trace: &[(u64, u64)], interval: u64) {
+    let mut limiter = per_key(config, None);
+    let mut passed: Vec<u64> = trace
+        .iter()
+        .filter(|&&(t, k)| limiter.decide_keyed::<false>(Nanos(t), Key(k)).admitted())
+        .map(|&(t, _)| t)
+        .collect();
+    passed.sort_unstable();
+    assert_eq!(
+        worst(&passed, interval),
+        limiter.bound(Nanos(interval)),
+        "{config}"
+    );
+}
+
+#[test]
+fn per_key_epoch_windows_reach_k_times_2n_when_every_key_bursts_at_the_edge() {
+    // 50 keys, each 10 at the last nanosecond of a window and 10 at the first of the next.
+    let trace: Vec<(u64, u64)> = [S - 1, S]
+        .iter()
+        .flat_map(|&t| (0..50).flat_map(move |k| std::iter::repeat_n((t, k), 10)))
+        .collect();
+    reaches_per_key(
+        "kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 10",
+        &trace,
+        S,
+    );
+}
+
+#[test]
+fn per_key_first_request_windows_reach_k_times_2n_minus_1_when_keys_align_their_first_requests() {
+    // Each key opens its window at 0 (one request), fills it at S - 1, and
+    // opens the next at S: (2N − 1) per key within one second.
+    let mut trace: Vec<(u64, u64)> = (0..50).map(|k| (0, k)).collect();
+    for t in [S - 1, S] {
+        trace.extend((0..50).flat_map(|k| std::iter::repeat_n((t, k), 10)));
+    }
+    reaches_per_key(
+        "kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 10\nalign = \"first-request\"",
+        &trace,
+        S,
+    );
+}
