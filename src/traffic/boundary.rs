@@ -1,12 +1,14 @@
 //! Burst pairs straddling window boundaries: the traffic that makes a fixed
 //! window admit 2N in far less than one window.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::num::NonZeroU64;
 
 use rand::RngExt;
 use serde::Deserialize;
 
-use super::Rng;
+use super::{Arrival, Key, Rng};
 use crate::time::Nanos;
 
 /// `kind = "boundary"`.
@@ -30,6 +32,13 @@ pub struct Config {
     /// Evenly spaced arrivals instead of uniformly random ones (default false).
     #[serde(default)]
     pub even: bool,
+    /// With the source's `clients`: every client bursts around boundaries
+    /// of its own, `phase + p_i + k·period` for a phase p_i drawn once per
+    /// client in [0, period), with `before` and `after` arrivals each, under
+    /// its own key (default false: the bursts are shared, their requests
+    /// spread over the clients).
+    #[serde(default)]
+    pub per_client: bool,
 }
 
 fn default_every() -> NonZeroU64 {
@@ -96,6 +105,91 @@ impl Config {
     }
 }
 
+impl Config {
+    /// Every one of `clients` clients bursting around its own boundaries,
+    /// arrivals in `[start, end)`.
+    pub fn per_client(&self, clients: u64, start: Nanos, end: Nanos, mut rng: Rng) -> PerClient {
+        let period = self.period.get();
+        let phases = (0..clients).map(|_| rng.random_range(0..period)).collect();
+        PerClient {
+            config: self.clone(),
+            phases,
+            start: start.get(),
+            end: end.get(),
+            k: 1,
+            pending: BinaryHeap::new(),
+            rng,
+            exhausted: false,
+        }
+    }
+}
+
+/// The running source of per-client bursts: the clients' burst pairs around
+/// one boundary index at a time, merged with what is left of the previous
+/// index's, in time order (then key order) — at most two indices in memory.
+pub struct PerClient {
+    config: Config,
+    /// Each client's phase, in [0, period).
+    phases: Vec<u64>,
+    start: u64,
+    end: u64,
+    /// The next boundary index to burst around.
+    k: u64,
+    pending: BinaryHeap<Reverse<(u64, u64)>>,
+    rng: Rng,
+    exhausted: bool,
+}
+
+impl Iterator for PerClient {
+    type Item = Arrival;
+
+    fn next(&mut self) -> Option<Arrival> {
+        loop {
+            // Index k's boundaries are at base + p_i, base = phase + k·period;
+            // its bursts start no earlier than base − spread.
+            let base = self
+                .k
+                .checked_mul(self.config.period.get())
+                .and_then(|offset| offset.checked_add(self.config.phase.get()))
+                .filter(|_| !self.exhausted);
+            let next_index = base.map_or(u64::MAX, |base| {
+                base.saturating_sub(self.config.spread.get())
+            });
+            if let Some(&Reverse((time, key))) = self.pending.peek()
+                && (time < next_index || self.exhausted)
+            {
+                self.pending.pop();
+                if (self.start..self.end).contains(&time) {
+                    return Some(Arrival {
+                        time: Nanos(time),
+                        key: Key(key),
+                    });
+                }
+                continue;
+            }
+            let Some(base) = base.filter(|_| next_index < self.end) else {
+                self.exhausted = true;
+                if self.pending.is_empty() {
+                    return None;
+                }
+                continue;
+            };
+            for (client, &phase) in self.phases.iter().enumerate() {
+                let Some(b) = base.checked_add(phase) else {
+                    continue;
+                };
+                for time in self.config.burst(b, &mut self.rng) {
+                    self.pending.push(Reverse((time, client as u64)));
+                }
+            }
+            match self.k.checked_add(self.config.every.get()) {
+                Some(k) => self.k = k,
+                None => self.exhausted = true,
+            }
+        }
+    }
+}
+
 /// The i-th of `count` points evenly spaced across `width`, starting at 0.
 fn evenly(i: u64, count: u64, width: u64) -> u64 {
     (u128::from(i) * u128::from(width) / u128::from(count)) as u64
@@ -151,6 +245,7 @@ mod tests {
             phase: Nanos::ZERO,
             every: NonZeroU64::new(every).unwrap(),
             even,
+            per_client: false,
         }
     }
 

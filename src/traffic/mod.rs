@@ -126,6 +126,33 @@ impl SourceConfig {
             "adversary" => SourceKind::Adversary(table.parse()?),
             other => unreachable!("KindTable accepted an unlisted kind {other}"),
         };
+        if let SourceKind::Boundary(boundary) = &kind
+            && boundary.per_client
+        {
+            match &clients {
+                None => {
+                    return Err("per_client: bursts per client need the source's clients, like clients = { count = 1000 }".into());
+                }
+                Some(c) if c.weights != clients::Weights::Uniform => {
+                    return Err(
+                        "per_client: every client bursts as often as the others; drop `weights`"
+                            .into(),
+                    );
+                }
+                Some(c)
+                    if c.count
+                        .get()
+                        .saturating_mul(boundary.before + boundary.after)
+                        > MAX_BURST =>
+                {
+                    return Err(format!(
+                        "per_client: {} clients bursting {} + {} each is held in memory; at most {MAX_BURST} arrivals per boundary in all",
+                        c.count, boundary.before, boundary.after
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
         if clients.is_some() && matches!(kind, SourceKind::Trace(_) | SourceKind::Adversary(_)) {
             return Err(
                 "clients: a trace names its clients in a key column (`key = \"client\"`), and an adversary has none; drop `clients`"
@@ -298,7 +325,14 @@ impl SourceConfig {
             },
             SourceKind::Boundary(config) => {
                 let gap = u128::from(config.period.get()) * u128::from(config.every.get());
-                (span / gap.max(1) + 1) * u128::from(config.before + config.after)
+                // Per client, every client bursts: one more boundary for their phases.
+                let (bursting, extra) = match &self.clients {
+                    Some(clients) if config.per_client => (u128::from(clients.count.get()), 1),
+                    _ => (1, 0),
+                };
+                (span / gap.max(1) + 1 + extra)
+                    * u128::from(config.before + config.after)
+                    * bursting
             }
             SourceKind::Trace(config) => u128::from(config.rows(base_dir, start, end)?),
             // About a thousand patterns of at most `budget` requests.
@@ -324,9 +358,12 @@ impl SourceConfig {
                 return Err("an adversary's traffic is searched per limiter, not generated".into());
             }
         };
-        Ok(match &self.clients {
-            None => source,
-            Some(clients) => Source::Keyed(Box::new(source), clients.draw(keys)),
+        Ok(match (&self.clients, &self.kind) {
+            (None, _) => source,
+            (Some(clients), SourceKind::Boundary(config)) if config.per_client => {
+                Source::PerClient(config.per_client(clients.count.get(), start, end, keys))
+            }
+            (Some(clients), _) => Source::Keyed(Box::new(source), clients.draw(keys)),
         })
     }
 }
@@ -343,6 +380,8 @@ pub enum Source {
     Trace(trace::Arrivals),
     /// A synthetic source whose arrivals are spread over clients.
     Keyed(Box<Source>, clients::Draw),
+    /// Bursts of every client around its own boundaries.
+    PerClient(boundary::PerClient),
 }
 
 impl Source {
@@ -354,6 +393,7 @@ impl Source {
             Source::Poisson(source) => out.extend(source.take(count).map(Arrival::at)),
             Source::Boundary(source) => out.extend(source.take(count).map(Arrival::at)),
             Source::Trace(source) => out.extend(source.take(count)),
+            Source::PerClient(source) => out.extend(source.take(count)),
             Source::Keyed(source, clients) => {
                 let from = out.len();
                 source.fill(out, count);
@@ -375,6 +415,7 @@ impl Iterator for Source {
             Source::Poisson(source) => source.next().map(Arrival::at),
             Source::Boundary(source) => source.next().map(Arrival::at),
             Source::Trace(source) => source.next(),
+            Source::PerClient(source) => source.next(),
             Source::Keyed(source, clients) => source.next().map(|arrival| Arrival {
                 key: clients.next_key(),
                 ..arrival
@@ -466,6 +507,8 @@ pub fn stream(seed: u64, workload: &str, source: usize, replication: u64) -> Rng
 mod tests {
     use super::*;
 
+    const NANOS: u64 = 1_000_000_000;
+
     fn merged(lists: &[&[u64]]) -> Vec<u64> {
         keyed(lists).into_iter().map(|(t, _)| t).collect()
     }
@@ -524,6 +567,58 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.contains("key column"), "{err}");
+    }
+
+    #[test]
+    fn per_client_bursts_come_around_each_clients_own_boundaries() {
+        let source = SourceConfig::from_table(
+            toml::from_str("kind = \"boundary\"\nperiod = \"1s\"\nbefore = 2\nafter = 3\nspread = \"10ms\"\nevery = 1\nper_client = true\nclients = { count = 20 }").unwrap(),
+        )
+        .unwrap();
+        let arrivals: Vec<Arrival> = source
+            .arrivals(
+                Nanos(5 * NANOS),
+                Path::new("."),
+                stream(1, "w", 0, 0),
+                keys_stream(1, "w", 0, 0),
+            )
+            .unwrap()
+            .collect();
+        assert!(arrivals.is_sorted_by_key(|a| a.time));
+        let spread = 10_000_000;
+        let mut phases = std::collections::BTreeSet::new();
+        for client in 0..20 {
+            let times: Vec<u64> = arrivals
+                .iter()
+                .filter(|a| a.key == Key(client))
+                .map(|a| a.time.get())
+                .collect();
+            // Boundaries at p + k s for k = 1..=4 lie inside the run (p < 1 s): 5 arrivals each.
+            assert!(times.len() >= 4 * 5, "client {client}: {}", times.len());
+            // Every arrival lies within one burst pair's width (2 spreads)
+            // of the client's first, modulo the period: its own boundaries.
+            let first = times[0] % NANOS;
+            phases.insert(first / (2 * spread));
+            for t in &times {
+                let off = (t % NANOS + NANOS - first) % NANOS;
+                assert!(
+                    off < 2 * spread || off > NANOS - 2 * spread,
+                    "client {client} at {t}, first {first}"
+                );
+            }
+        }
+        assert!(
+            phases.len() > 10,
+            "clients burst at their own instants: {phases:?}"
+        );
+        let err = SourceConfig::from_table(
+            toml::from_str("kind = \"boundary\"\nperiod = \"1s\"\nbefore = 2\nafter = 3\nspread = \"10ms\"\nper_client = true").unwrap(),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("per_client") && err.contains("clients"),
+            "{err}"
+        );
     }
 
     #[test]
