@@ -281,7 +281,7 @@ fn results_table(results: &Results, runs: &[RunSummary]) -> String {
     let mut html = format!(
         "<h2>Results</h2>\n<table>\n<tr><th>workload</th><th>limiter</th><th>kind</th><th>admitted / offered</th><th>worst {rolling}</th><th>from</th><th>× limit</th><th>bound (theory)</th><th>worst 1 s vs backend</th><th>time over capacity</th><th>dropped by the backend</th>{}</tr>\n",
         if per_key {
-            "<th>keys</th><th>state kept</th><th>store ops / request</th>"
+            "<th>keys</th><th>state kept</th><th>store ops / request</th><th>counter resets / s</th>"
         } else {
             ""
         }

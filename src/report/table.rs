@@ -48,7 +48,7 @@ pub fn render_table(runs: &[RunSummary]) -> String {
         .iter()
         .any(|run| run.keys.as_ref().is_some_and(|k| k.state.is_some()));
     if per_key {
-        header.extend(["keys", "state", "ops/req"].map(String::from));
+        header.extend(["keys", "state", "ops/req", "resets/s"].map(String::from));
     }
     let mut table = Table::new();
     table
@@ -98,12 +98,13 @@ pub fn render_table(runs: &[RunSummary]) -> String {
     table.trim_fmt()
 }
 
-/// Keys alive at most, their state in bytes (per key and in all), and store
-/// commands per request: `10000`, `129 B × 10000 = 1.3 MB`, `1.33`.
-pub fn state_columns(run: &RunSummary) -> [String; 3] {
+/// Keys alive at most, their state in bytes (per key and in all), store
+/// commands per request, and counter resets per second: `10000`,
+/// `129 B/key, 1 MB`, `1.07`, `10000`.
+pub fn state_columns(run: &RunSummary) -> [String; 4] {
     let dash = || "-".to_string();
     let Some(state) = run.keys.as_ref().and_then(|k| k.state.as_ref()) else {
-        return [dash(), dash(), dash()];
+        return [dash(), dash(), dash(), dash()];
     };
     let bytes = match (state.bytes_per_key, state.bytes) {
         (Some(per_key), Some(total)) => format!(
@@ -118,6 +119,7 @@ pub fn state_columns(run: &RunSummary) -> [String; 3] {
         state
             .store_ops_per_request
             .map_or_else(dash, |ops| format!("{ops:.2}")),
+        format!("{:.0}", state.resets_per_sec),
     ]
 }
 
