@@ -7,6 +7,8 @@ use std::path::Path;
 use burstsim::limiter::{Context, Limiter, LimiterConfig, RateLimiter};
 use burstsim::time::Nanos;
 
+mod common;
+
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000_000_000;
 
@@ -16,19 +18,6 @@ fn limiter(text: &str) -> Limiter {
         .unwrap()
         .build(Context::default())
         .unwrap()
-}
-
-/// Release times of the admitted arrivals, sorted.
-fn releases(limiter: &mut Limiter, arrivals: &[u64]) -> Vec<u64> {
-    let mut out = Vec::new();
-    for &t in arrivals {
-        let decision = limiter.decide(Nanos(t));
-        if decision.admitted() {
-            out.push(t + decision.delay().get());
-        }
-    }
-    out.sort_unstable();
-    out
 }
 
 /// The most times in any [s, s + len).
@@ -48,7 +37,7 @@ fn worst(times: &[u64], len: u64) -> u64 {
 fn delayed_nginx_at_a_high_rate_stays_within_its_bound() {
     let mut nginx = limiter("kind = \"nginx-limit-req\"\nrate = \"10000r/s\"\nburst = 20");
     let arrivals: Vec<u64> = [999_999; 10].into_iter().chain([1_000_000; 10]).collect();
-    let released = releases(&mut nginx, &arrivals);
+    let released = common::released(&mut nginx, &arrivals);
     assert_eq!(
         worst(&released, 2),
         20,
@@ -78,7 +67,7 @@ fn a_chain_with_a_delayed_nginx_layer_bounds_what_it_releases() {
         .into_iter()
         .chain([500 * MS, 1000 * MS, 1500 * MS, 2000 * MS])
         .collect();
-    let released = releases(&mut chain, &arrivals);
+    let released = common::released(&mut chain, &arrivals);
     let interval = 500 * MS + 1;
     assert_eq!(worst(&released, interval), 3, "{released:?}");
     assert!(
@@ -99,7 +88,7 @@ fn a_taken_back_request_does_not_hold_a_first_request_window_open() {
         ]"#,
     );
     let arrivals = [0, 0, S, S, 2 * S, 3 * S - 1, 3 * S - 1, 3 * S, 3 * S];
-    let released = releases(&mut chain, &arrivals);
+    let released = common::released(&mut chain, &arrivals);
     assert!(
         worst(&released, 2) <= chain.bound(Nanos(2)),
         "{released:?} vs {}",

@@ -7,6 +7,8 @@ use burstsim::limiter::{Context, Limiter, LimiterConfig, RateLimiter};
 use burstsim::time::Nanos;
 use proptest::prelude::*;
 
+mod common;
+
 fn build(text: &str) -> Limiter {
     let table: toml::Table = toml::from_str(text).expect("valid TOML");
     LimiterConfig::from_table(table)
@@ -16,19 +18,6 @@ fn build(text: &str) -> Limiter {
             })
         })
         .unwrap_or_else(|err| panic!("{text}: {err}"))
-}
-
-/// Release times of the admitted arrivals, sorted.
-fn released(limiter: &mut Limiter, arrivals: &[u64]) -> Vec<u64> {
-    let mut out = Vec::new();
-    for &t in arrivals {
-        let decision = limiter.decide(Nanos(t));
-        if decision.admitted() {
-            out.push(t + decision.delay().get());
-        }
-    }
-    out.sort_unstable();
-    out
 }
 
 /// The most times in any [s, s + len), by brute force.
@@ -149,7 +138,7 @@ proptest! {
         config in prop_oneof![Just(1u64), Just(2), Just(1_000), Just(997), Just(1_000_000), Just(500_000_000)].prop_flat_map(limiters),
     ) {
         let mut limiter = build(&config);
-        let passed = released(&mut limiter, &times);
+        let passed = common::released(&mut limiter, &times);
         for interval in intervals(edge).into_iter().chain(intervals(1_000)).chain([1_000_000, 1_000_000_000]) {
             let bound = limiter.bound(Nanos(interval));
             prop_assert!(worst(&passed, interval) <= bound, "{config}\nover {interval} ns: {} > {bound}\n{times:?}", worst(&passed, interval));
@@ -194,7 +183,7 @@ proptest! {
         );
         let scenario = burstsim::scenario::parse(&text, std::path::Path::new("c.toml")).map_err(|e| TestCaseError::fail(e.to_string()))?;
         let mut limiter = scenario.limiters[0].config.build(Context::default()).unwrap();
-        let passed = released(&mut limiter, &times);
+        let passed = common::released(&mut limiter, &times);
         for interval in intervals(edge) {
             let bound = limiter.bound(Nanos(interval));
             prop_assert!(worst(&passed, interval) <= bound, "{text}\nover {interval} ns: {} > {bound}\n{times:?}", worst(&passed, interval));

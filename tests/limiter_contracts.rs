@@ -8,6 +8,8 @@ use burstsim::time::Nanos;
 use burstsim::traffic::Key;
 use proptest::prelude::*;
 
+mod common;
+
 fn limiter(text: &str) -> Limiter {
     let table: toml::Table = toml::from_str(text).expect("test configs are valid TOML");
     let context = Context {
@@ -16,19 +18,6 @@ fn limiter(text: &str) -> Limiter {
     LimiterConfig::from_table(table)
         .and_then(|c| c.build(context))
         .expect("test configs build")
-}
-
-/// The admitted requests' release times (after any delay), sorted.
-fn admitted(limiter: &mut Limiter, arrivals: &[u64]) -> Vec<u64> {
-    let mut released = Vec::new();
-    for &t in arrivals {
-        let decision = limiter.decide(Nanos(t));
-        if decision.admitted() {
-            released.push(t + decision.delay().get());
-        }
-    }
-    released.sort_unstable();
-    released
 }
 
 fn worst(admitted: &[u64], interval: u64) -> u64 {
@@ -82,7 +71,7 @@ proptest! {
     #[test]
     fn every_kind_never_exceeds_its_bound(config in configs(), times in arrivals()) {
         let mut limiter = limiter(&config);
-        let passed = admitted(&mut limiter, &times);
+        let passed = common::released(&mut limiter, &times);
         for interval in INTERVALS {
             prop_assert!(worst(&passed, interval) <= limiter.bound(Nanos(interval)), "{config} over {interval} ns");
         }
@@ -131,7 +120,7 @@ proptest! {
 /// Each constructed trace must admit exactly the limiter's bound over W.
 fn reaches(config: &str, trace: &[u64], interval: u64) {
     let mut limiter = limiter(config);
-    let passed = admitted(&mut limiter, trace);
+    let passed = common::released(&mut limiter, trace);
     assert_eq!(
         worst(&passed, interval),
         limiter.bound(Nanos(interval)),
@@ -273,7 +262,7 @@ proptest! {
         let mode = ["nodelay = true".to_string(), String::new(), format!("delay = {delay}")][mode].clone();
         let config = format!("kind = \"nginx-limit-req\"\nrate = \"{rate}{unit}\"\nburst = {burst}\n{mode}");
         let mut limiter = limiter(&config);
-        let released = admitted(&mut limiter, &times);
+        let released = common::released(&mut limiter, &times);
         for interval in [1_000_000, 100_000_000, 999_999_999, 1_000_000_000, 1_001_000_000, 2_500_000_000] {
             prop_assert!(worst(&released, interval) <= limiter.bound(Nanos(interval)), "{config} over {interval} ns");
         }
@@ -290,7 +279,7 @@ fn nginx_with_nodelay_reaches_burst_plus_one_plus_the_rate() {
         .collect();
     let config = "kind = \"nginx-limit-req\"\nrate = \"10r/s\"\nburst = 20\nnodelay = true";
     let mut limiter = limiter(config);
-    let released = admitted(&mut limiter, &trace);
+    let released = common::released(&mut limiter, &trace);
     // 21 at 0 and one every 100 ms: 21 + 9 within [0, 1 s), 21 + 10 within the bound's 1.001 s.
     assert_eq!(worst(&released, S), 30);
     assert!(limiter.bound(Nanos(S)) >= 30);
@@ -326,7 +315,7 @@ proptest! {
         let times: Vec<u64> = times.into_iter().filter(|&t| t < 20_000).collect();
         let scenario = burstsim::scenario::parse(&text, std::path::Path::new("c.toml")).map_err(|e| TestCaseError::fail(e.to_string()))?;
         let mut limiter = scenario.limiters[0].config.build(Context::default()).unwrap();
-        let passed = admitted(&mut limiter, &times);
+        let passed = common::released(&mut limiter, &times);
         for interval in INTERVALS {
             prop_assert!(worst(&passed, interval) <= limiter.bound(Nanos(interval)), "{text} over {interval} ns");
         }

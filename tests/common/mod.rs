@@ -8,6 +8,21 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The times the backend gets `limiter`'s admitted `arrivals` (after any
+/// delay), sorted: counts are taken at release times, as the metrics take them.
+pub fn released(limiter: &mut burstsim::limiter::Limiter, arrivals: &[u64]) -> Vec<u64> {
+    use burstsim::limiter::RateLimiter;
+    let mut out = Vec::new();
+    for &t in arrivals {
+        let decision = limiter.decide(burstsim::time::Nanos(t));
+        if decision.admitted() {
+            out.push(t + decision.delay().get());
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
 /// Every `scenarios/*.toml`, in name order.
 pub fn shipped_scenarios() -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir("scenarios")
