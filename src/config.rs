@@ -29,6 +29,11 @@ impl KindTable {
         }
     }
 
+    /// Whether the remaining fields hold `key`.
+    pub fn has(&self, key: &str) -> bool {
+        self.rest.contains_key(key)
+    }
+
     /// Takes out the given keys, as a table of their own.
     pub fn take(&mut self, keys: &[&str]) -> toml::Table {
         keys.iter()

@@ -125,7 +125,7 @@ pub fn replay(
     for (named, (_, variants)) in scenario.limiters.iter().zip(plan(scenario)) {
         let (window, threshold) = match (&named.config, named.limiter.fixed_window()) {
             (_, Some(fixed)) => (fixed.window().get(), fixed.threshold()),
-            (LimiterConfig::SlidingLog(config), None) => {
+            (LimiterConfig::SlidingLog(config), None) if !config.count_rejected => {
                 (config.window.get(), config.threshold.get())
             }
             _ => continue,

@@ -18,6 +18,10 @@ pub struct Config {
     /// Where windows start.
     #[serde(default)]
     pub align: Align,
+    /// Rejected requests count in the window too (HAProxy's `track-sc`,
+    /// Kong's redis policy, envoyproxy/ratelimit).
+    #[serde(default)]
+    pub count_rejected: bool,
 }
 
 impl Kind for Config {
@@ -25,7 +29,8 @@ impl Kind for Config {
     type State = FixedWindow;
 
     fn build(&self, _: Context) -> Result<FixedWindow, String> {
-        FixedWindow::new(self.window, self.threshold.get(), self.align)
+        Ok(FixedWindow::new(self.window, self.threshold.get(), self.align)?
+            .counting_rejected(self.count_rejected))
     }
 
     super::threshold_is_the_parameter!();
@@ -35,8 +40,9 @@ impl Kind for Config {
         let align =
             ["\"epoch\"", "\"first-request\"", "{ anchor = \"130ns\" }"][(choice / 4 % 3) as usize];
         format!(
-            "window = \"{window}ns\"\nthreshold = {}\nalign = {align}",
-            choice / 12 % 29 + 1
+            "window = \"{window}ns\"\nthreshold = {}\nalign = {align}\ncount_rejected = {}",
+            choice / 12 % 29 + 1,
+            choice / 348 % 2 == 1
         )
     }
 }
@@ -59,6 +65,8 @@ pub struct FixedWindow {
     count: u64,
     /// Windows opened so far.
     opened: u64,
+    /// Whether rejected requests count too.
+    count_rejected: bool,
 }
 
 impl FixedWindow {
@@ -77,7 +85,16 @@ impl FixedWindow {
             end: 0,
             count: 0,
             opened: 0,
+            count_rejected: false,
         })
+    }
+
+    /// The same counter, counting rejected requests too when `count`.
+    pub fn counting_rejected(self, count: bool) -> FixedWindow {
+        FixedWindow {
+            count_rejected: count,
+            ..self
+        }
     }
 
     /// The window length W.
@@ -94,12 +111,18 @@ impl FixedWindow {
     pub fn align(&self) -> Align {
         self.align
     }
+
+    /// Whether rejected requests count too.
+    pub fn counts_rejected(&self) -> bool {
+        self.count_rejected
+    }
 }
 
 impl RateLimiter for FixedWindow {
     /// Rejects with the end of the current window as both `Retry-After` and
     /// the reset: with epoch windows every client rejected in a window is
-    /// told the same instant.
+    /// told the same instant. With `count_rejected` a rejection counts too,
+    /// which changes nothing within the window (it is full already).
     #[inline]
     fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
         let now = now.get();
@@ -119,7 +142,7 @@ impl RateLimiter for FixedWindow {
             self.opened += 1;
         }
         let admit = self.count < self.threshold;
-        self.count += u64::from(admit);
+        self.count += u64::from(admit | self.count_rejected);
         Decision::admit_or::<HINTS>(admit, || Hint::at_reset(self.end))
     }
 
@@ -158,10 +181,15 @@ impl RateLimiter for FixedWindow {
 
     fn describe(&self) -> String {
         format!(
-            "{} per {} ({})",
+            "{} per {} ({}{})",
             self.threshold,
             Nanos(self.window),
-            self.align.name()
+            self.align.name(),
+            if self.count_rejected {
+                ", counting rejected"
+            } else {
+                ""
+            }
         )
     }
 

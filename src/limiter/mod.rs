@@ -405,6 +405,17 @@ macro_rules! kinds {
                     }));
                 }
                 let table = KindTable::new(table, KINDS)?;
+                // A chain's own `count_rejected` is about requests a later layer rejects.
+                if table.has("count_rejected")
+                    && table.kind != "chain"
+                    && !COUNTS_REJECTED.contains(&table.kind.as_str())
+                {
+                    return Err(format!(
+                        "count_rejected: only {} can count rejected requests (as HAProxy, Kong's redis policy and envoyproxy/ratelimit do); a {} has no such option",
+                        COUNTS_REJECTED.join(", "),
+                        table.kind
+                    ));
+                }
                 $(
                     if table.kind == <$module::Config as Kind>::NAME {
                         return Ok(LimiterConfig::$variant(table.parse()?));
@@ -532,6 +543,10 @@ macro_rules! kinds {
         }
     };
 }
+
+/// The kinds with `count_rejected`: a rejected request counts in the
+/// window, the log or the counter as an admitted one does.
+pub const COUNTS_REJECTED: &[&str] = &["fixed-window", "sliding-log", "sliding-counter"];
 
 kinds! {
     FixedWindow = fixed_window,

@@ -18,6 +18,10 @@ pub struct Config {
     pub window: Nanos,
     /// The threshold N.
     pub threshold: NonZeroU64,
+    /// Rejected requests count in the current window too, and so weigh in
+    /// the next window as the previous one's.
+    #[serde(default)]
+    pub count_rejected: bool,
 }
 
 impl Kind for Config {
@@ -29,8 +33,9 @@ impl Kind for Config {
     fn example(choice: u64) -> String {
         let window = [1_000, 997, 250, 3_000][(choice % 4) as usize];
         format!(
-            "window = \"{window}ns\"\nthreshold = {}",
-            choice / 4 % 29 + 1
+            "window = \"{window}ns\"\nthreshold = {}\ncount_rejected = {}",
+            choice / 4 % 29 + 1,
+            choice / 116 % 2 == 1
         )
     }
 
@@ -46,6 +51,7 @@ impl Kind for Config {
             previous: 0,
             current: 0,
             rolled: 0,
+            count_rejected: self.count_rejected,
         })
     }
 }
@@ -68,6 +74,8 @@ pub struct SlidingCounter {
     current: u64,
     /// Windows rolled over so far.
     rolled: u64,
+    /// Whether rejected requests count too.
+    count_rejected: bool,
 }
 
 impl SlidingCounter {
@@ -124,7 +132,7 @@ impl RateLimiter for SlidingCounter {
         let weighted = u128::from(self.previous) * u128::from(self.window - elapsed)
             + u128::from(self.current) * u128::from(self.window);
         let admit = weighted < u128::from(self.threshold) * u128::from(self.window);
-        self.current += u64::from(admit);
+        self.current += u64::from(admit | self.count_rejected);
         Decision::admit_or::<HINTS>(admit, || self.hint())
     }
 
@@ -163,7 +171,16 @@ impl RateLimiter for SlidingCounter {
     }
 
     fn describe(&self) -> String {
-        format!("{} per {} (weighted)", self.threshold, Nanos(self.window))
+        format!(
+            "{} per {} (weighted{})",
+            self.threshold,
+            Nanos(self.window),
+            if self.count_rejected {
+                ", counting rejected"
+            } else {
+                ""
+            }
+        )
     }
 
     fn window_edges(&self) -> Option<(Nanos, Nanos)> {
@@ -179,6 +196,7 @@ mod tests {
         Config {
             window: Nanos(1_000),
             threshold: NonZeroU64::new(threshold).unwrap(),
+            count_rejected: false,
         }
         .build(Context::default())
         .unwrap()

@@ -18,6 +18,10 @@ pub struct Config {
     pub window: Nanos,
     /// Admitted requests per trailing window, N.
     pub threshold: NonZeroU64,
+    /// Rejected requests enter the log too (a Redis sorted set that `ZADD`s
+    /// before it counts).
+    #[serde(default)]
+    pub count_rejected: bool,
 }
 
 impl Kind for Config {
@@ -29,8 +33,9 @@ impl Kind for Config {
     fn example(choice: u64) -> String {
         let window = [1_000, 997, 250, 3_000][(choice % 4) as usize];
         format!(
-            "window = \"{window}ns\"\nthreshold = {}",
-            choice / 4 % 29 + 1
+            "window = \"{window}ns\"\nthreshold = {}\ncount_rejected = {}",
+            choice / 4 % 29 + 1,
+            choice / 116 % 2 == 1
         )
     }
 
@@ -52,6 +57,7 @@ impl Kind for Config {
             log: Vec::new(),
             oldest: 0,
             overwritten: None,
+            count_rejected: self.count_rejected,
         })
     }
 }
@@ -70,11 +76,14 @@ pub struct SlidingLog {
     oldest: usize,
     /// The time the last admission overwrote, to take it back.
     overwritten: Option<u64>,
+    /// Whether rejected requests enter the log too.
+    count_rejected: bool,
 }
 
 impl RateLimiter for SlidingLog {
     /// Rejects with `Retry-After` at the instant the oldest admission leaves
     /// the window, and the reset when the newest does (the log is empty then).
+    /// With `count_rejected` the rejection itself is the newest entry.
     #[inline]
     fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
         let now = now.get();
@@ -84,6 +93,11 @@ impl RateLimiter for SlidingLog {
             return Decision::Admit;
         }
         if now - self.log[self.oldest] < self.window {
+            if self.count_rejected {
+                // Only the last N entries decide; the rejection is the newest.
+                self.log[self.oldest] = now;
+                self.oldest = (self.oldest + 1) % self.log.len();
+            }
             let newest = (self.oldest + self.log.len() - 1) % self.log.len();
             return Decision::reject::<HINTS>(|| {
                 Hint::new(
@@ -143,7 +157,16 @@ impl RateLimiter for SlidingLog {
     }
 
     fn describe(&self) -> String {
-        format!("{} per trailing {}", self.threshold, Nanos(self.window))
+        format!(
+            "{} per trailing {}{}",
+            self.threshold,
+            Nanos(self.window),
+            if self.count_rejected {
+                ", counting rejected"
+            } else {
+                ""
+            }
+        )
     }
 }
 
@@ -155,6 +178,7 @@ mod tests {
         Config {
             window: Nanos::SECOND,
             threshold: NonZeroU64::new(threshold).unwrap(),
+            count_rejected: false,
         }
         .build(Context::default())
         .unwrap()

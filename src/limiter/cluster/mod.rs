@@ -166,6 +166,9 @@ impl ClusterConfig {
                 "cluster.mode: shared counters model fixed windows; a {kind} can only run locally"
             ));
         }
+        if self.mode != Mode::Local && inner.fixed_window().is_some_and(|f| f.counts_rejected()) {
+            return Err("cluster.mode: shared counters are modelled counting admitted requests only; drop count_rejected or use mode = \"local\"".into());
+        }
         Ok(())
     }
 
