@@ -20,6 +20,7 @@ pub mod random;
 pub mod replicate;
 pub mod report;
 pub mod results;
+pub mod retry;
 pub mod scenario;
 pub mod sim;
 pub mod size;

@@ -98,7 +98,7 @@ impl Results {
     }
 
     /// Every run: workloads in file order, each with its limiters in order.
-    pub fn runs(&self) -> impl Iterator<Item = &RunResult> {
+    pub fn runs(&self) -> impl Iterator<Item = &RunResult> + Clone {
         self.workloads.iter().flat_map(|w| &w.runs)
     }
 

@@ -12,6 +12,7 @@ use crate::error::{Key, ScenarioError, field_path, locate};
 use crate::limiter::cluster::{ClusterConfig, Config as ClusterRun};
 use crate::limiter::per_key::MAX_KEYS;
 use crate::limiter::{Context, Limiter, LimiterConfig, RateLimiter};
+use crate::retry::Retry;
 use crate::time::Nanos;
 use crate::traffic::SourceConfig;
 
@@ -81,8 +82,10 @@ pub struct Metrics {
 pub struct Workload {
     /// Unique name.
     pub name: String,
-    /// Sources, merged by time.
+    /// Sources, merged by time: with `retry`, the requests' first attempts.
     pub sources: Vec<SourceConfig>,
+    /// How its clients retry rejected requests, if they do.
+    pub retry: Option<Retry>,
 }
 
 impl Workload {
@@ -188,6 +191,7 @@ struct MetricsFile {
 struct WorkloadFile {
     name: Spanned<String>,
     sources: Vec<Spanned<toml::Table>>,
+    retry: Option<Spanned<toml::Table>>,
 }
 
 /// Reads and validates the scenario at `path`.
@@ -433,7 +437,17 @@ impl Validator<'_> {
                 if sources.len() > 1 && sources.iter().any(|s| s.adversary_budget().is_some()) {
                     return Err(self.error(file.span(), format!("workload {name:?}: an adversary source must be the workload's only source")));
                 }
-                Ok(Workload { name: name.clone(), sources })
+                let retry = match &file.get_ref().retry {
+                    None => None,
+                    Some(table) => {
+                        if sources.iter().any(|s| s.adversary_budget().is_some()) {
+                            return Err(self.error(table.span(), format!("workload {name:?}: retry: an adversary's requests are a pattern, not clients; give retries to a workload of traffic")));
+                        }
+                        let base = [Key::Name("workload".into()), Key::Index(w), Key::Name("retry".into())];
+                        Some(Retry::from_table(table.get_ref().clone()).map_err(|err| self.error_in(table.span(), &base, &format!("workload {name:?}, retry"), &err))?)
+                    }
+                };
+                Ok(Workload { name: name.clone(), sources, retry })
             })
             .collect()
     }

@@ -46,6 +46,10 @@ pub struct RunSummary {
     /// When the workload's requests name their clients: figures per key.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keys: Option<crate::metrics::per_key::KeysSummary>,
+    /// When the workload's clients retry: attempts, goodput, the herd, lockouts.
+    /// `offered` then counts attempts, and `admitted` requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub closed_loop: Option<crate::metrics::closed_loop::ClosedLoopSummary>,
     /// For an adversary workload: the pattern that made this limiter admit the most.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adversary: Option<String>,

@@ -45,6 +45,8 @@ pub const REFERENCE: RGBColor = RGBColor(90, 90, 90);
 pub const HIGHLIGHT: RGBColor = RGBColor(255, 221, 120);
 /// Opacity of rejected requests stacked over admitted ones.
 pub const REJECTED_ALPHA: f64 = 0.28;
+/// Retries stacked over first attempts, in every panel.
+pub const RETRY: RGBColor = RGBColor(120, 60, 160);
 /// Thin grid and boundary lines.
 pub const FAINT: RGBColor = RGBColor(205, 205, 205);
 

@@ -6,7 +6,7 @@ use plotters::prelude::*;
 
 use super::style::{
     CAPACITY, FAINT, FONT, HEIGHT, HIGHLIGHT, LABEL_SIZE, PANEL_HEIGHT, REFERENCE, REJECTED_ALPHA,
-    TITLE_SIZE, TRAILING, WIDTH, limiter_colour,
+    RETRY, TITLE_SIZE, TRAILING, WIDTH, limiter_colour,
 };
 use super::{
     Canvas, Chart, DASHED, NOTE_HEIGHT, PanelAxes, Reference, Results, X_AXIS_HEIGHT, add_overlay,
@@ -72,6 +72,8 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
     let runs = &workload.runs;
     let name = &workload.name;
     let (bucket, rolling) = (results.metrics.bucket.get(), results.metrics.rolling.get());
+    // Clients that retry: the bars are their attempts, first ones and retries.
+    let attempts = runs.iter().all(|run| run.timeline.has_attempts());
     let focus = runs
         .iter()
         .reduce(|best, run| {
@@ -83,6 +85,7 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
         })
         .expect("a scenario has at least one limiter");
     let view = View::around(focus, rolling, bucket, results.duration.get());
+
     // Bars are rates: each group of buckets' count scaled to requests per
     // second; a group is one bucket unless the view holds more than a chart
     // can draw.
@@ -99,7 +102,12 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
         .iter()
         .flat_map(|run| {
             view.groups(bucket, group).map(|range| {
-                sum(&run.timeline.admitted, range.clone()) + sum(&run.timeline.rejected, range)
+                let t = &run.timeline;
+                if attempts {
+                    sum(&t.first_attempts, range.clone()) + sum(&t.retries, range)
+                } else {
+                    sum(&t.admitted, range.clone()) + sum(&t.rejected, range)
+                }
             })
         })
         .max()
@@ -112,7 +120,8 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
     let y_max = (tallest.max(nominal_max).max(capacity.unwrap_or(0.0)) * HEADROOM).max(1.0);
 
     let title = format!(
-        "{name}: requests per second, in {} buckets, around the worst {}",
+        "{name}: {} per second, in {} buckets, around the worst {}",
+        if attempts { "attempts" } else { "requests" },
         interval_words(Nanos(shown_bucket)),
         interval_words(Nanos(rolling))
     );
@@ -128,7 +137,7 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
         canvas.fill(&WHITE)?;
         let root = canvas.titled(&title, (FONT, TITLE_SIZE))?;
         let (legend, body) = root.split_vertically(LEGEND_HEIGHT);
-        draw_legend(&legend, capacity.is_some(), Nanos(rolling))?;
+        draw_legend(&legend, capacity.is_some(), Nanos(rolling), attempts)?;
         let breaks: Vec<u32> = (1..panels).map(|i| i * panel_height).collect();
         let areas = body.split_by_breakpoints::<u32, u32, _, _>([], breaks);
         for (i, (run, area)) in runs.iter().zip(&areas).enumerate() {
@@ -144,16 +153,29 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
                 nominal: run.summary.nominal * NANOS_PER_SEC as f64 / rolling as f64,
                 capacity,
                 last: i + 1 == runs.len(),
-                y_desc: (i == runs.len() / 2).then(|| "requests per second".to_string()),
+                y_desc: (i == runs.len() / 2).then(|| {
+                    if attempts {
+                        "attempts per second"
+                    } else {
+                        "requests per second"
+                    }
+                    .to_string()
+                }),
+                attempts,
             };
             panel.draw(area, &canvas, &mut overlay)?;
         }
         canvas.present()?;
     }
     add_overlay(&mut svg, &overlay);
+    let bars = if attempts {
+        "attempts per second reaching the limiter over each {} bucket: requests' first attempts, with retries stacked above in purple (the herd at each window reset)"
+    } else {
+        "requests per second over each {} bucket: admitted, with rejected ones lighter above"
+    };
     let caption = format!(
-        "Bars are requests per second over each {} bucket: admitted, with rejected ones lighter above. The shaded band in each panel is that limiter's worst {} interval; {} lets {} through there, {:.2}× its limit. Short buckets of random traffic flicker above the capacity line even when no second exceeds it; the dark line is the exact count in the trailing {} at each instant, per second: what the backend really gets.",
-        interval_words(Nanos(bucket)),
+        "Bars are {}. The shaded band in each panel is that limiter's worst {} interval; {} lets {} through there, {:.2}× its limit. Short buckets of random traffic flicker above the capacity line even when no second exceeds it; the dark line is the exact count admitted in the trailing {} at each instant, per second: what the backend really gets.",
+        bars.replace("{}", &interval_words(Nanos(bucket))),
         interval_words(Nanos(rolling)),
         focus.summary.limiter,
         focus.summary.worst_rolling,
@@ -168,16 +190,24 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
     })
 }
 
-fn draw_legend(area: &Canvas, with_capacity: bool, rolling: Nanos) -> Result<()> {
+fn draw_legend(area: &Canvas, with_capacity: bool, rolling: Nanos, attempts: bool) -> Result<()> {
     let font = (FONT, LABEL_SIZE).into_font().color(&BLACK);
-    let boxes: [(&str, ShapeStyle); 3] = [
-        ("admitted", limiter_colour(0).filled()),
-        (
-            "rejected (lighter, stacked)",
-            limiter_colour(0).mix(REJECTED_ALPHA).filled(),
-        ),
-        ("worst interval", HIGHLIGHT.filled()),
-    ];
+    let boxes: [(&str, ShapeStyle); 3] = if attempts {
+        [
+            ("first attempts", limiter_colour(0).filled()),
+            ("retries (stacked)", RETRY.filled()),
+            ("worst interval", HIGHLIGHT.filled()),
+        ]
+    } else {
+        [
+            ("admitted", limiter_colour(0).filled()),
+            (
+                "rejected (lighter, stacked)",
+                limiter_colour(0).mix(REJECTED_ALPHA).filled(),
+            ),
+            ("worst interval", HIGHLIGHT.filled()),
+        ]
+    };
     // About 8 pixels a character at LABEL_SIZE.
     let width = |label: &str| 40 + (label.len() as i32) * 8;
     let mut x = 80;
@@ -230,6 +260,8 @@ struct Panel<'a> {
     capacity: Option<f64>,
     last: bool,
     y_desc: Option<String>,
+    /// Bars of first attempts and retries rather than admitted and rejected.
+    attempts: bool,
 }
 
 impl Panel<'_> {
@@ -282,21 +314,29 @@ impl Panel<'_> {
                     as f64
                     * self.per_sec
             };
-            let admitted = rate(&self.run.timeline.admitted);
-            let rejected = rate(&self.run.timeline.rejected);
+            let timeline = &self.run.timeline;
+            let (lower, upper, upper_style) = if self.attempts {
+                (
+                    rate(&timeline.first_attempts),
+                    rate(&timeline.retries),
+                    RETRY.filled(),
+                )
+            } else {
+                (
+                    rate(&timeline.admitted),
+                    rate(&timeline.rejected),
+                    self.colour.mix(REJECTED_ALPHA).filled(),
+                )
+            };
             let (x0, x1) = (
                 secs(range.start as u64 * self.bucket),
                 secs(range.end as u64 * self.bucket),
             );
             [
-                (admitted > 0.0)
-                    .then(|| Rectangle::new([(x0, 0.0), (x1, admitted)], self.colour.filled())),
-                (rejected > 0.0).then(|| {
-                    Rectangle::new(
-                        [(x0, admitted), (x1, admitted + rejected)],
-                        self.colour.mix(REJECTED_ALPHA).filled(),
-                    )
-                }),
+                (lower > 0.0)
+                    .then(|| Rectangle::new([(x0, 0.0), (x1, lower)], self.colour.filled())),
+                (upper > 0.0)
+                    .then(|| Rectangle::new([(x0, lower), (x1, lower + upper)], upper_style)),
             ]
             .into_iter()
             .flatten()

@@ -31,6 +31,12 @@ pub fn live(args: &LiveArgs) -> Result<()> {
                 )
             })?,
     };
+    if scenario.workloads[workload].retry.is_some() {
+        bail!(
+            "workload {:?}: its clients retry, and live replays open-loop traffic only (the answers of a real Redis would decide the retries, which the replay does not model); pick another with --workload",
+            scenario.workloads[workload].name
+        );
+    }
     let wall_secs = scenario.duration.as_secs_f64() / args.speed;
     if wall_secs > args.max_wall_time.as_secs_f64() {
         // Debug prints 1e-300 as such, where Display writes 300 zeros.

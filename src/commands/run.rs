@@ -66,7 +66,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
         args.quiet,
         args.format,
         &target,
-        table::render_table(&summary.runs) + "\n",
+        match table::render_closed_loop(&summary.runs) {
+            Some(closed) => format!("{}\n\n{closed}\n", table::render_table(&summary.runs)),
+            None => table::render_table(&summary.runs) + "\n",
+        },
         &json,
         &summary_csv,
     )

@@ -3,6 +3,7 @@
 //! of requests.
 
 pub mod backend;
+pub mod closed_loop;
 pub mod per_key;
 pub mod rolling;
 pub mod timeline;

@@ -13,6 +13,10 @@ pub struct Timeline {
     pub admitted: Vec<u32>,
     /// Rejected requests per bucket.
     pub rejected: Vec<u32>,
+    /// With clients that retry: requests' first attempts per bucket.
+    pub first_attempts: Vec<u32>,
+    /// With clients that retry: retries per bucket.
+    pub retries: Vec<u32>,
     /// The bucket of the last decision and where it ends, so that most
     /// decisions need no division.
     #[serde(skip)]
@@ -27,8 +31,36 @@ impl Timeline {
             bucket,
             admitted: vec![0; buckets],
             rejected: vec![0; buckets],
+            first_attempts: Vec::new(),
+            retries: Vec::new(),
             cursor: (0, 0),
         }
+    }
+
+    /// Counts first attempts and retries too.
+    pub fn track_attempts(&mut self) {
+        self.first_attempts = vec![0; self.admitted.len()];
+        self.retries = vec![0; self.admitted.len()];
+    }
+
+    /// Counts an attempt arriving at `now`: a retry, or a request's first.
+    pub fn record_attempt(&mut self, now: Nanos, retry: bool) {
+        let counts = if retry {
+            &mut self.retries
+        } else {
+            &mut self.first_attempts
+        };
+        if let Some(count) = usize::try_from(now.get() / self.bucket.get())
+            .ok()
+            .and_then(|index| counts.get_mut(index))
+        {
+            *count = count.saturating_add(1);
+        }
+    }
+
+    /// Whether it counts attempts.
+    pub fn has_attempts(&self) -> bool {
+        !self.retries.is_empty()
     }
 
     /// Counts one decision at `now` (inside the run).

@@ -18,17 +18,25 @@ use crate::sim::DecisionSink;
 use crate::traffic::Arrival;
 
 /// Streams every decision to `decisions/<workload>/<limiter>.csv`: the
-/// arrival's time, its client key and whether it was admitted.
+/// arrival's time, its client key and whether it was admitted, and for
+/// clients that retry, which attempt of its request it was.
 pub struct DecisionFiles {
     /// Per workload, per limiter: the file and its writer.
     files: Vec<Vec<(PathBuf, BufWriter<fs::File>)>>,
+    /// Per workload: whether its files have the `attempt` column.
+    attempts: Vec<bool>,
 }
 
 impl DecisionFiles {
     /// Creates one file per workload × limiter.
     pub fn create(folder: &Path, scenario: &Scenario) -> Result<DecisionFiles> {
         let mut files = Vec::new();
-        for workload in &scenario.workloads {
+        let attempts: Vec<bool> = scenario
+            .workloads
+            .iter()
+            .map(|w| w.retry.is_some())
+            .collect();
+        for (workload, &attempts) in scenario.workloads.iter().zip(&attempts) {
             let mut of_workload = Vec::new();
             let dir = folder.join("decisions").join(&workload.name);
             fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -37,14 +45,19 @@ impl DecisionFiles {
                 let file = fs::File::create(&path)
                     .with_context(|| format!("creating {}", path.display()))?;
                 let mut writer = BufWriter::with_capacity(1 << 16, file);
+                let header: &[u8] = if attempts {
+                    b"time_ns,key,admitted,attempt\n"
+                } else {
+                    b"time_ns,key,admitted\n"
+                };
                 writer
-                    .write_all(b"time_ns,key,admitted\n")
+                    .write_all(header)
                     .with_context(|| format!("writing {}", path.display()))?;
                 of_workload.push((path, writer));
             }
             files.push(of_workload);
         }
-        Ok(DecisionFiles { files })
+        Ok(DecisionFiles { files, attempts })
     }
 
     /// Flushes every file.
@@ -64,14 +77,15 @@ impl DecisionSink for DecisionFiles {
         workload: usize,
         limiter: usize,
         arrival: Arrival,
+        attempt: u32,
         admitted: bool,
     ) -> std::io::Result<()> {
         let writer = &mut self.files[workload][limiter].1;
-        writeln!(
-            writer,
-            "{},{},{admitted}",
-            arrival.time.get(),
-            arrival.key.0
-        )
+        let (time, key) = (arrival.time.get(), arrival.key.0);
+        if self.attempts[workload] {
+            writeln!(writer, "{time},{key},{admitted},{attempt}")
+        } else {
+            writeln!(writer, "{time},{key},{admitted}")
+        }
     }
 }

@@ -46,6 +46,7 @@ pub fn render_report(results: &Results, charts: &[Chart]) -> String {
         verdict_sentence(results, &summary.runs)
     );
     page.push_str(&results_table(results, &summary.runs));
+    page.push_str(&closed_loop_section(results, &summary.runs));
     // The figure that shows the spike first, then the worst counts side by
     // side; everything else after the explanation.
     let focus = focus_workload(&summary.runs).map(|w| format!("overview-{w}.svg"));
@@ -320,6 +321,65 @@ fn results_table(results: &Results, runs: &[RunSummary]) -> String {
         );
     }
     html.push_str("</table>\n");
+    html
+}
+
+/// Workloads whose clients retry: their table, and what it shows in words.
+fn closed_loop_section(results: &Results, runs: &[RunSummary]) -> String {
+    let Some(table) = super::table::render_closed_loop(runs) else {
+        return String::new();
+    };
+    let rolling = results.metrics.rolling;
+    let mut findings = Vec::new();
+    for run in runs {
+        let Some(c) = &run.closed_loop else { continue };
+        let times = c.worst_rolling_attempts as f64 / run.nominal.max(1.0);
+        if let Some(share) = c.retries_after_reset_share.filter(|&s| s >= 0.5) {
+            findings.push(format!(
+                "<b>{}</b> through <b>{}</b>: {:.0}% of retries arrive within 10 ms after a window reset — the herd — and up to {} attempts reach the limiter in {rolling}, {:.1}× its limit.",
+                escape(&run.workload),
+                escape(&run.limiter),
+                share * 100.0,
+                c.worst_rolling_attempts,
+                times
+            ));
+        }
+        if c.lockout.lockouts > 0 {
+            findings.push(format!(
+                "<b>{}</b> locked <b>{}</b> out for {:.1} s from {}: every attempt rejected while its clients sent no more than the limit; goodput {:.1}% at {:.1} attempts per request.",
+                escape(&run.limiter),
+                escape(&run.workload),
+                c.lockout.longest_ns as f64 / 1e9,
+                seconds(c.lockout.longest_start_ns),
+                c.goodput_share * 100.0,
+                c.amplification
+            ));
+        }
+    }
+    let mut html = String::from("<h2>Clients that retry</h2>\n<ul>\n");
+    for workload in &results.workloads {
+        if let Some(retry) = runs
+            .iter()
+            .find(|r| r.workload == workload.name)
+            .and_then(|r| r.closed_loop.as_ref())
+        {
+            let _ = writeln!(
+                html,
+                "<li><b>{}</b>: {}</li>",
+                escape(&workload.name),
+                escape(&retry.retry)
+            );
+        }
+    }
+    html.push_str("</ul>\n");
+    let _ = writeln!(html, "<pre>{}</pre>", escape(&table));
+    if !findings.is_empty() {
+        html.push_str("<ul>\n");
+        for finding in findings {
+            let _ = writeln!(html, "<li>{finding}</li>");
+        }
+        html.push_str("</ul>\n");
+    }
     html
 }
 

@@ -98,6 +98,87 @@ pub fn render_table(runs: &[RunSummary]) -> String {
     table.trim_fmt()
 }
 
+/// The second table, for workloads whose clients retry: requests against
+/// attempts, goodput, the wait to get in, the attempts' own worst interval,
+/// the herd after resets and lockouts.
+pub fn render_closed_loop(runs: &[RunSummary]) -> Option<String> {
+    let closed: Vec<_> = runs
+        .iter()
+        .filter_map(|run| Some((run, run.closed_loop.as_ref()?)))
+        .collect();
+    let rolling = Nanos(closed.first()?.0.rolling_ns);
+    let header = [
+        "retrying".to_string(),
+        "limiter".to_string(),
+        "requests".to_string(),
+        "tries/req".to_string(),
+        "goodput".to_string(),
+        "gave up".to_string(),
+        "wait p50/p99".to_string(),
+        format!("attempts {rolling}"),
+        "at reset".to_string(),
+        "lockout".to_string(),
+    ];
+    let mut table = Table::new();
+    table
+        .load_style(STYLE)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header);
+    for (i, (run, c)) in closed.iter().enumerate() {
+        let first_of_workload = i == 0 || closed[i - 1].0.workload != run.workload;
+        let lockout = &c.lockout;
+        table.add_row([
+            if first_of_workload {
+                run.workload.clone()
+            } else {
+                String::new()
+            },
+            run.limiter.clone(),
+            c.requests.to_string(),
+            format!("{:.2}", c.amplification),
+            format!("{:.1}%", c.goodput_share * 100.0),
+            c.gave_up.to_string(),
+            format!(
+                "{}/{}",
+                short_time(c.to_admission_p50_ns),
+                short_time(c.to_admission_p99_ns)
+            ),
+            c.worst_rolling_attempts.to_string(),
+            c.retries_after_reset_share
+                .map_or("-".to_string(), |share| format!("{:.0}%", share * 100.0)),
+            if lockout.lockouts == 0 {
+                "none".to_string()
+            } else {
+                format!(
+                    "{:.1}s @{}",
+                    lockout.longest_ns as f64 / 1e9,
+                    seconds(lockout.longest_start_ns)
+                )
+            },
+        ]);
+    }
+    for (index, column) in table.column_iter_mut().enumerate() {
+        column.set_padding((0, 1));
+        if index >= 2 {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    Some(format!(
+        "{}\n  tries/req: attempts per request. goodput: requests admitted. wait: from a request's first attempt to its admission.\n  at reset: retries arriving within 10 ms after a window reset. lockout: the longest time every attempt was rejected while the\n  client sent no more than its limit.",
+        table.trim_fmt()
+    ))
+}
+
+/// A wait in the unit that suits it: `0`, `850µs`, `12ms`, `3.4s`.
+fn short_time(ns: u64) -> String {
+    match ns {
+        0 => "0".to_string(),
+        ns if ns < 1_000_000 => format!("{}µs", ns / 1_000),
+        ns if ns < 1_000_000_000 => format!("{}ms", ns / 1_000_000),
+        ns => format!("{:.1}s", ns as f64 / 1e9),
+    }
+}
+
 /// Keys alive at most, their state in bytes (per key and in all), store
 /// commands per request, and counter resets per second: `10000`,
 /// `129 B/key, 1 MB`, `1.07`, `10000`.

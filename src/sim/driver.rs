@@ -6,13 +6,14 @@
 
 use anyhow::{Context as _, Result};
 
-use super::events::Events;
+use super::events::{Attempt, Event, Events};
 use crate::adversary::{self, Found};
 use crate::limiter::Decision;
+use crate::retry::{Budget, Retry};
 use crate::scenario::{NamedLimiter, Scenario, Workload};
 use crate::summary::RunSummary;
 use crate::time::Nanos;
-use crate::traffic::{Arrival, SourceConfig};
+use crate::traffic::{Arrival, Merge, Rng, SourceConfig};
 
 /// A run's traffic, reacting to the limiter.
 pub trait Driver {
@@ -22,21 +23,34 @@ pub trait Driver {
     /// Takes its next arrival.
     fn next(&mut self) -> Option<Arrival>;
 
-    /// Hears the limiter's answer to `arrival`; may schedule requests.
-    fn answer(&mut self, arrival: Arrival, decision: Decision, events: &mut Events);
+    /// Hears the limiter's answer to `arrival`, its request's `attempt`;
+    /// may schedule requests.
+    fn answer(
+        &mut self,
+        arrival: Arrival,
+        attempt: Attempt,
+        decision: Decision,
+        events: &mut Events,
+    );
 
     /// Adds what it knows of the run to its summary.
     fn annotate(&self, summary: &mut RunSummary);
+
+    /// The error that cut its traffic short (a trace failing mid-read), if any.
+    fn take_error(&mut self) -> Option<String> {
+        None
+    }
 }
 
-/// Whether `workload` is driven per run rather than generated once: it
-/// holds an adversary (the only driven source so far; validation makes it
-/// the workload's only source).
+/// Whether `workload` is driven per run rather than generated once: its
+/// clients retry, or it holds an adversary (validation makes that the
+/// workload's only source).
 pub fn is_driven(workload: &Workload) -> bool {
-    workload
-        .sources
-        .iter()
-        .any(|s| s.adversary_budget().is_some())
+    workload.retry.is_some()
+        || workload
+            .sources
+            .iter()
+            .any(|s| s.adversary_budget().is_some())
 }
 
 /// The driver of the driven `workload` for the limiter `named`.
@@ -44,7 +58,19 @@ pub fn for_limiter(
     scenario: &Scenario,
     workload: &Workload,
     named: &NamedLimiter,
+    replication: u64,
 ) -> Result<Box<dyn Driver>> {
+    if let Some(retry) = workload.retry {
+        let arrivals = super::arrivals(scenario, workload, replication)?;
+        let rng =
+            crate::traffic::stream(scenario.seed ^ RETRY_STREAM, &workload.name, 0, replication);
+        return Ok(Box::new(Clients::new(
+            arrivals,
+            retry,
+            rng,
+            scenario.duration,
+        )));
+    }
     let budget = workload
         .sources
         .iter()
@@ -79,11 +105,132 @@ impl Driver for Pattern {
         Some(Arrival::at(time))
     }
 
-    fn answer(&mut self, _: Arrival, _: Decision, _: &mut Events) {}
+    fn answer(&mut self, _: Arrival, _: Attempt, _: Decision, _: &mut Events) {}
 
     fn annotate(&self, summary: &mut RunSummary) {
         summary.adversary = Some(self.found.description.clone());
         summary.tight = Some(self.found.tight);
         summary.lower_bound = Some(self.found.worst);
+    }
+}
+
+/// Sets the retry jitter's stream apart from the sources' own.
+const RETRY_STREAM: u64 = 0x7265_7472_7921_2121;
+
+/// Clients that retry: their requests' first attempts come from the
+/// workload's sources, and a rejected request comes back as its retry
+/// policy says, until admitted, out of attempts or budget, or past the run.
+pub struct Clients {
+    arrivals: Merge,
+    /// The next first attempt.
+    head: Option<Arrival>,
+    retry: Retry,
+    /// The jitter's draws, in the order of rejections.
+    rng: Rng,
+    budget: Option<Budget>,
+    /// The end of the run: a retry due then or later is not made.
+    end: Nanos,
+    gave_up: u64,
+    budget_refused: u64,
+    unfinished: u64,
+}
+
+impl Clients {
+    /// Clients sending `arrivals` and retrying as `retry` says, over a run
+    /// ending at `end`.
+    pub fn new(mut arrivals: Merge, retry: Retry, rng: Rng, end: Nanos) -> Clients {
+        Clients {
+            head: arrivals.next(),
+            arrivals,
+            budget: retry.budget.map(Budget::new),
+            retry,
+            rng,
+            end,
+            gave_up: 0,
+            budget_refused: 0,
+            unfinished: 0,
+        }
+    }
+}
+
+impl Driver for Clients {
+    fn next_time(&self) -> Option<Nanos> {
+        self.head.map(|arrival| arrival.time)
+    }
+
+    fn next(&mut self) -> Option<Arrival> {
+        let head = self.head.take()?;
+        self.head = self.arrivals.next();
+        Some(head)
+    }
+
+    fn answer(
+        &mut self,
+        arrival: Arrival,
+        attempt: Attempt,
+        decision: Decision,
+        events: &mut Events,
+    ) {
+        let hint = match decision {
+            Decision::Reject(hint) => hint,
+            Decision::Admit | Decision::Delay(_) => {
+                if let Some(budget) = &mut self.budget {
+                    budget.admitted(attempt.number);
+                }
+                return;
+            }
+        };
+        if attempt.number >= self.retry.max_attempts {
+            self.gave_up += 1;
+            return;
+        }
+        let Some((at, slept)) = self.retry.next_attempt(
+            arrival.time,
+            hint,
+            attempt.number,
+            attempt.slept,
+            &mut self.rng,
+        ) else {
+            self.gave_up += 1;
+            return;
+        };
+        if at >= self.end {
+            self.unfinished += 1;
+            return;
+        }
+        if let Some(budget) = &mut self.budget
+            && !budget.take()
+        {
+            self.gave_up += 1;
+            self.budget_refused += 1;
+            return;
+        }
+        let retry = Attempt {
+            number: attempt.number + 1,
+            first: attempt.first,
+            slept,
+        };
+        events.schedule(
+            at,
+            Event::Arrive(
+                Arrival {
+                    time: at,
+                    ..arrival
+                },
+                retry,
+            ),
+        );
+    }
+
+    fn annotate(&self, summary: &mut RunSummary) {
+        if let Some(closed) = &mut summary.closed_loop {
+            closed.gave_up = self.gave_up;
+            closed.budget_refused = self.budget_refused;
+            closed.unfinished = self.unfinished;
+        }
+    }
+
+    fn take_error(&mut self) -> Option<String> {
+        self.arrivals.take_error()
     }
 }

@@ -16,7 +16,29 @@ pub enum Event {
     /// delay), reaches the backend.
     Release(Key),
     /// A client sends a request (a retry, say): it is decided then.
-    Arrive(Arrival),
+    Arrive(Arrival, Attempt),
+}
+
+/// Which attempt of its request an arrival is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    /// 1 for the first attempt, 2 for the first retry, …
+    pub number: u32,
+    /// When the request's first attempt arrived.
+    pub first: Nanos,
+    /// How long the client waited before this attempt (0 for the first).
+    pub slept: Nanos,
+}
+
+impl Attempt {
+    /// The first attempt of a request arriving at `at`.
+    pub fn first(at: Nanos) -> Attempt {
+        Attempt {
+            number: 1,
+            first: at,
+            slept: Nanos::ZERO,
+        }
+    }
 }
 
 /// An event at a time, numbered in scheduling order.
@@ -92,6 +114,12 @@ impl Events {
             .map(|Reverse(entry)| (entry.time, entry.event))
     }
 
+    /// How many events are scheduled.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
     /// Whether nothing is scheduled.
     #[inline]
     pub fn is_empty(&self) -> bool {
@@ -104,10 +132,13 @@ mod tests {
     use super::*;
 
     fn arrive(key: u64) -> Event {
-        Event::Arrive(Arrival {
-            time: Nanos(5),
-            key: Key(key),
-        })
+        Event::Arrive(
+            Arrival {
+                time: Nanos(5),
+                key: Key(key),
+            },
+            Attempt::first(Nanos(5)),
+        )
     }
 
     #[test]

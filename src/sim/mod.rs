@@ -9,7 +9,7 @@ use anyhow::{Context as _, Result, bail};
 use rayon::prelude::*;
 
 pub use self::driver::Driver;
-pub use self::events::{Event, Events};
+pub use self::events::{Attempt, Event, Events};
 use self::run::RunState;
 use crate::limiter::RateLimiter;
 use crate::results::{Results, RunResult, WorkloadResults};
@@ -23,12 +23,14 @@ const CHUNK: usize = 4096;
 /// Receives every decision, when the caller asks for them (`--decisions`).
 pub trait DecisionSink {
     /// Records that the limiter numbered `limiter` (in file order) decided
-    /// `admitted` for `arrival` of the workload numbered `workload`.
+    /// `admitted` for `arrival` of the workload numbered `workload`, its
+    /// request's `attempt`-th (1 unless its clients retry).
     fn record(
         &mut self,
         workload: usize,
         limiter: usize,
         arrival: Arrival,
+        attempt: u32,
         admitted: bool,
     ) -> std::io::Result<()>;
 }
@@ -169,7 +171,7 @@ fn simulate_open(
                 Some(sink) => {
                     for &arrival in &chunk {
                         let decision = run.observe::<false>(arrival);
-                        sink.record(index, limiter, arrival, decision.admitted())
+                        sink.record(index, limiter, arrival, 1, decision.admitted())
                             .context("writing decisions")?;
                     }
                 }
@@ -205,16 +207,29 @@ fn simulate_driven(
     let workload = &scenario.workloads[index];
     let mut results = Vec::with_capacity(scenario.limiters.len());
     for (limiter, named) in scenario.limiters.iter().enumerate() {
-        let mut driver = driver::for_limiter(scenario, workload, named)?;
+        let mut driver = driver::for_limiter(scenario, workload, named, options.replication)?;
         let mut run = RunState::new(scenario, options, named, workload.is_keyed());
-        run.drive(driver.as_mut(), |arrival, decision| {
+        if let Some(retry) = &workload.retry {
+            run = run.with_retries(scenario, retry);
+        }
+        run.drive(driver.as_mut(), |arrival, attempt, decision| {
             match sink.as_deref_mut() {
                 Some(sink) => sink
-                    .record(index, limiter, arrival, decision.admitted())
+                    .record(index, limiter, arrival, attempt.number, decision.admitted())
                     .context("writing decisions"),
                 None => Ok(()),
             }
         })?;
+        if let Some(err) = driver.take_error() {
+            bail!("workload {:?}: {err}", workload.name);
+        }
+        if options.replication == 0 && run.offered == 0 {
+            bail!(
+                "workload {:?} offers no requests in {}: its sources produce nothing in the run; raise their rates, widen their start and end, or lengthen the run",
+                workload.name,
+                scenario.duration
+            );
+        }
         let mut result = run.finish(scenario, options, &workload.name, &named.name);
         driver.annotate(&mut result.summary);
         results.push(result);

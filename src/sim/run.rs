@@ -1,15 +1,16 @@
 //! One limiter's run: its state, the metrics of what it admits, and its
 //! event queue, fed arrivals in time order.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use hdrhistogram::Histogram;
 
 use super::Options;
 use super::driver::Driver;
-use super::events::{Event, Events};
+use super::events::{Attempt, Event, Events};
 use crate::limiter::per_key::PerKey;
 use crate::limiter::{Decision, Limiter, RateLimiter};
 use crate::metrics::backend::Server;
+use crate::metrics::closed_loop::ClosedLoop;
 use crate::metrics::per_key::{PerKeyCounts, StateCost};
 use crate::metrics::rolling::RollingCounts;
 use crate::metrics::timeline::Timeline;
@@ -43,6 +44,8 @@ pub(super) struct RunState {
     delays: Option<Histogram<u64>>,
     /// Figures per client key, when the workload's requests name clients.
     keys: Option<PerKeyCounts>,
+    /// Figures of clients that retry, when they do.
+    closed: Option<ClosedLoop>,
 }
 
 impl RunState {
@@ -87,6 +90,7 @@ impl RunState {
             rejected_with_spare_capacity: 0,
             events: Events::default(),
             keys: keyed.then(|| PerKeyCounts::new(metrics.rolling)),
+            closed: None,
             delays: None,
             server: scenario.backend.and_then(|b| {
                 b.queue
@@ -106,12 +110,35 @@ impl RunState {
         decision
     }
 
+    /// Keeps the figures of clients retrying as `retry` says: attempts, goodput,
+    /// the herd after resets, lockouts.
+    pub(super) fn with_retries(
+        mut self,
+        scenario: &Scenario,
+        retry: &crate::retry::Retry,
+    ) -> RunState {
+        // A client's limit: its key's own with a limiter per key, else the limiter's.
+        let limit = match &self.limiter {
+            Limiter::PerKey(per) => per.prototype().nominal(Nanos::SECOND),
+            limiter => limiter.nominal(Nanos::SECOND),
+        };
+        self.closed = Some(ClosedLoop::new(
+            retry.describe(),
+            scenario.metrics.rolling,
+            self.limiter.window_edges(),
+            limit,
+            retry.lockout,
+        ));
+        self.timeline.track_attempts();
+        self
+    }
+
     /// Runs `driver` to its end, calling `recorded` with every decision. The
     /// run's own events come first at equal times: they were scheduled before.
     pub(super) fn drive(
         &mut self,
         driver: &mut dyn Driver,
-        mut recorded: impl FnMut(Arrival, Decision) -> Result<()>,
+        mut recorded: impl FnMut(Arrival, Attempt, Decision) -> Result<()>,
     ) -> Result<()> {
         loop {
             let event_first = match (self.events.next_time(), driver.next_time()) {
@@ -120,20 +147,40 @@ impl RunState {
                 (Some(_), None) => true,
                 (None, Some(_)) => false,
             };
-            let arrival = if event_first {
+            let (arrival, attempt) = if event_first {
                 match self.events.pop().expect("an event is due") {
                     (at, Event::Release(key)) => {
                         self.deliver(at, key);
                         continue;
                     }
-                    (_, Event::Arrive(arrival)) => arrival,
+                    (_, Event::Arrive(arrival, attempt)) => (arrival, attempt),
                 }
             } else {
-                driver.next().expect("the driver has a next arrival")
+                let arrival = driver.next().expect("the driver has a next arrival");
+                (arrival, Attempt::first(arrival.time))
             };
             let decision = self.observe::<true>(arrival);
-            recorded(arrival, decision)?;
-            driver.answer(arrival, decision, &mut self.events);
+            if let Some(closed) = &mut self.closed {
+                let admitted_at = match decision {
+                    Decision::Admit => Some(arrival.time),
+                    Decision::Delay(delay) => {
+                        Some(Nanos(arrival.time.get().saturating_add(delay.get())))
+                    }
+                    Decision::Reject(_) => None,
+                };
+                closed.attempt(arrival, attempt.number, attempt.first, admitted_at);
+                self.timeline
+                    .record_attempt(arrival.time, attempt.number > 1);
+            }
+            recorded(arrival, attempt, decision)?;
+            driver.answer(arrival, attempt, decision, &mut self.events);
+            if self.events.len() > crate::retry::MAX_PENDING {
+                bail!(
+                    "more than {} requests wait to retry at once (at {}); retries are held in memory until they are sent: lower the rate, max_attempts or the waits, or shorten the run",
+                    crate::retry::MAX_PENDING,
+                    arrival.time
+                );
+            }
         }
     }
 
@@ -283,6 +330,7 @@ impl RunState {
                 Limiter::Cluster(cluster) => Some(cluster.admitted_per_instance().to_vec()),
                 _ => None,
             },
+            closed_loop: self.closed.map(|closed| closed.finish(0, 0, 0)),
             delay: self.delays.as_ref().map(|delays| DelaySummary {
                 delayed: delays.len(),
                 p50_ns: delays.value_at_quantile(0.5),
@@ -340,7 +388,13 @@ mod tests {
             self.sent.get(self.next - 1).copied()
         }
 
-        fn answer(&mut self, arrival: Arrival, decision: Decision, events: &mut Events) {
+        fn answer(
+            &mut self,
+            arrival: Arrival,
+            attempt: Attempt,
+            decision: Decision,
+            events: &mut Events,
+        ) {
             if let Decision::Reject(Hint {
                 retry_at: Some(at), ..
             }) = decision
@@ -350,7 +404,11 @@ mod tests {
                     time: at,
                     ..arrival
                 };
-                events.schedule(at, Event::Arrive(retry));
+                let next = Attempt {
+                    number: attempt.number + 1,
+                    ..attempt
+                };
+                events.schedule(at, Event::Arrive(retry, next));
             }
         }
 
@@ -378,7 +436,7 @@ mod tests {
         sent.push(at(1_000_000_000, 99));
         let mut driver = RetryOnce { sent, next: 0 };
         let mut decided = Vec::new();
-        run.drive(&mut driver, |arrival, decision| {
+        run.drive(&mut driver, |arrival, _, decision| {
             decided.push((arrival.time.get(), arrival.key.0, decision.admitted()));
             Ok(())
         })
