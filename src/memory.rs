@@ -21,17 +21,24 @@ pub struct Estimate {
     /// State per client key: every run's figures per key, and every per-key
     /// limiter's states.
     pub keys: u128,
+    /// Clients that retry: requests waiting to retry, the attempts within
+    /// the rolling interval, and clients being rejected.
+    pub retries: u128,
 }
 
 impl Estimate {
     /// All parts together.
     pub fn total(&self) -> u128 {
-        self.timelines + self.rings + self.replications + self.keys
+        self.timelines + self.rings + self.replications + self.keys + self.retries
     }
 }
 
 /// Each key's figures in a run: its counts, its slot, its share of the ring.
 const PER_KEY_FIGURES: u128 = 48;
+/// A request waiting to retry: its entry in the run's event queue.
+const PER_PENDING_RETRY: u128 = 64;
+/// A client being rejected: its entry in the lockout map.
+const PER_REJECTED_CLIENT: u128 = 48;
 
 /// The estimate for `scenario` run with `replications` seeds, with or
 /// without charts; `requests` and `keys` are the estimated arrivals and
@@ -84,15 +91,40 @@ pub fn estimate(
         .iter()
         .filter(|named| matches!(named.limiter, crate::limiter::Limiter::PerKey(_)))
         .count() as u128;
-    let keys: u128 = keys
+    let key_state: u128 = keys
         .iter()
         .map(|&keys| {
             keys * PER_KEY_FIGURES * scenario.limiters.len() as u128
                 + keys * per_key_state * per_key_limiters
         })
         .sum();
+    // Clients that retry, per run: at most every request waiting at once
+    // (and never more than the stated limit), at most every attempt within
+    // the rolling interval, a lockout entry per client, and first attempts
+    // and retries per timeline bucket.
+    let limiters = scenario.limiters.len() as u128;
+    let retries: u128 = scenario
+        .workloads
+        .iter()
+        .zip(requests.iter().zip(keys))
+        .filter_map(|(workload, (&requests, &keys))| {
+            let retry = workload.retry?;
+            let pending = requests.min(crate::retry::MAX_PENDING as u128);
+            let attempts = requests.saturating_mul(u128::from(retry.max_attempts));
+            let ring = attempts.next_power_of_two().max(1024) * 8;
+            let clients = keys.max(1).min(requests);
+            Some(
+                limiters
+                    * (pending * PER_PENDING_RETRY
+                        + ring
+                        + clients * PER_REJECTED_CLIENT
+                        + buckets * 8),
+            )
+        })
+        .sum();
     Estimate {
-        keys,
+        keys: key_state,
+        retries,
         timelines: runs * buckets * per_bucket,
         rings,
         replications: if replications > 1 {

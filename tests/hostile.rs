@@ -366,3 +366,64 @@ fn state_per_client_key_counts_toward_max_memory() {
     assert!(stderr.contains("GB for state per client key"), "{stderr}");
     assert!(!dir.path().join("out").exists());
 }
+
+#[test]
+fn retries_count_toward_max_requests_and_max_memory_before_any_work() {
+    // 10^8 requests are within --max-requests; 100 attempts each are not.
+    let many = scenario("{ kind = \"poisson\", rate = 10000000 }").replace(
+        "sources = [",
+        "retry = { policy = \"fixed\", max_attempts = 100 }\nsources = [",
+    );
+    refused(many.as_bytes(), None, "every attempt of clients that retry");
+    // Within --max-requests, the attempts held within a second and the
+    // requests waiting to retry are not within 100 MB.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("retry.toml");
+    fs::write(
+        &path,
+        scenario("{ kind = \"poisson\", rate = 1000000 }").replace(
+            "sources = [",
+            "retry = { policy = \"fixed\", max_attempts = 10 }\nsources = [",
+        ),
+    )
+    .unwrap();
+    let output = Command::cargo_bin("burstsim")
+        .unwrap()
+        .args(["run", "--max-memory", "100MB", "--out"])
+        .arg(dir.path().join("out"))
+        .arg(&path)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("for clients that retry"), "{stderr}");
+    assert!(!dir.path().join("out").exists());
+}
+
+#[test]
+fn live_refuses_a_workload_whose_clients_retry_before_connecting() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("retry.toml");
+    fs::write(
+        &path,
+        scenario("{ kind = \"poisson\", rate = 10 }").replace(
+            "sources = [",
+            "retry = { policy = \"honour-hint\" }\nsources = [",
+        ),
+    )
+    .unwrap();
+    let output = Command::cargo_bin("burstsim")
+        .unwrap()
+        .args(["live", "--redis", "redis://127.0.0.1:1"])
+        .arg(&path)
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("live replays open-loop traffic only"),
+        "{stderr}"
+    );
+}

@@ -56,12 +56,16 @@ fn check_work(scenario: &Scenario, replications: u64, limits: Limits, charts: bo
         } else {
             1
         };
-        total += requests * runs;
+        // Every attempt is decided: a request may come back max_attempts times.
+        let attempts = workload
+            .retry
+            .map_or(1, |retry| u128::from(retry.max_attempts));
+        total += requests * runs * attempts;
         per_workload.push(requests);
     }
     if total > u128::from(max_requests) {
         bail!(
-            "{}: this would simulate about {total} requests, more than --max-requests {max_requests}; shorten the run, lower the rates, or raise --max-requests if that much is intended",
+            "{}: this would simulate about {total} requests (every attempt of clients that retry), more than --max-requests {max_requests}; shorten the run, lower the rates, or raise --max-requests if that much is intended",
             scenario.path.display()
         );
     }
@@ -75,7 +79,7 @@ fn check_work(scenario: &Scenario, replications: u64, limits: Limits, charts: bo
     if memory.total() > u128::from(max_memory) {
         use crate::memory::words;
         bail!(
-            "{}: this would need about {} of memory ({} for timelines at a {} bucket, {} for the rolling windows of the limiters' worst cases, {} for replications, {} for state per client key), more than --max-memory {}; use a coarser metrics.bucket, fewer replications, fewer clients or --no-charts, or raise --max-memory if the machine has it",
+            "{}: this would need about {} of memory ({} for timelines at a {} bucket, {} for the rolling windows of the limiters' worst cases, {} for replications, {} for state per client key, {} for clients that retry), more than --max-memory {}; use a coarser metrics.bucket, fewer replications, fewer clients, fewer attempts or --no-charts, or raise --max-memory if the machine has it",
             scenario.path.display(),
             words(memory.total()),
             words(memory.timelines),
@@ -83,6 +87,7 @@ fn check_work(scenario: &Scenario, replications: u64, limits: Limits, charts: bo
             words(memory.rings),
             words(memory.replications),
             words(memory.keys),
+            words(memory.retries),
             words(u128::from(max_memory))
         );
     }
