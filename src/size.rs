@@ -42,9 +42,9 @@ pub enum Safe {
 pub struct Cost {
     /// The workload.
     pub workload: String,
-    /// Requests offered.
+    /// Requests offered (of clients that retry: requests, not attempts).
     pub offered: u64,
-    /// Requests rejected.
+    /// Requests rejected (of clients that retry: never admitted).
     pub rejected: u64,
     /// Share of the offered requests rejected.
     pub rejected_share: f64,
@@ -192,8 +192,17 @@ impl Probe<'_> {
                     .expect("sizing always has a backend");
                 worst = worst.max(backend.worst_1s);
                 dropped += backend.queue.as_ref().map_or(0, |q| q.dropped);
-                cost.offered += summary.offered;
-                cost.rejected += summary.rejected;
+                match &summary.closed_loop {
+                    // A retried request rejected then admitted cost its client a wait, not the request.
+                    Some(closed) => {
+                        cost.offered += closed.requests;
+                        cost.rejected += closed.requests - closed.goodput;
+                    }
+                    None => {
+                        cost.offered += summary.offered;
+                        cost.rejected += summary.rejected;
+                    }
+                }
                 cost.rejected_with_spare_capacity += backend.rejected_with_spare_capacity;
             }
         }

@@ -56,13 +56,15 @@ pub struct ClosedLoopSummary {
     pub lockout: LockoutSummary,
 }
 
-/// Clients locked out: rejected on every attempt for at least `after_ns`,
-/// while their new requests stayed within their limit over that time.
+/// Lockouts: a limit's key (a client's, with a limiter per key; else the
+/// one shared limit) rejecting every attempt for at least `after_ns`, while
+/// the requests sent under it stayed within the limit over that time.
 #[derive(Clone, Debug, Serialize)]
 pub struct LockoutSummary {
     /// The shortest lockout counted.
     pub after_ns: u64,
-    /// Client keys locked out at least once.
+    /// Keys locked out at least once: clients with a limiter per key, else
+    /// 1 when the shared limit was.
     pub keys: u64,
     /// Lockouts in all.
     pub lockouts: u64,
@@ -71,7 +73,7 @@ pub struct LockoutSummary {
     pub longest_ns: u64,
     /// When the longest began.
     pub longest_start_ns: u64,
-    /// The new requests its client sent meanwhile.
+    /// The new requests sent under that key meanwhile.
     pub longest_requests: u64,
 }
 
@@ -97,6 +99,8 @@ pub struct ClosedLoop {
     after_reset: (u64, u64),
     /// The key's limit over an interval: its nominal allowance per nanosecond.
     limit_per_ns: f64,
+    /// Whether the limiter keeps a limit per client key (else one for all).
+    per_key: bool,
     lockout_after: Nanos,
     streaks: HashMap<Key, Streak, MixState>,
     locked_keys: HashSet<Key, MixState>,
@@ -106,13 +110,14 @@ pub struct ClosedLoop {
 
 impl ClosedLoop {
     /// Figures for clients retrying as `retry` says, against a limiter with
-    /// `edges` (period, phase) and, per key, `limit_per_sec` of nominal
-    /// allowance; the worst attempts over `rolling`.
+    /// `edges` (period, phase) and `limit_per_sec` of nominal allowance, per
+    /// client key when `per_key`; the worst attempts over `rolling`.
     pub fn new(
         retry: String,
         rolling: Nanos,
         edges: Option<(Nanos, Nanos)>,
         limit_per_sec: f64,
+        per_key: bool,
         lockout_after: Nanos,
     ) -> ClosedLoop {
         ClosedLoop {
@@ -125,6 +130,7 @@ impl ClosedLoop {
             edges: edges.map(|(period, phase)| (period.get(), phase.get())),
             after_reset: (0, 0),
             limit_per_ns: limit_per_sec / 1e9,
+            per_key,
             lockout_after,
             streaks: HashMap::default(),
             locked_keys: HashSet::default(),
@@ -144,6 +150,8 @@ impl ClosedLoop {
         admitted_at: Option<Nanos>,
     ) {
         let Arrival { time, key } = arrival;
+        // The key whose limit decided: the client's, or the one shared.
+        let key = if self.per_key { key } else { Key::DEFAULT };
         self.attempts.push(time);
         let is_retry = number > 1;
         if is_retry {
@@ -295,6 +303,7 @@ mod tests {
             Nanos::SECOND,
             Some((Nanos::SECOND, Nanos::ZERO)),
             100.0,
+            false,
             Nanos::SECOND,
         );
         let ms = |ms: u64| Some(Nanos(ms * 1_000_000));
@@ -323,7 +332,7 @@ mod tests {
     #[test]
     fn a_lockout_needs_the_time_and_a_client_within_its_limit() {
         // Limit 2 per second; lockouts from 1 s.
-        let mut loop_ = ClosedLoop::new("r".into(), Nanos::SECOND, None, 2.0, Nanos::SECOND);
+        let mut loop_ = ClosedLoop::new("r".into(), Nanos::SECOND, None, 2.0, true, Nanos::SECOND);
         let mut attempts = Vec::new();
         // Key 1: rejected from 0 to 3.1 s, 4 new requests (≤ 6.2): locked out.
         for (ms, number) in [(0, 1), (100, 2), (1000, 1), (2000, 1), (2500, 2), (3000, 1)] {

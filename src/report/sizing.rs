@@ -51,7 +51,7 @@ pub fn render_sizing_table(report: &SizingReport) -> String {
          bound now     the most the current setting can admit in 1 s, for any traffic (✗: above {capacity})\n\
          any traffic   the largest setting whose bound over 1 s is at most {capacity}, and that bound\n\
          on workloads  the largest setting whose simulated worst second stays at most {capacity}, and that worst\n\
-         rejected      at the any-traffic setting: the largest share of a workload's requests rejected, over all replications\n\
+         rejected      at the any-traffic setting: the largest share of a workload's requests rejected (never admitted, for clients that retry), over all replications\n\
          spare         at the any-traffic setting: requests rejected while the backend had room for them, per replication (mean), all workloads together\n\
          Adversary workloads are patterns, not traffic: rejected and spare leave them out.\n",
         table.trim_fmt(),

@@ -164,7 +164,8 @@ pub fn render_closed_loop(runs: &[RunSummary]) -> Option<String> {
         }
     }
     Some(format!(
-        "{}\n  tries/req: attempts per request. goodput: requests admitted. wait: from a request's first attempt to its admission.\n  at reset: retries arriving within 10 ms after a window reset. lockout: the longest time every attempt was rejected while the\n  client sent no more than its limit.",
+        "{}\n  tries/req: attempts per request. goodput: requests admitted. wait: from a request's first attempt to its admission.\n  at reset: retries arriving within 10 ms after a window reset. lockout: the longest time a limit (a client's, or the shared
+  one) rejected every attempt while no more new requests than it allows were sent under it.",
         table.trim_fmt()
     ))
 }

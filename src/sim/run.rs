@@ -118,15 +118,16 @@ impl RunState {
         retry: &crate::retry::Retry,
     ) -> RunState {
         // A client's limit: its key's own with a limiter per key, else the limiter's.
-        let limit = match &self.limiter {
-            Limiter::PerKey(per) => per.prototype().nominal(Nanos::SECOND),
-            limiter => limiter.nominal(Nanos::SECOND),
+        let (limit, per_key) = match &self.limiter {
+            Limiter::PerKey(per) => (per.prototype().nominal(Nanos::SECOND), true),
+            limiter => (limiter.nominal(Nanos::SECOND), false),
         };
         self.closed = Some(ClosedLoop::new(
             retry.describe(),
             scenario.metrics.rolling,
             self.limiter.window_edges(),
             limit,
+            per_key,
             retry.lockout,
         ));
         self.timeline.track_attempts();
