@@ -666,6 +666,57 @@ threshold = 100
     }
 
     #[test]
+    fn a_retry_error_names_the_file_line_workload_and_field() {
+        let text = MINIMAL.replace(
+            "rate = 80 }]",
+            "rate = 80 }]\nretry = { policy = \"exponential\", max_attempts = 500 }",
+        );
+        let err = error(&text);
+        assert!(
+            err.starts_with("s.toml:7:50: workload \"steady\", retry: max_attempts: expected a whole number from 1 to 100"),
+            "{err}"
+        );
+        let err = error(&MINIMAL.replace(
+            "rate = 80 }]",
+            "rate = 80 }]\nretry = { policy = \"sometimes\" }",
+        ));
+        assert!(err.starts_with("s.toml:7:20: workload \"steady\", retry: policy: unknown value \"sometimes\", expected one of \"none\""), "{err}");
+        let scenario = parse(
+            &MINIMAL.replace(
+                "rate = 80 }]",
+                "rate = 80 }]\nretry = { policy = \"honour-hint\" }",
+            ),
+            Path::new("s.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            scenario.workloads[0].retry.unwrap().describe(),
+            "retry at the limiter's hint, else exponential backoff from 100ms ×2 up to 20s, at most 5 attempts"
+        );
+    }
+
+    #[test]
+    fn count_rejected_is_refused_where_a_kind_has_no_such_behaviour() {
+        let err = error(&MINIMAL.replace(
+            "kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 100",
+            "kind = \"token-bucket\"\nrate = 100\nburst = 100\ncount_rejected = true",
+        ));
+        assert!(
+            err.contains("limiter \"fixed\": count_rejected: only fixed-window, sliding-log, sliding-counter can count rejected requests"),
+            "{err}"
+        );
+        let scenario = parse(
+            &MINIMAL.replace("threshold = 100", "threshold = 100\ncount_rejected = true"),
+            Path::new("s.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            scenario.limiters[0].description,
+            "100 per 1s (epoch, counting rejected)"
+        );
+    }
+
+    #[test]
     fn names_that_could_escape_the_output_folder_are_refused() {
         for bad in ["../up", "a/b", ".hidden", ""] {
             let err = error(&format!("name = {bad:?}\n{MINIMAL}"));
