@@ -33,7 +33,7 @@ const SLIDING_LOG: &str = "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', tonum
 pub enum Variant {
     /// The fixed window as one Lua script (INCR, then PEXPIRE on the first hit).
     AtomicFixedWindow,
-    /// The same with separate GET, INCR and PEXPIRE round trips.
+    /// The same with a separate GET, then INCR and its expiry in one transaction.
     NaiveFixedWindow,
     /// A sorted-set sliding log as one Lua script.
     SlidingLog,
@@ -203,8 +203,9 @@ fn arrivals(scenario: &Scenario, index: usize) -> Result<Vec<u64>> {
 }
 
 /// One sent request: scenario time it was due, scenario time it was sent,
-/// Redis's answer, and (for the atomic fixed window) the count INCR returned.
-type Sent = (u64, u64, bool, u64);
+/// Redis's answer, (for the atomic fixed window) the count INCR returned,
+/// and the round trip in scenario time.
+type Sent = (u64, u64, bool, u64, u64);
 
 /// Sends every arrival at its (sped-up) time from `redis.clients` threads;
 /// the first error stops every client.
@@ -259,14 +260,21 @@ fn send(
                                         redis::cmd("GET").arg(key).query(&mut con)?;
                                     let count = count.unwrap_or(0);
                                     if count < threshold {
-                                        let now: u64 =
-                                            redis::cmd("INCR").arg(key).query(&mut con)?;
-                                        if now == 1 {
-                                            let _: i64 = redis::cmd("PEXPIRE")
-                                                .arg(key)
-                                                .arg(window_ms)
-                                                .query(&mut con)?;
-                                        }
+                                        // The INCR and its expiry (set only
+                                        // on a key without one, as "on the
+                                        // first hit" does) in one
+                                        // transaction: the GET-then-INCR race
+                                        // stays, and no kill between the two
+                                        // leaves a key that never expires.
+                                        let _: (u64, i64) = redis::pipe()
+                                            .atomic()
+                                            .cmd("INCR")
+                                            .arg(key)
+                                            .cmd("PEXPIRE")
+                                            .arg(key)
+                                            .arg(window_ms)
+                                            .arg("NX")
+                                            .query(&mut con)?;
                                     }
                                     count < threshold
                                 }
@@ -281,11 +289,14 @@ fn send(
                                         == 1
                                 }
                             };
+                            let replied =
+                                (Instant::now().saturating_duration_since(start).as_nanos() as f64
+                                    * speed) as u64;
                             progress();
                             results
                                 .lock()
                                 .expect("no client panics holding the lock")
-                                .push((due, sent, admitted, count));
+                                .push((due, sent, admitted, count, replied.saturating_sub(sent)));
                         }
                         Ok(())
                     };
@@ -326,7 +337,7 @@ fn send(
         })
     })?;
     let mut sent = results.into_inner().expect("every client finished");
-    sent.sort_by_key(|&(_, at, _, _)| at);
+    sent.sort_by_key(|&(_, at, ..)| at);
     Ok(sent)
 }
 
@@ -352,9 +363,12 @@ fn compare(
             .expect("a valid window"),
         ),
     };
+    // How far Redis's order and clock can be from the send times: how late a
+    // request was sent, or how long its round trip took (Redis ran it
+    // somewhere within), whichever is larger.
     let jitter = sent
         .iter()
-        .map(|&(due, at, _, _)| at.saturating_sub(due))
+        .map(|&(due, at, _, _, rtt)| at.saturating_sub(due).max(rtt))
         .max()
         .unwrap_or(0)
         .max((1_000_000.0 * speed) as u64);
@@ -369,7 +383,7 @@ fn compare(
     let mut last_followed = None;
     // (time, Redis admitted it, time since the model's window opened)
     let mut differing: Vec<(u64, bool, u64)> = Vec::new();
-    for &(_, at, theirs, replied) in sent {
+    for &(_, at, theirs, replied, _) in sent {
         let ours = if variant == Variant::AtomicFixedWindow {
             // Redis's key opens at the request whose INCR returns 1. Where the
             // model's window would open within the timing jitter of that
@@ -445,7 +459,7 @@ fn compare(
         jitter_ns: jitter,
         decisions: sent
             .iter()
-            .map(|&(_, at, admitted, _)| (Nanos(at), admitted))
+            .map(|&(_, at, admitted, ..)| (Nanos(at), admitted))
             .collect(),
         worst_1s_live: live.worst()[0].count,
         worst_1s_model: simulated.worst()[0].count,

@@ -257,12 +257,6 @@ impl Retry {
         words
     }
 
-    /// The longest a backoff can wait (the cap, or more when the policy is
-    /// fixed at a longer base); a hint may say longer.
-    pub fn longest_backoff(&self) -> Nanos {
-        self.cap.max(self.base)
-    }
-
     /// When the `retry`-th retry (1 for the first) of a request rejected at
     /// `now` with `hint` comes back, and the wait it slept (for decorrelated
     /// jitter's next draw); `previous` is the wait before this one (zero

@@ -61,7 +61,7 @@ pub fn live(args: &LiveArgs) -> Result<()> {
         );
     }
     eprintln!(
-        "live: fixed windows run in Redis as first-request windows (INCR, then PEXPIRE on the first hit: a window opens at a key's first request, as Redis counters do; an epoch-aligned window would need a key per window), once as one atomic script and once as separate GET, INCR and PEXPIRE round trips; sliding logs run as sorted sets. The \"simulated\" column models exactly that, so it can differ from `burstsim run` for epoch windows."
+        "live: fixed windows run in Redis as first-request windows (INCR, then PEXPIRE on the first hit: a window opens at a key's first request, as Redis counters do; an epoch-aligned window would need a key per window), once as one atomic script and once as a separate GET before INCR and its expiry; sliding logs run as sorted sets. The \"simulated\" column models exactly that, so it can differ from `burstsim run` for epoch windows."
     );
     let skipped: Vec<&str> = plan
         .iter()
