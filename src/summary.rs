@@ -50,6 +50,10 @@ pub struct RunSummary {
     /// `offered` then counts attempts, and `admitted` requests.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub closed_loop: Option<crate::metrics::closed_loop::ClosedLoopSummary>,
+    /// With a cluster whose store goes down: each outage, what got through
+    /// during it and in the ten seconds after.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outages: Option<Vec<crate::metrics::outage::OutageSummary>>,
     /// For an adversary workload: the pattern that made this limiter admit the most.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adversary: Option<String>,

@@ -157,8 +157,23 @@ proptest! {
         k in 1..4u64,
         n in prop_oneof![3 => Just(1u64), 1 => 2..5u64],
         steps in prop::collection::vec((0..3u64, -3i64..2, 0..3u64, prop::bool::weighted(0.8), prop::bool::weighted(0.8)), 0..6),
+        // The store failing: an outage (start, length, policy) and a failover (at, lost), in windows.
+        outage in prop::option::of((0..30u64, 1..5u64, 1..3usize)),
+        failover in prop::option::of((1..38u64, 1..4u64, 0..3u64)),
     ) {
         let mode = ["local", "shared-instance-clock", "shared-store-clock"][mode];
+        // Fail-open outages have no bound to check; deny and local fallbacks do.
+        let store = if mode == "local" {
+            String::new()
+        } else {
+            let outages = outage.map_or(String::new(), |(at, len, policy)| {
+                format!("outages = [{{ at = \"{}ns\", for = \"{}ns\" }}], on_error = \"{}\", ", at * edge, len * edge, ["allow", "deny", "local"][policy])
+            });
+            let failover = failover.map_or(String::new(), |(at, lost, side)| {
+                format!("failover = [{{ at = \"{}ns\", lost = \"{}ns\" }}]", (at * edge + side).saturating_sub(1), lost * edge / 2)
+            });
+            format!("store = {{ {outages}{failover} }}\n")
+        };
         let steps: Vec<String> = steps
             .iter()
             .map(|(at, by, side, store, small)| {
@@ -176,7 +191,7 @@ proptest! {
             .collect();
         let times: Vec<u64> = times.into_iter().filter(|&t| t < 40 * edge).collect();
         let text = format!(
-            "duration = \"{}ns\"\n[metrics]\nbucket = \"{}ns\"\nrolling = \"{edge}ns\"\nprofile = [\"{edge}ns\"]\n[cluster]\ninstances = {k}\nmode = \"{mode}\"\nsteps = [{}]\n[[workload]]\nname = \"w\"\nsources = [{{ kind = \"uniform\", rate = 1 }}]\n[[limiter]]\nname = \"l\"\nkind = \"fixed-window\"\nwindow = \"{edge}ns\"\nthreshold = {n}\n",
+            "duration = \"{}ns\"\n[metrics]\nbucket = \"{}ns\"\nrolling = \"{edge}ns\"\nprofile = [\"{edge}ns\"]\n[cluster]\ninstances = {k}\nmode = \"{mode}\"\n{store}steps = [{}]\n[[workload]]\nname = \"w\"\nsources = [{{ kind = \"uniform\", rate = 1 }}]\n[[limiter]]\nname = \"l\"\nkind = \"fixed-window\"\nwindow = \"{edge}ns\"\nthreshold = {n}\n",
             40 * edge,
             40 * edge,
             steps.join(", ")

@@ -671,3 +671,35 @@ fn per_key_epoch_windows_reset_together_and_first_request_windows_do_not() {
         "INCR each, PEXPIRE per window opened: {ops}"
     );
 }
+
+#[test]
+fn a_fail_open_store_outage_lets_the_whole_offered_load_through() {
+    let (_dir, summary) = run("scenarios/store-outage.toml", &["--no-charts"]);
+    let outage = |limiter: &str| find(&summary, "steady-500", limiter)["outages"][0].clone();
+    let open = outage("fail-open");
+    assert!(open["offered_worst_1s"].as_u64().unwrap() > 450, "{open}");
+    assert_eq!(open["worst_1s_during"], open["offered_worst_1s"], "{open}");
+    assert_eq!(open["admitted"], open["offered"], "{open}");
+    assert_eq!(find(&summary, "steady-500", "fail-open")["bound"], u64::MAX);
+    let closed = outage("fail-closed");
+    assert_eq!(
+        (
+            closed["admitted"].as_u64(),
+            closed["worst_1s_during"].as_u64()
+        ),
+        (Some(0), Some(0)),
+        "{closed}"
+    );
+    // Three instances, each its own 100 per second: three times the limit, within their bound.
+    let local = outage("local-fallback");
+    let worst = local["worst_1s_during"].as_u64().unwrap();
+    assert!((250..=600).contains(&worst), "{local}");
+    assert_eq!(local["admitted"], 1500, "3 instances × 100 × 5 s: {local}");
+    // The failover gives back a second of increments: a second window's worth.
+    let failover = find(&summary, "steady-500", "failover");
+    assert!(
+        failover["worst_rolling"].as_u64().unwrap() > 150,
+        "{failover}"
+    );
+    assert!(failover.get("outages").is_none());
+}

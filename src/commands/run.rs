@@ -66,10 +66,16 @@ pub fn run(args: &RunArgs) -> Result<()> {
         args.quiet,
         args.format,
         &target,
-        match table::render_closed_loop(&summary.runs) {
-            Some(closed) => format!("{}\n\n{closed}\n", table::render_table(&summary.runs)),
-            None => table::render_table(&summary.runs) + "\n",
-        },
+        [
+            Some(table::render_table(&summary.runs)),
+            table::render_closed_loop(&summary.runs),
+            table::render_outages(&summary.runs),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("\n\n")
+            + "\n",
         &json,
         &summary_csv,
     )

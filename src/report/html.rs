@@ -47,6 +47,7 @@ pub fn render_report(results: &Results, charts: &[Chart]) -> String {
     );
     page.push_str(&results_table(results, &summary.runs));
     page.push_str(&closed_loop_section(results, &summary.runs));
+    page.push_str(&outage_section(&summary.runs));
     // The figure that shows the spike first, then the worst counts side by
     // side; everything else after the explanation.
     let focus = focus_workload(&summary.runs).map(|w| format!("overview-{w}.svg"));
@@ -321,6 +322,41 @@ fn results_table(results: &Results, runs: &[RunSummary]) -> String {
         );
     }
     html.push_str("</table>\n");
+    html
+}
+
+/// Clusters whose store goes down: what got through meanwhile, in a table
+/// and in words.
+fn outage_section(runs: &[RunSummary]) -> String {
+    let Some(table) = super::table::render_outages(runs) else {
+        return String::new();
+    };
+    let mut html = String::from("<h2>When the store is down</h2>\n");
+    let _ = writeln!(html, "<pre>{}</pre>\n<ul>", escape(&table));
+    for run in runs {
+        for outage in run.outages.iter().flatten() {
+            let what = match outage.on_error.as_str() {
+                "allow" => "lets every request through (fail open)",
+                "deny" => "rejects every request (fail closed)",
+                _ => "falls back to a counter per instance",
+            };
+            let _ = writeln!(
+                html,
+                "<li><b>{}</b> {what}: from {} for {}, the backend gets up to {} requests in a second of the outage, of {} offered{}.</li>",
+                escape(&run.limiter),
+                seconds(outage.at_ns),
+                Nanos(outage.for_ns),
+                outage.worst_1s_during,
+                outage.offered_worst_1s,
+                run.backend.as_ref().map_or(String::new(), |b| format!(
+                    " — {:.1}× its capacity of {}/s",
+                    outage.worst_1s_during as f64 / b.capacity as f64,
+                    b.capacity
+                )),
+            );
+        }
+    }
+    html.push_str("</ul>\n");
     html
 }
 

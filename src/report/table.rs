@@ -170,6 +170,66 @@ pub fn render_closed_loop(runs: &[RunSummary]) -> Option<String> {
     ))
 }
 
+/// The table of store outages, for clusters whose store goes down: what
+/// each limiter let through while it was down and after.
+pub fn render_outages(runs: &[RunSummary]) -> Option<String> {
+    let rows: Vec<_> = runs
+        .iter()
+        .flat_map(|run| {
+            run.outages
+                .iter()
+                .flatten()
+                .map(move |outage| (run, outage))
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let mut table = Table::new();
+    table
+        .load_style(STYLE)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header([
+            "store down",
+            "limiter",
+            "outage",
+            "on error",
+            "offered",
+            "admitted",
+            "worst 1s offered",
+            "worst 1s admitted",
+            "worst 1s after",
+        ]);
+    for (i, (run, outage)) in rows.iter().enumerate() {
+        let first_of_workload = i == 0 || rows[i - 1].0.workload != run.workload;
+        table.add_row([
+            if first_of_workload {
+                run.workload.clone()
+            } else {
+                String::new()
+            },
+            run.limiter.clone(),
+            format!("{} for {}", Nanos(outage.at_ns), Nanos(outage.for_ns)),
+            outage.on_error.clone(),
+            outage.offered.to_string(),
+            outage.admitted.to_string(),
+            outage.offered_worst_1s.to_string(),
+            outage.worst_1s_during.to_string(),
+            outage.worst_1s_after.to_string(),
+        ]);
+    }
+    for (index, column) in table.column_iter_mut().enumerate() {
+        column.set_padding((0, 1));
+        if index >= 4 {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    Some(format!(
+        "{}\n  worst 1s: the most in any second counting only requests of the outage (offered, admitted), or of the ten seconds after it.",
+        table.trim_fmt()
+    ))
+}
+
 /// A wait in the unit that suits it: `0`, `850µs`, `12ms`, `3.4s`.
 fn short_time(ns: u64) -> String {
     match ns {

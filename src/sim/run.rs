@@ -11,6 +11,7 @@ use crate::limiter::per_key::PerKey;
 use crate::limiter::{Decision, Limiter, RateLimiter};
 use crate::metrics::backend::Server;
 use crate::metrics::closed_loop::ClosedLoop;
+use crate::metrics::outage::Outages;
 use crate::metrics::per_key::{PerKeyCounts, StateCost};
 use crate::metrics::rolling::RollingCounts;
 use crate::metrics::timeline::Timeline;
@@ -46,6 +47,8 @@ pub(super) struct RunState {
     keys: Option<PerKeyCounts>,
     /// Figures of clients that retry, when they do.
     closed: Option<ClosedLoop>,
+    /// What got through while a cluster's store was down, and after.
+    outages: Option<Outages>,
 }
 
 impl RunState {
@@ -91,6 +94,14 @@ impl RunState {
             events: Events::default(),
             keys: keyed.then(|| PerKeyCounts::new(metrics.rolling)),
             closed: None,
+            outages: match &named.limiter {
+                Limiter::Cluster(cluster) => cluster.outages().map(|(outages, on_error)| {
+                    let spans: Vec<(Nanos, Nanos)> =
+                        outages.iter().map(|o| (o.at, o.end())).collect();
+                    Outages::new(&spans, on_error.name(), scenario.duration)
+                }),
+                _ => None,
+            },
             delays: None,
             server: scenario.backend.and_then(|b| {
                 b.queue
@@ -193,6 +204,12 @@ impl RunState {
         if !self.events.is_empty() {
             self.release_until(now);
         }
+        if let Some(outages) = &mut self.outages {
+            outages.offered(now);
+            if admitted {
+                outages.admitted(now);
+            }
+        }
         if admitted {
             self.admitted += 1;
             if delay == Nanos::ZERO {
@@ -231,6 +248,9 @@ impl RunState {
         }
         if let Some(server) = &mut self.server {
             server.arrive(at);
+        }
+        if let Some(outages) = &mut self.outages {
+            outages.delivered(at);
         }
     }
 
@@ -332,6 +352,7 @@ impl RunState {
                 _ => None,
             },
             closed_loop: self.closed.map(|closed| closed.finish(0, 0, 0)),
+            outages: self.outages.map(Outages::finish),
             delay: self.delays.as_ref().map(|delays| DelaySummary {
                 delayed: delays.len(),
                 p50_ns: delays.value_at_quantile(0.5),

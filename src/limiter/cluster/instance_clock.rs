@@ -68,6 +68,18 @@ impl InstanceClock {
         window_decision::<HINTS>(admit, key, self.window, clock, now)
     }
 
+    /// The window key of the last admission.
+    pub fn last_key(&self) -> u64 {
+        self.last
+    }
+
+    /// A failover loses one landed increment of window `key`.
+    pub fn lose(&mut self, key: u64) {
+        if let Some(count) = self.counts.get_mut(&key) {
+            *count = count.saturating_sub(1);
+        }
+    }
+
     /// Takes back the last admission, landed or still in flight.
     pub fn refund(&mut self) {
         let key = self.last;

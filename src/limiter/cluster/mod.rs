@@ -5,6 +5,7 @@
 
 mod batched;
 mod clock;
+pub mod faults;
 mod instance_clock;
 mod local;
 mod store_clock;
@@ -15,6 +16,7 @@ use serde::Deserialize;
 
 use self::batched::Batched;
 pub use self::clock::{Clock, Offset, Step, Target};
+use self::faults::{Failover, FaultState, Faults, OnError, Outage, Reach};
 use self::instance_clock::InstanceClock;
 use self::local::Local;
 use self::store_clock::StoreClock;
@@ -64,7 +66,7 @@ pub enum Update {
 }
 
 /// The shared store.
-#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Store {
     /// Round-trip time to the store (default 0).
@@ -76,6 +78,15 @@ pub struct Store {
     /// The store clock's offset from true time (default 0).
     #[serde(default)]
     pub offset: Offset,
+    /// Spans of time when no instance reaches the store.
+    #[serde(default)]
+    pub outages: Vec<Outage>,
+    /// What instances do then (default allow, as Kong, Envoy and Spring do).
+    #[serde(default)]
+    pub on_error: OnError,
+    /// Failovers that lose the increments of their last moments.
+    #[serde(default)]
+    pub failover: Vec<Failover>,
 }
 
 /// `[cluster]` in a scenario: applied to every limiter.
@@ -165,6 +176,15 @@ impl ClusterConfig {
             return Err(format!(
                 "cluster.mode: shared counters model fixed windows; a {kind} can only run locally"
             ));
+        }
+        let faults = !self.store.outages.is_empty() || !self.store.failover.is_empty();
+        if faults && self.mode == Mode::Local {
+            return Err("cluster.store: outages and failovers are of a shared store; in mode = \"local\" there is none".into());
+        }
+        if !self.store.failover.is_empty()
+            && (self.sync_interval.is_some() || self.store.update == Update::ReadThenIncrement)
+        {
+            return Err("cluster.store.failover: modelled for atomic shared counters only; drop sync_interval and update = \"read-then-increment\", or the failover".into());
         }
         if self.mode != Mode::Local && inner.fixed_window().is_some_and(|f| f.counts_rejected()) {
             return Err("cluster.mode: shared counters are modelled counting admitted requests only; drop count_rejected or use mode = \"local\"".into());
@@ -282,7 +302,16 @@ impl Config {
                 cluster.store.rtt.get(),
             )),
         };
+        let store = &cluster.store;
+        let faults = Faults::new(
+            store.outages.clone(),
+            store.on_error,
+            store.failover.clone(),
+            self.duration,
+        )?;
         Ok(Cluster {
+            faults: (!faults.is_empty()).then(|| FaultState::new(faults, k, window, threshold)),
+            last_source: Source::Store,
             balance: cluster.balance,
             clients: cluster.clients.map_or(1_000, NonZeroU64::get),
             next: 0,
@@ -297,6 +326,16 @@ impl Config {
             duration: self.duration.get(),
         })
     }
+}
+
+/// What answered the last admission, to take it back there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Source {
+    Store,
+    /// The store was down and the request let through.
+    Allowed,
+    /// The store was down and this instance's own window admitted it.
+    Fallback,
 }
 
 /// Where the count lives: one small type per mode.
@@ -330,6 +369,10 @@ pub struct Cluster {
     window: u64,
     threshold: u64,
     duration: u64,
+    /// The store's outages and failovers, when it has any.
+    faults: Option<FaultState>,
+    /// What answered the last admission.
+    last_source: Source,
 }
 
 /// A hint given on a clock that read `clock` at true time `now`, in true time:
@@ -362,6 +405,27 @@ impl Cluster {
     /// Admitted requests per instance.
     pub fn admitted_per_instance(&self) -> &[u64] {
         &self.admitted
+    }
+
+    /// The store's outages and what instances do during them, if any.
+    pub fn outages(&self) -> Option<(&[Outage], OnError)> {
+        let faults = self.faults.as_ref()?.faults();
+        (!faults.outages.is_empty()).then_some((faults.outages.as_slice(), faults.on_error))
+    }
+
+    /// The shared counter loses `increments` (window key, for instance-clock
+    /// counters) in a failover.
+    fn lose(&mut self, increments: &[faults::Increment]) {
+        match &mut self.counter {
+            Counter::InstanceClock(shared) => {
+                for &(_, key) in increments {
+                    shared.lose(key);
+                }
+            }
+            Counter::StoreClock(store) => store.lose(increments),
+            // Refused by the configuration check.
+            Counter::Local(_) | Counter::Batched(_) => {}
+        }
     }
 
     fn pick(&mut self) -> usize {
@@ -424,6 +488,24 @@ impl RateLimiter for Cluster {
             .read(now)
             .max(self.last_clock[instance]);
         self.last_clock[instance] = clock;
+        if let Some(faults) = &mut self.faults {
+            for lost in faults.failovers_due(now) {
+                self.lose(&lost);
+            }
+        }
+        if let Some(faults) = &mut self.faults
+            && let Reach::Down(decision) = faults.reach::<HINTS>(instance, clock, now)
+        {
+            if decision.admitted() {
+                self.admitted[instance] += 1;
+                self.last = instance;
+                self.last_source = match faults.faults().on_error {
+                    OnError::Local => Source::Fallback,
+                    _ => Source::Allowed,
+                };
+            }
+            return decision;
+        }
         let decision = match &mut self.counter {
             Counter::Local(local) => local.decide::<HINTS>(instance, clock, now, key),
             Counter::InstanceClock(shared) => {
@@ -436,6 +518,15 @@ impl RateLimiter for Cluster {
         if decision.admitted() {
             self.admitted[instance] += 1;
             self.last = instance;
+            self.last_source = Source::Store;
+            if let Some(faults) = &mut self.faults {
+                let key = match &self.counter {
+                    Counter::InstanceClock(shared) => shared.last_key(),
+                    Counter::StoreClock(store) => store.current_key(),
+                    Counter::Local(_) | Counter::Batched(_) => 0,
+                };
+                faults.journal(now, key);
+            }
         }
         decision
     }
@@ -443,6 +534,16 @@ impl RateLimiter for Cluster {
     fn refund(&mut self, _now: Nanos) {
         let instance = self.last;
         self.admitted[instance] -= 1;
+        match self.last_source {
+            Source::Store => {}
+            Source::Allowed => return,
+            Source::Fallback => {
+                if let Some(faults) = &mut self.faults {
+                    faults.refund(instance, self.last_clock[instance]);
+                }
+                return;
+            }
+        }
         match &mut self.counter {
             Counter::Local(local) => local.refund(instance, self.last_clock[instance]),
             Counter::InstanceClock(shared) => shared.refund(),
@@ -459,18 +560,35 @@ impl RateLimiter for Cluster {
     /// read-then-increment counter, where every request within a round trip
     /// sees the same count (N + r·rtt per window for a steady rate r). Store
     /// clock: N per store window met, with forward steps shortening windows.
+    ///
+    /// With store faults: none when an outage lets everything through; with
+    /// `local` fallbacks, K instances' own windows besides; each failover
+    /// can give back what the counter admitted in its `lost`.
     fn bound(&self, interval: Nanos) -> u64 {
         let l = interval.get();
-        match &self.counter {
-            Counter::Local(local) => local.bound(
-                self.clocks
-                    .iter()
-                    .map(|clock| clock.stretch(l, self.duration)),
-            ),
-            Counter::InstanceClock(shared) => shared.bound(self.instance_clock_span(l)),
-            Counter::Batched(batched) => batched.bound(self.instance_clock_span(l)),
-            Counter::StoreClock(store) => store.bound(l, self.duration),
+        let store = self.store_bound(l);
+        let Some(faults) = self.faults.as_ref().map(FaultState::faults) else {
+            return store;
+        };
+        let mut bound = store;
+        if !faults.outages.is_empty() {
+            match faults.on_error {
+                OnError::Allow => return u64::MAX,
+                OnError::Deny => {}
+                OnError::Local => {
+                    let own = crate::limiter::fixed_window::windows_met(
+                        self.instance_clock_span(l),
+                        self.window,
+                    )
+                    .saturating_mul(self.threshold);
+                    bound = bound.saturating_add(own.saturating_mul(self.clocks.len() as u64));
+                }
+            }
         }
+        for failover in &faults.failovers {
+            bound = bound.saturating_add(self.store_bound(failover.lost.get()));
+        }
+        bound
     }
 
     fn nominal(&self, interval: Nanos) -> f64 {
@@ -493,7 +611,36 @@ impl RateLimiter for Cluster {
                 (shared(), "one shared counter, windows by the store's clock")
             }
         };
-        format!("{what}, {k} instances, {mode}")
+        let mut words = format!("{what}, {k} instances, {mode}");
+        if let Some(faults) = self.faults.as_ref().map(FaultState::faults) {
+            if !faults.outages.is_empty() {
+                words.push_str(&format!(
+                    "; store down {} time(s), on error {}",
+                    faults.outages.len(),
+                    faults.on_error.name()
+                ));
+            }
+            if !faults.failovers.is_empty() {
+                words.push_str(&format!("; {} failover(s)", faults.failovers.len()));
+            }
+        }
+        words
+    }
+}
+
+impl Cluster {
+    /// The shared counter's bound over `l`, faults aside.
+    fn store_bound(&self, l: u64) -> u64 {
+        match &self.counter {
+            Counter::Local(local) => local.bound(
+                self.clocks
+                    .iter()
+                    .map(|clock| clock.stretch(l, self.duration)),
+            ),
+            Counter::InstanceClock(shared) => shared.bound(self.instance_clock_span(l)),
+            Counter::Batched(batched) => batched.bound(self.instance_clock_span(l)),
+            Counter::StoreClock(store) => store.bound(l, self.duration),
+        }
     }
 }
 
@@ -594,6 +741,91 @@ mod tests {
                 .map(|clock| clock.offset)
                 .collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn an_outage_is_answered_as_on_error_says() {
+        let outage = |on_error: &str| {
+            cluster(&format!(
+                "instances = 3\nmode = \"shared-instance-clock\"\nstore = {{ outages = [{{ at = \"2s\", for = \"1s\" }}], on_error = \"{on_error}\" }}"
+            ))
+        };
+        let down: Vec<u64> = (0..900).map(|i| 2 * S + i * 1_000_000).collect();
+        let mut allow = outage("allow");
+        assert_eq!(
+            admitted(&mut allow, &[S; 150]),
+            100,
+            "the store answers before"
+        );
+        assert_eq!(admitted(&mut allow, &down), 900, "fail open: everything");
+        assert_eq!(
+            admitted(&mut allow, &[3 * S; 150]),
+            100,
+            "the store is back at 3 s"
+        );
+        assert_eq!(allow.bound(Nanos(S)), u64::MAX);
+        let mut deny = outage("deny");
+        assert_eq!(admitted(&mut deny, &down), 0, "fail closed: nothing");
+        assert!(matches!(
+            deny.decide(Nanos(2 * S)),
+            Decision::Reject(Hint::NONE)
+        ));
+        assert_eq!(deny.bound(Nanos(S)), 200, "as without the outage");
+        let mut local = outage("local");
+        assert_eq!(
+            admitted(&mut local, &down),
+            300,
+            "each instance its own 100"
+        );
+        assert_eq!(local.bound(Nanos(S)), 200 + 3 * 200);
+    }
+
+    #[test]
+    fn a_failover_loses_the_increments_of_its_last_moments() {
+        let mut c = cluster(
+            "instances = 2\nmode = \"shared-instance-clock\"\nstore = { failover = [{ at = \"1800ms\", lost = \"500ms\" }] }",
+        );
+        // Window 1: 40 admitted at 1.1 s, 60 at 1.5 s: full.
+        assert_eq!(admitted(&mut c, &[1_100_000_000; 40]), 40);
+        assert_eq!(admitted(&mut c, &[1_500_000_000; 60]), 60);
+        assert_eq!(admitted(&mut c, &[1_700_000_000; 10]), 0);
+        // The replica had only what landed by 1.3 s: 40; 60 more get in.
+        assert_eq!(admitted(&mut c, &[1_900_000_000; 100]), 60);
+        assert_eq!(
+            c.bound(Nanos(S)),
+            200 + 200,
+            "what the counter admits in 500 ms, once more"
+        );
+        let mut store = cluster(
+            "instances = 2\nmode = \"shared-store-clock\"\nstore = { failover = [{ at = \"1800ms\", lost = \"1s\" }] }",
+        );
+        assert_eq!(admitted(&mut store, &[S; 150]), 100, "the key opens at 1 s");
+        // The replica never had the key: a new window opens at 1.9 s.
+        assert_eq!(admitted(&mut store, &[1_900_000_000; 150]), 100);
+    }
+
+    #[test]
+    fn store_faults_are_refused_where_they_cannot_apply() {
+        let err = |text: &str| {
+            let cluster: ClusterConfig = toml::from_str(text).unwrap();
+            let inner: toml::Table =
+                toml::from_str("kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 100")
+                    .unwrap();
+            Config {
+                inner: Box::new(LimiterConfig::from_table(inner).unwrap()),
+                cluster,
+                duration: Nanos(60 * S),
+            }
+            .build(Context::default())
+            .unwrap_err()
+        };
+        assert!(
+            err("instances = 2\nstore = { outages = [{ at = \"1s\", for = \"1s\" }] }")
+                .contains("in mode = \"local\" there is none")
+        );
+        assert!(err("instances = 2\nmode = \"shared-instance-clock\"\nstore = { outages = [{ at = \"1s\", for = \"2s\" }, { at = \"2s\", for = \"1s\" }] }").contains("overlap"));
+        assert!(err("instances = 2\nmode = \"shared-instance-clock\"\nstore = { outages = [{ at = \"90s\", for = \"1s\" }] }").contains("after the end of the run"));
+        assert!(err("instances = 2\nmode = \"shared-instance-clock\"\nsync_interval = \"1s\"\nstore = { failover = [{ at = \"1s\", lost = \"1s\" }] }").contains("atomic shared counters only"));
     }
 
     #[test]

@@ -45,6 +45,24 @@ impl StoreClock {
         Decision::admit_or::<HINTS>(admit, || in_true_time(Hint::at_reset(end), store_now, now))
     }
 
+    /// The current key's start on the store's clock, which names it.
+    pub fn current_key(&self) -> u64 {
+        self.current.map_or(0, |(start, _)| start)
+    }
+
+    /// A failover loses `increments` (each naming its key by its start):
+    /// those of the current key come off its count; when they were all it
+    /// had, the replica never had the key, and the window is gone.
+    pub fn lose(&mut self, increments: &[super::faults::Increment]) {
+        if let Some((start, count)) = &mut self.current {
+            let lost = increments.iter().filter(|&&(_, key)| key == *start).count() as u64;
+            *count = count.saturating_sub(lost);
+            if *count == 0 {
+                self.current = None;
+            }
+        }
+    }
+
     /// Takes back the last admission.
     pub fn refund(&mut self) {
         if let Some((_, count)) = &mut self.current {
