@@ -182,9 +182,16 @@ pub struct LiveArgs {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// The most a connection, a command or a reply may take before the run
-    /// stops with an error.
+    /// stops with an error (or, with --through-outages, the request counts
+    /// as one the store did not answer).
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     pub timeout: crate::time::Nanos,
+    /// Keep replaying when Redis stops answering (stopped, paused, failing
+    /// over): each unanswered request is counted, the client reconnects for
+    /// the next, and the results say what failing open, failing closed and a
+    /// window per client would have let through.
+    #[arg(long)]
+    pub through_outages: bool,
     /// Refuse a replay that would take longer than this in real time
     /// (the scenario's duration divided by --speed).
     #[arg(long, value_name = "DURATION", default_value = "1h")]

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
+use crate::limiter::fixed_window::FixedWindow;
 use crate::limiter::{Align, Limiter, LimiterConfig, RateLimiter};
 use crate::metrics::rolling::RollingCounts;
 use crate::scenario::{NamedLimiter, Scenario};
@@ -74,6 +75,36 @@ pub struct LiveResult {
     pub worst_1s_live: u64,
     /// The same for the simulator.
     pub worst_1s_model: u64,
+    /// Requests Redis did not answer (with --through-outages); the
+    /// comparison above is of the answered ones.
+    pub store_errors: u64,
+    /// With unanswered requests: what each way of answering them lets through.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_error: Option<OnErrorFigures>,
+}
+
+/// What each policy for requests the store does not answer lets through,
+/// answered requests as Redis decided them.
+#[derive(Clone, Debug, Serialize)]
+pub struct OnErrorFigures {
+    /// Fail open: every unanswered request admitted.
+    pub allow: PolicyFigures,
+    /// Fail closed: every unanswered request rejected.
+    pub deny: PolicyFigures,
+    /// Each client's own fixed window of the same N per W (epoch), fresh at
+    /// the start of each run of unanswered requests.
+    pub local: PolicyFigures,
+}
+
+/// One policy's result.
+#[derive(Clone, Debug, Serialize)]
+pub struct PolicyFigures {
+    /// Requests admitted in all.
+    pub admitted: u64,
+    /// Of the unanswered requests, admitted.
+    pub admitted_unanswered: u64,
+    /// The most admitted in any 1 s of scenario time.
+    pub worst_1s: u64,
 }
 
 /// How to talk to Redis.
@@ -86,6 +117,9 @@ pub struct Connection<'a> {
     pub clients: usize,
     /// Real time runs this many times faster than the scenario's.
     pub speed: f64,
+    /// Whether an unanswered request is counted and the replay goes on
+    /// (rather than stopping every client).
+    pub through_outages: bool,
 }
 
 /// How `live` enforces each limiter of a scenario: the Redis variants, or
@@ -202,13 +236,87 @@ fn arrivals(scenario: &Scenario, index: usize) -> Result<Vec<u64>> {
     Ok(times)
 }
 
-/// One sent request: scenario time it was due, scenario time it was sent,
-/// Redis's answer, (for the atomic fixed window) the count INCR returned,
-/// and the round trip in scenario time.
-type Sent = (u64, u64, bool, u64, u64);
+/// One sent request, in scenario time.
+#[derive(Clone, Copy, Debug)]
+struct Sent {
+    /// When it was due.
+    due: u64,
+    /// When it was sent.
+    at: u64,
+    /// Redis's answer; None when it gave none (with --through-outages).
+    admitted: Option<bool>,
+    /// For the atomic fixed window, the count INCR returned.
+    count: u64,
+    /// Its round trip.
+    rtt: u64,
+    /// The client that sent it.
+    client: usize,
+}
+
+/// One request's command to Redis.
+struct Ask<'a> {
+    key: &'a str,
+    variant: Variant,
+    window: u64,
+    threshold: u64,
+    window_ms: u64,
+    /// When it was sent, scenario time.
+    sent: u64,
+    /// Its number in the workload (a unique sorted-set member).
+    index: usize,
+}
+
+impl Ask<'_> {
+    /// Redis's answer: admitted, and for the atomic fixed window the count.
+    fn ask(
+        &self,
+        con: &mut redis::Connection,
+        (fixed, log): &(redis::Script, redis::Script),
+    ) -> Result<(bool, u64)> {
+        let (key, threshold, window_ms) = (self.key, self.threshold, self.window_ms);
+        Ok(match self.variant {
+            Variant::AtomicFixedWindow => {
+                let count = fixed.key(key).arg(window_ms).invoke::<i64>(con)? as u64;
+                (count <= threshold, count)
+            }
+            Variant::NaiveFixedWindow => {
+                let count: Option<u64> = redis::cmd("GET").arg(key).query(con)?;
+                let count = count.unwrap_or(0);
+                if count < threshold {
+                    // The INCR and its expiry (set only on a key without one,
+                    // as "on the first hit" does) in one transaction: the
+                    // GET-then-INCR race stays, and no kill between the two
+                    // leaves a key that never expires.
+                    let _: (u64, i64) = redis::pipe()
+                        .atomic()
+                        .cmd("INCR")
+                        .arg(key)
+                        .cmd("PEXPIRE")
+                        .arg(key)
+                        .arg(window_ms)
+                        .arg("NX")
+                        .query(con)?;
+                }
+                (count < threshold, 0)
+            }
+            Variant::SlidingLog => {
+                let admitted = log
+                    .key(key)
+                    .arg(self.sent)
+                    .arg(self.window)
+                    .arg(threshold)
+                    .arg(self.index)
+                    .arg(window_ms.saturating_mul(2))
+                    .invoke::<i64>(con)?
+                    == 1;
+                (admitted, 0)
+            }
+        })
+    }
+}
 
 /// Sends every arrival at its (sped-up) time from `redis.clients` threads;
-/// the first error stops every client.
+/// the first error stops every client, unless `redis.through_outages`.
 fn send(
     client: &redis::Client,
     redis: &Connection,
@@ -230,9 +338,12 @@ fn send(
                 let (results, stop) = (&results, &stop);
                 scope.spawn(move || -> Result<()> {
                     let run = || -> Result<()> {
-                        let mut con = connect(client, redis)?;
-                        let fixed = redis::Script::new(FIXED_WINDOW);
-                        let log = redis::Script::new(SLIDING_LOG);
+                        // None after a failure, until the next request reconnects.
+                        let mut con = Some(connect(client, redis)?);
+                        let scripts = (
+                            redis::Script::new(FIXED_WINDOW),
+                            redis::Script::new(SLIDING_LOG),
+                        );
                         for (i, &due) in arrivals.iter().enumerate().skip(c).step_by(clients) {
                             let at = start + Duration::from_nanos((due as f64 / speed) as u64);
                             // Sleep in slices, so another client's failure stops this one.
@@ -245,58 +356,50 @@ fn send(
                             if stop.load(Ordering::Relaxed) {
                                 return Ok(());
                             }
-                            let sent = (Instant::now().saturating_duration_since(start).as_nanos()
-                                as f64
-                                * speed) as u64;
-                            let mut count = 0;
-                            let admitted = match variant {
-                                Variant::AtomicFixedWindow => {
-                                    count = fixed.key(key).arg(window_ms).invoke::<i64>(&mut con)?
-                                        as u64;
-                                    count <= threshold
-                                }
-                                Variant::NaiveFixedWindow => {
-                                    let count: Option<u64> =
-                                        redis::cmd("GET").arg(key).query(&mut con)?;
-                                    let count = count.unwrap_or(0);
-                                    if count < threshold {
-                                        // The INCR and its expiry (set only
-                                        // on a key without one, as "on the
-                                        // first hit" does) in one
-                                        // transaction: the GET-then-INCR race
-                                        // stays, and no kill between the two
-                                        // leaves a key that never expires.
-                                        let _: (u64, i64) = redis::pipe()
-                                            .atomic()
-                                            .cmd("INCR")
-                                            .arg(key)
-                                            .cmd("PEXPIRE")
-                                            .arg(key)
-                                            .arg(window_ms)
-                                            .arg("NX")
-                                            .query(&mut con)?;
-                                    }
-                                    count < threshold
-                                }
-                                Variant::SlidingLog => {
-                                    log.key(key)
-                                        .arg(sent)
-                                        .arg(window)
-                                        .arg(threshold)
-                                        .arg(i)
-                                        .arg(window_ms.saturating_mul(2))
-                                        .invoke::<i64>(&mut con)?
-                                        == 1
-                                }
-                            };
-                            let replied =
+                            let now = || {
                                 (Instant::now().saturating_duration_since(start).as_nanos() as f64
-                                    * speed) as u64;
+                                    * speed) as u64
+                            };
+                            let sent = now();
+                            let asked = Ask {
+                                key,
+                                variant,
+                                window,
+                                threshold,
+                                window_ms,
+                                sent,
+                                index: i,
+                            };
+                            let reply = match con.as_mut() {
+                                Some(con) => asked.ask(con, &scripts),
+                                None => connect(client, redis).and_then(|mut fresh| {
+                                    let reply = asked.ask(&mut fresh, &scripts);
+                                    con = Some(fresh);
+                                    reply
+                                }),
+                            };
+                            let (admitted, count) = match reply {
+                                Ok((admitted, count)) => (Some(admitted), count),
+                                Err(_) if redis.through_outages => {
+                                    // A connection that timed out may be out of step: start afresh.
+                                    con = None;
+                                    (None, 0)
+                                }
+                                Err(err) => return Err(err),
+                            };
+                            let replied = now();
                             progress();
                             results
                                 .lock()
                                 .expect("no client panics holding the lock")
-                                .push((due, sent, admitted, count, replied.saturating_sub(sent)));
+                                .push(Sent {
+                                    due,
+                                    at: sent,
+                                    admitted,
+                                    count,
+                                    rtt: replied.saturating_sub(sent),
+                                    client: c,
+                                });
                         }
                         Ok(())
                     };
@@ -337,7 +440,7 @@ fn send(
         })
     })?;
     let mut sent = results.into_inner().expect("every client finished");
-    sent.sort_by_key(|&(_, at, ..)| at);
+    sent.sort_by_key(|s| s.at);
     Ok(sent)
 }
 
@@ -363,12 +466,20 @@ fn compare(
             .expect("a valid window"),
         ),
     };
+    let all = sent;
+    // The comparison is of the requests Redis answered.
+    let sent: Vec<Sent> = all
+        .iter()
+        .filter(|s| s.admitted.is_some())
+        .copied()
+        .collect();
+    let sent = sent.as_slice();
     // How far Redis's order and clock can be from the send times: how late a
     // request was sent, or how long its round trip took (Redis ran it
     // somewhere within), whichever is larger.
     let jitter = sent
         .iter()
-        .map(|&(due, at, _, _, rtt)| at.saturating_sub(due).max(rtt))
+        .map(|s| s.at.saturating_sub(s.due).max(s.rtt))
         .max()
         .unwrap_or(0)
         .max((1_000_000.0 * speed) as u64);
@@ -383,7 +494,14 @@ fn compare(
     let mut last_followed = None;
     // (time, Redis admitted it, time since the model's window opened)
     let mut differing: Vec<(u64, bool, u64)> = Vec::new();
-    for &(_, at, theirs, replied, _) in sent {
+    for &Sent {
+        at,
+        admitted,
+        count: replied,
+        ..
+    } in sent
+    {
+        let theirs = admitted == Some(true);
         let ours = if variant == Variant::AtomicFixedWindow {
             // Redis's key opens at the request whose INCR returns 1. Where the
             // model's window would open within the timing jitter of that
@@ -448,7 +566,7 @@ fn compare(
     LiveResult {
         limiter: named.name.clone(),
         variant,
-        sent: sent.len() as u64,
+        sent: all.len() as u64,
         admitted_live,
         admitted_model,
         disagreements,
@@ -459,9 +577,61 @@ fn compare(
         jitter_ns: jitter,
         decisions: sent
             .iter()
-            .map(|&(_, at, admitted, ..)| (Nanos(at), admitted))
+            .map(|s| (Nanos(s.at), s.admitted == Some(true)))
             .collect(),
         worst_1s_live: live.worst()[0].count,
         worst_1s_model: simulated.worst()[0].count,
+        store_errors: (all.len() - sent.len()) as u64,
+        on_error: (all.len() > sent.len()).then(|| on_error(all, window, threshold)),
+    }
+}
+
+/// What failing open, failing closed and a window per client let through,
+/// with Redis's answers where it gave them; `sent` in time order.
+fn on_error(sent: &[Sent], window: u64, threshold: u64) -> OnErrorFigures {
+    let figures = |decide: &mut dyn FnMut(&Sent) -> bool| {
+        let mut rolling = RollingCounts::new(&[Nanos::SECOND]);
+        let (mut admitted, mut admitted_unanswered) = (0, 0);
+        for s in sent {
+            // The policy hears every request; it decides the unanswered ones.
+            let decided = decide(s);
+            let admit = match s.admitted {
+                Some(answer) => answer,
+                None => {
+                    admitted_unanswered += u64::from(decided);
+                    decided
+                }
+            };
+            if admit {
+                admitted += 1;
+                rolling.push(Nanos(s.at));
+            }
+        }
+        PolicyFigures {
+            admitted,
+            admitted_unanswered,
+            worst_1s: rolling.worst()[0].count,
+        }
+    };
+    // Each client's own window, fresh at each of its runs of unanswered
+    // requests: an answered request of the client ends the run.
+    let clients = sent.iter().map(|s| s.client + 1).max().unwrap_or(0);
+    let mut own: Vec<Option<FixedWindow>> = vec![None; clients];
+    let mut local = |s: &Sent| {
+        if s.admitted.is_some() {
+            own[s.client] = None;
+            return false;
+        }
+        own[s.client]
+            .get_or_insert_with(|| {
+                FixedWindow::new(Nanos(window), threshold, Align::Epoch).expect("a valid window")
+            })
+            .decide(Nanos(s.at))
+            .admitted()
+    };
+    OnErrorFigures {
+        allow: figures(&mut |_| true),
+        deny: figures(&mut |_| false),
+        local: figures(&mut local),
     }
 }

@@ -16,7 +16,8 @@ pub struct Estimate {
     /// The rolling-window rings: the admitted times within the longest
     /// interval tracked, as many as the limiter's bound lets in.
     pub rings: u128,
-    /// One summary per run and replication, kept for their statistics.
+    /// Each run's figures tallied over replications: at worst every value
+    /// distinct, seven figures of about 32 bytes per value each.
     pub replications: u128,
     /// State per client key: every run's figures per key, and every per-key
     /// limiter's states.
@@ -33,6 +34,8 @@ impl Estimate {
     }
 }
 
+/// A replication's figures of one run in their tallies, when every value is new.
+const PER_REPLICATION: u128 = 7 * 32;
 /// Each key's figures in a run: its counts, its slot, its share of the ring.
 const PER_KEY_FIGURES: u128 = 48;
 /// A request waiting to retry: its entry in the run's event queue.
@@ -128,7 +131,7 @@ pub fn estimate(
         timelines: runs * buckets * per_bucket,
         rings,
         replications: if replications > 1 {
-            runs * u128::from(replications) * 2048
+            runs * u128::from(replications) * PER_REPLICATION
         } else {
             0
         },

@@ -4,7 +4,9 @@
 use anyhow::Result;
 use rayon::prelude::*;
 
-use crate::results::Results;
+use std::collections::BTreeMap;
+
+use crate::results::{Results, WorkloadResults};
 use crate::scenario::Scenario;
 use crate::sim::{self, Options};
 use crate::summary::{Replications, RunSummary, Stat};
@@ -47,9 +49,15 @@ pub fn simulate_replicated(
             (0..count).map(move |replication| (index, replication))
         })
         .collect();
-    // Replication 0 keeps whole results for the charts; the others keep
-    // only their summaries, so memory does not grow with the replications.
-    let results = units
+    // Replication 0 keeps whole results for the charts; every replication's
+    // figures are tallied as they come, by value, so memory grows with the
+    // distinct values of each figure, never with whole summaries.
+    let workloads_count = scenario.workloads.len();
+    let empty = || Tallies {
+        runs: vec![None; workloads_count],
+        kept: vec![None; workloads_count],
+    };
+    let tallies = units
         .par_iter()
         .map(|&(index, replication)| {
             let options = if replication == 0 {
@@ -63,31 +71,27 @@ pub fn simulate_replicated(
             };
             let workload = sim::simulate_one(scenario, &options, index)?;
             progress();
-            let summaries: Vec<RunSummary> = workload
-                .runs
-                .iter()
-                .map(|run| run.summary.clone())
-                .collect();
-            Ok((index, summaries, (replication == 0).then_some(workload)))
+            let mut one = empty();
+            one.runs[index] = Some(
+                workload
+                    .runs
+                    .iter()
+                    .map(|run| RunTally::of(&run.summary))
+                    .collect(),
+            );
+            if replication == 0 {
+                one.kept[index] = Some(workload);
+            }
+            Ok::<_, anyhow::Error>(one)
         })
-        .collect::<Result<Vec<_>>>()?;
-    let mut workloads = Vec::with_capacity(scenario.workloads.len());
-    for index in 0..scenario.workloads.len() {
-        let of_workload: Vec<&Vec<RunSummary>> = results
-            .iter()
-            .filter(|(w, _, _)| *w == index)
-            .map(|(_, summaries, _)| summaries)
-            .collect();
-        let mut workload = results
-            .iter()
-            .find_map(|(w, _, full)| full.as_ref().filter(|_| *w == index))
-            .cloned()
-            .expect("replication 0 of every workload is kept whole");
+        .try_reduce(empty, |a, b| Ok(a.merge(b)))?;
+    let mut workloads = Vec::with_capacity(workloads_count);
+    for (kept, runs) in tallies.kept.into_iter().zip(tallies.runs) {
+        let mut workload = kept.expect("replication 0 of every workload is kept whole");
         if replications > 1 {
-            for (limiter, run) in workload.runs.iter_mut().enumerate() {
-                let summaries: Vec<&RunSummary> =
-                    of_workload.iter().map(|runs| &runs[limiter]).collect();
-                run.summary.replications = Some(statistics(&summaries));
+            let runs = runs.expect("every workload ran");
+            for (run, tally) in workload.runs.iter_mut().zip(runs) {
+                run.summary.replications = Some(tally.statistics());
             }
         }
         workloads.push(workload);
@@ -95,35 +99,158 @@ pub fn simulate_replicated(
     Ok(Results::new(scenario, options.curve.clone(), workloads))
 }
 
-fn statistics(runs: &[&RunSummary]) -> Replications {
-    let stat = |figure: &dyn Fn(&RunSummary) -> Option<f64>| {
-        let values: Option<Vec<f64>> = runs.iter().map(|run| figure(run)).collect();
-        values.filter(|v| !v.is_empty()).map(|v| Stat::of(&v))
-    };
-    let always = |figure: &dyn Fn(&RunSummary) -> f64| {
-        stat(&|run| Some(figure(run))).expect("at least one replication")
-    };
-    Replications {
-        count: runs.len() as u64,
-        worst_rolling: always(&|run| run.worst_rolling as f64),
-        offered: always(&|run| run.offered as f64),
-        admitted: always(&|run| run.admitted as f64),
-        worst_1s: stat(&|run| run.backend.as_ref().map(|b| b.worst_1s as f64)),
-        over_capacity: stat(&|run| run.backend.as_ref().map(|b| b.over_capacity as f64)),
-        seconds_over_capacity: stat(&|run| run.backend.as_ref().map(|b| b.seconds_over_capacity)),
-        dropped: stat(&|run| {
-            run.backend
-                .as_ref()?
-                .queue
-                .as_ref()
-                .map(|q| q.dropped as f64)
-        }),
+/// Every workload's run figures tallied so far, and replication 0's whole results.
+struct Tallies {
+    runs: Vec<Option<Vec<RunTally>>>,
+    kept: Vec<Option<WorkloadResults>>,
+}
+
+impl Tallies {
+    fn merge(mut self, other: Tallies) -> Tallies {
+        for (mine, theirs) in self.runs.iter_mut().zip(other.runs) {
+            *mine = match (mine.take(), theirs) {
+                (Some(mut a), Some(b)) => {
+                    a.iter_mut().zip(b).for_each(|(a, b)| a.merge(b));
+                    Some(a)
+                }
+                (a, b) => a.or(b),
+            };
+        }
+        for (mine, theirs) in self.kept.iter_mut().zip(other.kept) {
+            if mine.is_none() {
+                *mine = theirs;
+            }
+        }
+        self
+    }
+}
+
+/// One figure over replications: how often each value came, exactly.
+#[derive(Clone, Debug, Default)]
+struct Tally {
+    counts: BTreeMap<u64, u64>,
+    n: u64,
+    sum: u128,
+}
+
+impl Tally {
+    fn add(&mut self, value: u64) {
+        *self.counts.entry(value).or_insert(0) += 1;
+        self.n += 1;
+        self.sum += u128::from(value);
+    }
+
+    fn merge(&mut self, other: Tally) {
+        for (value, count) in other.counts {
+            *self.counts.entry(value).or_insert(0) += count;
+        }
+        self.n += other.n;
+        self.sum += other.sum;
+    }
+
+    /// Mean, nearest-rank median and 99th percentile, and maximum, each
+    /// value divided by `scale`; None with no values.
+    fn stat(&self, scale: f64) -> Option<Stat> {
+        if self.n == 0 {
+            return None;
+        }
+        let rank = |q: f64| {
+            let rank = ((q * self.n as f64).ceil() as u64).clamp(1, self.n);
+            let mut seen = 0;
+            self.counts
+                .iter()
+                .find(|&(_, &count)| {
+                    seen += count;
+                    seen >= rank
+                })
+                .map_or(0, |(&value, _)| value) as f64
+                / scale
+        };
+        Some(Stat {
+            mean: self.sum as f64 / scale / self.n as f64,
+            p50: rank(0.5),
+            p99: rank(0.99),
+            max: self.counts.keys().next_back().copied().unwrap_or(0) as f64 / scale,
+        })
+    }
+}
+
+/// The figures of one run that replications summarise.
+#[derive(Clone, Debug, Default)]
+struct RunTally {
+    worst_rolling: Tally,
+    offered: Tally,
+    admitted: Tally,
+    worst_1s: Tally,
+    over_capacity: Tally,
+    /// In nanoseconds.
+    time_over_capacity: Tally,
+    dropped: Tally,
+}
+
+impl RunTally {
+    fn of(run: &RunSummary) -> RunTally {
+        let mut tally = RunTally::default();
+        tally.worst_rolling.add(run.worst_rolling);
+        tally.offered.add(run.offered);
+        tally.admitted.add(run.admitted);
+        if let Some(backend) = &run.backend {
+            tally.worst_1s.add(backend.worst_1s);
+            tally.over_capacity.add(backend.over_capacity);
+            tally
+                .time_over_capacity
+                .add((backend.seconds_over_capacity * 1e9).round() as u64);
+            if let Some(queue) = &backend.queue {
+                tally.dropped.add(queue.dropped);
+            }
+        }
+        tally
+    }
+
+    fn merge(&mut self, other: RunTally) {
+        self.worst_rolling.merge(other.worst_rolling);
+        self.offered.merge(other.offered);
+        self.admitted.merge(other.admitted);
+        self.worst_1s.merge(other.worst_1s);
+        self.over_capacity.merge(other.over_capacity);
+        self.time_over_capacity.merge(other.time_over_capacity);
+        self.dropped.merge(other.dropped);
+    }
+
+    fn statistics(&self) -> Replications {
+        let always = |tally: &Tally| tally.stat(1.0).expect("at least one replication");
+        Replications {
+            count: self.offered.n,
+            worst_rolling: always(&self.worst_rolling),
+            offered: always(&self.offered),
+            admitted: always(&self.admitted),
+            worst_1s: self.worst_1s.stat(1.0),
+            over_capacity: self.over_capacity.stat(1.0),
+            seconds_over_capacity: self.time_over_capacity.stat(1e9),
+            dropped: self.dropped.stat(1.0),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tally_gives_the_same_statistics_as_the_values_merged_in_any_order() {
+        let values: Vec<u64> = (0..1000u64).map(|i| (i * 7919) % 313).collect();
+        let expected = Stat::of(&values.iter().map(|&v| v as f64).collect::<Vec<_>>());
+        let (mut a, mut b) = (Tally::default(), Tally::default());
+        values[..400].iter().for_each(|&v| a.add(v));
+        values[400..].iter().for_each(|&v| b.add(v));
+        b.merge(a);
+        let got = b.stat(1.0).unwrap();
+        assert_eq!(
+            (got.mean, got.p50, got.p99, got.max),
+            (expected.mean, expected.p50, expected.p99, expected.max)
+        );
+        assert!(Tally::default().stat(1.0).is_none());
+    }
 
     #[test]
     fn statistics_use_the_nearest_rank() {

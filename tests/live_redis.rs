@@ -234,3 +234,97 @@ fn a_live_run_killed_midway_leaves_no_sliding_log_key_without_expiry() {
         assert!(ttl > 0, "{key} has no expiry (PTTL {ttl})");
     }
 }
+
+#[test]
+fn live_through_a_paused_redis_reports_what_each_policy_lets_through() {
+    let Some(binary) = common::redis_server() else {
+        common::skip_unless_ci(
+            "SKIPPED: no redis-server installed; .ci/run installs Debian's so CI runs this check",
+        );
+        return;
+    };
+    let server = common::RedisServer::start(&binary);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pause.toml");
+    fs::write(
+        &path,
+        "duration = \"4s\"\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"uniform\", rate = 200 }]\n\
+         [[limiter]]\nname = \"fixed\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 50\n",
+    )
+    .unwrap();
+    let url = format!("redis://127.0.0.1:{}", server.port);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_burstsim"))
+        .args([
+            "live",
+            "--redis",
+            &url,
+            "--clients",
+            "4",
+            "--timeout",
+            "100ms",
+            "--through-outages",
+            "--out",
+        ])
+        .arg(dir.path().join("out"))
+        .arg(&path)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The atomic window's replay runs first, for 4 s: pause Redis through
+    // its second second.
+    std::thread::sleep(std::time::Duration::from_millis(1_200));
+    server.signal("STOP");
+    std::thread::sleep(std::time::Duration::from_millis(1_000));
+    server.signal("CONT");
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("Requests Redis did not answer within 100ms"),
+        "{stdout}"
+    );
+    let results: Value =
+        serde_json::from_str(&fs::read_to_string(dir.path().join("out/live.json")).unwrap())
+            .unwrap();
+    let atomic = results
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["variant"] == "atomic-fixed-window")
+        .unwrap();
+    let unanswered = atomic["store_errors"].as_u64().unwrap();
+    assert!(
+        unanswered >= 20,
+        "a second's pause leaves requests unanswered: {atomic}"
+    );
+    let policy = |name: &str, field: &str| atomic["on_error"][name][field].as_u64().unwrap();
+    assert_eq!(
+        policy("allow", "admitted_unanswered"),
+        unanswered,
+        "{atomic}"
+    );
+    assert_eq!(policy("deny", "admitted_unanswered"), 0, "{atomic}");
+    assert_eq!(
+        policy("deny", "admitted"),
+        atomic["admitted_live"].as_u64().unwrap()
+    );
+    // Four clients, each its own 50 per second: some, and at most 4 × 50 per window met.
+    let local = policy("local", "admitted_unanswered");
+    assert!(
+        local > 0 && local < unanswered.max(1) + 1 && local <= 4 * 50 * 3,
+        "{atomic}"
+    );
+    assert!(
+        policy("allow", "worst_1s") >= policy("local", "worst_1s"),
+        "{atomic}"
+    );
+    assert!(
+        policy("local", "worst_1s") >= policy("deny", "worst_1s"),
+        "{atomic}"
+    );
+}

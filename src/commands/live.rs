@@ -82,6 +82,7 @@ pub fn live(args: &LiveArgs) -> Result<()> {
         timeout: std::time::Duration::from_nanos(args.timeout.get()),
         clients,
         speed: args.speed,
+        through_outages: args.through_outages,
     };
     let bar = if std::io::stderr().is_terminal() {
         let bar = ProgressBar::new_spinner();
@@ -149,8 +150,50 @@ pub fn live(args: &LiveArgs) -> Result<()> {
             r.worst_1s_model.to_string(),
         ]);
     }
+    let outages = results.iter().any(|r| r.on_error.is_some());
+    let mut outage_table = comfy_table::Table::new();
+    if outages {
+        outage_table.load_style(table::STYLE).set_header(vec![
+            "limiter",
+            "enforced by",
+            "unanswered",
+            "fail open: admitted",
+            "worst 1s",
+            "fail closed: admitted",
+            "worst 1s",
+            "window per client: admitted",
+            "worst 1s",
+        ]);
+        for r in &results {
+            let variant = serde_json::to_value(r.variant)?
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let Some(on_error) = &r.on_error else {
+                continue;
+            };
+            let mut row = vec![r.limiter.clone(), variant, r.store_errors.to_string()];
+            for policy in [&on_error.allow, &on_error.deny, &on_error.local] {
+                row.push(format!(
+                    "{} ({} unanswered)",
+                    policy.admitted, policy.admitted_unanswered
+                ));
+                row.push(policy.worst_1s.to_string());
+            }
+            outage_table.add_row(row);
+        }
+    }
+    let outage_text = if outages {
+        format!(
+            "\nRequests Redis did not answer within {}, and what each policy lets through with them (answered ones as Redis decided):\n{}",
+            args.timeout,
+            outage_table.trim_fmt()
+        )
+    } else {
+        String::new()
+    };
     println!(
-        "{}\nworkload {:?} at {}× with {clients} clients; timing jitter up to {}; results in {}",
+        "{}{outage_text}\nworkload {:?} at {}× with {clients} clients; timing jitter up to {}; results in {}",
         table.trim_fmt(),
         scenario.workloads[workload].name,
         args.speed,

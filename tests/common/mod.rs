@@ -95,6 +95,18 @@ impl RedisServer {
     }
 }
 
+impl RedisServer {
+    /// Sends it `signal` (`STOP`, `CONT`) by its pid, with the system's `kill`.
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -{signal} failed");
+    }
+}
+
 impl Drop for RedisServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
