@@ -427,3 +427,12 @@ fn live_refuses_a_workload_whose_clients_retry_before_connecting() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_million_replications_are_tallied_in_little_memory() {
+    // Once every replication's summary was kept to the end: 1.5 GB here.
+    let text = "duration = \"100ms\"\n[metrics]\nbucket = \"100ms\"\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"poisson\", rate = 20 }]\n[[limiter]]\nname = \"l\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 1\n";
+    let (code, stderr, peak, _) = run_measured(text, &["--replications", "1000000", "--no-charts"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(peak > 0.0 && peak < 100.0, "peak memory {peak} MB");
+}
