@@ -328,3 +328,63 @@ fn live_through_a_paused_redis_reports_what_each_policy_lets_through() {
         "{atomic}"
     );
 }
+
+#[test]
+fn a_live_run_killed_during_the_naive_window_leaves_no_key_without_expiry() {
+    let Some(binary) = common::redis_server() else {
+        common::skip_unless_ci(
+            "SKIPPED: no redis-server installed; .ci/run installs Debian's so CI runs this check",
+        );
+        return;
+    };
+    let server = common::RedisServer::start(&binary);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("naive.toml");
+    // The atomic script's replay first (1 s), then GET before INCR.
+    fs::write(
+        &path,
+        "duration = \"1s\"\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"uniform\", rate = 400 }]\n\
+         [[limiter]]\nname = \"fixed\"\nkind = \"fixed-window\"\nwindow = \"100ms\"\nthreshold = 5\n",
+    )
+    .unwrap();
+    let url = format!("redis://127.0.0.1:{}", server.port);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_burstsim"))
+        .args(["live", "--redis", &url, "--clients", "8", "--out"])
+        .arg(dir.path().join("out"))
+        .arg(&path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut con = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let naive = |con: &mut redis::Connection| -> Vec<String> {
+        redis::cmd("KEYS")
+            .arg("burstsim:*NaiveFixedWindow")
+            .query(con)
+            .unwrap()
+    };
+    let started = std::time::Instant::now();
+    while naive(&mut con).is_empty() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "live never wrote a naive window's key"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // Killed while eight clients GET, INCR and expire: every key must expire.
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left: Vec<String> = redis::cmd("KEYS")
+        .arg("burstsim:*")
+        .query(&mut con)
+        .unwrap();
+    for key in left {
+        let ttl: i64 = redis::cmd("PTTL").arg(&key).query(&mut con).unwrap();
+        // -2: expired since KEYS listed it.
+        assert!(ttl > 0 || ttl == -2, "{key} has no expiry (PTTL {ttl})");
+    }
+}
