@@ -482,6 +482,21 @@ macro_rules! kinds {
             format!("kind = \"{name}\"\n{}", example(choice))
         }
 
+        impl Limiter {
+            /// Decides every arrival of `chunk` in order without HINTS (an open
+            /// loop hears no hints), telling `to` each decision: the kind is
+            /// matched once, and the loop is compiled for each.
+            #[inline]
+            pub fn decide_all(&mut self, chunk: &[crate::traffic::Arrival], to: &mut impl Decisions) {
+                each_limiter!(self, ($($variant)+), limiter => {
+                    for &arrival in chunk {
+                        let decision = limiter.decide_keyed::<false>(arrival.time, arrival.key);
+                        to.decided(arrival, decision);
+                    }
+                })
+            }
+        }
+
         impl RateLimiter for Limiter {
             #[inline]
             fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
@@ -542,6 +557,14 @@ macro_rules! kinds {
             }
         }
     };
+}
+
+/// A loop over many arrivals with the limiter's kind matched once: the
+/// simulator's open-loop hot path, monomorphised per kind so each decision
+/// is inlined into it.
+pub trait Decisions {
+    /// Hears each arrival and the decision on it, in order.
+    fn decided(&mut self, arrival: crate::traffic::Arrival, decision: Decision);
 }
 
 /// The kinds with `count_rejected`: a rejected request counts in the

@@ -165,9 +165,7 @@ fn simulate_open(
         }
         for (limiter, run) in runs.iter_mut().enumerate() {
             match sink.as_deref_mut() {
-                None => chunk.iter().for_each(|&arrival| {
-                    run.observe::<false>(arrival);
-                }),
+                None => run.observe_all(&chunk),
                 Some(sink) => {
                     for &arrival in &chunk {
                         let decision = run.observe::<false>(arrival);
@@ -183,7 +181,7 @@ fn simulate_open(
     }
     // A run of no requests would pass every check. Later replications may
     // draw none by chance; the scenario's own may not.
-    if options.replication == 0 && runs.iter().all(|run| run.offered == 0) {
+    if options.replication == 0 && runs.iter().all(|run| run.offered() == 0) {
         bail!(
             "workload {:?} offers no requests in {}: its sources produce nothing in the run; raise their rates, widen their start and end, or lengthen the run",
             workload.name,
@@ -223,7 +221,7 @@ fn simulate_driven(
         if let Some(err) = driver.take_error() {
             bail!("workload {:?}: {err}", workload.name);
         }
-        if options.replication == 0 && run.offered == 0 {
+        if options.replication == 0 && run.offered() == 0 {
             bail!(
                 "workload {:?} offers no requests in {}: its sources produce nothing in the run; raise their rates, widen their start and end, or lengthen the run",
                 workload.name,

@@ -25,9 +25,14 @@ use crate::traffic::{Arrival, Key};
 /// One limiter's state and metrics while a workload streams through it.
 pub(super) struct RunState {
     limiter: Limiter,
+    m: Metrics,
+}
+
+/// Everything of a run but its limiter: what the decisions are counted into.
+struct Metrics {
     kind: &'static str,
     description: String,
-    pub(super) offered: u64,
+    offered: u64,
     admitted: u64,
     rolling: RollingCounts,
     /// The distinct intervals tracked by `rolling`, in its order.
@@ -49,6 +54,9 @@ pub(super) struct RunState {
     closed: Option<ClosedLoop>,
     /// What got through while a cluster's store was down, and after.
     outages: Option<Outages>,
+    /// Whether any of the figures only some runs keep is kept (per key,
+    /// trailing, backend, outages): the hot path checks this one flag.
+    extras: bool,
 }
 
 impl RunState {
@@ -61,11 +69,15 @@ impl RunState {
         keyed: bool,
     ) -> RunState {
         let metrics = &scenario.metrics;
+        // The worst second is reported against a backend; without one it is
+        // not kept (it holds a whole second of admitted times).
+        let second = scenario.backend.map(|_| Nanos::SECOND);
         let mut intervals: Vec<Nanos> = metrics
             .profile
             .iter()
             .copied()
-            .chain([metrics.rolling, Nanos::SECOND])
+            .chain([metrics.rolling])
+            .chain(second)
             .chain(options.curve.iter().copied())
             .collect();
         intervals.sort_unstable();
@@ -74,8 +86,8 @@ impl RunState {
         if let Some(backend) = scenario.backend {
             rolling = rolling.with_overload(Nanos::SECOND, backend.capacity_per_sec.get());
         }
-        RunState {
-            limiter: named.limiter.clone(),
+        let mut m = Metrics {
+            extras: false,
             kind: named.config.kind(),
             description: named.description.clone(),
             offered: 0,
@@ -107,7 +119,32 @@ impl RunState {
                 b.queue
                     .map(|queue| Server::new(b.capacity_per_sec.get(), queue))
             }),
+        };
+        m.extras = m.keys.is_some()
+            || m.trailing.is_some()
+            || m.server.is_some()
+            || m.outages.is_some()
+            || m.capacity.is_some();
+        RunState {
+            limiter: named.limiter.clone(),
+            m,
         }
+    }
+
+    /// Requests decided so far.
+    pub(super) fn offered(&self) -> u64 {
+        self.m.offered
+    }
+
+    /// Decides every arrival of `chunk` and counts the decisions: the open
+    /// loop's hot path, with the limiter's kind matched once per chunk.
+    pub(super) fn observe_all(&mut self, chunk: &[Arrival]) {
+        self.limiter.decide_all(chunk, &mut self.m);
+    }
+
+    /// Counts one decision made elsewhere (by a real Redis).
+    pub(super) fn record(&mut self, arrival: Arrival, admitted: bool, delay: Nanos) {
+        self.m.record(arrival, admitted, delay);
     }
 
     /// Decides `arrival` and counts the decision; a rejection's hint is
@@ -117,7 +154,8 @@ impl RunState {
         let decision = self
             .limiter
             .decide_keyed::<HINTS>(arrival.time, arrival.key);
-        self.record(arrival, decision.admitted(), decision.delay());
+        self.m
+            .record(arrival, decision.admitted(), decision.delay());
         decision
     }
 
@@ -133,7 +171,7 @@ impl RunState {
             Limiter::PerKey(per) => (per.prototype().nominal(Nanos::SECOND), true),
             limiter => (limiter.nominal(Nanos::SECOND), false),
         };
-        self.closed = Some(ClosedLoop::new(
+        self.m.closed = Some(ClosedLoop::new(
             retry.describe(),
             scenario.metrics.rolling,
             self.limiter.window_edges(),
@@ -141,7 +179,7 @@ impl RunState {
             per_key,
             retry.lockout,
         ));
-        self.timeline.track_attempts();
+        self.m.timeline.track_attempts();
         self
     }
 
@@ -153,16 +191,16 @@ impl RunState {
         mut recorded: impl FnMut(Arrival, Attempt, Decision) -> Result<()>,
     ) -> Result<()> {
         loop {
-            let event_first = match (self.events.next_time(), driver.next_time()) {
+            let event_first = match (self.m.events.next_time(), driver.next_time()) {
                 (None, None) => return Ok(()),
                 (Some(due), Some(next)) => due <= next,
                 (Some(_), None) => true,
                 (None, Some(_)) => false,
             };
             let (arrival, attempt) = if event_first {
-                match self.events.pop().expect("an event is due") {
+                match self.m.events.pop().expect("an event is due") {
                     (at, Event::Release(key)) => {
-                        self.deliver(at, key);
+                        self.m.deliver(at, key);
                         continue;
                     }
                     (_, Event::Arrive(arrival, attempt)) => (arrival, attempt),
@@ -172,7 +210,7 @@ impl RunState {
                 (arrival, Attempt::first(arrival.time))
             };
             let decision = self.observe::<true>(arrival);
-            if let Some(closed) = &mut self.closed {
+            if let Some(closed) = &mut self.m.closed {
                 let admitted_at = match decision {
                     Decision::Admit => Some(arrival.time),
                     Decision::Delay(delay) => {
@@ -181,83 +219,19 @@ impl RunState {
                     Decision::Reject(_) => None,
                 };
                 closed.attempt(arrival, attempt.number, attempt.first, admitted_at);
-                self.timeline
+                self.m
+                    .timeline
                     .record_attempt(arrival.time, attempt.number > 1);
             }
             recorded(arrival, attempt, decision)?;
-            driver.answer(arrival, attempt, decision, &mut self.events);
-            if self.events.len() > crate::retry::MAX_PENDING {
+            driver.answer(arrival, attempt, decision, &mut self.m.events);
+            if self.m.events.len() > crate::retry::MAX_PENDING {
                 bail!(
                     "more than {} requests wait to retry at once (at {}); retries are held in memory until they are sent: lower the rate, max_attempts or the waits, or shorten the run",
                     crate::retry::MAX_PENDING,
                     arrival.time
                 );
             }
-        }
-    }
-
-    /// Counts one decision on `arrival`, released after `delay` if admitted.
-    #[inline(always)]
-    pub(super) fn record(&mut self, arrival: Arrival, admitted: bool, delay: Nanos) {
-        let Arrival { time: now, key } = arrival;
-        self.offered += 1;
-        if !self.events.is_empty() {
-            self.release_until(now);
-        }
-        if let Some(outages) = &mut self.outages {
-            outages.offered(now);
-            if admitted {
-                outages.admitted(now);
-            }
-        }
-        if admitted {
-            self.admitted += 1;
-            if delay == Nanos::ZERO {
-                self.deliver(now, key);
-            } else {
-                let at = Nanos(now.get().saturating_add(delay.get()));
-                self.events.schedule(at, Event::Release(key));
-                let delays = self
-                    .delays
-                    .get_or_insert_with(|| Histogram::new(3).expect("3 significant digits"));
-                let _ = delays.record(delay.get());
-            }
-        } else {
-            self.timeline.record(now, false);
-            if let Some(keys) = &mut self.keys {
-                keys.rejected(key);
-            }
-            if let Some(capacity) = self.capacity {
-                if self.rolling.trailing_count(now) < capacity {
-                    self.rejected_with_spare_capacity += 1;
-                }
-            }
-        }
-    }
-
-    /// The backend gets an admitted request of `key` at `at`.
-    #[inline]
-    fn deliver(&mut self, at: Nanos, key: Key) {
-        self.timeline.record(at, true);
-        if let Some(keys) = &mut self.keys {
-            keys.admitted(at, key);
-        }
-        self.rolling.push(at);
-        if let Some(trailing) = &mut self.trailing {
-            trailing.push(at);
-        }
-        if let Some(server) = &mut self.server {
-            server.arrive(at);
-        }
-        if let Some(outages) = &mut self.outages {
-            outages.delivered(at);
-        }
-    }
-
-    /// Delivers, in time order, the delayed requests released by `now`.
-    fn release_until(&mut self, now: Nanos) {
-        while let Some((at, key)) = self.events.release_due(now) {
-            self.deliver(at, key);
         }
     }
 
@@ -268,10 +242,11 @@ impl RunState {
         workload: &str,
         limiter: &str,
     ) -> RunResult {
-        self.release_until(Nanos(u64::MAX));
-        let worst = self.rolling.worst();
+        self.m.release_until(Nanos(u64::MAX));
+        let worst = self.m.rolling.worst();
         let at = |interval: Nanos| {
             let index = self
+                .m
                 .intervals
                 .iter()
                 .position(|&i| i == interval)
@@ -300,8 +275,8 @@ impl RunState {
                 worst_1s,
                 bound_1s: self.limiter.bound(Nanos::SECOND),
                 nominal_1s: self.limiter.nominal(Nanos::SECOND),
-                rejected_with_spare_capacity: self.rejected_with_spare_capacity,
-                queue: self.server.as_ref().map(|server| {
+                rejected_with_spare_capacity: self.m.rejected_with_spare_capacity,
+                queue: self.m.server.as_ref().map(|server| {
                     let stats = server.stats();
                     QueueSummary {
                         size: backend.queue.unwrap_or(0),
@@ -313,17 +288,17 @@ impl RunState {
                     }
                 }),
                 over_capacity: worst_1s.saturating_sub(capacity),
-                seconds_over_capacity: self.rolling.time_over_capacity().as_secs_f64(),
+                seconds_over_capacity: self.m.rolling.time_over_capacity().as_secs_f64(),
             }
         });
         let summary = RunSummary {
             workload: workload.to_string(),
             limiter: limiter.to_string(),
-            kind: self.kind.to_string(),
-            description: self.description,
-            offered: self.offered,
-            admitted: self.admitted,
-            rejected: self.offered - self.admitted,
+            kind: self.m.kind.to_string(),
+            description: self.m.description,
+            offered: self.m.offered,
+            admitted: self.m.admitted,
+            rejected: self.m.offered - self.m.admitted,
             rolling_ns: rolling.get(),
             worst_rolling: headline.count,
             worst_rolling_start_ns: headline.start.get(),
@@ -340,9 +315,9 @@ impl RunState {
             adversary: None,
             tight: None,
             lower_bound: None,
-            keys: self.keys.as_ref().and_then(|keys| match &self.limiter {
+            keys: self.m.keys.as_ref().and_then(|keys| match &self.limiter {
                 Limiter::PerKey(per) => keys.finish(
-                    Some(state_cost(per, self.offered, scenario.duration)),
+                    Some(state_cost(per, self.m.offered, scenario.duration)),
                     Some(per.prototype().nominal(rolling)),
                 ),
                 _ => keys.finish(None, None),
@@ -351,9 +326,9 @@ impl RunState {
                 Limiter::Cluster(cluster) => Some(cluster.admitted_per_instance().to_vec()),
                 _ => None,
             },
-            closed_loop: self.closed.map(|closed| closed.finish(0, 0, 0)),
-            outages: self.outages.map(Outages::finish),
-            delay: self.delays.as_ref().map(|delays| DelaySummary {
+            closed_loop: self.m.closed.map(|closed| closed.finish(0, 0, 0)),
+            outages: self.m.outages.map(Outages::finish),
+            delay: self.m.delays.as_ref().map(|delays| DelaySummary {
                 delayed: delays.len(),
                 p50_ns: delays.value_at_quantile(0.5),
                 p99_ns: delays.value_at_quantile(0.99),
@@ -362,10 +337,110 @@ impl RunState {
         };
         RunResult {
             summary,
-            timeline: self.timeline,
+            timeline: self.m.timeline,
             window_edges: self.limiter.window_edges(),
             curve: options.curve.iter().map(|&interval| at(interval)).collect(),
-            trailing: self.trailing.map(Trailing::finish),
+            trailing: self.m.trailing.map(Trailing::finish),
+        }
+    }
+}
+
+impl crate::limiter::Decisions for Metrics {
+    #[inline(always)]
+    fn decided(&mut self, arrival: Arrival, decision: Decision) {
+        self.record(arrival, decision.admitted(), decision.delay());
+    }
+}
+
+impl Metrics {
+    /// Counts one decision on `arrival`, released after `delay` if admitted.
+    #[inline(always)]
+    fn record(&mut self, arrival: Arrival, admitted: bool, delay: Nanos) {
+        let Arrival { time: now, key } = arrival;
+        self.offered += 1;
+        if !self.events.is_empty() {
+            self.release_until(now);
+        }
+        if admitted {
+            self.admitted += 1;
+            if delay == Nanos::ZERO {
+                self.deliver(now, key);
+            } else {
+                self.delay(now, key, delay);
+            }
+        } else {
+            self.timeline.record(now, false);
+        }
+        if self.extras {
+            self.record_extras(arrival, admitted);
+        }
+    }
+
+    /// Holds an admitted request of `key` for `delay` (nginx without `nodelay`).
+    fn delay(&mut self, now: Nanos, key: Key, delay: Nanos) {
+        let at = Nanos(now.get().saturating_add(delay.get()));
+        self.events.schedule(at, Event::Release(key));
+        let delays = self
+            .delays
+            .get_or_insert_with(|| Histogram::new(3).expect("3 significant digits"));
+        let _ = delays.record(delay.get());
+    }
+
+    /// The figures only some runs keep, for a decision on `arrival`: per
+    /// key, against the backend's capacity, during store outages.
+    #[inline(never)]
+    fn record_extras(&mut self, arrival: Arrival, admitted: bool) {
+        let Arrival { time: now, key } = arrival;
+        if let Some(outages) = &mut self.outages {
+            outages.offered(now);
+            if admitted {
+                outages.admitted(now);
+            }
+        }
+        if admitted {
+            return;
+        }
+        if let Some(keys) = &mut self.keys {
+            keys.rejected(key);
+        }
+        if let Some(capacity) = self.capacity
+            && self.rolling.trailing_count(now) < capacity
+        {
+            self.rejected_with_spare_capacity += 1;
+        }
+    }
+
+    /// The backend gets an admitted request of `key` at `at`.
+    #[inline(always)]
+    fn deliver(&mut self, at: Nanos, key: Key) {
+        self.timeline.record(at, true);
+        self.rolling.push(at);
+        if self.extras {
+            self.deliver_extras(at, key);
+        }
+    }
+
+    /// The figures only some runs keep, for a request the backend gets.
+    #[inline(never)]
+    fn deliver_extras(&mut self, at: Nanos, key: Key) {
+        if let Some(keys) = &mut self.keys {
+            keys.admitted(at, key);
+        }
+        if let Some(trailing) = &mut self.trailing {
+            trailing.push(at);
+        }
+        if let Some(server) = &mut self.server {
+            server.arrive(at);
+        }
+        if let Some(outages) = &mut self.outages {
+            outages.delivered(at);
+        }
+    }
+
+    /// Delivers, in time order, the delayed requests released by `now`.
+    fn release_until(&mut self, now: Nanos) {
+        while let Some((at, key)) = self.events.release_due(now) {
+            self.deliver(at, key);
         }
     }
 }
@@ -473,6 +548,6 @@ mod tests {
             "the fixed window told them its end; they come before the new request at that instant"
         );
         assert_eq!(decided[20], (1_000_000_000, 99, true));
-        assert_eq!((run.offered, run.admitted), (21, 16));
+        assert_eq!((run.offered(), run.m.admitted), (21, 16));
     }
 }

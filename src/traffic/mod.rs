@@ -390,7 +390,7 @@ impl Source {
     fn fill(&mut self, out: &mut Vec<Arrival>, count: usize) {
         match self {
             Source::Uniform(source) => out.extend(source.take(count).map(Arrival::at)),
-            Source::Poisson(source) => out.extend(source.take(count).map(Arrival::at)),
+            Source::Poisson(source) => source.fill_with(out, count, Arrival::at),
             Source::Boundary(source) => out.extend(source.take(count).map(Arrival::at)),
             Source::Trace(source) => out.extend(source.take(count)),
             Source::PerClient(source) => out.extend(source.take(count)),

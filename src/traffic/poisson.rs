@@ -133,6 +133,41 @@ impl Arrivals {
     }
 }
 
+impl Arrivals {
+    /// Appends up to `count` arrivals to `out` through `make`, fewer only at
+    /// the end: the same draws as [`Iterator::next`], in a loop that keeps
+    /// the position in a register and writes straight into `out`.
+    #[inline]
+    pub fn fill_with<T>(&mut self, out: &mut Vec<T>, count: usize, make: impl Fn(Nanos) -> T) {
+        out.reserve(count);
+        let mut left = count;
+        while left > 0 {
+            if self.mean_gap > 0.0 {
+                let (mean_gap, limit) = (self.mean_gap, self.limit);
+                let mut position = self.position;
+                while left > 0 {
+                    let gap: f64 = Exp1.sample(&mut self.rng);
+                    let next = position + gap * mean_gap;
+                    if next >= limit {
+                        // Into the next segment: the draw is redrawn there, as `next` does.
+                        break;
+                    }
+                    position = next;
+                    out.push(make(Nanos(next as u64)));
+                    left -= 1;
+                }
+                self.position = position;
+                if left == 0 {
+                    return;
+                }
+            }
+            if !self.advance() {
+                return;
+            }
+        }
+    }
+}
+
 impl Iterator for Arrivals {
     type Item = Nanos;
 
