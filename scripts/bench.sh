@@ -5,6 +5,9 @@
 # 10^6 client keys with a limiter per key, and the speed-up of a
 # replication-heavy run from one core to all.
 #
+# With ../shared/perf-floor present, first the ratios to that hand-written
+# yardstick, each measured back to back with it.
+#
 #   scripts/bench.sh            # everything (about two minutes on 2 cores)
 #   scripts/bench.sh quick      # only 10^8 through the fixed window
 set -euo pipefail
@@ -42,6 +45,42 @@ run() { # label path
 }
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+
+# The yardstick: ../shared/perf-floor does the hot path's work by hand.
+# Each ratio is burstsim's time over the floor's, measured back to back.
+floor_dir=../shared/perf-floor
+if [ -f "$floor_dir/Cargo.toml" ]; then
+  CARGO_TARGET_DIR=target/perf-floor cargo build --release --quiet --locked --manifest-path "$floor_dir/Cargo.toml"
+  floor=target/perf-floor/release/floor
+  secs() { # command… -> seconds of wall time
+    local start end
+    start=$(date +%s.%N); "$@" >/dev/null 2>&1; end=$(date +%s.%N)
+    echo "$end - $start" | bc -l
+  }
+  same_work() { # kind -> the floor's same-work scenario with that limiter
+    local path="$tmp/same-work-$1.toml"
+    sed -e '/^\[\[limiter\]\]/,$d' "$floor_dir/same-work.toml" > "$path"
+    case "$1" in
+      fixed) printf '[[limiter]]\nname = "fixed"\nkind = "fixed-window"\nwindow = "1ms"\nthreshold = 500\n' ;;
+      sliding) printf '[[limiter]]\nname = "sliding"\nkind = "sliding-log"\nwindow = "1ms"\nthreshold = 500\n' ;;
+      token) printf '[[limiter]]\nname = "token"\nkind = "token-bucket"\nrate = 500000\nburst = 500\n' ;;
+    esac >> "$path"
+    echo "$path"
+  }
+  ratio() { # label floor-kind burstsim-scenario
+    local f b
+    f=$(secs "$floor" "$2" 1e8 small fast 1024)
+    b=$(secs "$bin" run "$3" --no-charts --quiet --out "$tmp/floor-out")
+    printf '%-22s burstsim %.2f s, floor %.2f s: %.2fx\n' "$1" "$b" "$f" "$(echo "$b / $f" | bc -l)"
+  }
+  echo "yardstick (../shared/perf-floor, 10^8 Poisson requests, each pair back to back):"
+  ratio "same work, fixed" fixed "$(same_work fixed)"
+  ratio "default metrics" fixed scenarios/bench-100m.toml
+  if [ "${1:-}" != quick ]; then
+    ratio "same work, sliding" sliding "$(same_work sliding)"
+    ratio "same work, token" token "$(same_work token)"
+  fi
+fi
 kinds=(fixed-window smaller-window buffered sliding-log sliding-counter token-bucket chain)
 [ "${1:-}" = quick ] && kinds=(fixed-window)
 echo "10^8 requests (Poisson, 10^6/s for 100 s), one limiter, default metrics, no charts:"
