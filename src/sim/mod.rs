@@ -156,24 +156,39 @@ fn simulate_open(
         .iter()
         .map(|limiter| RunState::new(scenario, options, limiter, workload.is_keyed()))
         .collect::<Vec<_>>();
-    let mut chunk = Vec::with_capacity(CHUNK);
-    loop {
-        chunk.clear();
-        arrivals.fill(&mut chunk, CHUNK);
-        if chunk.is_empty() {
-            break;
-        }
+    let mut decide = |chunk: &[Arrival]| -> Result<()> {
         for (limiter, run) in runs.iter_mut().enumerate() {
             match sink.as_deref_mut() {
-                None => run.observe_all(&chunk),
+                None => run.observe_all(chunk),
                 Some(sink) => {
-                    for &arrival in &chunk {
+                    for &arrival in chunk {
                         let decision = run.observe::<false>(arrival);
                         sink.record(index, limiter, arrival, 1, decision.admitted())
                             .context("writing decisions")?;
                     }
                 }
             }
+        }
+        Ok(())
+    };
+    let big = workload.sources.iter().try_fold(0u128, |sum, source| {
+        source
+            .estimated_arrivals(scenario.duration, &scenario.base_dir)
+            .map(|n| sum + n)
+    });
+    let pipelined = big.is_ok_and(|n| n >= PIPELINE_FROM)
+        && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    if pipelined {
+        arrivals = pipeline(arrivals, &mut decide)?;
+    } else {
+        let mut chunk = Vec::with_capacity(CHUNK);
+        loop {
+            chunk.clear();
+            arrivals.fill(&mut chunk, CHUNK);
+            if chunk.is_empty() {
+                break;
+            }
+            decide(&chunk)?;
         }
     }
     if let Some(err) = arrivals.take_error() {
@@ -193,6 +208,55 @@ fn simulate_open(
         .zip(&scenario.limiters)
         .map(|(run, limiter)| run.finish(scenario, options, &workload.name, &limiter.name))
         .collect())
+}
+
+/// Workloads of at least this many requests generate their arrivals on a
+/// thread of their own while the limiters decide on this one.
+const PIPELINE_FROM: u128 = 1 << 20;
+/// Chunks generated ahead of the decisions, at most.
+const PIPELINE_DEPTH: usize = 4;
+
+/// Generates `arrivals` in chunks on a second thread while `decide` takes
+/// them in order on this one: the same chunks in the same order as one
+/// thread makes them, so results do not depend on it. Returns the merge, to
+/// ask for the error that cut a trace short.
+fn pipeline(
+    mut arrivals: Merge,
+    decide: &mut dyn FnMut(&[Arrival]) -> Result<()>,
+) -> Result<Merge> {
+    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Vec<Arrival>>(PIPELINE_DEPTH);
+    let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<Arrival>>();
+    std::thread::scope(|scope| {
+        let producer = scope.spawn(move || {
+            loop {
+                // Chunks come back once decided, so a few are reused all along.
+                let mut chunk = empty_rx
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(CHUNK));
+                chunk.clear();
+                arrivals.fill(&mut chunk, CHUNK);
+                // An empty chunk ends the stream; a failed send means the
+                // decisions stopped on an error.
+                if chunk.is_empty() || full_tx.send(chunk).is_err() {
+                    return arrivals;
+                }
+            }
+        });
+        let mut outcome = Ok(());
+        for chunk in &full_rx {
+            outcome = decide(&chunk);
+            if outcome.is_err() {
+                break;
+            }
+            let _ = empty_tx.send(chunk);
+        }
+        // Unblocks a producer waiting to send after an error.
+        drop(full_rx);
+        let arrivals = producer
+            .join()
+            .expect("the arrival generator does not panic");
+        outcome.map(|()| arrivals)
+    })
 }
 
 /// Each limiter with a driver of its own, which hears every answer.
@@ -270,4 +334,60 @@ pub fn arrivals(scenario: &Scenario, workload: &Workload, replication: u64) -> R
         .map_err(anyhow::Error::msg)
         .with_context(|| format!("workload {:?}", workload.name))?;
     Ok(Merge::new(sources))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario() -> Scenario {
+        crate::scenario::parse(
+            "duration = \"2s\"\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"poisson\", rate = 50000 }, { kind = \"uniform\", rate = 7000, clients = { count = 9 } }]\n[[limiter]]\nname = \"l\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 10\n",
+            std::path::Path::new("p.toml"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_pipeline_hands_over_exactly_the_chunks_one_thread_makes() {
+        let scenario = scenario();
+        let mut alone = arrivals(&scenario, &scenario.workloads[0], 0).unwrap();
+        let mut expected = Vec::new();
+        let mut chunk = Vec::new();
+        loop {
+            chunk.clear();
+            alone.fill(&mut chunk, CHUNK);
+            if chunk.is_empty() {
+                break;
+            }
+            expected.push(chunk.clone());
+        }
+        let mut got = Vec::new();
+        let merge = arrivals(&scenario, &scenario.workloads[0], 0).unwrap();
+        pipeline(merge, &mut |chunk| {
+            got.push(chunk.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        assert!(expected.len() > 10, "{} chunks", expected.len());
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn a_decision_error_stops_the_pipeline_without_hanging() {
+        let scenario = scenario();
+        let merge = arrivals(&scenario, &scenario.workloads[0], 0).unwrap();
+        let mut seen = 0;
+        let err = pipeline(merge, &mut |_| {
+            seen += 1;
+            if seen == 3 {
+                anyhow::bail!("disk full")
+            }
+            Ok(())
+        })
+        .err()
+        .expect("the error comes back");
+        assert_eq!(err.to_string(), "disk full");
+        assert_eq!(seen, 3);
+    }
 }
