@@ -340,19 +340,30 @@ fn outage_section(runs: &[RunSummary]) -> String {
                 "deny" => "rejects every request (fail closed)",
                 _ => "falls back to a counter per instance",
             };
-            let _ = writeln!(
-                html,
-                "<li><b>{}</b> {what}: from {} for {}, the backend gets up to {} requests in a second of the outage, of {} offered{}.</li>",
-                escape(&run.limiter),
-                seconds(outage.at_ns),
-                Nanos(outage.for_ns),
-                outage.worst_1s_during,
-                outage.offered_worst_1s,
-                run.backend.as_ref().map_or(String::new(), |b| format!(
+            let capacity = run.backend.as_ref().map_or(String::new(), |b| {
+                format!(
                     " — {:.1}× its capacity of {}/s",
                     outage.worst_1s_during as f64 / b.capacity as f64,
                     b.capacity
-                )),
+                )
+            });
+            let got = if outage.admitted == 0 {
+                format!(
+                    "the backend gets none of the {} requests offered",
+                    outage.offered
+                )
+            } else {
+                format!(
+                    "the backend gets up to {} requests in a second of the outage, of {} offered{capacity}",
+                    outage.worst_1s_during, outage.offered_worst_1s
+                )
+            };
+            let _ = writeln!(
+                html,
+                "<li><b>{}</b> {what}: from {} for {}, {got}.</li>",
+                escape(&run.limiter),
+                seconds(outage.at_ns),
+                Nanos(outage.for_ns),
             );
         }
     }
