@@ -137,8 +137,11 @@ impl RollingCounts {
     /// Scans every pushed time not yet seen by the trackers, then forgets the
     /// times no tracker needs any more.
     fn catch_up(&mut self) {
-        let (ring, mask, done, pushed) = (&self.ring, self.mask, self.done, self.pushed);
-        let at = |i: u64| ring[(i & mask) as usize];
+        let (ring, done, pushed) = (self.ring.as_slice(), self.done, self.pushed);
+        // The ring's length is a power of two, so `i & (len − 1)` is within it:
+        // said this way, the compiler drops the bounds checks.
+        assert!(ring.len().is_power_of_two());
+        let at = |i: u64| ring[(i as usize) & (ring.len() - 1)];
         for i in done..pushed {
             let now = at(i);
             // The trackers' pointer chases are independent, so the processor
