@@ -348,14 +348,20 @@ fn client_keys_beyond_the_limit_are_refused_before_any_work() {
 
 #[test]
 fn state_per_client_key_counts_toward_max_memory() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("keys.toml");
     let text = scenario("{ kind = \"poisson\", rate = 1000000, clients = { count = 10000000 } }")
         .replace("threshold = 10\n", "threshold = 10\nper = \"key\"\n");
+    over_max_memory(&text, "1GB", "GB for state per client key");
+}
+
+/// Runs `text` with `--max-memory max` and expects exit 2, `expected` in
+/// the message, and no results folder.
+fn over_max_memory(text: &str, max: &str, expected: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.toml");
     fs::write(&path, text).unwrap();
     let output = Command::cargo_bin("burstsim")
         .unwrap()
-        .args(["run", "--max-memory", "1GB", "--out"])
+        .args(["run", "--max-memory", max, "--out"])
         .arg(dir.path().join("out"))
         .arg(&path)
         .timeout(Duration::from_secs(60))
@@ -363,7 +369,7 @@ fn state_per_client_key_counts_toward_max_memory() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("GB for state per client key"), "{stderr}");
+    assert!(stderr.contains(expected), "{stderr}");
     assert!(!dir.path().join("out").exists());
 }
 
@@ -377,28 +383,11 @@ fn retries_count_toward_max_requests_and_max_memory_before_any_work() {
     refused(many.as_bytes(), None, "every attempt of clients that retry");
     // Within --max-requests, the attempts held within a second and the
     // requests waiting to retry are not within 100 MB.
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("retry.toml");
-    fs::write(
-        &path,
-        scenario("{ kind = \"poisson\", rate = 1000000 }").replace(
-            "sources = [",
-            "retry = { policy = \"fixed\", max_attempts = 10 }\nsources = [",
-        ),
-    )
-    .unwrap();
-    let output = Command::cargo_bin("burstsim")
-        .unwrap()
-        .args(["run", "--max-memory", "100MB", "--out"])
-        .arg(dir.path().join("out"))
-        .arg(&path)
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("for clients that retry"), "{stderr}");
-    assert!(!dir.path().join("out").exists());
+    let text = scenario("{ kind = \"poisson\", rate = 1000000 }").replace(
+        "sources = [",
+        "retry = { policy = \"fixed\", max_attempts = 10 }\nsources = [",
+    );
+    over_max_memory(&text, "100MB", "for clients that retry");
 }
 
 #[test]

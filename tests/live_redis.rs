@@ -14,15 +14,43 @@ fn scenario() -> String {
     fs::read_to_string("scenarios/live.toml").expect("scenarios/live.toml is shipped")
 }
 
-#[test]
-fn live_replay_agrees_with_the_simulator_on_atomic_scripts() {
+/// A redis-server of its own for one test; None (after saying so) where
+/// none is installed, which CI does not allow.
+fn started_redis() -> Option<common::RedisServer> {
     let Some(binary) = common::redis_server() else {
         common::skip_unless_ci(
             "SKIPPED: no redis-server installed; .ci/run installs Debian's so CI runs this check",
         );
+        return None;
+    };
+    Some(common::RedisServer::start(&binary))
+}
+
+/// `burstsim live` on `scenario` against `url` in the background, with
+/// `extra` flags and its results under `out`, its output discarded.
+fn spawn_live(
+    url: &str,
+    scenario: &std::path::Path,
+    out: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_burstsim"))
+        .args(["live", "--redis", url])
+        .args(extra)
+        .arg("--out")
+        .arg(out)
+        .arg(scenario)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn live_replay_agrees_with_the_simulator_on_atomic_scripts() {
+    let Some(server) = started_redis() else {
         return;
     };
-    let server = common::RedisServer::start(&binary);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("live.toml");
     fs::write(&path, scenario()).unwrap();
@@ -185,13 +213,9 @@ fn live_refuses_a_speed_that_would_run_longer_than_the_wall_time_limit() {
 
 #[test]
 fn a_live_run_killed_midway_leaves_no_sliding_log_key_without_expiry() {
-    let Some(binary) = common::redis_server() else {
-        common::skip_unless_ci(
-            "SKIPPED: no redis-server installed; .ci/run installs Debian's so CI runs this check",
-        );
+    let Some(server) = started_redis() else {
         return;
     };
-    let server = common::RedisServer::start(&binary);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.toml");
     fs::write(
@@ -201,14 +225,7 @@ fn a_live_run_killed_midway_leaves_no_sliding_log_key_without_expiry() {
     )
     .unwrap();
     let url = format!("redis://127.0.0.1:{}", server.port);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_burstsim"))
-        .args(["live", "--redis", &url, "--out"])
-        .arg(dir.path().join("out"))
-        .arg(&path)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_live(&url, &path, &dir.path().join("out"), &[]);
     let mut con = redis::Client::open(url.as_str())
         .unwrap()
         .get_connection()
@@ -237,13 +254,9 @@ fn a_live_run_killed_midway_leaves_no_sliding_log_key_without_expiry() {
 
 #[test]
 fn live_through_a_paused_redis_reports_what_each_policy_lets_through() {
-    let Some(binary) = common::redis_server() else {
-        common::skip_unless_ci(
-            "SKIPPED: no redis-server installed; .ci/run installs Debian's so CI runs this check",
-        );
+    let Some(server) = started_redis() else {
         return;
     };
-    let server = common::RedisServer::start(&binary);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("pause.toml");
     fs::write(
@@ -331,13 +344,9 @@ fn live_through_a_paused_redis_reports_what_each_policy_lets_through() {
 
 #[test]
 fn a_live_run_killed_during_the_naive_window_leaves_no_key_without_expiry() {
-    let Some(binary) = common::redis_server() else {
-        common::skip_unless_ci(
-            "SKIPPED: no redis-server installed; .ci/run installs Debian's so CI runs this check",
-        );
+    let Some(server) = started_redis() else {
         return;
     };
-    let server = common::RedisServer::start(&binary);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("naive.toml");
     // The atomic script's replay first (1 s), then GET before INCR.
@@ -348,14 +357,7 @@ fn a_live_run_killed_during_the_naive_window_leaves_no_key_without_expiry() {
     )
     .unwrap();
     let url = format!("redis://127.0.0.1:{}", server.port);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_burstsim"))
-        .args(["live", "--redis", &url, "--clients", "8", "--out"])
-        .arg(dir.path().join("out"))
-        .arg(&path)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_live(&url, &path, &dir.path().join("out"), &["--clients", "8"]);
     let mut con = redis::Client::open(url.as_str())
         .unwrap()
         .get_connection()

@@ -131,10 +131,7 @@ pub fn live(args: &LiveArgs) -> Result<()> {
         "simulated",
     ]);
     for r in &results {
-        let variant = serde_json::to_value(r.variant)?
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
+        let variant = variant_name(r.variant)?;
         table.add_row(vec![
             r.limiter.clone(),
             variant,
@@ -165,10 +162,7 @@ pub fn live(args: &LiveArgs) -> Result<()> {
             "worst 1s",
         ]);
         for r in &results {
-            let variant = serde_json::to_value(r.variant)?
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
+            let variant = variant_name(r.variant)?;
             let Some(on_error) = &r.on_error else {
                 continue;
             };
@@ -250,4 +244,12 @@ fn live_results(
         .collect::<Result<Vec<_>>>()?;
     let workloads = vec![WorkloadResults::new(&live.workloads[0], runs)];
     Ok(Results::new(&live, options.curve, workloads))
+}
+
+/// A variant as `live.json` names it: `atomic-fixed-window`.
+fn variant_name(variant: crate::live::Variant) -> Result<String> {
+    Ok(serde_json::to_value(variant)?
+        .as_str()
+        .unwrap_or_default()
+        .to_string())
 }

@@ -50,11 +50,7 @@ pub fn render_table(runs: &[RunSummary]) -> String {
     if per_key {
         header.extend(["keys", "state", "ops/req", "resets/s"].map(String::from));
     }
-    let mut table = Table::new();
-    table
-        .load_style(STYLE)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(header);
+    let mut table = quiet_table(header);
     for (i, run) in runs.iter().enumerate() {
         let first_of_workload = i == 0 || runs[i - 1].workload != run.workload;
         let mut row = vec![
@@ -89,13 +85,28 @@ pub fn render_table(runs: &[RunSummary]) -> String {
         }
         table.add_row(row);
     }
+    align_right(&mut table, |index| (2..7).contains(&index) || index >= 8);
+    table.trim_fmt()
+}
+
+/// A table in [`STYLE`] with `header`, its rows left as they are.
+fn quiet_table<T: Into<comfy_table::Row>>(header: T) -> Table {
+    let mut table = Table::new();
+    table
+        .load_style(STYLE)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header);
+    table
+}
+
+/// One space after each column; the columns `right` picks aligned right.
+fn align_right(table: &mut Table, right: impl Fn(usize) -> bool) {
     for (index, column) in table.column_iter_mut().enumerate() {
         column.set_padding((0, 1));
-        if (2..7).contains(&index) || index >= 8 {
+        if right(index) {
             column.set_cell_alignment(CellAlignment::Right);
         }
     }
-    table.trim_fmt()
 }
 
 /// The second table, for workloads whose clients retry: requests against
@@ -119,11 +130,7 @@ pub fn render_closed_loop(runs: &[RunSummary]) -> Option<String> {
         "at reset".to_string(),
         "lockout".to_string(),
     ];
-    let mut table = Table::new();
-    table
-        .load_style(STYLE)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(header);
+    let mut table = quiet_table(header);
     for (i, (run, c)) in closed.iter().enumerate() {
         let first_of_workload = i == 0 || closed[i - 1].0.workload != run.workload;
         let lockout = &c.lockout;
@@ -157,12 +164,7 @@ pub fn render_closed_loop(runs: &[RunSummary]) -> Option<String> {
             },
         ]);
     }
-    for (index, column) in table.column_iter_mut().enumerate() {
-        column.set_padding((0, 1));
-        if index >= 2 {
-            column.set_cell_alignment(CellAlignment::Right);
-        }
-    }
+    align_right(&mut table, |index| index >= 2);
     Some(format!(
         "{}\n  tries/req: attempts per request. goodput: requests admitted. wait: from a request's first attempt to its admission.\n  at reset: retries arriving within 10 ms after a window reset. lockout: the longest time a limit (a client's, or the shared
   one) rejected every attempt while no more new requests than it allows were sent under it.",
@@ -185,21 +187,17 @@ pub fn render_outages(runs: &[RunSummary]) -> Option<String> {
     if rows.is_empty() {
         return None;
     }
-    let mut table = Table::new();
-    table
-        .load_style(STYLE)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header([
-            "store down",
-            "limiter",
-            "outage",
-            "on error",
-            "offered",
-            "admitted",
-            "worst 1s offered",
-            "worst 1s admitted",
-            "worst 1s after",
-        ]);
+    let mut table = quiet_table([
+        "store down",
+        "limiter",
+        "outage",
+        "on error",
+        "offered",
+        "admitted",
+        "worst 1s offered",
+        "worst 1s admitted",
+        "worst 1s after",
+    ]);
     for (i, (run, outage)) in rows.iter().enumerate() {
         let first_of_workload = i == 0 || rows[i - 1].0.workload != run.workload;
         table.add_row([
@@ -218,12 +216,7 @@ pub fn render_outages(runs: &[RunSummary]) -> Option<String> {
             outage.worst_1s_after.to_string(),
         ]);
     }
-    for (index, column) in table.column_iter_mut().enumerate() {
-        column.set_padding((0, 1));
-        if index >= 4 {
-            column.set_cell_alignment(CellAlignment::Right);
-        }
-    }
+    align_right(&mut table, |index| index >= 4);
     Some(format!(
         "{}\n  worst 1s: the most in any second counting only requests of the outage (offered, admitted), or of the ten seconds after it.",
         table.trim_fmt()

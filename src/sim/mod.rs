@@ -194,20 +194,35 @@ fn simulate_open(
     if let Some(err) = arrivals.take_error() {
         bail!("workload {:?}: {err}", workload.name);
     }
-    // A run of no requests would pass every check. Later replications may
-    // draw none by chance; the scenario's own may not.
-    if options.replication == 0 && runs.iter().all(|run| run.offered() == 0) {
+    check_offered(
+        scenario,
+        options,
+        workload,
+        runs.iter().map(RunState::offered).sum(),
+    )?;
+    Ok(runs
+        .into_iter()
+        .zip(&scenario.limiters)
+        .map(|(run, limiter)| run.finish(scenario, options, &workload.name, &limiter.name))
+        .collect())
+}
+
+/// A run of no requests would pass every check: refused. Later replications
+/// may draw none by chance; the scenario's own may not.
+fn check_offered(
+    scenario: &Scenario,
+    options: &Options,
+    workload: &Workload,
+    offered: u64,
+) -> Result<()> {
+    if options.replication == 0 && offered == 0 {
         bail!(
             "workload {:?} offers no requests in {}: its sources produce nothing in the run; raise their rates, widen their start and end, or lengthen the run",
             workload.name,
             scenario.duration
         );
     }
-    Ok(runs
-        .into_iter()
-        .zip(&scenario.limiters)
-        .map(|(run, limiter)| run.finish(scenario, options, &workload.name, &limiter.name))
-        .collect())
+    Ok(())
 }
 
 /// Workloads of at least this many requests generate their arrivals on a
@@ -285,13 +300,7 @@ fn simulate_driven(
         if let Some(err) = driver.take_error() {
             bail!("workload {:?}: {err}", workload.name);
         }
-        if options.replication == 0 && run.offered() == 0 {
-            bail!(
-                "workload {:?} offers no requests in {}: its sources produce nothing in the run; raise their rates, widen their start and end, or lengthen the run",
-                workload.name,
-                scenario.duration
-            );
-        }
+        check_offered(scenario, options, workload, run.offered())?;
         let mut result = run.finish(scenario, options, &workload.name, &named.name);
         driver.annotate(&mut result.summary);
         results.push(result);
