@@ -35,6 +35,15 @@ pub enum Command {
     /// worst second within the backend's capacity, and what it costs; writes
     /// sizing.json, sizing.csv and charts/sizing.svg under output/<name>/.
     Size(SizeArgs),
+    /// Run the scenario at every point of a grid of values (--vary PATH=VALUES,
+    /// or the scenario's [[sweep]] entries) on all cores, or one shard of it
+    /// (--shard I/N); writes sweep.csv, sweep.json, charts/sweep-*.svg and a
+    /// report section under output/<name>/.
+    Sweep(SweepArgs),
+    /// Put the shards of a sweep back together: check that the parts belong
+    /// to one sweep and cover it exactly once, and write what the whole sweep
+    /// would have written.
+    Merge(MergeArgs),
     /// Exit 1 if any run lets more through in one second than the backend's
     /// capacity, or the backend drops requests; for CI of gateway configurations.
     Check(CheckArgs),
@@ -126,6 +135,75 @@ pub struct SizeArgs {
     /// What to print on standard output.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Print nothing on standard output (warnings still go to standard error).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `burstsim sweep`.
+#[derive(Debug, clap::Args)]
+pub struct SweepArgs {
+    /// The scenario file (TOML).
+    pub scenario: PathBuf,
+    /// A value path and its values: a list (threshold=50,100,150), a range
+    /// with a step, end included when a step lands on it (50..200:25,
+    /// 10ms..1s:10ms, 0.5..0.9:0.1) or a geometric range (1000..100000:*10).
+    /// A path names a table's key, an array entry as [i], and a limiter or
+    /// workload by its name: limiter.fixed-1s.threshold,
+    /// workload.edge-burst.sources[1].before, backend.capacity. Several make
+    /// a grid of every combination; they replace the scenario's [[sweep]].
+    #[arg(long, value_name = "PATH=VALUES")]
+    pub vary: Vec<String>,
+    /// Move every --vary together (all with as many values) instead of
+    /// making a grid of them.
+    #[arg(long)]
+    pub zip: bool,
+    /// Run only shard I of N (from 0): a deterministic slice balanced by
+    /// estimated work, written as a part for `burstsim merge`; a shard already
+    /// complete in its folder is skipped. auto/N takes I from
+    /// JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID or AWS_BATCH_JOB_ARRAY_INDEX.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<crate::sweep::shard::ShardArg>,
+    /// Use this seed at every point instead of the scenario's.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Run each stochastic workload with N seeds at every point (default:
+    /// the scenario's `replications`, else 1).
+    #[arg(long, value_name = "N")]
+    pub replications: Option<NonZeroU64>,
+    /// The most work to start (the whole sweep, or the shard).
+    #[command(flatten)]
+    pub limits: Limits,
+    /// Where and how to write the results.
+    #[command(flatten)]
+    pub output: SweepOutput,
+}
+
+/// `burstsim merge`.
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// The shards' folders (or their sweep-part.json files), every one of
+    /// one sweep.
+    #[arg(required = true, value_name = "PART")]
+    pub parts: Vec<PathBuf>,
+    /// Where and how to write the results.
+    #[command(flatten)]
+    pub output: SweepOutput,
+}
+
+/// Where and how `sweep` and `merge` write a sweep's results.
+#[derive(Debug, clap::Args)]
+pub struct SweepOutput {
+    /// Write into this folder instead of output/<name>/ (a shard's part:
+    /// instead of output/<name>-shard-I-of-N/).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// What to print on standard output.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Write no charts and no report section.
+    #[arg(long)]
+    pub no_charts: bool,
     /// Print nothing on standard output (warnings still go to standard error).
     #[arg(long, short)]
     pub quiet: bool,

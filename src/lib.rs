@@ -25,5 +25,6 @@ pub mod scenario;
 pub mod sim;
 pub mod size;
 pub mod summary;
+pub mod sweep;
 pub mod time;
 pub mod traffic;

@@ -13,6 +13,8 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Run(args) => commands::run(args).map(|()| true),
         Command::Size(args) => commands::size(args).map(|()| true),
+        Command::Sweep(args) => commands::sweep(args).map(|()| true),
+        Command::Merge(args) => commands::merge(args).map(|()| true),
         Command::Live(args) => commands::live(args).map(|()| true),
         Command::Check(args) => commands::check(args),
         Command::Validate { scenario } => commands::validate(scenario).map(|()| true),

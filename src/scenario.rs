@@ -176,6 +176,9 @@ struct ScenarioFile {
     workload: Vec<Spanned<WorkloadFile>>,
     #[serde(default)]
     limiter: Vec<Spanned<toml::Table>>,
+    /// `[[sweep]]` entries: read by `burstsim sweep` alone.
+    #[serde(default, rename = "sweep")]
+    _sweep: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(Default, Deserialize)]

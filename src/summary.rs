@@ -1,9 +1,9 @@
 //! The one result type of a run, read by every output format.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The figures of one workload run through one limiter.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunSummary {
     /// The workload's name.
     pub workload: String,
@@ -71,7 +71,7 @@ pub struct RunSummary {
 }
 
 /// Figures over every replication of a run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Replications {
     /// How many replications (seeds) were run.
     pub count: u64,
@@ -92,7 +92,7 @@ pub struct Replications {
 }
 
 /// Mean, median, 99th percentile (nearest rank) and maximum of one figure.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct Stat {
     /// Arithmetic mean.
     pub mean: f64,
@@ -121,7 +121,7 @@ impl Stat {
 }
 
 /// One point of the arrival curve.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ProfilePoint {
     /// The interval length, in nanoseconds.
     pub interval_ns: u64,
@@ -134,7 +134,7 @@ pub struct ProfilePoint {
 }
 
 /// How long delayed requests waited (3 significant digits).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DelaySummary {
     /// Requests delayed.
     pub delayed: u64,
@@ -147,7 +147,7 @@ pub struct DelaySummary {
 }
 
 /// Admitted traffic against the backend's capacity.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BackendSummary {
     /// Requests per second the backend serves.
     pub capacity: u64,
@@ -169,7 +169,7 @@ pub struct BackendSummary {
 }
 
 /// The admitted requests served at `capacity` per second with a bounded queue.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct QueueSummary {
     /// Requests the backend can hold waiting.
     pub size: u64,
@@ -219,7 +219,7 @@ impl RunSummary {
 }
 
 /// Everything `burstsim run` reports, as written to `summary.json`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
     /// The scenario's name.
     pub scenario: String,

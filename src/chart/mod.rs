@@ -5,9 +5,11 @@ mod arrival_curve;
 mod overview;
 mod sizing;
 pub mod style;
+mod sweep;
 mod timeline;
 
 pub use sizing::render_sizing;
+pub use sweep::render_sweep;
 mod worst_rolling;
 
 use std::fmt::Write as _;

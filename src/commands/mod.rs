@@ -6,6 +6,7 @@ mod check;
 mod live;
 mod run;
 mod size;
+mod sweep;
 mod validate;
 
 use std::io::{IsTerminal, Write};
@@ -19,18 +20,22 @@ pub use self::check::check;
 pub use self::live::live;
 pub use self::run::run;
 pub use self::size::size;
+pub use self::sweep::{merge, sweep};
 pub use self::validate::validate;
 use crate::cli::{Format, Limits};
 use crate::colour;
 use crate::scenario::{Backend, Scenario};
 
-/// Refuses, before any work, a run of more than `max_requests` requests or
-/// one that would need more than `max_memory` bytes.
-fn check_work(scenario: &Scenario, replications: u64, limits: Limits, charts: bool) -> Result<()> {
-    let Limits {
-        max_requests,
-        max_memory,
-    } = limits;
+/// What a run of a scenario would take, estimated before any work.
+struct Work {
+    /// Requests decided, every attempt and replication counted.
+    requests: u128,
+    /// Memory it would need.
+    memory: crate::memory::Estimate,
+}
+
+/// Estimates the work of running `scenario` with `replications`.
+fn work(scenario: &Scenario, replications: u64, charts: bool) -> Result<Work> {
     let mut total: u128 = 0;
     let mut per_workload = Vec::with_capacity(scenario.workloads.len());
     let mut keys_per_workload = Vec::with_capacity(scenario.workloads.len());
@@ -63,12 +68,6 @@ fn check_work(scenario: &Scenario, replications: u64, limits: Limits, charts: bo
         total += requests * runs * attempts;
         per_workload.push(requests);
     }
-    if total > u128::from(max_requests) {
-        bail!(
-            "{}: this would simulate about {total} requests (every attempt of clients that retry), more than --max-requests {max_requests}; shorten the run, lower the rates, or raise --max-requests if that much is intended",
-            scenario.path.display()
-        );
-    }
     let memory = crate::memory::estimate(
         scenario,
         replications,
@@ -76,6 +75,29 @@ fn check_work(scenario: &Scenario, replications: u64, limits: Limits, charts: bo
         &per_workload,
         &keys_per_workload,
     );
+    Ok(Work {
+        requests: total,
+        memory,
+    })
+}
+
+/// Refuses, before any work, a run of more than `max_requests` requests or
+/// one that would need more than `max_memory` bytes.
+fn check_work(scenario: &Scenario, replications: u64, limits: Limits, charts: bool) -> Result<()> {
+    let Limits {
+        max_requests,
+        max_memory,
+    } = limits;
+    let Work {
+        requests: total,
+        memory,
+    } = work(scenario, replications, charts)?;
+    if total > u128::from(max_requests) {
+        bail!(
+            "{}: this would simulate about {total} requests (every attempt of clients that retry), more than --max-requests {max_requests}; shorten the run, lower the rates, or raise --max-requests if that much is intended",
+            scenario.path.display()
+        );
+    }
     if memory.total() > u128::from(max_memory) {
         use crate::memory::words;
         bail!(

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::rolling::RollingCounts;
 use crate::random::MixState;
@@ -16,7 +16,7 @@ use crate::traffic::{Arrival, Key};
 pub const AFTER_RESET: Nanos = Nanos(10_000_000);
 
 /// The closed-loop figures of one run, in `summary.json` as `closed_loop`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ClosedLoopSummary {
     /// The clients' retry behaviour, in words.
     pub retry: String,
@@ -59,7 +59,7 @@ pub struct ClosedLoopSummary {
 /// Lockouts: a limit's key (a client's, with a limiter per key; else the
 /// one shared limit) rejecting every attempt for at least `after_ns`, while
 /// the requests sent under it stayed within the limit over that time.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LockoutSummary {
     /// The shortest lockout counted.
     pub after_ns: u64,

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::time::Nanos;
 
@@ -71,7 +71,7 @@ impl SpanWorst {
 }
 
 /// One outage of the store, as the run saw it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct OutageSummary {
     /// When the store went down.
     pub at_ns: u64,

@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::time::Nanos;
 use crate::traffic::Key;
@@ -36,7 +36,7 @@ struct KeyCounts {
 }
 
 /// The figures per key, in `summary.json`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KeysSummary {
     /// Distinct keys that sent requests.
     pub keys: u64,
@@ -64,7 +64,7 @@ pub struct KeysSummary {
 }
 
 /// Median, 99th percentile (nearest rank) and maximum over keys.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
     /// Median.
     pub p50: f64,
@@ -75,7 +75,7 @@ pub struct Spread {
 }
 
 /// What a per-key limiter's state costs to keep, as real stores keep it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StateCost {
     /// The most keys that had state at once.
     pub keys_alive_max: u64,

@@ -77,8 +77,17 @@ pub fn render_report(results: &Results, charts: &[Chart]) -> String {
     page
 }
 
+/// A page of its own around `body` (HTML), styled like the report.
+pub(super) fn page(title: &str, sub: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{title}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{title}</h1>\n<p class=\"sub\">{sub}</p>\n{body}</body>\n</html>\n",
+        title = escape(title),
+        sub = escape(sub),
+    )
+}
+
 /// Where `burstsim size` puts its section in an existing report.
-const SIZING_START: &str = "<!-- burstsim:sizing -->";
+pub(super) const SIZING_START: &str = "<!-- burstsim:sizing -->";
 const SIZING_END: &str = "<!-- /burstsim:sizing -->";
 
 /// `report` with its sizing section replaced by `section` (HTML); `None`
@@ -98,7 +107,7 @@ pub fn sizing_section(table: &str, chart: &Chart) -> String {
     )
 }
 
-fn figure(chart: &Chart) -> String {
+pub(super) fn figure(chart: &Chart) -> String {
     format!(
         "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
         inline_svg(&chart.svg),
@@ -492,7 +501,7 @@ fn inline_svg(svg: &str) -> String {
     svg.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1)
 }
 
-fn escape(text: &str) -> String {
+pub(super) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

@@ -3,6 +3,7 @@
 pub mod csv;
 pub mod html;
 pub mod sizing;
+pub mod sweep;
 pub mod table;
 
 use crate::summary::Summary;

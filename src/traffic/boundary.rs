@@ -62,9 +62,6 @@ impl Config {
                 super::MAX_BURST
             ));
         }
-        if self.before == 0 && self.after == 0 {
-            return Err("before: a burst needs arrivals; set `before` or `after` above 0".into());
-        }
         let gap = u128::from(self.period.get()) * u128::from(self.every.get());
         if 2 * u128::from(self.spread.get()) > gap {
             return Err(format!(
@@ -81,11 +78,18 @@ impl Config {
         Arrivals {
             config: self.clone(),
             start: start.get(),
-            end: end.get(),
+            // Bursts of nothing (a sweep's size 0) end at once, not after
+            // walking every boundary of the run.
+            end: if self.is_empty() { 0 } else { end.get() },
             k: 1,
             burst: Vec::new().into_iter(),
             rng,
         }
+    }
+
+    /// Whether a burst has no arrivals at all (`before = after = 0`).
+    fn is_empty(&self) -> bool {
+        self.before == 0 && self.after == 0
     }
 
     /// The times of one burst pair around boundary `b`, sorted.
@@ -119,7 +123,7 @@ impl Config {
             k: 1,
             pending: BinaryHeap::new(),
             rng,
-            exhausted: false,
+            exhausted: self.is_empty(),
         }
     }
 }
@@ -254,6 +258,29 @@ mod tests {
             .arrivals(Nanos(0), Nanos(end_ms * MS), Rng::seed_from_u64(5))
             .map(Nanos::get)
             .collect()
+    }
+
+    #[test]
+    fn a_burst_of_nothing_ends_at_once_however_many_boundaries_the_run_has() {
+        // 1 ns boundaries to the end of time: walking them would never end.
+        let empty = Config {
+            period: Nanos(1),
+            spread: Nanos::ZERO,
+            before: 0,
+            after: 0,
+            ..config(1, false)
+        };
+        let end = Nanos(u64::MAX);
+        assert_eq!(
+            empty.arrivals(Nanos(0), end, Rng::seed_from_u64(1)).count(),
+            0
+        );
+        assert_eq!(
+            empty
+                .per_client(3, Nanos(0), end, Rng::seed_from_u64(1))
+                .count(),
+            0
+        );
     }
 
     #[test]

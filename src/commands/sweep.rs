@@ -1,0 +1,268 @@
+//! `burstsim sweep` and `burstsim merge`: a scenario at every point of a
+//! grid, on every core or as one shard of many; and shards put back together.
+
+use std::num::NonZeroU64;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, bail};
+use rayon::prelude::*;
+
+use super::{Work, print, print_results, progress_bar, results_folder, warn, work};
+use crate::cli::{MergeArgs, SweepArgs, SweepOutput};
+use crate::output::Staging;
+use crate::report::sweep::{self as render, SweepResults};
+use crate::scenario::Scenario;
+use crate::sweep::shard::{self, Identity, Part, PointResult, Shard};
+use crate::sweep::{Base, Grid, fingerprint};
+use crate::{chart, replicate, sim};
+
+/// The file a shard writes in its folder.
+const PART: &str = "sweep-part.json";
+/// The largest part `merge` reads.
+const MAX_PART_BYTES: u64 = 4 << 30;
+
+/// `burstsim sweep`.
+pub fn sweep(args: &SweepArgs) -> Result<()> {
+    let path = &args.scenario;
+    let text =
+        crate::input::read_text(path, crate::input::MAX_SCENARIO_BYTES).map_err(|cause| {
+            crate::error::ScenarioError::Read {
+                path: path.clone(),
+                cause,
+            }
+        })?;
+    let scenario = crate::scenario::parse(&text, path)?;
+    warn(&scenario.warnings);
+    if args.zip && args.vary.is_empty() {
+        bail!("--zip zips the --vary axes, and none is given");
+    }
+    let grid = if args.vary.is_empty() {
+        Grid::from_scenario(&text, path)?.with_context(|| {
+            format!(
+                "{}: nothing to vary; give --vary PATH=VALUES (like --vary limiter.{}.threshold=50..200:25) or add [[sweep]] entries to the scenario",
+                path.display(),
+                scenario.limiters.first().map_or("NAME", |l| l.name.as_str())
+            )
+        })?
+    } else {
+        Grid::from_args(&args.vary, args.zip)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| path.display().to_string())?
+    };
+    let identity = Identity {
+        scenario: scenario.name.clone(),
+        scenario_hash: fingerprint(text.as_bytes()),
+        seed: args.seed.unwrap_or(scenario.seed),
+        replications: args
+            .replications
+            .map_or(scenario.replications, NonZeroU64::get),
+        burstsim: env!("CARGO_PKG_VERSION").into(),
+        grid: grid.spec(),
+    };
+    let base = Base::new(text, path)?;
+    let shard = args
+        .shard
+        .map(|s| s.resolve(|name| std::env::var(name).ok()))
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let target = match (&args.output.out, shard) {
+        (Some(out), _) => out.clone(),
+        (None, None) => results_folder(None, &scenario.name),
+        (None, Some(s)) => results_folder(
+            None,
+            &format!("{}-shard-{}-of-{}", scenario.name, s.index, s.count),
+        ),
+    };
+    if let Some(shard) = shard
+        && complete(&target, &identity, shard)
+    {
+        return print(
+            args.output.quiet,
+            &format!(
+                "shard {shard} of this sweep is already complete in {}; skipped\n",
+                target.display()
+            ),
+        );
+    }
+    // Every point checked, and the whole sweep's work estimated, before any is done.
+    let point = |p: usize| -> Result<Scenario> {
+        let mut scenario = base.at(&grid, p).map_err(anyhow::Error::msg)?;
+        if let Some(seed) = args.seed {
+            scenario.seed = seed;
+        }
+        Ok(scenario)
+    };
+    let replications = |scenario: &Scenario| {
+        args.replications
+            .map_or(scenario.replications, NonZeroU64::get)
+    };
+    let estimates: Vec<Result<Work>> = (0..grid.points())
+        .into_par_iter()
+        .map(|p| point(p).and_then(|s| work(&s, replications(&s), false)))
+        .collect();
+    let estimates: Vec<Work> = estimates.into_iter().collect::<Result<_>>()?;
+    let units: Vec<u128> = estimates
+        .iter()
+        .map(|w| w.requests.max(1) * scenario.limiters.len().max(1) as u128)
+        .collect();
+    let mine: Vec<usize> = match shard {
+        Some(s) => shard::partition(&units, s.count)[s.index as usize].clone(),
+        None => (0..grid.points()).collect(),
+    };
+    check_sweep(&estimates, &mine, args, path)?;
+    let bar = progress_bar(mine.len() as u64, args.output.quiet, "points");
+    let results: Vec<Result<PointResult>> = mine
+        .par_iter()
+        .map(|&p| {
+            let scenario = point(p)?;
+            let options = sim::Options {
+                skip_timeline: true,
+                ..sim::Options::default()
+            };
+            let results = replicate::simulate_replicated(
+                &scenario,
+                &options,
+                replications(&scenario),
+                &|| {},
+            )?;
+            bar.inc(1);
+            Ok(PointResult {
+                point: p,
+                runs: results.summary().runs,
+            })
+        })
+        .collect();
+    bar.finish_and_clear();
+    let points: Vec<PointResult> = results.into_iter().collect::<Result<_>>()?;
+    match shard {
+        Some(shard) => write_part(&target, identity, shard, points, args.output.quiet),
+        None => write_sweep(&target, &identity, &points, &args.output),
+    }
+}
+
+/// Refuses a sweep, or a shard of one, bigger than the limits.
+fn check_sweep(estimates: &[Work], mine: &[usize], args: &SweepArgs, path: &Path) -> Result<()> {
+    let requests: u128 = mine.iter().map(|&p| estimates[p].requests).sum();
+    let max_requests = args.limits.max_requests;
+    if requests > u128::from(max_requests) {
+        bail!(
+            "{}: this sweep would simulate about {requests} requests over {} points, more than --max-requests {max_requests}; use fewer points or shorter runs, split it with --shard I/N, or raise --max-requests if that much is intended",
+            path.display(),
+            mine.len()
+        );
+    }
+    // Points run side by side, one per core.
+    let at_once = rayon::current_num_threads().min(mine.len()).max(1) as u128;
+    let memory = mine
+        .iter()
+        .map(|&p| estimates[p].memory.total())
+        .max()
+        .unwrap_or(0)
+        * at_once;
+    if memory > u128::from(args.limits.max_memory) {
+        bail!(
+            "{}: this sweep would need about {} of memory ({at_once} points at once), more than --max-memory {}; raise --max-memory if the machine has it",
+            path.display(),
+            crate::memory::words(memory),
+            crate::memory::words(u128::from(args.limits.max_memory))
+        );
+    }
+    Ok(())
+}
+
+/// Whether `target` already holds this shard of this sweep, complete.
+fn complete(target: &Path, identity: &Identity, shard: Shard) -> bool {
+    read_part(&target.join(PART))
+        .is_ok_and(|part| part.identity == *identity && part.shard == shard)
+}
+
+fn read_part(path: &Path) -> Result<Part> {
+    let text = crate::input::read_text(path, MAX_PART_BYTES)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a part of a sweep written by burstsim {}",
+            path.display(),
+            env!("CARGO_PKG_VERSION")
+        )
+    })
+}
+
+fn write_part(
+    target: &Path,
+    identity: Identity,
+    shard: Shard,
+    points: Vec<PointResult>,
+    quiet: bool,
+) -> Result<()> {
+    let count = points.len();
+    let part = Part {
+        identity,
+        shard,
+        points,
+    };
+    let staging = Staging::new(target)?;
+    warn(staging.notes());
+    staging.write(PART, &(serde_json::to_string(&part)? + "\n"))?;
+    staging.commit()?;
+    print(
+        quiet,
+        &format!(
+            "shard {shard}: {count} points in {}\n",
+            target.join(PART).display()
+        ),
+    )
+}
+
+/// Writes a whole sweep's results into `target`, beside any run's there.
+fn write_sweep(
+    target: &Path,
+    identity: &Identity,
+    points: &[PointResult],
+    output: &SweepOutput,
+) -> Result<()> {
+    let grid = Grid::from_spec(&identity.grid).map_err(anyhow::Error::msg)?;
+    let sweep = SweepResults {
+        identity,
+        grid,
+        points,
+    };
+    let json = render::render_json(&sweep);
+    let csv = render::render_csv(&sweep);
+    let table = render::render_table(&sweep);
+    let staging = Staging::update(target)?;
+    warn(staging.notes());
+    staging.write("sweep.json", &json)?;
+    staging.write("sweep.csv", &csv)?;
+    if !output.no_charts {
+        let charts = chart::render_sweep(&sweep)?;
+        for chart in &charts {
+            staging.write(&format!("charts/{}", chart.file), &chart.svg)?;
+        }
+        let section = render::section(&sweep, &table, &charts);
+        let page = match std::fs::read_to_string(staging.path().join("report.html")) {
+            Ok(report) => render::with_section(&report, &section),
+            Err(_) => render::page(&sweep, &section),
+        };
+        staging.write("report.html", &page)?;
+    }
+    staging.commit()?;
+    print_results(output.quiet, output.format, target, table, &json, &csv)
+}
+
+/// `burstsim merge`.
+pub fn merge(args: &MergeArgs) -> Result<()> {
+    let mut parts = Vec::with_capacity(args.parts.len());
+    for given in &args.parts {
+        let file: PathBuf = if given.is_dir() {
+            given.join(PART)
+        } else {
+            given.clone()
+        };
+        let part = read_part(&file)?;
+        parts.push((file, part));
+    }
+    let (identity, points) = shard::merge(parts).map_err(anyhow::Error::msg)?;
+    let target = results_folder(args.output.out.as_deref(), &identity.scenario);
+    write_sweep(&target, &identity, &points, &args.output)
+}

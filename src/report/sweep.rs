@@ -1,0 +1,359 @@
+//! `burstsim sweep` output: `sweep.json` and `sweep.csv` (one row per point
+//! × workload × limiter, with every figure of `summary.json` and the varied
+//! values), the terminal table and the report's sweep section. Everything
+//! here reads only a sweep's identity and its points' results, so a merge of
+//! shards writes exactly what the whole sweep would have.
+
+use std::fmt::Write as _;
+
+use comfy_table::{CellAlignment, ContentArrangement, Table};
+use serde::Serialize;
+use serde::ser::SerializeMap;
+
+use super::table::STYLE;
+use crate::chart::Chart;
+use crate::summary::RunSummary;
+use crate::sweep::shard::{Identity, PointResult};
+use crate::sweep::{AxisSpec, Grid, values};
+
+/// Most points of each workload printed in the terminal table; the files hold all.
+const TABLE_ROWS: usize = 100;
+
+/// A sweep's results, ready to render.
+pub struct SweepResults<'a> {
+    /// What was swept.
+    pub identity: &'a Identity,
+    /// Its grid, read back from the identity.
+    pub grid: Grid,
+    /// Every point's results, in order.
+    pub points: &'a [PointResult],
+}
+
+impl SweepResults<'_> {
+    /// Each run with its point, in point order, then the runs' own order.
+    fn rows(&self) -> impl Iterator<Item = (usize, &RunSummary)> {
+        self.points
+            .iter()
+            .flat_map(|p| p.runs.iter().map(move |run| (p.point, run)))
+    }
+
+    /// The workloads' names, in the scenario's order.
+    pub fn workloads(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for (_, run) in self.rows() {
+            if !names.contains(&run.workload.as_str()) {
+                names.push(&run.workload);
+            }
+        }
+        names
+    }
+
+    /// The limiters' names, in the scenario's order.
+    pub fn limiters(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for (_, run) in self.rows() {
+            if !names.contains(&run.limiter.as_str()) {
+                names.push(&run.limiter);
+            }
+        }
+        names
+    }
+
+    /// The run of `workload` through `limiter` at `point`.
+    pub fn run(&self, point: usize, workload: &str, limiter: &str) -> Option<&RunSummary> {
+        self.points
+            .get(point)?
+            .runs
+            .iter()
+            .find(|r| r.workload == workload && r.limiter == limiter)
+    }
+
+    /// How each group's value at `point` is printed: its axes' values,
+    /// joined by " / " when zipped axes differ.
+    pub fn group_labels(&self, point: usize) -> Vec<String> {
+        let coordinates = self.grid.coordinates(point);
+        self.grid
+            .groups
+            .iter()
+            .zip(coordinates)
+            .map(|(group, c)| {
+                let mut labels: Vec<String> =
+                    group.iter().map(|a| values::label(&a.values[c])).collect();
+                labels.dedup();
+                labels.join(" / ")
+            })
+            .collect()
+    }
+
+    /// A group's axes in words: `limiter.fixed-1s.threshold (with …)`.
+    pub fn group_name(&self, group: usize) -> String {
+        let axes = &self.grid.groups[group];
+        let mut name = axes[0].path.to_string();
+        if axes.len() > 1 {
+            let rest: Vec<String> = axes[1..].iter().map(|a| a.path.to_string()).collect();
+            let _ = write!(name, " (with {})", rest.join(", "));
+        }
+        name
+    }
+}
+
+/// Whether a run stayed within its backend (no second over capacity, no
+/// drops, in any replication); `None` without a backend.
+pub fn within_capacity(run: &RunSummary) -> Option<bool> {
+    run.backend
+        .as_ref()
+        .map(|_| crate::check::failures(run).is_empty())
+}
+
+/// The most admitted in one second over every replication, and the
+/// capacity it is held to.
+pub fn worst_second(run: &RunSummary) -> Option<(u64, u64)> {
+    let backend = run.backend.as_ref()?;
+    Some((run.worst_1s_max()?, backend.capacity))
+}
+
+#[derive(Serialize)]
+struct SweepJson<'a> {
+    scenario: &'a str,
+    scenario_hash: &'a str,
+    seed: u64,
+    replications: u64,
+    burstsim: &'a str,
+    grid: &'a [Vec<AxisSpec>],
+    points: usize,
+    rows: Vec<Row<'a>>,
+}
+
+#[derive(Serialize)]
+struct Row<'a> {
+    point: usize,
+    values: Values<'a>,
+    within_capacity: Option<bool>,
+    run: &'a RunSummary,
+}
+
+/// The varied values of a point, keyed by path in the grid's order.
+struct Values<'a> {
+    grid: &'a Grid,
+    point: usize,
+}
+
+impl Serialize for Values<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let values = self.grid.values_at(self.point);
+        let mut map = serializer.serialize_map(Some(values.len()))?;
+        for (axis, value) in self.grid.axes().zip(values) {
+            map.serialize_entry(&axis.path.to_string(), &values::json(value))?;
+        }
+        map.end()
+    }
+}
+
+/// `sweep.json`: the sweep's identity, then one row per point × run.
+pub fn render_json(sweep: &SweepResults) -> String {
+    let id = sweep.identity;
+    let json = SweepJson {
+        scenario: &id.scenario,
+        scenario_hash: &id.scenario_hash,
+        seed: id.seed,
+        replications: id.replications,
+        burstsim: &id.burstsim,
+        grid: &id.grid,
+        points: sweep.points.len(),
+        rows: sweep
+            .rows()
+            .map(|(point, run)| Row {
+                point,
+                values: Values {
+                    grid: &sweep.grid,
+                    point,
+                },
+                within_capacity: within_capacity(run),
+                run,
+            })
+            .collect(),
+    };
+    let mut text = serde_json::to_string_pretty(&json).expect("a sweep always serialises");
+    text.push('\n');
+    text
+}
+
+/// `sweep.csv`: `point`, each varied path, `within_capacity`, then the
+/// columns of `summary.csv`.
+pub fn render_csv(sweep: &SweepResults) -> String {
+    let runs: Vec<RunSummary> = sweep.rows().map(|(_, run)| run.clone()).collect();
+    let summary = super::csv::render_summary(&runs);
+    let mut reader = csv::Reader::from_reader(summary.as_bytes());
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    let mut header = vec!["point".to_string()];
+    header.extend(sweep.grid.axes().map(|a| a.path.to_string()));
+    header.push("within_capacity".into());
+    header.extend(
+        reader
+            .headers()
+            .expect("summary.csv has a header")
+            .iter()
+            .map(str::to_owned),
+    );
+    writer.write_record(&header).expect("writing to memory");
+    for ((point, run), record) in sweep.rows().zip(reader.records()) {
+        let record = record.expect("summary.csv reads back");
+        let mut row = vec![point.to_string()];
+        row.extend(sweep.grid.values_at(point).into_iter().map(values::label));
+        row.push(within_capacity(run).map_or(String::new(), |ok| ok.to_string()));
+        row.extend(record.iter().map(str::to_owned));
+        writer.write_record(&row).expect("writing to memory");
+    }
+    String::from_utf8(writer.into_inner().expect("writing to memory")).expect("CSV of UTF-8 text")
+}
+
+/// The terminal table: per workload, a row per point (the first
+/// [`TABLE_ROWS`]), each limiter's worst second against the backend.
+pub fn render_table(sweep: &SweepResults) -> String {
+    let limiters = sweep.limiters();
+    let backend = sweep.rows().any(|(_, run)| run.backend.is_some());
+    let mut out = String::new();
+    for workload in sweep.workloads() {
+        let mut table = Table::new();
+        let mut header: Vec<String> = (0..sweep.grid.groups.len())
+            .map(|g| format!("v{}", g + 1))
+            .collect();
+        header.extend(limiters.iter().map(|l| (*l).to_string()));
+        table
+            .load_style(STYLE)
+            .set_content_arrangement(ContentArrangement::Disabled)
+            .set_header(header);
+        for point in sweep.points.iter().take(TABLE_ROWS) {
+            let mut row = sweep.group_labels(point.point);
+            for limiter in &limiters {
+                row.push(
+                    sweep
+                        .run(point.point, workload, limiter)
+                        .map_or(String::new(), cell),
+                );
+            }
+            table.add_row(row);
+        }
+        for column in table.column_iter_mut() {
+            column.set_padding((0, 2));
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+        let _ = writeln!(out, "{workload}\n{}", table.trim_fmt());
+        if sweep.points.len() > TABLE_ROWS {
+            let _ = writeln!(
+                out,
+                "… {} more points in sweep.csv",
+                sweep.points.len() - TABLE_ROWS
+            );
+        }
+        if backend {
+            let safe: Vec<String> = limiters
+                .iter()
+                .map(|limiter| {
+                    let ok = sweep
+                        .points
+                        .iter()
+                        .filter(|p| {
+                            sweep
+                                .run(p.point, workload, limiter)
+                                .and_then(within_capacity)
+                                .unwrap_or(false)
+                        })
+                        .count();
+                    format!("{limiter} {ok}/{}", sweep.points.len())
+                })
+                .collect();
+            let _ = writeln!(out, "within the backend at: {}", safe.join(", "));
+        }
+        out.push('\n');
+    }
+    for g in 0..sweep.grid.groups.len() {
+        let _ = writeln!(out, "v{}  {}", g + 1, sweep.group_name(g));
+    }
+    if backend {
+        out.push_str("Each cell: the most admitted in any second (the worst over replications) — ✓ within the backend's capacity, ✗ over it or dropping requests.\n");
+    } else {
+        out.push_str("Each cell: the most admitted in any rolling interval (no [backend] to judge it against).\n");
+    }
+    out
+}
+
+fn cell(run: &RunSummary) -> String {
+    match (worst_second(run), within_capacity(run)) {
+        (Some((worst, _)), Some(ok)) => format!("{worst} {}", if ok { "✓" } else { "✗" }),
+        _ => match &run.replications {
+            Some(r) => format!("{:.0}", r.worst_rolling.max),
+            None => run.worst_rolling.to_string(),
+        },
+    }
+}
+
+/// Where `burstsim sweep` puts its section in a report.
+const SWEEP_START: &str = "<!-- burstsim:sweep -->";
+const SWEEP_END: &str = "<!-- /burstsim:sweep -->";
+
+/// The report's sweep section: what was varied, the charts, the table.
+pub fn section(sweep: &SweepResults, table: &str, charts: &[Chart]) -> String {
+    let id = sweep.identity;
+    let mut html = format!(
+        "{SWEEP_START}\n<h2>Sweep</h2>\n<p>{} points × {} workload(s) × {} limiter(s), seed {}, {} replication(s); scenario fingerprint {}.</p>\n<ul>\n",
+        sweep.points.len(),
+        sweep.workloads().len(),
+        sweep.limiters().len(),
+        id.seed,
+        id.replications,
+        id.scenario_hash
+    );
+    for (g, group) in sweep.grid.groups.iter().enumerate() {
+        let values: Vec<String> = group[0].values.iter().map(values::label).collect();
+        let _ = writeln!(
+            html,
+            "<li>v{}: <code>{}</code> = {}</li>",
+            g + 1,
+            super::html::escape(&sweep.group_name(g)),
+            super::html::escape(&values.join(", "))
+        );
+    }
+    html.push_str("</ul>\n");
+    if charts.is_empty() {
+        html.push_str("<p>Charts are drawn for one or two varied groups; this sweep has more, so its figures are in sweep.csv and sweep.json.</p>\n");
+    }
+    for chart in charts {
+        html.push_str(&super::html::figure(chart));
+    }
+    let _ = writeln!(
+        html,
+        "<pre>{}</pre>\n{SWEEP_END}",
+        super::html::escape(table)
+    );
+    html
+}
+
+/// `report` with its sweep section replaced by (or, the first time, put
+/// before the sizing section or at the end of) `section`.
+pub fn with_section(report: &str, section: &str) -> String {
+    if let Some(start) = report.find(SWEEP_START)
+        && let Some(end) = report[start..].find(SWEEP_END)
+    {
+        let end = start + end + SWEEP_END.len();
+        let end = end + usize::from(report[end..].starts_with('\n'));
+        return format!("{}{section}{}", &report[..start], &report[end..]);
+    }
+    let at = report
+        .find(super::html::SIZING_START)
+        .or_else(|| report.rfind("</body>"))
+        .unwrap_or(report.len());
+    format!("{}{section}{}", &report[..at], &report[at..])
+}
+
+/// A page of its own for a sweep whose scenario was never `run` here.
+pub fn page(sweep: &SweepResults, section: &str) -> String {
+    super::html::page(
+        &format!("burstsim sweep: {}", sweep.identity.scenario),
+        &format!(
+            "scenario {} · burstsim {}",
+            sweep.identity.scenario, sweep.identity.burstsim
+        ),
+        section,
+    )
+}
