@@ -8,6 +8,27 @@ use super::load;
 /// `burstsim validate`.
 pub fn validate(path: &std::path::Path) -> Result<()> {
     let scenario = load(path)?;
+    // A sweep written in the file: every point must be a valid scenario too.
+    let text = crate::input::read_text(path, crate::input::MAX_SCENARIO_BYTES)?;
+    let sweep = match crate::sweep::Grid::from_scenario(&text, path)? {
+        Some(grid) => {
+            let base = crate::sweep::Base::new(text, path)?;
+            for point in 0..grid.points() {
+                base.at(&grid, point).map_err(anyhow::Error::msg)?;
+            }
+            let sizes: Vec<String> = grid
+                .groups
+                .iter()
+                .map(|g| g[0].values.len().to_string())
+                .collect();
+            Some(format!(
+                "  sweep: {} points ({}), every one valid",
+                grid.points(),
+                sizes.join(" × ")
+            ))
+        }
+        None => None,
+    };
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -26,6 +47,9 @@ pub fn validate(path: &std::path::Path) -> Result<()> {
             limiter.config.kind(),
             limiter.description
         )?;
+    }
+    if let Some(sweep) = sweep {
+        writeln!(out, "{sweep}")?;
     }
     Ok(())
 }

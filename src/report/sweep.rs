@@ -214,7 +214,79 @@ pub fn render_table(sweep: &SweepResults) -> String {
     let backend = sweep.rows().any(|(_, run)| run.backend.is_some());
     let mut out = String::new();
     for workload in sweep.workloads() {
-        let mut table = Table::new();
+        if sweep.grid.groups.len() == 2 {
+            for limiter in &limiters {
+                out.push_str(&matrix(sweep, workload, limiter));
+            }
+        } else {
+            out.push_str(&point_rows(sweep, workload, &limiters));
+        }
+        if backend {
+            let safe: Vec<String> = limiters
+                .iter()
+                .map(|limiter| {
+                    let ok = sweep
+                        .points
+                        .iter()
+                        .filter(|p| {
+                            sweep
+                                .run(p.point, workload, limiter)
+                                .and_then(within_capacity)
+                                .unwrap_or(false)
+                        })
+                        .count();
+                    format!("{limiter} {ok}/{}", sweep.points.len())
+                })
+                .collect();
+            let _ = writeln!(out, "{workload} within the backend at: {}", safe.join(", "));
+        }
+        out.push('\n');
+    }
+    for g in 0..sweep.grid.groups.len() {
+        let _ = writeln!(out, "v{}  {}", g + 1, sweep.group_name(g));
+    }
+    if backend {
+        out.push_str("Each cell: the most admitted in any second (the worst over replications) — ✓ within the backend's capacity, ✗ over it or dropping requests.\n");
+    } else {
+        out.push_str("Each cell: the most admitted in any rolling interval (no [backend] to judge it against).\n");
+    }
+    out
+}
+
+/// Two varied groups: one matrix per limiter, v1 across and v2 up, as in the heat map.
+fn matrix(sweep: &SweepResults, workload: &str, limiter: &str) -> String {
+    let (x, y) = (&sweep.grid.groups[0][0], &sweep.grid.groups[1][0]);
+    let (nx, ny) = (x.values.len(), y.values.len());
+    let mut table = Table::new();
+    let mut header = vec!["v2 \\ v1".to_string()];
+    header.extend(x.values.iter().map(values::label));
+    table
+        .load_style(STYLE)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header);
+    for j in (0..ny).rev() {
+        let mut row = vec![values::label(&y.values[j])];
+        for i in 0..nx {
+            row.push(
+                sweep
+                    .run(i * ny + j, workload, limiter)
+                    .map_or(String::new(), cell),
+            );
+        }
+        table.add_row(row);
+    }
+    for column in table.column_iter_mut() {
+        column.set_padding((0, 2));
+        column.set_cell_alignment(CellAlignment::Right);
+    }
+    format!("{workload} × {limiter}\n{}\n\n", table.trim_fmt())
+}
+
+/// One row per point (the first [`TABLE_ROWS`]), a column per limiter.
+fn point_rows(sweep: &SweepResults, workload: &str, limiters: &[&str]) -> String {
+    let mut out = String::new();
+    let mut table = Table::new();
+    {
         let mut header: Vec<String> = (0..sweep.grid.groups.len())
             .map(|g| format!("v{}", g + 1))
             .collect();
@@ -225,7 +297,7 @@ pub fn render_table(sweep: &SweepResults) -> String {
             .set_header(header);
         for point in sweep.points.iter().take(TABLE_ROWS) {
             let mut row = sweep.group_labels(point.point);
-            for limiter in &limiters {
+            for limiter in limiters {
                 row.push(
                     sweep
                         .run(point.point, workload, limiter)
@@ -246,34 +318,6 @@ pub fn render_table(sweep: &SweepResults) -> String {
                 sweep.points.len() - TABLE_ROWS
             );
         }
-        if backend {
-            let safe: Vec<String> = limiters
-                .iter()
-                .map(|limiter| {
-                    let ok = sweep
-                        .points
-                        .iter()
-                        .filter(|p| {
-                            sweep
-                                .run(p.point, workload, limiter)
-                                .and_then(within_capacity)
-                                .unwrap_or(false)
-                        })
-                        .count();
-                    format!("{limiter} {ok}/{}", sweep.points.len())
-                })
-                .collect();
-            let _ = writeln!(out, "within the backend at: {}", safe.join(", "));
-        }
-        out.push('\n');
-    }
-    for g in 0..sweep.grid.groups.len() {
-        let _ = writeln!(out, "v{}  {}", g + 1, sweep.group_name(g));
-    }
-    if backend {
-        out.push_str("Each cell: the most admitted in any second (the worst over replications) — ✓ within the backend's capacity, ✗ over it or dropping requests.\n");
-    } else {
-        out.push_str("Each cell: the most admitted in any rolling interval (no [backend] to judge it against).\n");
     }
     out
 }

@@ -288,3 +288,93 @@ fn no_name(path: &ValuePath, where_: &str, name: &str, names: &[String]) -> Stri
 fn out_of_range(path: &ValuePath, where_: &str, index: usize, len: usize) -> String {
     format!("{path}: {where_} has {len} entries (from [0]); there is no [{index}]")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCENARIO: &str = r#"name = "x"
+duration = "10s"   # keep
+
+[backend]
+capacity = 150
+
+[[workload]]
+name = "burst"
+sources = [
+  { kind = "poisson", rate = 40 },
+  { kind = "boundary", period = "1s", before = 100, after = 100 },
+]
+
+[[limiter]]
+name = "api.v2"
+kind = "fixed-window"
+window = "1s"
+threshold = 100 # the limit
+"#;
+
+    fn set(path: &str, value: &str) -> Result<String, String> {
+        let mut document: DocumentMut = SCENARIO.parse().unwrap();
+        let value: Value = value.parse().unwrap();
+        ValuePath::parse(path)?.set(&mut document, &value)?;
+        Ok(document.to_string())
+    }
+
+    #[test]
+    fn sets_values_in_tables_arrays_and_inline_tables_keeping_comments() {
+        let text = set("limiter.\"api.v2\".threshold", "75").unwrap();
+        assert!(text.contains("threshold = 75 # the limit"), "{text}");
+        let text = set("limiter[0].threshold", "80").unwrap();
+        assert!(text.contains("threshold = 80 # the limit"), "{text}");
+        let text = set("workload.burst.sources[1].before", "0").unwrap();
+        assert!(text.contains("before = 0, after = 100"), "{text}");
+        let text = set("duration", "\"20s\"").unwrap();
+        assert!(text.contains("duration = \"20s\"   # keep"), "{text}");
+        // The lines stay where they were, so errors point at the file's own.
+        assert_eq!(text.lines().count(), SCENARIO.lines().count());
+    }
+
+    #[test]
+    fn the_last_key_may_be_new_but_nothing_before_it() {
+        let text = set("backend.queue", "10").unwrap();
+        assert!(text.contains("queue = 10"), "{text}");
+        let text = set("workload.burst.sources[0].start", "\"1s\"").unwrap();
+        assert!(text.contains("start = \"1s\""), "{text}");
+        let err = set("cluster.instances", "3").unwrap_err();
+        assert!(err.contains("the scenario has no \"cluster\""), "{err}");
+    }
+
+    #[test]
+    fn wrong_paths_say_what_is_there() {
+        for (path, expect) in [
+            (
+                "limiter.fixed.threshold",
+                "has no entry named \"fixed\"; it has \"api.v2\"",
+            ),
+            (
+                "workload.burst.sources[2].before",
+                "has 2 entries (from [0]); there is no [2]",
+            ),
+            ("limiter", "names a table or an array of tables"),
+            ("backend.capacity.x", "is a single value"),
+            ("backend[0]", "is not an array"),
+            ("limiter..x", "a key is empty"),
+            ("limiter[x]", "[x] is not an index"),
+            ("limiter.\"api", "a quote is not closed"),
+        ] {
+            let err = set(path, "1").unwrap_err();
+            assert!(err.contains(expect), "{path}: {err}");
+        }
+    }
+
+    #[test]
+    fn paths_print_back_as_written() {
+        for path in [
+            "limiter.\"api.v2\".threshold",
+            "workload.w.sources[1].before",
+            "a[0][1].b",
+        ] {
+            assert_eq!(ValuePath::parse(path).unwrap().to_string(), path);
+        }
+    }
+}
