@@ -9,7 +9,7 @@ mod sweep;
 mod timeline;
 
 pub use sizing::render_sizing;
-pub use sweep::render_sweep;
+pub use sweep::{MAX_HEAT_CELLS, render_sweep};
 mod worst_rolling;
 
 use std::fmt::Write as _;

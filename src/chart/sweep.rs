@@ -15,12 +15,21 @@ use super::style::{
 use crate::report::sweep::{SweepResults, within_capacity, worst_second};
 use crate::summary::RunSummary;
 
-/// The sweep's charts: one per workload for one or two groups, none for more.
+/// Most cells in one heat map panel (64 × 64): beyond, the SVG would be
+/// megabytes of rectangles no one can read; the files hold every point.
+pub const MAX_HEAT_CELLS: usize = 4096;
+/// Most points marked with a dot on a line chart.
+const MAX_MARKERS: usize = 200;
+
+/// The sweep's charts: one per workload for one group, or for two groups of
+/// at most [`MAX_HEAT_CELLS`] points; none otherwise.
 pub fn render_sweep(sweep: &SweepResults) -> Result<Vec<Chart>> {
     let workloads = sweep.workloads();
     match sweep.grid.groups.len() {
         1 => workloads.iter().map(|w| lines(sweep, w)).collect(),
-        2 => workloads.iter().map(|w| heat_map(sweep, w)).collect(),
+        2 if sweep.grid.points() <= MAX_HEAT_CELLS => {
+            workloads.iter().map(|w| heat_map(sweep, w)).collect()
+        }
         _ => Ok(Vec::new()),
     }
 }
@@ -404,7 +413,9 @@ fn lines(sweep: &SweepResults, workload: &str) -> Result<Chart> {
                 .collect();
             chart.draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))?;
             legend.push((colour, false, (*limiter).to_string()));
-            chart.draw_series(points.iter().map(|&p| Circle::new(p, 4, colour.filled())))?;
+            if points.len() <= MAX_MARKERS {
+                chart.draw_series(points.iter().map(|&p| Circle::new(p, 4, colour.filled())))?;
+            }
         }
         // Right of the plot, where it hides no line.
         let (right, top) = chart.backend_coord(&(n as f64 - 0.5, y_max));

@@ -18,6 +18,8 @@ use crate::{chart, replicate, sim};
 
 /// The file a shard writes in its folder.
 const PART: &str = "sweep-part.json";
+/// What one run's figures take while a sweep keeps them, and in its files.
+const RESULT_BYTES: u128 = 8 << 10;
 /// The largest part `merge` reads.
 const MAX_PART_BYTES: u64 = 4 << 30;
 
@@ -109,7 +111,8 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
         Some(s) => shard::partition(&units, s.count)[s.index as usize].clone(),
         None => (0..grid.points()).collect(),
     };
-    check_sweep(&estimates, &mine, args, path)?;
+    let runs_per_point = (scenario.workloads.len() * scenario.limiters.len()) as u128;
+    check_sweep(&estimates, &mine, runs_per_point, args, path)?;
     let bar = progress_bar(mine.len() as u64, args.output.quiet, "points");
     let results: Vec<Result<PointResult>> = mine
         .par_iter()
@@ -141,7 +144,13 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
 }
 
 /// Refuses a sweep, or a shard of one, bigger than the limits.
-fn check_sweep(estimates: &[Work], mine: &[usize], args: &SweepArgs, path: &Path) -> Result<()> {
+fn check_sweep(
+    estimates: &[Work],
+    mine: &[usize],
+    runs_per_point: u128,
+    args: &SweepArgs,
+    path: &Path,
+) -> Result<()> {
     let requests: u128 = mine.iter().map(|&p| estimates[p].requests).sum();
     let max_requests = args.limits.max_requests;
     if requests > u128::from(max_requests) {
@@ -151,19 +160,25 @@ fn check_sweep(estimates: &[Work], mine: &[usize], args: &SweepArgs, path: &Path
             mine.len()
         );
     }
-    // Points run side by side, one per core.
+    // Points run side by side, one per core; every run's figures are kept
+    // until the end.
     let at_once = rayon::current_num_threads().min(mine.len()).max(1) as u128;
-    let memory = mine
+    let running = mine
         .iter()
         .map(|&p| estimates[p].memory.total())
         .max()
         .unwrap_or(0)
         * at_once;
+    let kept = mine.len() as u128 * runs_per_point * RESULT_BYTES;
+    let memory = running + kept;
     if memory > u128::from(args.limits.max_memory) {
         bail!(
-            "{}: this sweep would need about {} of memory ({at_once} points at once), more than --max-memory {}; raise --max-memory if the machine has it",
+            "{}: this sweep would need about {} of memory ({} for {at_once} points at once, {} for the figures of {} runs), more than --max-memory {}; split it with --shard I/N, or raise --max-memory if the machine has it",
             path.display(),
             crate::memory::words(memory),
+            crate::memory::words(running),
+            crate::memory::words(kept),
+            mine.len() as u128 * runs_per_point,
             crate::memory::words(u128::from(args.limits.max_memory))
         );
     }

@@ -18,6 +18,8 @@ use crate::sweep::{AxisSpec, Grid, values};
 
 /// Most points of each workload printed in the terminal table; the files hold all.
 const TABLE_ROWS: usize = 100;
+/// Most columns of a two-group sweep's matrix; wider grids print a row per point.
+const MATRIX_COLUMNS: usize = 24;
 
 /// A sweep's results, ready to render.
 pub struct SweepResults<'a> {
@@ -39,21 +41,19 @@ impl SweepResults<'_> {
 
     /// The workloads' names, in the scenario's order.
     pub fn workloads(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = Vec::new();
-        for (_, run) in self.rows() {
-            if !names.contains(&run.workload.as_str()) {
-                names.push(&run.workload);
-            }
-        }
-        names
+        self.distinct(|run| &run.workload)
     }
 
     /// The limiters' names, in the scenario's order.
     pub fn limiters(&self) -> Vec<&str> {
+        self.distinct(|run| &run.limiter)
+    }
+
+    fn distinct<'s>(&'s self, name: impl Fn(&'s RunSummary) -> &'s String) -> Vec<&'s str> {
         let mut names: Vec<&str> = Vec::new();
         for (_, run) in self.rows() {
-            if !names.contains(&run.limiter.as_str()) {
-                names.push(&run.limiter);
+            if !names.contains(&name(run).as_str()) {
+                names.push(name(run));
             }
         }
         names
@@ -214,7 +214,11 @@ pub fn render_table(sweep: &SweepResults) -> String {
     let backend = sweep.rows().any(|(_, run)| run.backend.is_some());
     let mut out = String::new();
     for workload in sweep.workloads() {
-        if sweep.grid.groups.len() == 2 {
+        let groups = &sweep.grid.groups;
+        if groups.len() == 2
+            && groups[0][0].values.len() <= MATRIX_COLUMNS
+            && groups[1][0].values.len() <= TABLE_ROWS
+        {
             for limiter in &limiters {
                 out.push_str(&matrix(sweep, workload, limiter));
             }
@@ -360,7 +364,11 @@ pub fn section(sweep: &SweepResults, table: &str, charts: &[Chart]) -> String {
     }
     html.push_str("</ul>\n");
     if charts.is_empty() {
-        html.push_str("<p>Charts are drawn for one or two varied groups; this sweep has more, so its figures are in sweep.csv and sweep.json.</p>\n");
+        let _ = writeln!(
+            html,
+            "<p>Charts are drawn for one varied group, or two of at most {} points; this sweep's figures are in sweep.csv and sweep.json.</p>",
+            crate::chart::MAX_HEAT_CELLS
+        );
     }
     for chart in charts {
         html.push_str(&super::html::figure(chart));
