@@ -360,6 +360,12 @@ fn bad_paths_values_and_grids_are_refused_before_any_work() {
     refused(
         "",
         "",
+        &["--vary", "metrics.profile=[\"1s\"],[\"2s\"]"],
+        &["the profile's intervals name columns of sweep.csv"],
+    );
+    refused(
+        "",
+        "",
         &["--vary", "seed=1..4:1", "--vary", "duration=1s,2s", "--zip"],
         &["are zipped, so they need as many values each"],
     );

@@ -183,7 +183,9 @@ pub fn render_json(sweep: &SweepResults) -> String {
 pub fn render_csv(sweep: &SweepResults) -> String {
     let runs: Vec<RunSummary> = sweep.rows().map(|(_, run)| run.clone()).collect();
     let summary = super::csv::render_summary(&runs);
-    let mut reader = csv::Reader::from_reader(summary.as_bytes());
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(summary.as_bytes());
     let mut writer = csv::Writer::from_writer(Vec::new());
     let mut header = vec!["point".to_string()];
     header.extend(sweep.grid.axes().map(|a| a.path.to_string()));

@@ -167,13 +167,22 @@ impl Grid {
     }
 
     fn checked(groups: Vec<Vec<Axis>>) -> Result<Grid, String> {
-        if groups.iter().all(Vec::is_empty) {
+        if groups.is_empty()
+            || groups
+                .iter()
+                .any(|g| g.is_empty() || g.iter().any(|a| a.values.is_empty()))
+        {
             return Err("nothing to vary; give --vary PATH=VALUES or [[sweep]] entries".into());
         }
         let mut seen = Vec::new();
         for group in &groups {
             for axis in group {
                 let path = axis.path.to_string();
+                if path.starts_with("metrics.profile") {
+                    return Err(format!(
+                        "{path}: the profile's intervals name columns of sweep.csv, so every point needs the same; vary metrics.rolling, or sweep each profile separately"
+                    ));
+                }
                 if seen.contains(&path) {
                     return Err(format!("{path} is varied twice"));
                 }
