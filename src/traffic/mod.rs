@@ -5,6 +5,7 @@
 pub mod adversary;
 pub mod boundary;
 pub mod clients;
+pub mod logs;
 pub mod poisson;
 pub mod slots;
 pub mod trace;
@@ -175,7 +176,9 @@ impl SourceConfig {
             SourceKind::Uniform(config) => config.jitter > 0.0,
             SourceKind::Poisson(_) => true,
             SourceKind::Boundary(config) => !config.even,
-            SourceKind::Trace(_) | SourceKind::Adversary(_) => false,
+            // A log's whole-second timestamps are spread by a draw.
+            SourceKind::Trace(config) => config.may_spread(),
+            SourceKind::Adversary(_) => false,
         }
     }
 
@@ -353,7 +356,7 @@ impl SourceConfig {
             SourceKind::Uniform(config) => Source::Uniform(config.arrivals(start, end, rng)),
             SourceKind::Poisson(config) => Source::Poisson(config.arrivals(start, end, rng)),
             SourceKind::Boundary(config) => Source::Boundary(config.arrivals(start, end, rng)),
-            SourceKind::Trace(config) => Source::Trace(config.arrivals(base_dir, start, end)?),
+            SourceKind::Trace(config) => Source::Trace(config.arrivals(base_dir, start, end, rng)?),
             SourceKind::Adversary(_) => {
                 return Err("an adversary's traffic is searched per limiter, not generated".into());
             }

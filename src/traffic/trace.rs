@@ -1,37 +1,54 @@
-//! Replayed timestamps from a CSV file with a header: a `time_ns` column of
-//! integer nanoseconds or a `time_s` column of decimal seconds, and
-//! optionally a column naming each request's client key.
+//! Replayed timestamps: a CSV file with a header (a `time_ns` column of
+//! integer nanoseconds, a `time_s` column of decimal seconds, or any column
+//! with its `unit`), an nginx/Apache combined log, or JSON lines; optionally
+//! with a field naming each request's client key. Whole-second timestamps of
+//! a log are spread within their second.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::hash::{DefaultHasher, Hasher};
-use std::io::{BufReader, Read};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 use serde::Deserialize;
 
-use super::{Arrival, Key};
+use rand::RngExt as _;
+
+use super::logs::{self, Combined, Format};
+use super::{Arrival, Key, Rng};
 use crate::time::{NANOS_PER_SEC, Nanos};
 
 /// `kind = "trace"`.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// The CSV file, relative to the scenario file.
+    /// The file, relative to the scenario file.
     pub path: PathBuf,
-    /// The column to read (default: `time_ns`, else `time_s`).
-    pub column: Option<String>,
-    /// `"ns"` or `"s"` (default: from a `_ns` or `_s` column name).
-    pub unit: Option<Unit>,
-    /// The column naming each request's client (an API key, a user, an
-    /// address: any text, hashed to a key); without it every request is the
-    /// default key's.
-    pub key: Option<String>,
-    /// Shift the trace so its earliest timestamp is the source's start, for
-    /// logs with absolute (epoch) timestamps (default false).
+    /// How it is laid out: `"csv"` (default), `"combined"` or `"jsonl"`.
     #[serde(default)]
-    pub rebase: bool,
+    pub format: Format,
+    /// The CSV column or JSON field of the time (default: `time_ns`, else
+    /// `time_s`, else `time_ms` in CSV; `time` in JSON lines).
+    #[serde(alias = "time_field")]
+    pub column: Option<String>,
+    /// `"ns"`, `"s"`, `"ms"` (epoch or not) or `"rfc3339"` (also ISO 8601
+    /// date-times with an offset); default: from a `_ns` or `_s` column
+    /// name in CSV, and in JSON lines `rfc3339` for text and `s` for numbers.
+    pub unit: Option<Unit>,
+    /// The column or field naming each request's client (an API key, a user,
+    /// an address: any text, hashed to a key); without it every request is
+    /// the default key's. In a combined log, one of its fields by nginx's name
+    /// (`remote_addr`, `remote_user`, `http_user_agent`, …).
+    #[serde(alias = "key_field")]
+    pub key: Option<String>,
+    /// Shift the trace so its earliest timestamp is the source's start
+    /// (default: true for logs and date-times, false for CSV numbers).
+    pub rebase: Option<bool>,
+    /// Whole-second timestamps spread uniformly within their second, seeded
+    /// (`"uniform"`, the default for logs and date-times), or kept on it (`"none"`).
+    pub spread: Option<Spread>,
     /// The first pass's findings, shared by every clone of this configuration
     /// so that a run reads the file only once more.
     #[serde(skip)]
@@ -47,15 +64,51 @@ pub enum Unit {
     /// Decimal seconds, up to nine digits after the point.
     #[serde(rename = "s")]
     Seconds,
+    /// Decimal milliseconds, up to six digits after the point.
+    #[serde(rename = "ms")]
+    Millis,
+    /// RFC 3339 / ISO 8601 date-times with an offset.
+    #[serde(rename = "rfc3339", alias = "iso8601")]
+    DateTime,
 }
 
+/// What to do with whole-second timestamps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Spread {
+    /// Each request at a uniformly drawn instant of its second.
+    Uniform,
+    /// Every request of a second at its start.
+    None,
+}
+
+/// Where a row's time and key are.
+#[derive(Clone, Debug)]
+enum Layout {
+    Csv {
+        column: usize,
+        unit: Unit,
+        key: Option<usize>,
+    },
+    Combined {
+        key: Option<&'static str>,
+    },
+    Json {
+        time: String,
+        unit: Option<Unit>,
+        key: Option<String>,
+    },
+}
+
+/// Most rows of one second held at once to spread them.
+const MAX_SPREAD_ROWS: usize = 10_000_000;
+
 /// What a first pass over the file found.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Scan {
-    column: usize,
-    unit: Unit,
-    /// The key column's index, when the trace has one.
-    key: Option<usize>,
+    layout: Layout,
+    /// Whether every timestamp is a whole second (so spreading applies).
+    whole_seconds: bool,
     /// Distinct keys in the file (1 without a key column).
     keys: u64,
     earliest: u64,
@@ -111,10 +164,177 @@ impl Read for Hashing {
 
 type Reader = csv::Reader<BufReader<Hashing>>;
 
-/// Reads what is left of the file and returns the hash of all of it.
-fn drain(reader: &mut Reader) -> std::io::Result<u64> {
-    std::io::copy(reader.get_mut(), &mut std::io::sink())?;
-    Ok(reader.get_ref().get_ref().hasher.finish())
+/// The opened file, read as CSV records or as lines.
+enum Input {
+    Csv {
+        reader: Box<Reader>,
+        /// Reused for every row, so streaming allocates nothing per row.
+        record: csv::ByteRecord,
+    },
+    Lines {
+        reader: Box<BufReader<Hashing>>,
+        line: String,
+        number: u64,
+    },
+}
+
+impl Input {
+    /// The line of the last row read.
+    fn line(&self) -> u64 {
+        match self {
+            Input::Csv { record, .. } => record.position().map_or(0, csv::Position::line),
+            Input::Lines { number, .. } => *number,
+        }
+    }
+
+    fn hashing(&mut self) -> &mut Hashing {
+        match self {
+            Input::Csv { reader, .. } => reader.get_mut().get_mut(),
+            Input::Lines { reader, .. } => reader.get_mut(),
+        }
+    }
+
+    /// Reads what is left of the file and returns the hash of all of it.
+    fn drain(&mut self) -> std::io::Result<u64> {
+        match self {
+            Input::Csv { reader, .. } => std::io::copy(reader.get_mut(), &mut std::io::sink())?,
+            Input::Lines { reader, .. } => std::io::copy(reader, &mut std::io::sink())?,
+        };
+        Ok(self.hashing().hasher.finish())
+    }
+
+    /// The next row's time as written and its key; `None` at the end.
+    fn next(&mut self, layout: &Layout, path: &Path) -> Result<Option<(u64, Key)>, String> {
+        match (self, layout) {
+            (Input::Csv { reader, record }, Layout::Csv { column, unit, key }) => {
+                let more = reader
+                    .read_byte_record(record)
+                    .map_err(|err| format!("{}: {err}", path.display()))?;
+                if !more {
+                    return Ok(None);
+                }
+                let time = parse(record, *column, *unit, path)?;
+                let key = match *key {
+                    Some(column) => parse_key(record, column, path)?,
+                    None => Key::DEFAULT,
+                };
+                Ok(Some((time, key)))
+            }
+            (
+                Input::Lines {
+                    reader,
+                    line,
+                    number,
+                },
+                layout,
+            ) => loop {
+                line.clear();
+                let read = reader
+                    .read_line(line)
+                    .map_err(|err| format!("{}:{}: {err}", path.display(), *number + 1))?;
+                if read == 0 {
+                    return Ok(None);
+                }
+                *number += 1;
+                let text = line.trim();
+                if text.is_empty() {
+                    continue;
+                }
+                let at = |what: String| format!("{}:{number}: {what}", path.display());
+                return match layout {
+                    Layout::Combined { key } => {
+                        let fields = Combined::parse(text).ok_or_else(|| {
+                            at(format!(
+                                "{:?} is not a combined log line (ADDR IDENT USER [TIME] \"REQUEST\" STATUS BYTES …)",
+                                crate::input::quote_at_most(text, 64)
+                            ))
+                        })?;
+                        let time = logs::combined_time(fields.time).ok_or_else(|| {
+                            at(format!(
+                                "[{}] is not a time like [10/Oct/2000:13:55:36 -0700]",
+                                fields.time
+                            ))
+                        })?;
+                        let key = key
+                            .and_then(|name| fields.field(name))
+                            .map_or(Key::DEFAULT, |k| Key::named(k.as_bytes()));
+                        Ok(Some((time, key)))
+                    }
+                    Layout::Json { time, unit, key } => json_row(text, time, *unit, key.as_deref())
+                        .map(Some)
+                        .map_err(at),
+                    Layout::Csv { .. } => unreachable!("CSV is read as records"),
+                };
+            },
+            (Input::Csv { .. }, _) => unreachable!("a CSV layout comes with CSV input"),
+        }
+    }
+}
+
+/// The time and key of one JSON line.
+fn json_row(
+    text: &str,
+    field: &str,
+    unit: Option<Unit>,
+    key: Option<&str>,
+) -> Result<(u64, Key), String> {
+    let object: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(text).map_err(|err| format!("not a JSON object ({err})"))?;
+    let value = object.get(field).ok_or_else(|| {
+        format!("no field {field:?}; set time_field to the field holding the time")
+    })?;
+    let time = match value {
+        serde_json::Value::String(text) => {
+            let unit = unit.unwrap_or(Unit::DateTime);
+            parse_text(text, unit).ok_or_else(|| invalid(text, unit))?
+        }
+        serde_json::Value::Number(number) => {
+            let unit = unit.unwrap_or(Unit::Seconds);
+            let text = number.to_string();
+            parse_text(&text, unit).ok_or_else(|| invalid(&text, unit))?
+        }
+        other => return Err(format!("{field}: {other} is not a time")),
+    };
+    let key = match key {
+        None => Key::DEFAULT,
+        Some(name) => match object.get(name) {
+            Some(serde_json::Value::String(text)) => Key::named(text.trim().as_bytes()),
+            Some(other) => Key::named(other.to_string().as_bytes()),
+            None => return Err(format!("no key field {name:?}")),
+        },
+    };
+    Ok((time, key))
+}
+
+fn invalid(text: &str, unit: Unit) -> String {
+    format!(
+        "{:?} is not {}",
+        crate::input::quote_at_most(text, 64),
+        unit.expected()
+    )
+}
+
+impl Unit {
+    /// What a field in this unit looks like, in words.
+    fn expected(self) -> &'static str {
+        match self {
+            Unit::Nanos => "a whole number of nanoseconds",
+            Unit::Seconds => "a non-negative number of seconds",
+            Unit::Millis => "a non-negative number of milliseconds",
+            Unit::DateTime => "an RFC 3339 date-time with an offset, like 2026-11-30T12:00:00.250Z",
+        }
+    }
+}
+
+/// A time written in `unit`, in nanoseconds.
+fn parse_text(text: &str, unit: Unit) -> Option<u64> {
+    let text = text.trim();
+    match unit {
+        Unit::Nanos => parse_nanos(text.as_bytes()),
+        Unit::Seconds => parse_decimal(text, NANOS_PER_SEC, 9),
+        Unit::Millis => parse_decimal(text, 1_000_000, 6),
+        Unit::DateTime => logs::iso_time(text),
+    }
 }
 
 fn changed(path: &Path) -> String {
@@ -132,13 +352,33 @@ pub const MAX_KEYS: u64 = 10_000_000;
 const MAX_UNSORTED_ROWS: u64 = 1 << 26;
 
 impl Config {
+    /// Whether the timestamps are absolute (a log's, or date-times), so the
+    /// trace is rebased and whole seconds spread by default.
+    fn is_log(&self) -> bool {
+        self.format != Format::Csv || self.unit == Some(Unit::DateTime)
+    }
+
+    /// Whether the trace is shifted to start at the source's start.
+    fn rebased(&self) -> bool {
+        self.rebase.unwrap_or_else(|| self.is_log())
+    }
+
+    /// Whether whole-second timestamps may be spread: then each replication
+    /// draws its own instants.
+    pub fn may_spread(&self) -> bool {
+        match self.spread {
+            Some(spread) => spread == Spread::Uniform,
+            None => self.is_log(),
+        }
+    }
+
     /// Opens the file once as a regular file and, when it was checked
     /// before, insists it is the same one.
     fn open(
         &self,
         base_dir: &Path,
         expected: Option<Identity>,
-    ) -> Result<(Reader, Identity), String> {
+    ) -> Result<(Input, Identity), String> {
         let path = base_dir.join(&self.path);
         let (file, meta) = crate::input::open_regular(&path)
             .map_err(|err| format!("path: cannot replay {}: {err}", path.display()))?;
@@ -150,27 +390,70 @@ impl Config {
             file: file.take(identity.len),
             hasher: DefaultHasher::new(),
         };
-        let reader = csv::ReaderBuilder::new()
-            .flexible(true)
-            .from_reader(BufReader::with_capacity(1 << 16, hashing));
-        Ok((reader, identity))
+        let buffered = BufReader::with_capacity(1 << 16, hashing);
+        let input = match self.format {
+            Format::Csv => Input::Csv {
+                reader: Box::new(
+                    csv::ReaderBuilder::new()
+                        .flexible(true)
+                        .from_reader(buffered),
+                ),
+                record: csv::ByteRecord::new(),
+            },
+            Format::Combined | Format::Jsonl => Input::Lines {
+                reader: Box::new(buffered),
+                line: String::new(),
+                number: 0,
+            },
+        };
+        Ok((input, identity))
     }
 
-    /// The time column, its unit and the key column, from the header.
-    fn locate(
-        &self,
-        base_dir: &Path,
-        reader: &mut Reader,
-    ) -> Result<(usize, Unit, Option<usize>), String> {
+    /// Where each row's time and key are: from the header of a CSV file,
+    /// from the configuration for a log.
+    fn locate(&self, base_dir: &Path, input: &mut Input) -> Result<Layout, String> {
         let shown = base_dir.join(&self.path);
+        match (self.format, input) {
+            (Format::Csv, Input::Csv { reader, .. }) => self.locate_csv(&shown, reader),
+            (Format::Combined, _) => {
+                if self.column.is_some() || self.unit.is_some() {
+                    return Err("time_field and unit: a combined log's time is its [10/Oct/2000:13:55:36 -0700] field; remove them".into());
+                }
+                let key = match &self.key {
+                    None => None,
+                    Some(key) => Some(
+                        *logs::COMBINED_FIELDS
+                            .iter()
+                            .find(|f| **f == key.as_str())
+                            .ok_or_else(|| {
+                                format!(
+                                    "key_field: a combined log has no field {key:?}; it has {}",
+                                    logs::COMBINED_FIELDS.join(", ")
+                                )
+                            })?,
+                    ),
+                };
+                Ok(Layout::Combined { key })
+            }
+            (Format::Jsonl, _) => Ok(Layout::Json {
+                time: self.column.clone().unwrap_or_else(|| "time".into()),
+                unit: self.unit,
+                key: self.key.clone(),
+            }),
+            (Format::Csv, Input::Lines { .. }) => unreachable!("a CSV file is read as CSV"),
+        }
+    }
+
+    /// The time column, its unit and the key column, from a CSV header.
+    fn locate_csv(&self, shown: &Path, reader: &mut Reader) -> Result<Layout, String> {
         let headers = reader
             .headers()
             .map_err(|err| format!("{}: {err}", shown.display()))?;
         let wanted: Vec<&str> = match &self.column {
             Some(column) => vec![column.as_str()],
-            None => vec!["time_ns", "time_s"],
+            None => vec!["time_ns", "time_s", "time_ms"],
         };
-        let (index, name) = wanted
+        let (column, name) = wanted
             .iter()
             .find_map(|name| {
                 headers
@@ -196,13 +479,14 @@ impl Config {
             (Some(unit), _) => unit,
             (None, name) if name.ends_with("_ns") => Unit::Nanos,
             (None, name) if name.ends_with("_s") => Unit::Seconds,
+            (None, name) if name.ends_with("_ms") => Unit::Millis,
             (None, name) => {
                 return Err(format!(
-                    "unit: the unit of column {name:?} is unknown; set unit = \"ns\" or \"s\""
+                    "unit: the unit of column {name:?} is unknown; set unit = \"ns\", \"s\", \"ms\" or \"rfc3339\""
                 ));
             }
         };
-        Ok((index, unit, key))
+        Ok(Layout::Csv { column, unit, key })
     }
 
     /// Reads the whole file once, streaming: every row must hold a timestamp.
@@ -214,20 +498,16 @@ impl Config {
         start: Nanos,
         end: Nanos,
     ) -> Result<(Scan, Vec<String>), String> {
-        let (mut reader, identity) = self.open(base_dir, None)?;
-        let (column, unit, key) = self.locate(base_dir, &mut reader)?;
+        let (mut input, identity) = self.open(base_dir, None)?;
+        let layout = self.locate(base_dir, &mut input)?;
         let shown = base_dir.join(&self.path);
         let (mut rows, mut unsorted, mut earliest, mut previous) = (0u64, 0u64, u64::MAX, 0u64);
-        let (mut first, mut outside) = (None, 0u64);
-        let mut record = csv::ByteRecord::new();
+        let (mut first, mut outside, mut whole_seconds) = (None, 0u64, true);
         let mut keys: std::collections::HashSet<Key, crate::random::MixState> =
             std::collections::HashSet::default();
-        while read(&mut reader, &mut record, &shown)? {
-            let time = parse(&record, column, unit, &shown)?;
-            if let Some(key) = key
-                && keys.insert(parse_key(&record, key, &shown)?)
-                && keys.len() as u64 > MAX_KEYS
-            {
+        let keyed = self.key.is_some();
+        while let Some((time, key)) = input.next(&layout, &shown)? {
+            if keyed && keys.insert(key) && keys.len() as u64 > MAX_KEYS {
                 return Err(format!(
                     "{}: more than {MAX_KEYS} distinct keys in column {:?}; state is kept per key, and that many is refused",
                     shown.display(),
@@ -236,26 +516,35 @@ impl Config {
             }
             unsorted += u64::from(time < previous);
             earliest = earliest.min(time);
+            whole_seconds &= time % NANOS_PER_SEC == 0;
             previous = time;
             rows += 1;
             // While sorted, the first row is the earliest, so the rebased time is known now.
             let first = *first.get_or_insert(time);
-            let shifted = if self.rebase {
+            let shifted = if self.rebased() {
                 (time - first.min(time)).saturating_add(start.get())
             } else {
                 time
             };
             outside += u64::from(!(start.get()..end.get()).contains(&shifted));
         }
-        let checksum = drain(&mut reader).map_err(|err| format!("{}: {err}", shown.display()))?;
-        let now = reader.get_ref().get_ref().file.get_ref().metadata();
+        let checksum = input
+            .drain()
+            .map_err(|err| format!("{}: {err}", shown.display()))?;
+        let now = input.hashing().file.get_ref().metadata();
         if now.map(|meta| Identity::of(&meta)).ok() != Some(identity) {
             return Err(changed(&shown));
         }
+        let spreading = rows > 0 && whole_seconds && self.may_spread();
+        if self.spread == Some(Spread::Uniform) && rows > 0 && !whole_seconds {
+            return Err(format!(
+                "spread: \"uniform\" spreads whole-second timestamps within their second, and {} has finer ones; remove it",
+                shown.display()
+            ));
+        }
         let scan = Scan {
-            column,
-            unit,
-            key,
+            layout,
+            whole_seconds: spreading,
             keys: (keys.len() as u64).max(1),
             earliest,
             sorted: unsorted == 0,
@@ -270,7 +559,7 @@ impl Config {
             ));
         }
         if unsorted > 0 {
-            let offset = if self.rebase {
+            let offset = if self.rebased() {
                 i128::from(start.get()) - i128::from(earliest)
             } else {
                 0
@@ -282,12 +571,17 @@ impl Config {
         // A replay of nothing would pass every check: refuse it.
         if rows == 0 {
             return Err(format!(
-                "{}: the trace has no rows, so there is nothing to replay; give it one timestamp per row under its header",
-                shown.display()
+                "{}: the trace has no rows, so there is nothing to replay; give it one timestamp per row{}",
+                shown.display(),
+                if self.format == Format::Csv {
+                    " under its header"
+                } else {
+                    ""
+                }
             ));
         }
         if outside == rows {
-            let hint = if self.rebase {
+            let hint = if self.rebased() {
                 "; set the source's start and end to where the rows are, or lengthen the run"
             } else {
                 "; if it holds absolute (epoch) timestamps, set rebase = true"
@@ -305,13 +599,19 @@ impl Config {
             ));
         }
         if outside > 0 {
-            let hint = if self.rebase {
+            let hint = if self.rebased() {
                 ""
             } else {
                 "; if it holds absolute timestamps, set rebase = true"
             };
             warnings.push(format!(
                 "{}: {outside} rows fall outside [{start}, {end}) and are left out{hint}",
+                shown.display()
+            ));
+        }
+        if spreading {
+            warnings.push(format!(
+                "{}: its timestamps are whole seconds, so each request is spread at a uniformly drawn instant of its second (seeded; replications draw anew); set spread = \"none\" to keep them on the second",
                 shown.display()
             ));
         }
@@ -345,18 +645,24 @@ impl Config {
     /// The first pass's findings: remembered, or read now.
     fn scanned(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<Scan, String> {
         if let Some(scan) = self.scanned.get() {
-            return Ok(*scan);
+            return Ok(scan.clone());
         }
         let scan = self.scan(base_dir, start, end)?.0;
-        let _ = self.scanned.set(scan);
+        let _ = self.scanned.set(scan.clone());
         Ok(scan)
     }
 
     /// The trace's arrivals in `[start, end)`, streamed from disk when the file
-    /// is sorted, and otherwise sorted in memory.
-    pub fn arrivals(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<Arrivals, String> {
+    /// is sorted, and otherwise sorted in memory; whole seconds spread with `rng`.
+    pub fn arrivals(
+        &self,
+        base_dir: &Path,
+        start: Nanos,
+        end: Nanos,
+        rng: Rng,
+    ) -> Result<Arrivals, String> {
         let scan = self.scanned(base_dir, start, end)?;
-        let offset = if self.rebase {
+        let offset = if self.rebased() {
             i128::from(start.get()) - i128::from(scan.earliest)
         } else {
             0
@@ -367,6 +673,13 @@ impl Config {
             // Stable: rows at the same instant keep the file's order.
             rows.sort_by_key(|&(time, _)| time);
             arrivals.rows = Rows::Sorted(rows.into_iter());
+        }
+        if scan.whole_seconds {
+            arrivals.spread = Some(Spreader {
+                rng,
+                pending: VecDeque::new(),
+                carry: None,
+            });
         }
         (arrivals.start, arrivals.end, arrivals.offset) = (start.get(), end.get(), offset);
         Ok(arrivals)
@@ -380,16 +693,13 @@ impl Config {
         start: Nanos,
         end: Nanos,
     ) -> Result<Arrivals, String> {
-        let (mut reader, _) = self.open(base_dir, Some(scan.identity))?;
-        self.locate(base_dir, &mut reader)?;
+        let (mut input, _) = self.open(base_dir, Some(scan.identity))?;
+        self.locate(base_dir, &mut input)?;
         Ok(Arrivals {
             rows: Rows::Stream {
                 checksum: scan.checksum,
-                reader: Box::new(reader),
-                record: csv::ByteRecord::new(),
-                column: scan.column,
-                unit: scan.unit,
-                key: scan.key,
+                input: Box::new(input),
+                layout: scan.layout.clone(),
                 path: base_dir.join(&self.path),
                 previous: 0,
                 sorted: scan.sorted,
@@ -397,20 +707,15 @@ impl Config {
             start: start.get(),
             end: end.get(),
             offset: 0,
+            spread: None,
             error: None,
         })
     }
 }
 
-fn read(reader: &mut Reader, record: &mut csv::ByteRecord, path: &Path) -> Result<bool, String> {
-    reader
-        .read_byte_record(record)
-        .map_err(|err| format!("{}: {err}", path.display()))
-}
-
 /// Fails unless the bytes read, to the end, are those checked at first.
-fn verify(reader: &mut Reader, checksum: u64, path: &Path) -> Result<(), String> {
-    match drain(reader) {
+fn verify(input: &mut Input, checksum: u64, path: &Path) -> Result<(), String> {
+    match input.drain() {
         Ok(hash) if hash == checksum => Ok(()),
         Ok(_) => Err(changed(path)),
         Err(err) => Err(format!("{}: {err}", path.display())),
@@ -436,9 +741,9 @@ fn parse(record: &csv::ByteRecord, column: usize, unit: Unit, path: &Path) -> Re
     let field = record.get(column);
     let parsed = field.and_then(|field| match unit {
         Unit::Nanos => parse_nanos(field),
-        Unit::Seconds => std::str::from_utf8(field)
+        _ => std::str::from_utf8(field)
             .ok()
-            .and_then(|text| parse_seconds(text.trim())),
+            .and_then(|text| parse_text(text, unit)),
     });
     parsed.ok_or_else(|| {
         let line = record.position().map_or(0, csv::Position::line);
@@ -449,14 +754,10 @@ fn parse(record: &csv::ByteRecord, column: usize, unit: Unit, path: &Path) -> Re
                 column + 1
             );
         };
-        let expected = match unit {
-            Unit::Nanos => "a whole number of nanoseconds",
-            Unit::Seconds => "a non-negative number of seconds",
-        };
         format!(
-            "{}:{line}: {:?} is not {expected}",
+            "{}:{line}: {}",
             path.display(),
-            crate::input::quote_at_most(&String::from_utf8_lossy(field), 64)
+            invalid(&String::from_utf8_lossy(field), unit)
         )
     })
 }
@@ -479,7 +780,14 @@ fn parse_nanos(field: &[u8]) -> Option<u64> {
 }
 
 /// Decimal seconds to nanoseconds without floats; digits past the ninth are dropped.
+#[cfg(test)]
 fn parse_seconds(text: &str) -> Option<u64> {
+    parse_decimal(text, NANOS_PER_SEC, 9)
+}
+
+/// A decimal number of units of `scale` nanoseconds, without floats; digits
+/// past the `digits`-th after the point are dropped.
+fn parse_decimal(text: &str, scale: u64, digits: usize) -> Option<u64> {
     let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
     if whole.is_empty() && frac.is_empty()
         || !whole
@@ -494,27 +802,23 @@ fn parse_seconds(text: &str) -> Option<u64> {
     } else {
         whole.parse().ok()?
     };
-    let digits = &frac[..frac.len().min(9)];
-    let frac: u64 = if digits.is_empty() {
+    let kept = &frac[..frac.len().min(digits)];
+    let frac: u64 = if kept.is_empty() {
         0
     } else {
-        digits.parse().ok()?
+        kept.parse().ok()?
     };
-    let frac = frac * 10u64.pow(9 - digits.len() as u32);
-    whole.checked_mul(NANOS_PER_SEC)?.checked_add(frac)
+    let frac = frac * 10u64.pow((digits - kept.len()) as u32);
+    whole.checked_mul(scale)?.checked_add(frac)
 }
 
 enum Rows {
     Stream {
         /// Boxed: the reader's buffers dwarf the other variant.
-        reader: Box<Reader>,
+        input: Box<Input>,
         /// The hash of the file's bytes when it was checked.
         checksum: u64,
-        /// Reused for every row, so streaming allocates nothing per row.
-        record: csv::ByteRecord,
-        column: usize,
-        unit: Unit,
-        key: Option<usize>,
+        layout: Layout,
         path: PathBuf,
         /// The last timestamp read, to catch a file that changed after it was checked.
         previous: u64,
@@ -524,6 +828,15 @@ enum Rows {
     Sorted(std::vec::IntoIter<(u64, Key)>),
 }
 
+/// Whole-second rows spread within their second: one second's rows at a
+/// time, drawn, then sorted (equal draws keep the file's order).
+struct Spreader {
+    rng: Rng,
+    pending: VecDeque<(u64, Key)>,
+    /// The first row of the next second, read while gathering this one's.
+    carry: Option<(u64, Key)>,
+}
+
 /// The running source. A row that fails to parse now (the file changed since
 /// it was checked) ends the stream and is kept in [`Arrivals::take_error`].
 pub struct Arrivals {
@@ -531,6 +844,7 @@ pub struct Arrivals {
     start: u64,
     end: u64,
     offset: i128,
+    spread: Option<Spreader>,
     error: Option<String>,
 }
 
@@ -543,6 +857,7 @@ impl Arrivals {
             start: 0,
             end: u64::MAX,
             offset: 0,
+            spread: None,
             error: None,
         }
     }
@@ -558,40 +873,24 @@ impl Arrivals {
         match &mut self.rows {
             Rows::Sorted(times) => times.next(),
             Rows::Stream {
-                reader,
+                input,
                 checksum,
-                record,
-                column,
-                unit,
-                key,
+                layout,
                 path,
                 previous,
                 sorted,
             } => {
-                let row = read(reader, record, path).and_then(|more| {
-                    if !more {
-                        verify(reader, *checksum, path)?;
-                    }
-                    more.then(|| {
-                        let time = parse(record, *column, *unit, path)?;
-                        let key = match *key {
-                            Some(column) => parse_key(record, column, path)?,
-                            None => Key::DEFAULT,
-                        };
-                        Ok((time, key))
-                    })
-                    .transpose()
-                });
-                let row = row.and_then(|row| match row {
-                    Some((time, _)) if *sorted && time < *previous => {
-                        let line = record.position().map_or(0, csv::Position::line);
-                        Err(format!("{}:{line}: the row is earlier than the one before it; the file changed while burstsim read it", path.display()))
-                    }
+                let row = input.next(layout, path).and_then(|row| match row {
+                    None => verify(input, *checksum, path).map(|()| None),
+                    Some((time, _)) if *sorted && time < *previous => Err(format!(
+                        "{}:{}: the row is earlier than the one before it; the file changed while burstsim read it",
+                        path.display(),
+                        input.line()
+                    )),
                     Some((time, key)) => {
                         *previous = time;
                         Ok(Some((time, key)))
                     }
-                    None => Ok(None),
                 });
                 row.unwrap_or_else(|err| {
                     self.error = Some(err);
@@ -601,16 +900,52 @@ impl Arrivals {
         }
     }
 
+    /// The next row, spread within its second when the trace's are whole seconds.
+    #[inline]
+    fn next_spread(&mut self) -> Option<(u64, Key)> {
+        let Some(mut spread) = self.spread.take() else {
+            return self.next_raw();
+        };
+        if spread.pending.is_empty() {
+            let first = spread.carry.take().or_else(|| self.next_raw());
+            if let Some(first) = first {
+                let second = first.0 / NANOS_PER_SEC;
+                let mut rows = vec![first];
+                while let Some(row) = self.next_raw() {
+                    if row.0 / NANOS_PER_SEC != second {
+                        spread.carry = Some(row);
+                        break;
+                    }
+                    rows.push(row);
+                    if rows.len() > MAX_SPREAD_ROWS {
+                        self.error = Some(format!(
+                            "more than {MAX_SPREAD_ROWS} requests in one second of the trace are spread in memory, and more is refused; set spread = \"none\""
+                        ));
+                        return None;
+                    }
+                }
+                for row in &mut rows {
+                    row.0 += spread.rng.random_range(0..NANOS_PER_SEC);
+                }
+                rows.sort_by_key(|&(time, _)| time);
+                spread.pending.extend(rows);
+            }
+        }
+        let row = spread.pending.pop_front();
+        self.spread = Some(spread);
+        row
+    }
+
     /// Ends a stream cut short at the run's end: the rest of the file is
     /// read too, so the whole of it is checked against the first pass.
     fn finish_early(&mut self) {
         if let Rows::Stream {
-            reader,
+            input,
             checksum,
             path,
             ..
         } = &mut self.rows
-            && let Err(err) = verify(reader, *checksum, path)
+            && let Err(err) = verify(input, *checksum, path)
         {
             self.error.get_or_insert(err);
         }
@@ -627,7 +962,7 @@ impl Iterator for Arrivals {
     #[inline]
     fn next(&mut self) -> Option<Arrival> {
         loop {
-            let (raw, key) = self.next_raw()?;
+            let (raw, key) = self.next_spread()?;
             let time = if self.offset == 0 {
                 raw
             } else {
@@ -650,6 +985,11 @@ impl Iterator for Arrivals {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::SeedableRng as _;
+
+    fn rng() -> Rng {
+        Rng::seed_from_u64(7)
+    }
 
     fn trace(contents: &str, extra: &str) -> (tempfile::TempDir, Config) {
         let dir = tempfile::tempdir().unwrap();
@@ -660,8 +1000,208 @@ mod tests {
 
     fn times(contents: &str, extra: &str) -> Result<Vec<u64>, String> {
         let (dir, config) = trace(contents, extra);
-        let arrivals = config.arrivals(dir.path(), Nanos(0), Nanos(u64::MAX))?;
+        let arrivals = config.arrivals(dir.path(), Nanos(0), Nanos(u64::MAX), rng())?;
         Ok(arrivals.map(|a| a.time.get()).collect())
+    }
+
+    fn file(name: &str, contents: &str, extra: &str) -> (tempfile::TempDir, Config) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(name), contents).unwrap();
+        let config: Config = toml::from_str(&format!("path = \"{name}\"\n{extra}")).unwrap();
+        (dir, config)
+    }
+
+    /// Times and keys as replayed.
+    type Replayed = Vec<(u64, Key)>;
+
+    /// Times and keys as replayed from `[0, end)`, and the first pass's warnings.
+    fn replay(name: &str, contents: &str, extra: &str) -> Result<(Replayed, Vec<String>), String> {
+        let (dir, config) = file(name, contents, extra);
+        let warnings = config.validate(dir.path(), Nanos(0), Nanos(u64::MAX))?;
+        let mut arrivals = config.arrivals(dir.path(), Nanos(0), Nanos(u64::MAX), rng())?;
+        let rows: Vec<(u64, Key)> = arrivals.by_ref().map(|a| (a.time.get(), a.key)).collect();
+        arrivals.take_error().map_or(Ok((rows, warnings)), Err)
+    }
+
+    const COMBINED: &str = r#"198.51.100.1 - - [27/Nov/2026:09:00:00 +0100] "GET / HTTP/1.1" 200 5 "-" "a"
+198.51.100.2 - bob [27/Nov/2026:09:00:00 +0100] "POST /x HTTP/1.1" 429 0 "-" "b"
+
+203.0.113.7 - - [27/Nov/2026:08:00:02 +0000] "GET / HTTP/1.1" 200 5 "-" "c"
+"#;
+
+    #[test]
+    fn a_combined_log_replays_rebased_with_its_addresses_as_keys() {
+        let (rows, warnings) = replay(
+            "a.log",
+            COMBINED,
+            "format = \"combined\"\nkey_field = \"remote_addr\"\nspread = \"none\"",
+        )
+        .unwrap();
+        // 08:00:02 UTC is 09:00:02 +0100: two seconds after the first rows.
+        assert_eq!(
+            rows,
+            [
+                (0, Key::named(b"198.51.100.1")),
+                (0, Key::named(b"198.51.100.2")),
+                (2_000_000_000, Key::named(b"203.0.113.7")),
+            ]
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let (rows, _) = replay(
+            "a.log",
+            COMBINED,
+            "format = \"combined\"\nkey_field = \"remote_user\"\nspread = \"none\"",
+        )
+        .unwrap();
+        assert_eq!(rows[1].1, Key::named(b"bob"));
+    }
+
+    #[test]
+    fn whole_seconds_of_a_log_are_spread_within_their_second_and_said_so() {
+        let (rows, warnings) = replay("a.log", COMBINED, "format = \"combined\"").unwrap();
+        assert!(
+            warnings.iter().any(|w| w.contains("whole seconds")),
+            "{warnings:?}"
+        );
+        let times: Vec<u64> = rows.iter().map(|r| r.0).collect();
+        assert!(times.is_sorted(), "{times:?}");
+        assert!(times[..2].iter().all(|&t| t < NANOS_PER_SEC), "{times:?}");
+        assert!(
+            (2 * NANOS_PER_SEC..3 * NANOS_PER_SEC).contains(&times[2]),
+            "{times:?}"
+        );
+        // Drawn, not left on the second (a draw of exactly 0 has chance 10^-9).
+        assert!(times.iter().all(|t| t % NANOS_PER_SEC != 0), "{times:?}");
+        // Seeded: the same seed, the same instants.
+        assert_eq!(
+            replay("a.log", COMBINED, "format = \"combined\"")
+                .unwrap()
+                .0,
+            rows
+        );
+    }
+
+    #[test]
+    fn json_lines_and_date_times_in_csv_read_as_the_combined_log_does() {
+        let json = r#"{"time": "2026-11-27T09:00:00+01:00", "ip": "198.51.100.1"}
+{"time": "2026-11-27T08:00:00Z", "ip": "198.51.100.2"}
+{"time": "2026-11-27T09:00:02.000+01:00", "ip": "203.0.113.7"}
+"#;
+        let csv = "when,ip\n2026-11-27T09:00:00+01:00,198.51.100.1\n2026-11-27 08:00:00Z,198.51.100.2\n2026-11-27T08:00:02Z,203.0.113.7\n";
+        let combined = replay(
+            "a.log",
+            COMBINED,
+            "format = \"combined\"\nkey_field = \"remote_addr\"",
+        )
+        .unwrap()
+        .0;
+        let from_json = replay("a.jsonl", json, "format = \"jsonl\"\nkey_field = \"ip\"")
+            .unwrap()
+            .0;
+        let from_csv = replay(
+            "a.csv",
+            csv,
+            "time_field = \"when\"\nunit = \"rfc3339\"\nkey_field = \"ip\"",
+        )
+        .unwrap()
+        .0;
+        assert_eq!(from_json, combined);
+        assert_eq!(from_csv, combined);
+    }
+
+    #[test]
+    fn epoch_numbers_in_json_and_milliseconds_in_csv() {
+        let json = "{\"ts\": 1764230400.5}\n{\"ts\": 1764230401}\n";
+        let (rows, _) = replay("a.jsonl", json, "format = \"jsonl\"\ntime_field = \"ts\"").unwrap();
+        assert_eq!(
+            rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+            [0, 500_000_000]
+        );
+        let json = "{\"ts\": 1764230400500}\n{\"ts\": 1764230401000}\n";
+        let (rows, _) = replay(
+            "a.jsonl",
+            json,
+            "format = \"jsonl\"\ntime_field = \"ts\"\nunit = \"ms\"",
+        )
+        .unwrap();
+        assert_eq!(
+            rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+            [0, 500_000_000]
+        );
+        let (rows, _) = replay("a.csv", "time_ms\n1.5\n3\n", "").unwrap();
+        assert_eq!(
+            rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+            [1_500_000, 3_000_000]
+        );
+    }
+
+    #[test]
+    fn bad_log_lines_name_their_line_and_what_is_expected() {
+        for (name, contents, extra, expected) in [
+            (
+                "a.log",
+                "198.51.100.1 - - [27/Nov/2026:09:00:00 +0100] \"GET / HTTP/1.1\" 200 5\nnonsense\n",
+                "format = \"combined\"",
+                "a.log:2: \"nonsense\" is not a combined log line",
+            ),
+            (
+                "a.log",
+                "1.2.3.4 - - [27/Nov/2026:25:00:00 +0100] \"GET / HTTP/1.1\" 200 5\n",
+                "format = \"combined\"",
+                "a.log:1: [27/Nov/2026:25:00:00 +0100] is not a time",
+            ),
+            (
+                "a.log",
+                COMBINED,
+                "format = \"combined\"\nkey_field = \"client\"",
+                "a combined log has no field \"client\"",
+            ),
+            (
+                "a.log",
+                COMBINED,
+                "format = \"combined\"\nunit = \"s\"",
+                "a combined log's time is its",
+            ),
+            (
+                "a.jsonl",
+                "{\"time\": \"2026-11-27T09:00:00Z\"}\n[1]\n",
+                "format = \"jsonl\"",
+                "a.jsonl:2: not a JSON object",
+            ),
+            (
+                "a.jsonl",
+                "{\"t\": 1}\n",
+                "format = \"jsonl\"",
+                "a.jsonl:1: no field \"time\"; set time_field",
+            ),
+            (
+                "a.jsonl",
+                "{\"time\": \"noon\"}\n",
+                "format = \"jsonl\"",
+                "a.jsonl:1: \"noon\" is not an RFC 3339 date-time",
+            ),
+            (
+                "a.jsonl",
+                "{\"time\": 1, \"k\": 2}\n{\"time\": 2}\n",
+                "format = \"jsonl\"\nkey_field = \"k\"",
+                "a.jsonl:2: no key field \"k\"",
+            ),
+            (
+                "a.csv",
+                "time_s\n1.5\n",
+                "spread = \"uniform\"",
+                "spread: \"uniform\" spreads whole-second timestamps",
+            ),
+            (
+                "a.log",
+                "",
+                "format = \"combined\"",
+                "the trace has no rows",
+            ),
+        ] {
+            let err = replay(name, contents, extra).unwrap_err();
+            assert!(err.contains(expected), "{expected:?} not in {err}");
+        }
     }
 
     #[test]
@@ -710,7 +1250,7 @@ mod tests {
     fn keyed(contents: &str, extra: &str) -> Result<Vec<(u64, Key)>, String> {
         let (dir, config) = trace(contents, extra);
         config.validate(dir.path(), Nanos(0), Nanos(u64::MAX))?;
-        let arrivals = config.arrivals(dir.path(), Nanos(0), Nanos(u64::MAX))?;
+        let arrivals = config.arrivals(dir.path(), Nanos(0), Nanos(u64::MAX), rng())?;
         Ok(arrivals.map(|a| (a.time.get(), a.key)).collect())
     }
 
@@ -766,7 +1306,7 @@ mod tests {
         let (dir, config) = trace("time_ns\n100\n200\n300\n", "");
         config.validate(dir.path(), Nanos(0), Nanos(1000))?;
         change(&dir.path().join("t.csv"));
-        let mut arrivals = config.arrivals(dir.path(), Nanos(0), Nanos(250))?;
+        let mut arrivals = config.arrivals(dir.path(), Nanos(0), Nanos(250), rng())?;
         let times: Vec<u64> = arrivals.by_ref().map(|a| a.time.get()).collect();
         arrivals.take_error().map_or(Ok(times), Err)
     }

@@ -1,0 +1,105 @@
+//! Access logs replay as they are: the same requests as an nginx combined
+//! log, JSON lines and CSV with RFC 3339 times give byte-identical results,
+//! and, kept on the second, the same as a CSV of epoch seconds.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+const SCENARIO: &str = "scenarios/access-log.toml";
+const SOURCE: &str = r#"{ kind = "trace", format = "combined", path = "traces/checkout-access.log", key_field = "remote_addr" }"#;
+
+/// `summary.json` of access-log.toml with its source replaced by `source`
+/// (paths relative to the shipped traces), and what it warned.
+fn summary(dir: &Path, name: &str, source: &str) -> (Vec<u8>, String) {
+    let text = fs::read_to_string(SCENARIO).unwrap();
+    assert!(text.contains(SOURCE), "the scenario's source changed");
+    let traces = fs::canonicalize("scenarios/traces").unwrap();
+    let source = source.replace("traces/", &format!("{}/", traces.display()));
+    let file = dir.join(format!("{name}.toml"));
+    fs::write(&file, text.replace(SOURCE, &source)).unwrap();
+    let out = dir.join(name);
+    let assert = Command::cargo_bin("burstsim")
+        .unwrap()
+        .arg("run")
+        .arg(&file)
+        .args(["-q", "--no-charts", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    let warnings = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+    (fs::read(out.join("summary.json")).unwrap(), warnings)
+}
+
+#[test]
+fn a_combined_log_json_lines_and_rfc3339_csv_replay_to_the_same_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let (combined, warnings) = summary(dir.path(), "combined", SOURCE);
+    assert!(warnings.contains("whole seconds"), "{warnings}");
+    let (json, _) = summary(
+        dir.path(),
+        "json",
+        r#"{ kind = "trace", format = "jsonl", path = "traces/checkout-access.jsonl", key_field = "remote_addr" }"#,
+    );
+    let (csv, _) = summary(
+        dir.path(),
+        "csv",
+        r#"{ kind = "trace", path = "traces/checkout-access.csv", time_field = "time", unit = "rfc3339", key_field = "client" }"#,
+    );
+    assert!(
+        combined == json,
+        "JSON lines replay differently from the combined log"
+    );
+    assert!(
+        combined == csv,
+        "the RFC 3339 CSV replays differently from the combined log"
+    );
+    let figures: serde_json::Value = serde_json::from_slice(&combined).unwrap();
+    let per_client = figures["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["limiter"] == "per-client-fixed")
+        .unwrap();
+    // 2308 requests in the log, every one replayed.
+    assert_eq!(per_client["offered"], 2308);
+}
+
+#[test]
+fn kept_on_the_second_a_log_replays_as_a_csv_of_epoch_seconds() {
+    let dir = tempfile::tempdir().unwrap();
+    // The CSV's times (all within 09:00 +01:00 on 27 Nov 2026) as epoch seconds.
+    let iso = fs::read_to_string("scenarios/traces/checkout-access.csv").unwrap();
+    let mut epoch = String::from("time_s,client\n");
+    for line in iso.lines().skip(1) {
+        let (time, rest) = line.split_once(',').unwrap();
+        let client = rest.split(',').next().unwrap();
+        assert!(
+            time.starts_with("2026-11-27T09:00:") && time.ends_with("+01:00"),
+            "{time}"
+        );
+        let second: u64 = time[17..19].parse().unwrap();
+        epoch.push_str(&format!("{},{client}\n", 1_764_230_400 + second));
+    }
+    let epoch_file: PathBuf = dir.path().join("epoch.csv");
+    fs::write(&epoch_file, epoch).unwrap();
+    let (log, warnings) = summary(
+        dir.path(),
+        "log",
+        r#"{ kind = "trace", format = "combined", path = "traces/checkout-access.log", key_field = "remote_addr", spread = "none" }"#,
+    );
+    assert!(!warnings.contains("whole seconds"), "{warnings}");
+    let (csv, _) = summary(
+        dir.path(),
+        "epoch",
+        &format!(
+            r#"{{ kind = "trace", path = "{}", rebase = true, key_field = "client" }}"#,
+            epoch_file.display()
+        ),
+    );
+    assert!(
+        log == csv,
+        "the log kept on the second replays differently from epoch seconds"
+    );
+}
