@@ -483,6 +483,9 @@ fn compare(
         .max()
         .unwrap_or(0)
         .max((1_000_000.0 * speed) as u64);
+    // A window's two ends are each uncertain by that much: the instant
+    // Redis opened it, and the instant it ran the request at the edge.
+    let edge_tolerance = jitter.saturating_mul(2);
     let (mut live, mut simulated) = (
         RollingCounts::new(&[Nanos::SECOND]),
         RollingCounts::new(&[Nanos::SECOND]),
@@ -509,7 +512,7 @@ fn compare(
             // counted again at every later request of the window.
             let model_opens = window_start.is_none_or(|start| at.saturating_sub(start) >= window);
             let edge = window_start.map_or(0, |start| start + window);
-            let follow = model_opens != (replied == 1) && at.abs_diff(edge) <= jitter;
+            let follow = model_opens != (replied == 1) && at.abs_diff(edge) <= edge_tolerance;
             if follow && last_followed != Some(edge) {
                 edges_followed += 1;
                 last_followed = Some(edge);
@@ -560,7 +563,7 @@ fn compare(
         .iter()
         .zip(&paired)
         .filter(|&(&(_, _, since), &p)| {
-            !p && (since <= jitter || window.saturating_sub(since) <= jitter)
+            !p && (since <= edge_tolerance || window.saturating_sub(since) <= edge_tolerance)
         })
         .count() as u64;
     LiveResult {

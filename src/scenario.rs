@@ -705,7 +705,7 @@ threshold = 100
             "kind = \"token-bucket\"\nrate = 100\nburst = 100\ncount_rejected = true",
         ));
         assert!(
-            err.contains("limiter \"fixed\": count_rejected: only fixed-window, sliding-log, sliding-counter can count rejected requests"),
+            err.contains("limiter \"fixed\": count_rejected: only fixed-window, sliding-log, sliding-counter, envoy-ratelimit can count rejected requests"),
             "{err}"
         );
         let scenario = parse(

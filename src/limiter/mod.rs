@@ -569,7 +569,12 @@ pub trait Decisions {
 
 /// The kinds with `count_rejected`: a rejected request counts in the
 /// window, the log or the counter as an admitted one does.
-pub const COUNTS_REJECTED: &[&str] = &["fixed-window", "sliding-log", "sliding-counter"];
+pub const COUNTS_REJECTED: &[&str] = &[
+    "fixed-window",
+    "sliding-log",
+    "sliding-counter",
+    "envoy-ratelimit",
+];
 
 kinds! {
     FixedWindow = fixed_window,
@@ -583,6 +588,8 @@ kinds! {
     SlidingBuckets = sliding_buckets,
     EnvoyLocal = envoy_local,
     NginxLimitReq = nginx_limit_req,
+    EnvoyRatelimit = envoy_ratelimit,
+    SpringCloudGateway = spring_cloud_gateway,
 }
 
 #[cfg(test)]
