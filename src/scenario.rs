@@ -199,14 +199,17 @@ struct WorkloadFile {
 
 /// Reads and validates the scenario at `path`.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-    let text =
-        crate::input::read_text(path, crate::input::MAX_SCENARIO_BYTES).map_err(|cause| {
-            ScenarioError::Read {
-                path: path.to_owned(),
-                cause,
-            }
-        })?;
-    parse(&text, path)
+    parse(&read(path)?, path)
+}
+
+/// The text of the scenario file at `path` (bounded in size).
+pub fn read(path: &Path) -> Result<String, ScenarioError> {
+    crate::input::read_text(path, crate::input::MAX_SCENARIO_BYTES).map_err(|cause| {
+        ScenarioError::Read {
+            path: path.to_owned(),
+            cause,
+        }
+    })
 }
 
 /// Validates scenario `text`, read from `path`.

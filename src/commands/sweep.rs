@@ -26,13 +26,7 @@ const MAX_PART_BYTES: u64 = 4 << 30;
 /// `burstsim sweep`.
 pub fn sweep(args: &SweepArgs) -> Result<()> {
     let path = &args.scenario;
-    let text =
-        crate::input::read_text(path, crate::input::MAX_SCENARIO_BYTES).map_err(|cause| {
-            crate::error::ScenarioError::Read {
-                path: path.clone(),
-                cause,
-            }
-        })?;
+    let text = crate::scenario::read(path)?;
     let scenario = crate::scenario::parse(&text, path)?;
     warn(&scenario.warnings);
     if args.zip && args.vary.is_empty() {

@@ -9,7 +9,7 @@ use super::load;
 pub fn validate(path: &std::path::Path) -> Result<()> {
     let scenario = load(path)?;
     // A sweep written in the file: every point must be a valid scenario too.
-    let text = crate::input::read_text(path, crate::input::MAX_SCENARIO_BYTES)?;
+    let text = crate::scenario::read(path)?;
     let sweep = match crate::sweep::Grid::from_scenario(&text, path)? {
         Some(grid) => {
             let base = crate::sweep::Base::new(text, path)?;
