@@ -175,6 +175,12 @@ fn heat_map(sweep: &SweepResults, workload: &str) -> Result<Chart> {
                                 .pos(Pos::new(HPos::Center, VPos::Center)),
                         ))?;
                     }
+                    // Within capacity in every second, yet not within the
+                    // backend: its queue dropped requests.
+                    if ok == Some(false) && ratio <= 1.0 {
+                        let r = (cell_w.min(cell_h) / 6.0).clamp(2.0, 6.0) as i32;
+                        root.draw(&Circle::new((x1 - r - 3, y1 + r + 3), r, CAPACITY.filled()))?;
+                    }
                 }
             }
             // The safe region's outline: every side of a safe cell that
@@ -244,7 +250,7 @@ fn heat_map(sweep: &SweepResults, workload: &str) -> Result<Chart> {
         root.present()?;
     }
     let caption = if backend {
-        "Each cell is one point of the sweep: the most requests the limiter admitted in any rolling second (the worst over replications), divided by the backend's capacity. Blue cells stay within capacity, orange to red ones exceed it; the black outline surrounds the points where the run stayed within the backend (no second over capacity, no drops)."
+        "Each cell is one point of the sweep: the most requests the limiter admitted in any rolling second (the worst over replications), divided by the backend's capacity. Blue cells stay within capacity, orange to red ones exceed it; the black outline surrounds the points where the run stayed within the backend (no second over capacity, no drops); a red dot marks a point within capacity whose backend queue still dropped requests."
     } else {
         "Each cell is one point of the sweep: the most requests the limiter admitted in any rolling interval (the worst over replications), divided by the limit it advertises over that interval. There is no [backend] to judge it against, so nothing is outlined."
     };
@@ -267,7 +273,7 @@ fn draw_scale(
     top: i32,
     backend: bool,
 ) -> Result<()> {
-    let (left, width, height) = (80, 600, 18);
+    let (left, width, height) = (40, 420, 18);
     for step in 0..120 {
         let ratio = f64::from(step) / 60.0;
         let x = left + step * width / 120;
@@ -295,16 +301,21 @@ fn draw_scale(
             font.clone().pos(Pos::new(HPos::Center, VPos::Top)),
         ))?;
     }
-    let what = if backend {
-        "worst second ÷ capacity;  outlined: within the backend"
+    let lines: &[&str] = if backend {
+        &[
+            "worst second ÷ capacity;  outlined: within the backend;",
+            "red dot: within capacity, but the queue dropped requests",
+        ]
     } else {
-        "worst interval ÷ the limit"
+        &["worst interval ÷ the limit"]
     };
-    root.draw(&Text::new(
-        what,
-        (left + width + 16, top + height / 2),
-        font.pos(Pos::new(HPos::Left, VPos::Center)),
-    ))?;
+    for (row, text) in lines.iter().enumerate() {
+        root.draw(&Text::new(
+            *text,
+            (left + width + 70, top + height / 2 + 24 * row as i32),
+            font.clone().pos(Pos::new(HPos::Left, VPos::Center)),
+        ))?;
+    }
     Ok(())
 }
 
