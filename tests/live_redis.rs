@@ -14,6 +14,30 @@ fn scenario() -> String {
     fs::read_to_string("scenarios/live.toml").expect("scenarios/live.toml is shipped")
 }
 
+/// Held by every test that replays in real time: replays that share the
+/// two cores with one another send late, and their comparisons then blame
+/// timing on the limiter.
+fn one_replay_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static REPLAYING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    REPLAYING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Live and simulated admissions differ by no more than the disagreements
+/// explained by a window edge within the timing jitter (reordered pairs
+/// cancel out).
+fn assert_admissions_agree(r: &Value) {
+    let (live, model) = (
+        r["admitted_live"].as_u64().unwrap(),
+        r["admitted_model"].as_u64().unwrap(),
+    );
+    assert!(
+        live.abs_diff(model) <= r["at_edges"].as_u64().unwrap(),
+        "admissions differ by more than the edges explain: {r}"
+    );
+}
+
 /// A redis-server of its own for one test; None (after saying so) where
 /// none is installed, which CI does not allow.
 fn started_redis() -> Option<common::RedisServer> {
@@ -48,6 +72,7 @@ fn spawn_live(
 
 #[test]
 fn live_replay_agrees_with_the_simulator_on_atomic_scripts() {
+    let _one_at_a_time = one_replay_at_a_time();
     let Some(server) = started_redis() else {
         return;
     };
@@ -89,7 +114,7 @@ fn live_replay_agrees_with_the_simulator_on_atomic_scripts() {
     for variant in ["atomic-fixed-window", "sliding-log"] {
         let r = find(variant);
         assert_eq!(r["unexplained"], 0, "{variant}: {r}");
-        assert_eq!(r["admitted_live"], r["admitted_model"], "{variant}: {r}");
+        assert_admissions_agree(&r);
     }
     // 200 requests within 2 ms from 8 clients: separate GET and INCR race.
     Command::cargo_bin("burstsim")
@@ -125,10 +150,7 @@ fn live_replay_agrees_with_the_simulator_on_atomic_scripts() {
         .iter()
         .find(|r| r["variant"] == "atomic-fixed-window")
         .unwrap();
-    assert_eq!(
-        atomic["admitted_live"], atomic["admitted_model"],
-        "{atomic}"
-    );
+    assert_admissions_agree(atomic);
     assert!(
         naive["admitted_live"].as_u64() > naive["admitted_model"].as_u64(),
         "the naive variant over-admits: {naive}"
@@ -213,6 +235,7 @@ fn live_refuses_a_speed_that_would_run_longer_than_the_wall_time_limit() {
 
 #[test]
 fn a_live_run_killed_midway_leaves_no_sliding_log_key_without_expiry() {
+    let _one_at_a_time = one_replay_at_a_time();
     let Some(server) = started_redis() else {
         return;
     };
@@ -254,6 +277,7 @@ fn a_live_run_killed_midway_leaves_no_sliding_log_key_without_expiry() {
 
 #[test]
 fn live_through_a_paused_redis_reports_what_each_policy_lets_through() {
+    let _one_at_a_time = one_replay_at_a_time();
     let Some(server) = started_redis() else {
         return;
     };
@@ -344,6 +368,7 @@ fn live_through_a_paused_redis_reports_what_each_policy_lets_through() {
 
 #[test]
 fn a_live_run_killed_during_the_naive_window_leaves_no_key_without_expiry() {
+    let _one_at_a_time = one_replay_at_a_time();
     let Some(server) = started_redis() else {
         return;
     };
