@@ -590,6 +590,7 @@ kinds! {
     NginxLimitReq = nginx_limit_req,
     EnvoyRatelimit = envoy_ratelimit,
     SpringCloudGateway = spring_cloud_gateway,
+    HaproxyRate = haproxy_rate,
 }
 
 #[cfg(test)]

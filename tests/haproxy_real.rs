@@ -1,0 +1,217 @@
+//! `haproxy-rate` against a real HAProxy: a frontend with a stick table
+//! storing `http_req_rate(1s)`, `track-sc0 src` and `deny if { sc_http_req_rate(0)
+//! gt L }`, sent the same requests at recorded moments. Every answer must be
+//! the model's at the moment it was sent, or within the timing tolerance of
+//! it (HAProxy's millisecond clock and when it ran the request); none may be
+//! unexplained. Skipped, with a message, where no `haproxy` is installed;
+//! `.ci/run` installs Debian's so CI runs it.
+
+mod common;
+
+use common::skip_unless_ci;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use burstsim::limiter::{Context, Limiter, LimiterConfig, RateLimiter};
+use burstsim::time::Nanos;
+
+/// How far HAProxy's clock and scheduling may put a request from its send time.
+const TOLERANCE_MS: u64 = 3;
+const LIMIT: u64 = 20;
+
+fn haproxy() -> Option<PathBuf> {
+    ["/usr/sbin/haproxy", "/usr/local/sbin/haproxy"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+}
+
+/// A foreground HAProxy on a free port, stopped by its pid when dropped.
+struct Server {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start(binary: &Path) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let _starting = common::STARTING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let port = common::free_port();
+        let conf = format!(
+            "global
+    maxconn 256
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 5s
+    timeout server 5s
+frontend limited
+    bind 127.0.0.1:{port}
+    stick-table type ip size 1k expire 60s store http_req_rate(1s)
+    http-request track-sc0 src
+    http-request deny deny_status 429 if {{ sc_http_req_rate(0) gt {LIMIT} }}
+    http-request return status 200 content-type text/plain string ok
+"
+        );
+        let path = dir.path().join("haproxy.cfg");
+        std::fs::write(&path, conf).unwrap();
+        let child = Command::new(binary)
+            .arg("-db")
+            .arg("-f")
+            .arg(&path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("haproxy starts");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "haproxy did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Server {
+            child,
+            port,
+            _dir: dir,
+        }
+    }
+
+    /// Sends one request and returns its status.
+    fn get(&self) -> u16 {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        stream
+            .write_all(b"GET / HTTP/1.0\r\nHost: burstsim\r\n\r\n")
+            .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Bursts sent back to back with pauses between them: (requests, pause after, in ms).
+/// They cross period edges with the previous period's weight high and low
+/// (a period starting 300 ms after its predecessor ended weighs it by 70%),
+/// and idle for two periods once.
+const SCHEDULE: [(usize, u64); 8] = [
+    (22, 1_300),
+    (12, 450),
+    (15, 250),
+    (20, 900),
+    (8, 2_100),
+    (25, 600),
+    (18, 1_150),
+    (10, 0),
+];
+
+fn model() -> Limiter {
+    let table: toml::Table = toml::from_str(&format!(
+        "kind = \"haproxy-rate\"\nperiod = \"1s\"\nlimit = {LIMIT}"
+    ))
+    .unwrap();
+    LimiterConfig::from_table(table)
+        .unwrap()
+        .build(Context::default())
+        .unwrap()
+}
+
+#[test]
+fn haproxy_admits_and_denies_as_the_freq_ctr_model() {
+    let Some(binary) = haproxy() else {
+        skip_unless_ci(
+            "SKIPPED: no haproxy installed; .ci/run installs Debian's haproxy so CI runs this check",
+        );
+        return;
+    };
+    let server = Server::start(&binary);
+    let start = Instant::now();
+    let mut sent = Vec::new();
+    for (count, pause_ms) in SCHEDULE {
+        for _ in 0..count {
+            let at = start.elapsed().as_nanos() as u64;
+            sent.push((at, server.get()));
+        }
+        std::thread::sleep(Duration::from_millis(pause_ms));
+    }
+    assert!(
+        sent.iter()
+            .all(|&(_, status)| status == 200 || status == 429),
+        "{sent:?}"
+    );
+    // Decide each request at its send time; where HAProxy answered
+    // otherwise, look for the answer within the tolerance (never before the
+    // previous request's time), and go on from the state that gave it.
+    let mut limiter = model();
+    let (mut previous, mut explained, mut unexplained) = (0u64, Vec::new(), Vec::new());
+    for &(at, status) in &sent {
+        let theirs = status == 200;
+        let mut exact = limiter.clone();
+        if exact.decide(Nanos(at)).admitted() == theirs {
+            limiter = exact;
+            previous = at;
+            continue;
+        }
+        let tolerance = TOLERANCE_MS * 1_000_000;
+        let shifted = (at.saturating_sub(tolerance).max(previous)..=at + tolerance)
+            .step_by(250_000)
+            .find_map(|t| {
+                let mut shifted = limiter.clone();
+                (shifted.decide(Nanos(t)).admitted() == theirs).then_some((t, shifted))
+            });
+        match shifted {
+            Some((t, state)) => {
+                explained.push((at, t));
+                limiter = state;
+                previous = t;
+            }
+            None => {
+                unexplained.push((at, status));
+                limiter = exact;
+                previous = at;
+            }
+        }
+    }
+    assert!(
+        unexplained.is_empty(),
+        "HAProxy answered {unexplained:?} (ns since the first request, status) unlike the model at any time within {TOLERANCE_MS} ms; explained by timing: {explained:?}"
+    );
+    let denied = sent.iter().filter(|&&(_, s)| s == 429).count();
+    let admitted = sent.len() - denied;
+    assert!(
+        denied > 20 && admitted > 30,
+        "the schedule exercises both answers: {admitted} admitted, {denied} denied"
+    );
+    // Timing explains a few answers at most, not the comparison.
+    eprintln!(
+        "{} of {} answers explained by timing: {explained:?}",
+        explained.len(),
+        sent.len()
+    );
+    assert!(
+        explained.len() <= 6,
+        "{} answers needed the tolerance: {explained:?}",
+        explained.len()
+    );
+}
