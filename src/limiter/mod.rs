@@ -591,6 +591,7 @@ kinds! {
     EnvoyRatelimit = envoy_ratelimit,
     SpringCloudGateway = spring_cloud_gateway,
     HaproxyRate = haproxy_rate,
+    Traefik = traefik,
 }
 
 #[cfg(test)]

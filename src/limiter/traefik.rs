@@ -1,0 +1,248 @@
+//! Traefik's `rateLimit` middleware (upstream: `pkg/middlewares/ratelimiter/rate_limiter.go`)
+//! over `golang.org/x/time/rate` (`rate.go`: `reserveN`, `advance`,
+//! `CancelAt`): a token bucket of `burst` at `average / period` per second
+//! where each request reserves a token; if the reservation's delay is at most
+//! `maxDelay` — 1 s / (2 · ⌊rate⌋), or 500 ms below one request per second —
+//! the request waits that long and is served, otherwise the reservation is
+//! cancelled (its token given back) and the answer is 429. Each source's
+//! limiter lives in a TTL map refreshed by every request: after `ttl` idle
+//! seconds (2 for rates of at least one per second, else 1 + ⌊1/rate⌋) it is
+//! gone and the next request meets a new limiter, whose zero time makes its
+//! bucket full.
+//!
+//! The arithmetic is the Go library's, in the same IEEE doubles in the same
+//! order — tokens, `Duration.Seconds()`, `durationFromTokens` truncated to
+//! whole nanoseconds — because the real limiter decides in floats: integers
+//! would disagree with it. `tests/xtime_rate.rs` runs a Go driver over the
+//! real library and agrees request by request.
+
+use std::num::NonZeroU64;
+
+use serde::Deserialize;
+
+use super::{Context, Decision, Hint, Kind, RateLimiter};
+use crate::time::{NANOS_PER_SEC, Nanos};
+
+/// `kind = "traefik"`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Requests per `period` on average.
+    pub average: NonZeroU64,
+    /// The period of `average` (default 1 s).
+    #[serde(default = "second")]
+    pub period: Nanos,
+    /// The bucket's size (default 1).
+    #[serde(default = "one")]
+    pub burst: NonZeroU64,
+}
+
+fn second() -> Nanos {
+    Nanos::SECOND
+}
+
+fn one() -> NonZeroU64 {
+    NonZeroU64::MIN
+}
+
+/// The largest burst: the Go library keeps tokens in a double.
+const MAX_BURST: u64 = 1 << 40;
+
+impl Kind for Config {
+    const NAME: &'static str = "traefik";
+    type State = Traefik;
+
+    fn build(&self, _: Context) -> Result<Traefik, String> {
+        if self.period == Nanos::ZERO {
+            return Err("period: must be longer than 0".into());
+        }
+        if self.burst.get() > MAX_BURST {
+            return Err(format!("burst: at most {MAX_BURST}"));
+        }
+        let average = i64::try_from(self.average.get())
+            .ok()
+            .and_then(|a| a.checked_mul(NANOS_PER_SEC as i64))
+            .ok_or("average: too large for Traefik's nanosecond arithmetic")?;
+        let rate = average as f64 / self.period.get() as f64;
+        let max_delay = if rate < 1.0 {
+            500_000_000
+        } else {
+            NANOS_PER_SEC as i64 / ((rate as i64).saturating_mul(2)).max(1)
+        };
+        let ttl_s = 1 + if rate >= 1.0 { 1 } else { (1.0 / rate) as u64 };
+        Ok(Traefik {
+            rate,
+            burst: self.burst.get(),
+            max_delay: max_delay as u64,
+            ttl: ttl_s.saturating_mul(NANOS_PER_SEC),
+            tokens: 0.0,
+            last: 0,
+            expires: 0,
+        })
+    }
+
+    fn parameter(&self, _: Context) -> (&'static str, u64) {
+        ("average", self.average.get())
+    }
+
+    fn with_parameter(&self, value: u64) -> Config {
+        Config {
+            average: NonZeroU64::new(value).unwrap_or(NonZeroU64::MIN),
+            ..self.clone()
+        }
+    }
+
+    fn example(choice: u64) -> String {
+        format!(
+            "average = {}\nperiod = \"{}ns\"\nburst = {}",
+            choice % 19 + 1,
+            choice / 19 % 2_000 + 500,
+            choice / 38_000 % 9 + 1
+        )
+    }
+}
+
+/// One source's `rate.Limiter` and its place in the TTL map.
+#[derive(Clone, Debug)]
+pub struct Traefik {
+    rate: f64,
+    burst: u64,
+    max_delay: u64,
+    ttl: u64,
+    tokens: f64,
+    /// `lim.last`, in ns; meaningless while `expires` is 0 (a new limiter).
+    last: u64,
+    /// When the TTL map forgets the limiter; 0 before the first request.
+    expires: u64,
+}
+
+/// `time.Duration.Seconds()`.
+fn seconds(d: i64) -> f64 {
+    let sec = d / NANOS_PER_SEC as i64;
+    let nsec = d % NANOS_PER_SEC as i64;
+    sec as f64 + nsec as f64 / 1e9
+}
+
+impl Traefik {
+    /// `advance`: the tokens at `now`.
+    fn advance(&self, now: u64, fresh: bool) -> f64 {
+        // A new limiter's zero time is centuries ago: `Sub` saturates.
+        let elapsed = if fresh {
+            i64::MAX
+        } else {
+            (now - self.last.min(now)) as i64
+        };
+        let tokens = if fresh { 0.0 } else { self.tokens } + seconds(elapsed) * self.rate;
+        tokens.min(self.burst as f64)
+    }
+}
+
+impl RateLimiter for Traefik {
+    #[inline]
+    fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
+        let now = now.get();
+        let fresh = now >= self.expires;
+        self.expires = now.saturating_add(self.ttl);
+        // reserveN(now, 1, InfDuration): always granted with burst ≥ 1.
+        let tokens = self.advance(now, fresh) - 1.0;
+        let wait = if tokens < 0.0 {
+            // durationFromTokens, truncated toward zero like Go's conversion.
+            (1e9 * (-tokens / self.rate)) as i64 as u64
+        } else {
+            0
+        };
+        self.last = now;
+        self.tokens = tokens;
+        if wait > self.max_delay {
+            // CancelAt(now): advance by nothing, give the token back.
+            let restored = self.advance(now, false) + 1.0;
+            self.tokens = restored.min(self.burst as f64);
+            return Decision::admit_or::<HINTS>(false, || Hint::NONE);
+        }
+        if wait == 0 {
+            Decision::Admit
+        } else {
+            Decision::Delay(Nanos(wait))
+        }
+    }
+
+    fn refund(&mut self, _now: Nanos) {
+        self.tokens = (self.tokens + 1.0).min(self.burst as f64);
+    }
+
+    /// burst + ⌈rate · L⌉ + 1, counted when requests are served: a token
+    /// bucket of `burst` at `rate`, its reservations served no earlier than
+    /// their tokens exist (one more for the doubles' rounding).
+    fn bound(&self, interval: Nanos) -> u64 {
+        if interval == Nanos::ZERO {
+            return 0;
+        }
+        let refill = (self.rate * interval.get() as f64 / 1e9).ceil();
+        self.burst
+            .saturating_add(refill.min(u64::MAX as f64 / 2.0) as u64)
+            .saturating_add(1)
+    }
+
+    /// At decision times reservations may run up to `maxDelay` ahead.
+    fn decision_bound(&self, interval: Nanos) -> u64 {
+        self.bound(Nanos(interval.get().saturating_add(self.max_delay)))
+    }
+
+    fn max_delay(&self) -> Nanos {
+        Nanos(self.max_delay)
+    }
+
+    fn nominal(&self, interval: Nanos) -> f64 {
+        self.rate * interval.get() as f64 / 1e9
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{:.6}/s, burst {}, waits up to {}",
+            self.rate,
+            self.burst,
+            Nanos(self.max_delay)
+        )
+        .replace(".000000/s", "/s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn traefik(average: u64, burst: u64) -> Traefik {
+        Config {
+            average: NonZeroU64::new(average).unwrap(),
+            period: Nanos::SECOND,
+            burst: NonZeroU64::new(burst).unwrap(),
+        }
+        .build(Context::default())
+        .unwrap()
+    }
+
+    #[test]
+    fn a_short_wait_is_served_late_a_long_one_refused() {
+        // 10/s: tokens every 100 ms, waits up to 1 s / 20 = 50 ms.
+        let mut limiter = traefik(10, 2);
+        assert_eq!(limiter.max_delay(), Nanos(50_000_000));
+        assert_eq!(limiter.decide(Nanos(0)), Decision::Admit);
+        assert_eq!(limiter.decide(Nanos(0)), Decision::Admit);
+        assert!(!limiter.decide(Nanos(0)).admitted(), "a 100 ms wait");
+        // 60 ms later: 0.6 of a token; the rest comes in 40 ms, within 50.
+        assert_eq!(limiter.decide(Nanos(60_000_000)), Decision::Delay(Nanos(40_000_000)));
+    }
+
+    #[test]
+    fn the_ttl_forgets_a_source_and_its_next_request_finds_a_full_bucket() {
+        let mut limiter = traefik(1, 5);
+        assert_eq!(limiter.ttl, 2 * NANOS_PER_SEC);
+        let admitted = (0..8).filter(|_| limiter.decide(Nanos(0)).admitted()).count();
+        assert_eq!(admitted, 5);
+        // 2 s idle: forgotten, full again (refill alone would give 2).
+        let admitted = (0..8)
+            .filter(|_| limiter.decide(Nanos(2 * NANOS_PER_SEC)).admitted())
+            .count();
+        assert_eq!(admitted, 5);
+    }
+}

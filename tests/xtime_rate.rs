@@ -1,0 +1,142 @@
+//! `traefik` against the real `golang.org/x/time/rate`: a Go driver
+//! (`tests/xtime_rate/main.go`) makes Traefik's decision around the
+//! library with injected times, and the model must give the same answer —
+//! admitted now, admitted after the same delay to the nanosecond, or
+//! refused — for every request. Skipped, with a message, where Go or the
+//! library is missing; `.ci/run` installs Debian's `golang-go` and
+//! `golang-golang-x-time-dev` so CI runs it.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use burstsim::limiter::{Context, Decision, LimiterConfig, RateLimiter};
+use burstsim::time::Nanos;
+
+const LIBRARY: &str = "/usr/share/gocode/src/golang.org/x/time/rate/rate.go";
+
+/// The driver, built into `dir`; `None` where Go or the library is missing.
+fn driver(dir: &Path) -> Option<PathBuf> {
+    let go = ["/usr/bin/go", "/usr/lib/go/bin/go"]
+        .into_iter()
+        .find(|p| Path::new(p).is_file())?;
+    if !Path::new(LIBRARY).is_file() {
+        return None;
+    }
+    let binary = dir.join("xtime");
+    let status = Command::new(go)
+        .args(["build", "-o"])
+        .arg(&binary)
+        .arg(std::fs::canonicalize("tests/xtime_rate/main.go").unwrap())
+        .env("GO111MODULE", "off")
+        .env("GOPATH", "/usr/share/gocode")
+        .env("GOCACHE", dir.join("cache"))
+        .env("GOFLAGS", "")
+        .status()
+        .expect("go runs");
+    assert!(status.success(), "the Go driver builds");
+    Some(binary)
+}
+
+/// A small deterministic generator (SplitMix64), so a failure replays.
+struct Mix(u64);
+
+impl Mix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// Request times: runs at one instant, gaps of nanoseconds to seconds, and
+/// idle spells past the TTL.
+fn times(mix: &mut Mix, count: usize, scale: u64) -> Vec<u64> {
+    let mut t = 0u64;
+    (0..count)
+        .map(|_| {
+            t += match mix.next() % 10 {
+                0..=2 => 0,
+                3..=5 => mix.next() % 1_000,
+                6..=8 => mix.next() % scale,
+                _ => mix.next() % (4 * burstsim::time::NANOS_PER_SEC),
+            };
+            t
+        })
+        .collect()
+}
+
+#[test]
+fn traefik_decides_every_request_as_x_time_rate_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(driver) = driver(dir.path()) else {
+        common::skip_unless_ci(
+            "SKIPPED: no Go or golang.org/x/time/rate; .ci/run installs golang-go and golang-golang-x-time-dev so CI runs this check",
+        );
+        return;
+    };
+    let mut mix = Mix(20_261_130);
+    let (mut compared, mut refused, mut delayed) = (0, 0, 0);
+    for (average, period_ns, burst) in [
+        (10u64, 1_000_000_000u64, 2u64),
+        (1, 1_000_000_000, 5),
+        (3, 7_000_000_000, 1),
+        (100, 1_000_000_000, 20),
+        (7, 250_000_000, 3),
+        (1000, 1_000_000_000, 1),
+        (5, 1_500_000_000, 8),
+        (2, 3_000_000_000, 2),
+    ] {
+        let scale = period_ns / average;
+        let times = times(&mut mix, 3_000, scale);
+        let mut child = Command::new(&driver)
+            .args([average, period_ns, burst].map(|v| v.to_string()))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let input: String = times.iter().map(|t| format!("{t}\n")).collect();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success());
+        let answers = String::from_utf8(output.stdout).unwrap();
+        let table: toml::Table = toml::from_str(&format!(
+            "kind = \"traefik\"\naverage = {average}\nperiod = \"{period_ns}ns\"\nburst = {burst}"
+        ))
+        .unwrap();
+        let mut model = LimiterConfig::from_table(table)
+            .unwrap()
+            .build(Context::default())
+            .unwrap();
+        let mut lines = answers.lines();
+        for (i, &t) in times.iter().enumerate() {
+            let theirs = lines.next().expect("an answer per request");
+            let ours = match model.decide(Nanos(t)) {
+                Decision::Admit => "A 0".to_string(),
+                Decision::Delay(d) => format!("A {}", d.get()),
+                Decision::Reject(_) => "R".to_string(),
+            };
+            assert_eq!(
+                ours, theirs,
+                "average {average} per {period_ns} ns, burst {burst}: request {i} at {t} ns"
+            );
+            refused += usize::from(ours == "R");
+            delayed += usize::from(ours.starts_with("A ") && ours != "A 0");
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 8 * 3_000);
+    assert!(
+        refused > 1_000 && delayed > 1_000,
+        "both paths exercised: {refused} refused, {delayed} delayed"
+    );
+}
