@@ -24,10 +24,7 @@ const TOLERANCE_MS: u64 = 3;
 const LIMIT: u64 = 20;
 
 fn haproxy() -> Option<PathBuf> {
-    ["/usr/sbin/haproxy", "/usr/local/sbin/haproxy"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.is_file())
+    common::installed(&["/usr/sbin/haproxy", "/usr/local/sbin/haproxy"])
 }
 
 /// A foreground HAProxy on a free port, stopped by its pid when dropped.
@@ -70,14 +67,7 @@ frontend limited
             .stderr(Stdio::null())
             .spawn()
             .expect("haproxy starts");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "haproxy did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        common::wait_for_listener(port, "haproxy");
         Server {
             child,
             port,

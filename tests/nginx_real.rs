@@ -17,14 +17,11 @@ use burstsim::limiter::{Context, LimiterConfig, RateLimiter};
 use burstsim::time::Nanos;
 
 fn nginx() -> Option<PathBuf> {
-    [
+    common::installed(&[
         "/usr/sbin/nginx",
         "/usr/local/sbin/nginx",
         "/usr/local/nginx/sbin/nginx",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .find(|p| p.is_file())
+    ])
 }
 
 /// An nginx serving `limit_req` with `directive`'s parameters on a free port.
@@ -71,11 +68,7 @@ http {{
             .stderr(Stdio::null())
             .spawn()
             .expect("nginx starts");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "nginx did not listen on {port}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        common::wait_for_listener(port, "nginx");
         Server {
             child,
             port,

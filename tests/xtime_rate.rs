@@ -19,9 +19,7 @@ const LIBRARY: &str = "/usr/share/gocode/src/golang.org/x/time/rate/rate.go";
 
 /// The driver, built into `dir`; `None` where Go or the library is missing.
 fn driver(dir: &Path) -> Option<PathBuf> {
-    let go = ["/usr/bin/go", "/usr/lib/go/bin/go"]
-        .into_iter()
-        .find(|p| Path::new(p).is_file())?;
+    let go = common::installed(&["/usr/bin/go", "/usr/lib/go/bin/go"])?;
     if !Path::new(LIBRARY).is_file() {
         return None;
     }

@@ -226,11 +226,7 @@ mod tests {
                 .filter(|&t| limiter.decide(Nanos(t)).admitted())
                 .collect();
             for interval in [Nanos(300 * NANOS_PER_MS), Nanos::SECOND, Nanos(2_500 * NANOS_PER_MS)] {
-                let worst = admitted
-                    .iter()
-                    .map(|&s| admitted.iter().filter(|&&t| t >= s && t - s < interval.get()).count())
-                    .max()
-                    .unwrap_or(0) as u64;
+                let worst = crate::limiter::worst_in(&admitted, interval);
                 proptest::prop_assert!(worst <= limiter.bound(interval), "{worst} > {}", limiter.bound(interval));
             }
         }

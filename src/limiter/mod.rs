@@ -594,6 +594,24 @@ kinds! {
     Traefik = traefik,
 }
 
+/// The most of `admitted` (sorted times, ns) in any interval `[s, s + interval)`,
+/// by brute force: for the property tests of kinds whose clock is whole
+/// seconds or milliseconds, which the contract tests' microsecond traffic
+/// never crosses.
+#[cfg(test)]
+pub(crate) fn worst_in(admitted: &[u64], interval: Nanos) -> u64 {
+    admitted
+        .iter()
+        .map(|&s| {
+            admitted
+                .iter()
+                .filter(|&&t| t >= s && t - s < interval.get())
+                .count()
+        })
+        .max()
+        .unwrap_or(0) as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

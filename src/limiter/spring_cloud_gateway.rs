@@ -265,11 +265,7 @@ mod tests {
                 .filter(|&t| limiter.decide(Nanos(t)).admitted())
                 .collect();
             for interval in [Nanos(500_000_000), Nanos::SECOND, Nanos(2_500_000_000)] {
-                let worst = admitted
-                    .iter()
-                    .map(|&s| admitted.iter().filter(|&&t| t >= s && t - s < interval.get()).count())
-                    .max()
-                    .unwrap_or(0) as u64;
+                let worst = crate::limiter::worst_in(&admitted, interval);
                 proptest::prop_assert!(worst <= limiter.bound(interval), "{worst} > {}", limiter.bound(interval));
             }
         }

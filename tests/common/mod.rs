@@ -34,12 +34,23 @@ pub fn shipped_scenarios() -> Vec<PathBuf> {
     paths
 }
 
+/// The first of `paths` that is an installed file.
+pub fn installed(paths: &[&str]) -> Option<PathBuf> {
+    paths.iter().map(PathBuf::from).find(|p| p.is_file())
+}
+
 /// Debian's redis-server, if installed.
 pub fn redis_server() -> Option<PathBuf> {
-    ["/usr/bin/redis-server", "/usr/local/bin/redis-server"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.is_file())
+    installed(&["/usr/bin/redis-server", "/usr/local/bin/redis-server"])
+}
+
+/// Waits up to 10 s for `what` to listen on loopback `port`.
+pub fn wait_for_listener(port: u16, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "{what} did not listen on {port}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Held from picking a free port until the server listens on it: a port is
@@ -86,11 +97,7 @@ impl RedisServer {
             .stderr(Stdio::null())
             .spawn()
             .expect("redis-server starts");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not listen");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_for_listener(port, "redis-server");
         RedisServer { child, port }
     }
 }
