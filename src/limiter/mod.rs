@@ -592,6 +592,7 @@ kinds! {
     SpringCloudGateway = spring_cloud_gateway,
     HaproxyRate = haproxy_rate,
     Traefik = traefik,
+    Kong = kong,
 }
 
 /// The most of `admitted` (sorted times, ns) in any interval `[s, s + interval)`,
