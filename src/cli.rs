@@ -53,6 +53,11 @@ pub enum Command {
     /// simulator's; writes live.json, summary.json, charts and report.html
     /// under output/<name>-live/.
     Live(LiveArgs),
+    /// Read a gateway's configuration (nginx, Envoy, envoyproxy/ratelimit,
+    /// Kong, Traefik, HAProxy or Spring Cloud Gateway) and print its rate
+    /// limits as scenario [[limiter]] blocks, each value commented with the
+    /// line it came from.
+    Import(ImportArgs),
     /// Print a shell completion script: `burstsim completions bash > /etc/bash_completion.d/burstsim`.
     Completions {
         /// The shell.
@@ -76,6 +81,18 @@ pub struct Limits {
     /// this (timelines, rolling windows, replications), like 2GB or 512MiB.
     #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = crate::memory::parse_size)]
     pub max_memory: u64,
+}
+
+/// `burstsim import`.
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// The configuration file.
+    pub file: PathBuf,
+    /// Its dialect, when the file's name does not tell (nginx.conf,
+    /// haproxy.cfg, *.properties, kong.yaml, traefik*.yaml, envoy*.yaml,
+    /// ratelimit*.yaml).
+    #[arg(long, value_enum, value_name = "DIALECT")]
+    pub format: Option<crate::import::Dialect>,
 }
 
 /// `burstsim run`.

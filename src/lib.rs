@@ -10,6 +10,7 @@ pub mod commands;
 pub mod config;
 pub mod decimal;
 pub mod error;
+pub mod import;
 pub mod input;
 pub mod limiter;
 pub mod live;

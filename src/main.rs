@@ -17,6 +17,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => commands::merge(args).map(|()| true),
         Command::Live(args) => commands::live(args).map(|()| true),
         Command::Check(args) => commands::check(args),
+        Command::Import(args) => commands::import(args).map(|()| true),
         Command::Validate { scenario } => commands::validate(scenario).map(|()| true),
         Command::Completions { shell } => {
             clap_complete::generate(

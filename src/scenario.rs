@@ -284,7 +284,8 @@ impl Validator<'_> {
         let context = Context {
             backend_capacity_per_sec: file.backend.map(|b| b.capacity_per_sec.get()),
         };
-        let (mut limiters, overrides) = self.limiters(file.limiter, context, duration)?;
+        let (mut limiters, overrides) =
+            self.limiters(file.limiter, context, duration, &base_dir)?;
         // The scenario's [cluster] alone first, so its mistakes are blamed on it.
         if let Some(shared) = &file.cluster {
             crate::config::parse_table::<ClusterConfig>(shared.get_ref().clone()).map_err(
@@ -465,6 +466,7 @@ impl Validator<'_> {
         tables: Vec<Spanned<toml::Table>>,
         context: Context,
         duration: Nanos,
+        base_dir: &Path,
     ) -> Result<
         (
             Vec<NamedLimiter>,
@@ -524,6 +526,14 @@ impl Validator<'_> {
                     return Err(fail(
                         "the name is used twice; limiter names must be unique".into(),
                     ));
+                }
+                // `from = { file, zone }`: the imported block, under the block's own fields.
+                if let Some(from) = table.remove("from") {
+                    let imported = crate::import::from_table(from, base_dir)
+                        .map_err(|err| fail(format!("from: {err}")))?;
+                    for (key, value) in imported {
+                        table.entry(key).or_insert(value);
+                    }
                 }
                 let config = LimiterConfig::from_table(table).map_err(fail)?;
                 let named =

@@ -3,6 +3,7 @@
 //! progress bar, the work limits and printing a result — is here.
 
 mod check;
+mod import;
 mod live;
 mod run;
 mod size;
@@ -17,6 +18,7 @@ use anyhow::{Context as _, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 pub use self::check::check;
+pub use self::import::import;
 pub use self::live::live;
 pub use self::run::run;
 pub use self::size::size;

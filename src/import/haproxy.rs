@@ -1,0 +1,378 @@
+//! HAProxy: a `stick-table … store http_req_rate(P)`, a `track-scN KEY`
+//! that counts every request in it, and `http-request deny if { sc_http_req_rate(N) gt L }`
+//! (or `scN_http_req_rate`, `ge`, or a named `acl`) become a `haproxy-rate`
+//! limiter per deny rule. A deny on another rate, another action on a rate
+//! (`tarpit`, `reject`, `silent-drop`), `unless` or a compound condition is
+//! an error at its line.
+
+use std::collections::HashMap;
+
+use super::{Block, Source, duration};
+use crate::error::ScenarioError;
+
+const SUPPORTED: &str = "supported: stick-table … store http_req_rate(P), track-scN KEY [table T], http-request deny if { sc_http_req_rate(N) gt L } (or sc<N>_http_req_rate, ge, or a named acl)";
+
+const SECTIONS: &[&str] = &[
+    "global",
+    "defaults",
+    "frontend",
+    "backend",
+    "listen",
+    "peers",
+    "resolvers",
+    "userlist",
+    "program",
+    "http-errors",
+    "ring",
+    "mailers",
+    "cache",
+];
+
+/// A word of a line and its column.
+#[derive(Clone, Debug)]
+struct Word<'a> {
+    text: &'a str,
+    column: usize,
+}
+
+/// A table's `http_req_rate(P)` period in milliseconds, and its line.
+struct Table {
+    period_ms: u64,
+    line: usize,
+}
+
+/// `track-scN KEY [table T]`.
+struct Track {
+    key: String,
+    table: String,
+    line: usize,
+}
+
+/// A condition on a tracked rate: `sc_http_req_rate(N[,T]) OP VALUE`.
+struct Condition {
+    counter: usize,
+    table: Option<String>,
+    limit: u64,
+    text: String,
+    line: usize,
+}
+
+pub(super) fn read(source: &Source) -> Result<Vec<Block>, ScenarioError> {
+    let mut section = String::from("global");
+    let mut tables: HashMap<String, Table> = HashMap::new();
+    let mut tracks: HashMap<(String, usize), Track> = HashMap::new();
+    // A named acl on a rate: the line it is defined on, read when a deny uses it.
+    let mut acls: HashMap<(String, String), usize> = HashMap::new();
+    let mut denies: Vec<(String, usize, Condition)> = Vec::new();
+    for (index, raw) in source.text.lines().enumerate() {
+        let line = index + 1;
+        let words = words_of(raw);
+        let Some(first) = words.first() else { continue };
+        let error = |word: &Word, message: String| source.error(line, word.column, message);
+        if SECTIONS.contains(&first.text) {
+            section = words.get(1).map_or(first.text, |w| w.text).to_string();
+            continue;
+        }
+        match first.text {
+            "stick-table" => {
+                if let Some(store) = words.iter().position(|w| w.text == "store") {
+                    let Some(list) = words.get(store + 1) else {
+                        return Err(error(
+                            first,
+                            format!("stick-table: store names nothing; {SUPPORTED}"),
+                        ));
+                    };
+                    for item in list.text.split(',') {
+                        if let Some(period) = item
+                            .strip_prefix("http_req_rate(")
+                            .and_then(|p| p.strip_suffix(')'))
+                        {
+                            let period_ms = time_ms(period).ok_or_else(|| {
+                                error(list, format!("http_req_rate({period}): expected a period like 10s, 1m or 500 (milliseconds)"))
+                            })?;
+                            tables.insert(section.clone(), Table { period_ms, line });
+                        }
+                    }
+                }
+            }
+            "acl" if words.len() >= 3 && words[2].text.contains("_rate") => {
+                let name = words[1].text.to_string();
+                acls.insert((section.clone(), name), line);
+            }
+            "http-request" | "tcp-request" => {
+                let action = words
+                    .iter()
+                    .skip(1)
+                    .find(|w| !matches!(w.text, "connection" | "content" | "session"));
+                let Some(action) = action else { continue };
+                if let Some(counter) = action.text.strip_prefix("track-sc") {
+                    let counter: usize = counter.parse().map_err(|_| {
+                        error(
+                            action,
+                            format!("{}: expected track-sc0, track-sc1…", action.text),
+                        )
+                    })?;
+                    let at = words
+                        .iter()
+                        .position(|w| w.text == action.text)
+                        .unwrap_or(0);
+                    let key = words.get(at + 1).map_or("", |w| w.text).to_string();
+                    let table = words
+                        .iter()
+                        .position(|w| w.text == "table")
+                        .and_then(|i| words.get(i + 1))
+                        .map_or_else(|| section.clone(), |w| w.text.to_string());
+                    tracks.insert((section.clone(), counter), Track { key, table, line });
+                    continue;
+                }
+                let Some(cond_at) = words
+                    .iter()
+                    .position(|w| w.text == "if" || w.text == "unless")
+                else {
+                    continue;
+                };
+                let condition_words = &words[cond_at + 1..];
+                let on_rate = condition_words.iter().any(|w| w.text.contains("_rate"))
+                    || condition_words.iter().any(|w| {
+                        acls.contains_key(&(
+                            section.clone(),
+                            w.text.trim_start_matches('!').to_string(),
+                        ))
+                    });
+                if !on_rate {
+                    continue;
+                }
+                if action.text != "deny" || first.text != "http-request" {
+                    return Err(error(
+                        action,
+                        format!(
+                            "{} {} on a rate: only http-request deny is modelled; {SUPPORTED}",
+                            first.text, action.text
+                        ),
+                    ));
+                }
+                if words[cond_at].text == "unless" {
+                    return Err(error(
+                        &words[cond_at],
+                        format!(
+                            "unless: a deny unless a rate is high is not modelled; {SUPPORTED}"
+                        ),
+                    ));
+                }
+                let condition = match condition_words {
+                    [only] if !only.text.starts_with('!') => {
+                        match acls.get(&(section.clone(), only.text.to_string())) {
+                            Some(&at) => {
+                                let text = source.text.lines().nth(at - 1).unwrap_or("");
+                                condition(source, at, &words_of(text)[2..])?
+                            }
+                            None => {
+                                return Err(error(
+                                    only,
+                                    format!(
+                                        "acl {:?} is not defined before this line in {section}; {SUPPORTED}",
+                                        only.text
+                                    ),
+                                ));
+                            }
+                        }
+                    }
+                    [open, inner @ .., close] if open.text == "{" && close.text == "}" => {
+                        condition(source, line, inner)?
+                    }
+                    _ => {
+                        return Err(error(
+                            &words[cond_at],
+                            format!("a compound or negated condition is not modelled; {SUPPORTED}"),
+                        ));
+                    }
+                };
+                denies.push((section.clone(), line, condition));
+            }
+            _ => {}
+        }
+    }
+    denies
+        .into_iter()
+        .map(|(section, line, condition)| {
+            deny(source, &section, line, &condition, &tables, &tracks)
+        })
+        .collect()
+}
+
+/// A line's words, comments dropped.
+fn words_of(line: &str) -> Vec<Word<'_>> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (column, (i, c)) in line.char_indices().enumerate() {
+        if c == '#' && start.is_none() {
+            break;
+        }
+        match (c.is_whitespace(), start) {
+            (false, None) => start = Some((i, column)),
+            (true, Some((from, at))) => {
+                out.push(Word {
+                    text: &line[from..i],
+                    column: at,
+                });
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some((from, at)) = start {
+        out.push(Word {
+            text: &line[from..],
+            column: at,
+        });
+    }
+    out
+}
+
+/// `sc_http_req_rate(N[,T]) gt L`, `scN_http_req_rate[(T)] ge L`.
+fn condition(source: &Source, line: usize, words: &[Word]) -> Result<Condition, ScenarioError> {
+    let error = |word: &Word, message: String| source.error(line, word.column, message);
+    let [fetch, op, value] = words else {
+        let at = words.first().map_or(0, |w| w.column);
+        return Err(source.error(line, at, format!("expected FETCH gt LIMIT; {SUPPORTED}")));
+    };
+    let (counter, table) = if let Some(args) = fetch
+        .text
+        .strip_prefix("sc_http_req_rate(")
+        .and_then(|a| a.strip_suffix(')'))
+    {
+        let (n, table) = args
+            .split_once(',')
+            .map_or((args, None), |(n, t)| (n, Some(t.to_string())));
+        (n.trim().parse::<usize>().ok(), table)
+    } else if let Some(rest) = fetch
+        .text
+        .strip_prefix("sc")
+        .filter(|r| r.contains("_http_req_rate"))
+    {
+        let (n, after) = rest.split_once("_http_req_rate").unwrap_or(("", ""));
+        let table = after
+            .strip_prefix('(')
+            .and_then(|t| t.strip_suffix(')'))
+            .map(str::to_string);
+        (n.parse::<usize>().ok(), table)
+    } else {
+        return Err(error(
+            fetch,
+            format!(
+                "{}: only the tracked HTTP request rate is modelled; {SUPPORTED}",
+                fetch.text
+            ),
+        ));
+    };
+    let counter = counter
+        .ok_or_else(|| error(fetch, format!("{}: expected a counter number", fetch.text)))?;
+    let number: u64 = value
+        .text
+        .parse()
+        .map_err(|_| error(value, format!("{:?}: expected a whole number", value.text)))?;
+    let limit = match op.text {
+        "gt" => number,
+        "ge" if number >= 2 => number - 1,
+        "ge" => {
+            return Err(error(
+                value,
+                format!("ge {number} denies every request; nothing to simulate"),
+            ));
+        }
+        other => {
+            return Err(error(
+                op,
+                format!("{other}: only gt and ge deny above a rate; {SUPPORTED}"),
+            ));
+        }
+    };
+    if limit == 0 {
+        return Err(error(
+            value,
+            "gt 0 denies every request; nothing to simulate".into(),
+        ));
+    }
+    Ok(Condition {
+        counter,
+        table,
+        limit,
+        text: format!("{} {} {}", fetch.text, op.text, value.text),
+        line,
+    })
+}
+
+/// A deny rule, joined with its tracking and its table.
+fn deny(
+    source: &Source,
+    section: &str,
+    line: usize,
+    condition: &Condition,
+    tables: &HashMap<String, Table>,
+    tracks: &HashMap<(String, usize), Track>,
+) -> Result<Block, ScenarioError> {
+    let n = condition.counter;
+    let track = tracks.get(&(section.to_string(), n)).ok_or_else(|| {
+        source.error(line, 0, format!("sc{n} is not tracked in {section}: add http-request track-sc{n} src (or another key) before the deny"))
+    })?;
+    let table_name = condition.table.as_deref().unwrap_or(&track.table);
+    let table = tables.get(table_name).ok_or_else(|| {
+        source.error(
+            track.line,
+            0,
+            format!(
+                "table {table_name:?} has no stick-table storing http_req_rate(P); {SUPPORTED}"
+            ),
+        )
+    })?;
+    let mut block = Block::new(
+        section,
+        source.at(
+            line,
+            format!("http-request deny if {} (in {section})", condition.text),
+        ),
+        "haproxy-rate",
+        source.at(line, "http-request deny"),
+    )
+    .named("the section it is in");
+    block.set(
+        "limit",
+        condition.limit as i64,
+        source.at(condition.line, &condition.text),
+    );
+    block.set(
+        "period",
+        duration(table.period_ms * 1_000_000),
+        source.at(
+            table.line,
+            format!("stick-table of {table_name}: http_req_rate"),
+        ),
+    );
+    block.set(
+        "per",
+        "key",
+        source.at(
+            track.line,
+            format!("track-sc{n} {}: a rate per value", track.key),
+        ),
+    );
+    Ok(block)
+}
+
+/// An HAProxy time (`10s`, `1m`, `500` milliseconds, `250ms`) in whole milliseconds.
+fn time_ms(text: &str) -> Option<u64> {
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let number: u64 = number.parse().ok()?;
+    let ms = match unit {
+        "" | "ms" => number,
+        "s" => number.checked_mul(1_000)?,
+        "m" => number.checked_mul(60_000)?,
+        "h" => number.checked_mul(3_600_000)?,
+        "d" => number.checked_mul(86_400_000)?,
+        _ => return None,
+    };
+    (ms > 0).then_some(ms)
+}

@@ -1,0 +1,191 @@
+//! Kong's declarative configuration: every plugin named `rate-limiting`
+//! (global, or on a service, route or consumer) becomes a `kong` limiter
+//! with its periods, `policy` and `sync_rate`; `limit_by` other than
+//! `service` keeps counters per consumer, credential, address, header or
+//! path, which is `per = "key"`. `rate-limiting-advanced` and
+//! `response-ratelimiting` are errors at their line.
+
+use super::yaml::Node;
+use super::{Block, Source};
+use crate::error::ScenarioError;
+
+const SUPPORTED: &str = "supported: plugins named rate-limiting with second, minute, hour, day, month, year, policy (local, cluster, redis), sync_rate -1 or 0, limit_by, and fields that change no decision (redis connection, headers, error messages)";
+
+const PERIODS: [&str; 6] = ["second", "minute", "hour", "day", "month", "year"];
+
+/// Config fields that change no decision.
+const IGNORED: &[&str] = &[
+    "header_name",
+    "path",
+    "fault_tolerant",
+    "hide_client_headers",
+    "error_code",
+    "error_message",
+    "redis",
+    "redis_host",
+    "redis_port",
+    "redis_password",
+    "redis_username",
+    "redis_ssl",
+    "redis_ssl_verify",
+    "redis_server_name",
+    "redis_timeout",
+    "redis_database",
+];
+
+pub(super) fn read(source: &Source, documents: &[Node]) -> Result<Vec<Block>, ScenarioError> {
+    let mut blocks = Vec::new();
+    for document in documents {
+        visit(source, document, "global", &mut blocks)?;
+    }
+    Ok(blocks)
+}
+
+/// A node, and the plugins listed in it, inside the entity named `owner`.
+fn visit(
+    source: &Source,
+    node: &Node,
+    owner: &str,
+    blocks: &mut Vec<Block>,
+) -> Result<(), ScenarioError> {
+    let name = node.get("name").and_then(Node::text);
+    let owner = match (name, node.get("plugins")) {
+        (Some(name), _) if node.get("config").is_none() => name,
+        _ => owner,
+    };
+    if let Some(plugins) = node.get("plugins") {
+        for plugin in plugins.items() {
+            if let Some(block) = plugin_block(source, plugin, owner)? {
+                blocks.push(block);
+            }
+        }
+    }
+    for (key, value) in node.entries() {
+        if key == "plugins" {
+            continue;
+        }
+        for child in std::iter::once(value).chain(value.items()) {
+            visit(source, child, owner, blocks)?;
+        }
+    }
+    Ok(())
+}
+
+fn plugin_block(
+    source: &Source,
+    plugin: &Node,
+    owner: &str,
+) -> Result<Option<Block>, ScenarioError> {
+    let Some(name) = plugin.get("name") else {
+        return Ok(None);
+    };
+    match name.text() {
+        Some("rate-limiting") => {}
+        Some(other @ ("rate-limiting-advanced" | "response-ratelimiting")) => {
+            return Err(name.error(source, format!("{other}: not modelled; {SUPPORTED}")));
+        }
+        _ => return Ok(None),
+    }
+    if let Some(enabled) = plugin.get("enabled") {
+        if !enabled.boolean(source, "enabled")? {
+            return Ok(None);
+        }
+    }
+    let label = match plugin.get("instance_name").and_then(Node::text) {
+        Some(instance) => instance.to_string(),
+        None if owner == "global" => "kong-global".to_string(),
+        None => owner.to_string(),
+    };
+    let config = plugin.require(
+        source,
+        "config",
+        format!("rate-limiting has no config; {SUPPORTED}"),
+    )?;
+    let mut block = Block::new(
+        &label,
+        source.at(plugin.line, format!("rate-limiting plugin of {owner}")),
+        "kong",
+        source.at(name.line, "name: rate-limiting"),
+    )
+    .named(if plugin.get("instance_name").is_some() {
+        "instance_name"
+    } else {
+        "the service, route or consumer it is on"
+    });
+    let mut limit_by = None;
+    for (key, value) in config.entries() {
+        let here = source.at(value.line, key);
+        match key.as_str() {
+            period if PERIODS.contains(&period) => {
+                if matches!(value.value, super::yaml::Value::Null) {
+                    continue;
+                }
+                let limit = value.number(source, period)?;
+                if limit == 0 {
+                    return Err(value.error(source, format!("{period}: 0 rejects every request")));
+                }
+                block.set(period, limit as i64, here);
+            }
+            "policy" => {
+                let policy = value.string(source, "policy")?;
+                if !["local", "cluster", "redis"].contains(&policy.as_str()) {
+                    return Err(value.error(
+                        source,
+                        format!("policy {policy:?}: expected local, cluster or redis"),
+                    ));
+                }
+                block.set("policy", policy, here);
+            }
+            "sync_rate" => {
+                let text = value.string(source, "sync_rate")?;
+                let rate: i64 = text.trim().parse().map_err(|_| {
+                    value.error(
+                        source,
+                        "sync_rate: expected -1, 0 or a whole number of seconds",
+                    )
+                })?;
+                if rate > 0 {
+                    return Err(value.error(source, format!("sync_rate: {rate} batches counters between Kong nodes; model it as the scenario's [cluster] with mode = \"shared-instance-clock\" and sync_interval = \"{rate}s\" around one second, minute, hour or day limit")));
+                }
+                block.set("sync_rate", rate, here);
+            }
+            "limit_by" => limit_by = Some((value.string(source, "limit_by")?, value.line)),
+            key if IGNORED.contains(&key) => {}
+            other => {
+                return Err(value.error(source, format!("{other}: not understood; {SUPPORTED}")));
+            }
+        }
+    }
+    let periods = block
+        .fields
+        .iter()
+        .filter(|f| PERIODS.contains(&f.key.as_str()))
+        .count();
+    if periods == 0 {
+        return Err(config.error(
+            source,
+            "give at least one of second, minute, hour, day, month, year (Kong requires one)",
+        ));
+    }
+    match limit_by {
+        Some((by, _)) if by == "service" => {}
+        Some((by, line)) => block.set(
+            "per",
+            "key",
+            source.at(line, format!("limit_by: {by}: counters per {by}")),
+        ),
+        None => block.set(
+            "per",
+            "key",
+            "not set: limit_by consumer, counters per consumer (or address)".into(),
+        ),
+    }
+    if block
+        .fields
+        .iter()
+        .any(|f| f.key != "second" && PERIODS.contains(&f.key.as_str()))
+    {
+        block.notes.push("Kong's windows fall on the UTC calendar: the run starts at 1970-01-01T00:00:00Z unless the block says start = \"…\"".into());
+    }
+    Ok(Some(block))
+}

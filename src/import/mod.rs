@@ -1,0 +1,536 @@
+//! `burstsim import`: a gateway's own configuration turned into scenario
+//! `[[limiter]]` blocks, each value with a comment saying where in the file
+//! it came from. One file per dialect; each reads only what it understands,
+//! and a rate-limiting construct it does not understand is an error at its
+//! line naming what is supported — nothing is guessed silently.
+
+mod envoy;
+mod haproxy;
+mod kong;
+mod nginx;
+mod spring;
+mod traefik;
+mod yaml;
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::ScenarioError;
+use crate::time::Nanos;
+
+/// The most limiters one file may turn into.
+pub const MAX_BLOCKS: usize = 1_000;
+
+/// The largest configuration file read (16 MiB).
+pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// The configuration languages `burstsim import` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dialect {
+    /// An nginx configuration: `limit_req_zone` and `limit_req`.
+    Nginx,
+    /// Envoy's local rate limit HTTP filter (YAML).
+    EnvoyLocal,
+    /// An envoyproxy/ratelimit service configuration (YAML): a limiter per descriptor.
+    EnvoyRatelimit,
+    /// Kong's `rate-limiting` plugin in a declarative configuration (YAML).
+    Kong,
+    /// Traefik's `rateLimit` middleware: file provider or Kubernetes CRD (YAML).
+    Traefik,
+    /// An HAProxy configuration: `stick-table … http_req_rate(P)`, `track-sc`, `deny`.
+    Haproxy,
+    /// Spring Cloud Gateway properties: `RequestRateLimiter` filters.
+    Spring,
+}
+
+impl Dialect {
+    /// As `--format` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Nginx => "nginx",
+            Dialect::EnvoyLocal => "envoy-local",
+            Dialect::EnvoyRatelimit => "envoy-ratelimit",
+            Dialect::Kong => "kong",
+            Dialect::Traefik => "traefik",
+            Dialect::Haproxy => "haproxy",
+            Dialect::Spring => "spring",
+        }
+    }
+
+    /// The dialect a file's name tells, if it does.
+    pub fn from_name(path: &Path) -> Option<Dialect> {
+        let name = path.file_name()?.to_string_lossy().to_lowercase();
+        let yaml = [".yaml", ".yml", ".json"].iter().any(|e| name.ends_with(e));
+        let has = |word: &str| name.contains(word);
+        Some(if name.ends_with(".properties") {
+            Dialect::Spring
+        } else if has("haproxy") || name.ends_with(".cfg") {
+            Dialect::Haproxy
+        } else if has("nginx") || name.ends_with(".conf") {
+            Dialect::Nginx
+        } else if !yaml {
+            return None;
+        } else if has("kong") {
+            Dialect::Kong
+        } else if has("traefik") {
+            Dialect::Traefik
+        } else if has("envoy") && has("local") {
+            Dialect::EnvoyLocal
+        } else if has("ratelimit") || has("rate-limit") || has("rate_limit") {
+            Dialect::EnvoyRatelimit
+        } else if has("envoy") {
+            Dialect::EnvoyLocal
+        } else {
+            return None;
+        })
+    }
+}
+
+/// One limiter read from a configuration.
+#[derive(Clone, Debug)]
+pub struct Block {
+    /// Its name in the scenario (a zone, a descriptor, a route…).
+    pub name: String,
+    /// What in the file the name comes from.
+    pub name_from: &'static str,
+    /// Where it was found and what it is, for the comment above it.
+    pub heading: String,
+    /// Its fields, `kind` first, each with where it came from.
+    pub fields: Vec<Field>,
+    /// What the reader should know that the fields cannot say.
+    pub notes: Vec<String>,
+}
+
+/// One field of a limiter block.
+#[derive(Clone, Debug)]
+pub struct Field {
+    /// The scenario key.
+    pub key: String,
+    /// Its value.
+    pub value: toml::Value,
+    /// Where it came from: `nginx.conf:3: rate=10r/s`, or a default named.
+    pub from: String,
+}
+
+impl Block {
+    fn new(name: &str, heading: String, kind: &str, from: String) -> Block {
+        Block {
+            name: safe_name(name),
+            name_from: "named after it",
+            heading,
+            fields: vec![Field {
+                key: "kind".into(),
+                value: kind.into(),
+                from,
+            }],
+            notes: Vec::new(),
+        }
+    }
+
+    fn named(self, name_from: &'static str) -> Block {
+        Block { name_from, ..self }
+    }
+
+    fn set(&mut self, key: &str, value: impl Into<toml::Value>, from: String) {
+        self.fields.push(Field {
+            key: key.into(),
+            value: value.into(),
+            from,
+        });
+    }
+
+    /// The block as a limiter table (without its name), as a scenario reads it.
+    pub fn table(&self) -> toml::Table {
+        self.fields
+            .iter()
+            .map(|f| (f.key.clone(), f.value.clone()))
+            .collect()
+    }
+}
+
+/// A configuration file's text and name, for errors and provenance.
+pub(crate) struct Source<'a> {
+    path: &'a Path,
+    text: &'a str,
+    name: String,
+}
+
+impl<'a> Source<'a> {
+    fn new(path: &'a Path, text: &'a str) -> Source<'a> {
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into(),
+        );
+        Source { path, text, name }
+    }
+
+    /// An error at 1-based `line` and 0-based `column` (in characters).
+    fn error(&self, line: usize, column: usize, message: impl AsRef<str>) -> ScenarioError {
+        let start = self
+            .text
+            .split_inclusive('\n')
+            .take(line.saturating_sub(1))
+            .map(str::len)
+            .sum::<usize>();
+        let rest = &self.text[start.min(self.text.len())..];
+        let offset = start
+            + rest
+                .char_indices()
+                .nth(column)
+                .map_or(rest.len(), |(i, _)| i);
+        ScenarioError::at(self.path, self.text, offset, message.as_ref())
+    }
+
+    /// `file:line: what`, for a field's comment.
+    fn at(&self, line: usize, what: impl AsRef<str>) -> String {
+        format!("{}:{line}: {}", self.name, what.as_ref())
+    }
+}
+
+/// Reads the configuration at `path` in `dialect` (or the one its name
+/// tells) into limiter blocks.
+pub fn import(
+    path: &Path,
+    dialect: Option<Dialect>,
+) -> Result<(Dialect, Vec<Block>), anyhow::Error> {
+    let dialect = match dialect.or_else(|| Dialect::from_name(path)) {
+        Some(dialect) => dialect,
+        None => anyhow::bail!(
+            "cannot tell the dialect of {} from its name; give --format {}",
+            path.display(),
+            dialects()
+        ),
+    };
+    let text = crate::input::read_text(path, MAX_CONFIG_BYTES)
+        .map_err(|err| anyhow::anyhow!("cannot read {}: {err}", path.display()))?;
+    let source = Source::new(path, &text);
+    let blocks = match dialect {
+        Dialect::Nginx => nginx::read(&source),
+        Dialect::Haproxy => haproxy::read(&source),
+        Dialect::Spring => spring::read(&source),
+        yaml_dialect => {
+            let documents = yaml::parse(&source)?;
+            match yaml_dialect {
+                Dialect::EnvoyLocal => envoy::read_local(&source, &documents),
+                Dialect::EnvoyRatelimit => envoy::read_service(&source, &documents),
+                Dialect::Kong => kong::read(&source, &documents),
+                _ => traefik::read(&source, &documents),
+            }
+        }
+    }?;
+    if blocks.is_empty() {
+        anyhow::bail!(
+            "{}: no rate limit found in this {} configuration ({})",
+            path.display(),
+            dialect.name(),
+            supported(dialect)
+        );
+    }
+    if blocks.len() > MAX_BLOCKS {
+        anyhow::bail!(
+            "{}: {} rate limits, more than the {MAX_BLOCKS} one import may hold",
+            path.display(),
+            blocks.len()
+        );
+    }
+    Ok((dialect, unique_names(blocks)))
+}
+
+/// What each dialect reads, for errors.
+fn supported(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Nginx => {
+            "supported: limit_req_zone (key, zone, rate) and limit_req (zone, burst, nodelay, delay)"
+        }
+        Dialect::EnvoyLocal => {
+            "supported: the envoy.filters.http.local_ratelimit filter's token_bucket, filter_enabled and filter_enforced at 100%"
+        }
+        Dialect::EnvoyRatelimit => {
+            "supported: domain, descriptors (key, value, rate_limit { unit, requests_per_unit, unlimited }, nested descriptors)"
+        }
+        Dialect::Kong => {
+            "supported: plugins named rate-limiting with second, minute, hour, day, month, year, policy, sync_rate = -1 or 0, limit_by"
+        }
+        Dialect::Traefik => {
+            "supported: rateLimit middlewares (average, period, burst, sourceCriterion) under http.middlewares or in a Middleware resource"
+        }
+        Dialect::Haproxy => {
+            "supported: stick-table … store http_req_rate(P), track-scN, http-request deny if { sc_http_req_rate(N) gt L } (or sc<N>_http_req_rate, ge, or a named acl)"
+        }
+        Dialect::Spring => {
+            "supported: RequestRateLimiter filters of routes and default-filters with redis-rate-limiter.replenishRate, burstCapacity, requestedTokens and key-resolver"
+        }
+    }
+}
+
+fn dialects() -> String {
+    use clap::ValueEnum as _;
+    Dialect::value_variants()
+        .iter()
+        .map(|d| d.name())
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+/// Names kept to the scenario's alphabet (letters, digits, `-`, `_`, `.`;
+/// not starting with `.`; at most 64 characters).
+fn safe_name(name: &str) -> String {
+    let mut safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    safe = safe.trim_start_matches('.').to_string();
+    safe.truncate(56);
+    if safe.is_empty() {
+        "limiter".into()
+    } else {
+        safe
+    }
+}
+
+/// Names made unique by a suffix `-2`, `-3`… in file order.
+fn unique_names(mut blocks: Vec<Block>) -> Vec<Block> {
+    let mut seen = std::collections::HashMap::<String, usize>::new();
+    for block in &mut blocks {
+        let count = seen.entry(block.name.clone()).or_insert(0);
+        *count += 1;
+        if *count > 1 {
+            block.name = format!("{}-{count}", block.name);
+        }
+    }
+    blocks
+}
+
+/// A duration as a scenario writes it, in the largest unit that is exact.
+fn duration(ns: u64) -> String {
+    for (unit, name) in [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")] {
+        if ns % unit == 0 && ns > 0 {
+            return format!("{}{name}", ns / unit);
+        }
+    }
+    format!("{ns}ns")
+}
+
+/// A decimal number of seconds (`"1.5"`, `"0.25"`) as nanoseconds, exactly.
+fn decimal_seconds(text: &str) -> Option<u64> {
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    if whole.is_empty() && fraction.is_empty()
+        || !whole
+            .chars()
+            .chain(fraction.chars())
+            .all(|c| c.is_ascii_digit())
+        || fraction.len() > 9
+    {
+        return None;
+    }
+    let whole: u64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().ok()?
+    };
+    let fraction: u64 = if fraction.is_empty() {
+        0
+    } else {
+        format!("{fraction:0<9}").parse().ok()?
+    };
+    whole.checked_mul(1_000_000_000)?.checked_add(fraction)
+}
+
+/// A Go-style duration (`"1s"`, `"1m30s"`, `"500ms"`, `"1.5s"`), exactly.
+fn go_duration(text: &str) -> Option<Nanos> {
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total: u64 = 0;
+    while !rest.is_empty() {
+        let number_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, after) = rest.split_at(number_end);
+        let unit_end = after
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(after.len());
+        let (unit, next) = after.split_at(unit_end);
+        let per: u64 = match unit {
+            "h" => 3_600_000_000_000,
+            "m" => 60_000_000_000,
+            "s" => 1_000_000_000,
+            "ms" => 1_000_000,
+            "us" | "µs" => 1_000,
+            "ns" => 1,
+            _ => return None,
+        };
+        // number × per, with number a decimal: (ns of number seconds) × per / 1 s.
+        let scaled = u128::from(decimal_seconds(number)?) * u128::from(per) / 1_000_000_000;
+        total = total.checked_add(u64::try_from(scaled).ok()?)?;
+        rest = next;
+    }
+    Some(Nanos(total))
+}
+
+/// The blocks as scenario text: a header, then each block with a comment
+/// per field saying where it came from.
+pub fn render(path: &Path, dialect: Dialect, blocks: &[Block]) -> String {
+    let file = path.display();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# `burstsim import {file}` ({}): {} limiter{}.",
+        dialect.name(),
+        blocks.len(),
+        if blocks.len() == 1 { "" } else { "s" }
+    );
+    let _ = writeln!(
+        out,
+        "# Each value says where it came from. Paste these blocks into a scenario, or\n# import at run time: [[limiter]] name = \"…\" from = {{ file = \"{}\", zone = \"<name>\" }}",
+        path.file_name()
+            .map_or_else(|| file.to_string(), |n| n.to_string_lossy().into())
+    );
+    for block in blocks {
+        out.push('\n');
+        let _ = writeln!(out, "# {}", block.heading);
+        for note in &block.notes {
+            let _ = writeln!(out, "# note: {note}");
+        }
+        let name = toml::Value::from(block.name.clone());
+        let lines: Vec<(String, &str)> =
+            std::iter::once((format!("name = {name}"), block.name_from))
+                .chain(
+                    block
+                        .fields
+                        .iter()
+                        .map(|f| (format!("{} = {}", f.key, f.value), f.from.as_str())),
+                )
+                .collect();
+        let width = lines
+            .iter()
+            .map(|(l, _)| l.chars().count())
+            .max()
+            .unwrap_or(0);
+        out.push_str("[[limiter]]\n");
+        for (line, from) in lines {
+            let pad = width - line.chars().count();
+            let _ = writeln!(out, "{line}{}  # {from}", " ".repeat(pad));
+        }
+    }
+    out
+}
+
+/// `from = { file = "…", zone = "…", format = "…" }` in a limiter block: the
+/// imported block's table, resolved against the scenario's folder.
+pub fn from_table(value: toml::Value, base_dir: &Path) -> Result<toml::Table, String> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct From {
+        file: std::path::PathBuf,
+        zone: Option<String>,
+        format: Option<Dialect>,
+    }
+    let from: From = crate::config::parse_table(match value {
+        toml::Value::Table(table) => table,
+        other => {
+            return Err(format!(
+                "expected a table like {{ file = \"nginx.conf\", zone = \"api\" }}, got {}",
+                other.type_str()
+            ));
+        }
+    })?;
+    let path = base_dir.join(&from.file);
+    let (_, blocks) = import(&path, from.format).map_err(|err| compact(&err))?;
+    let names = || {
+        blocks
+            .iter()
+            .map(|b| format!("{:?}", b.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let block = match (&from.zone, blocks.len()) {
+        (Some(zone), _) => blocks.iter().find(|b| &b.name == zone).ok_or_else(|| {
+            format!(
+                "zone: {} has no limiter {zone:?}; it has {}",
+                from.file.display(),
+                names()
+            )
+        })?,
+        (None, 1) => &blocks[0],
+        (None, _) => {
+            return Err(format!(
+                "zone: {} has {} limiters; say which with zone = one of {}",
+                from.file.display(),
+                blocks.len(),
+                names()
+            ));
+        }
+    };
+    Ok(block.table())
+}
+
+/// An import error on one line (its file, line and column kept), to sit
+/// inside a scenario's error.
+fn compact(err: &anyhow::Error) -> String {
+    match err.downcast_ref::<ScenarioError>() {
+        Some(ScenarioError::At {
+            path,
+            line,
+            column,
+            message,
+            ..
+        }) => format!("{}:{line}:{column}: {message}", path.display()),
+        _ => err.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_tell_the_dialect() {
+        let of = |name: &str| Dialect::from_name(Path::new(name));
+        assert_eq!(of("nginx.conf"), Some(Dialect::Nginx));
+        assert_eq!(of("site.conf"), Some(Dialect::Nginx));
+        assert_eq!(of("haproxy.cfg"), Some(Dialect::Haproxy));
+        assert_eq!(of("application.properties"), Some(Dialect::Spring));
+        assert_eq!(of("kong.yaml"), Some(Dialect::Kong));
+        assert_eq!(of("traefik-dynamic.yml"), Some(Dialect::Traefik));
+        assert_eq!(of("envoy-local-ratelimit.yaml"), Some(Dialect::EnvoyLocal));
+        assert_eq!(of("ratelimit-config.yaml"), Some(Dialect::EnvoyRatelimit));
+        assert_eq!(of("envoy.yaml"), Some(Dialect::EnvoyLocal));
+        assert_eq!(of("config.yaml"), None);
+    }
+
+    #[test]
+    fn durations_are_exact() {
+        assert_eq!(go_duration("1m30s"), Some(Nanos(90_000_000_000)));
+        assert_eq!(go_duration("1.5s"), Some(Nanos(1_500_000_000)));
+        assert_eq!(go_duration("250ms"), Some(Nanos(250_000_000)));
+        assert_eq!(go_duration("10"), None);
+        assert_eq!(go_duration("1x"), None);
+        assert_eq!(decimal_seconds("0.000000001"), Some(1));
+        assert_eq!(decimal_seconds("1.0000000001"), None);
+        assert_eq!(duration(1_500_000_000), "1500ms");
+        assert_eq!(duration(60_000_000_000), "60s");
+    }
+
+    #[test]
+    fn names_are_made_safe_and_unique() {
+        assert_eq!(safe_name("/api/v1 checkout"), "-api-v1-checkout");
+        assert_eq!(safe_name("..x"), "x");
+        let block = |name: &str| Block::new(name, String::new(), "kong", String::new());
+        let names: Vec<String> = unique_names(vec![block("a"), block("a"), block("b")])
+            .into_iter()
+            .map(|b| b.name)
+            .collect();
+        assert_eq!(names, ["a", "a-2", "b"]);
+    }
+}

@@ -1,0 +1,256 @@
+//! Spring Cloud Gateway properties: a `RequestRateLimiter` filter of a route
+//! (`spring.cloud.gateway[.server.webflux].routes[i].filters[j]…`) or of the
+//! `default-filters`, with `args.redis-rate-limiter.replenishRate`,
+//! `burstCapacity` and `requestedTokens`, becomes a `spring-cloud-gateway`
+//! limiter. Keys are read with Spring's relaxed binding (case, `-` and `_`
+//! do not matter). A custom `rate-limiter` bean or an argument not listed is
+//! an error at its line.
+
+use std::collections::BTreeMap;
+
+use super::{Block, Source};
+use crate::error::ScenarioError;
+
+const SUPPORTED: &str = "supported: RequestRateLimiter filters of routes and default-filters with args.redis-rate-limiter.replenishRate, burstCapacity, requestedTokens, args.key-resolver, deny-empty-key and empty-key-status-code";
+
+/// One property: its value and where it is.
+struct Property {
+    key: String,
+    value: String,
+    line: usize,
+    value_column: usize,
+}
+
+/// A filter's properties, by what follows `filters[j]` (normalised).
+type Filter = BTreeMap<String, Property>;
+
+pub(super) fn read(source: &Source) -> Result<Vec<Block>, ScenarioError> {
+    // (route index or None for default-filters, filter index) → properties.
+    let mut filters: BTreeMap<(Option<usize>, usize), Filter> = BTreeMap::new();
+    let mut ids: BTreeMap<usize, Property> = BTreeMap::new();
+    for property in properties(source) {
+        let key = normalise(&property.key);
+        let Some(rest) = key
+            .strip_prefix("spring.cloud.gateway.server.webflux.")
+            .or_else(|| key.strip_prefix("spring.cloud.gateway."))
+        else {
+            continue;
+        };
+        let (route, rest) = if let Some(after) = rest.strip_prefix("routes[") {
+            let Some((index, after)) = index(after) else {
+                continue;
+            };
+            if after == ".id" {
+                ids.insert(index, property);
+                continue;
+            }
+            let Some(after) = after.strip_prefix(".filters[") else {
+                continue;
+            };
+            (Some(index), after)
+        } else if let Some(after) = rest.strip_prefix("defaultfilters[") {
+            (None, after)
+        } else {
+            continue;
+        };
+        let Some((filter, suffix)) = index(rest) else {
+            continue;
+        };
+        let suffix = suffix.trim_start_matches('.').to_string();
+        filters
+            .entry((route, filter))
+            .or_default()
+            .insert(suffix, property);
+    }
+    let mut blocks = Vec::new();
+    for ((route, _), filter) in &filters {
+        if let Some(shortcut) = filter.get("") {
+            if shortcut
+                .value
+                .trim_start()
+                .starts_with("RequestRateLimiter")
+            {
+                return Err(at(
+                    source,
+                    shortcut,
+                    format!(
+                        "the shortcut form {:?} is not read: write name=RequestRateLimiter and its args; {SUPPORTED}",
+                        shortcut.value
+                    ),
+                ));
+            }
+            continue;
+        }
+        let Some(name) = filter.get("name") else {
+            continue;
+        };
+        if name.value.trim() != "RequestRateLimiter" {
+            continue;
+        }
+        let id = route.and_then(|r| ids.get(&r));
+        let label = match (route, id) {
+            (_, Some(id)) => id.value.trim().to_string(),
+            (Some(r), None) => format!("route-{r}"),
+            (None, _) => "default-filters".to_string(),
+        };
+        blocks.push(limiter(source, &label, id.is_some(), name, filter)?);
+    }
+    Ok(blocks)
+}
+
+fn limiter(
+    source: &Source,
+    label: &str,
+    route_id: bool,
+    name: &Property,
+    filter: &Filter,
+) -> Result<Block, ScenarioError> {
+    let here = |p: &Property| source.at(p.line, format!("{}={}", p.key, p.value));
+    let mut block = Block::new(
+        label,
+        source.at(name.line, format!("RequestRateLimiter of {label}")),
+        "spring-cloud-gateway",
+        here(name),
+    )
+    .named(if route_id {
+        "the route's id"
+    } else {
+        "its route"
+    });
+    let number = |p: &Property| {
+        p.value
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| {
+                at(
+                    source,
+                    p,
+                    format!("{}: expected a whole number ≥ 1, got {:?}", p.key, p.value),
+                )
+            })
+    };
+    let mut has_rate = false;
+    let mut resolver = None;
+    for (suffix, property) in filter {
+        match suffix.as_str() {
+            "name" | "args.denyemptykey" | "args.emptykeystatuscode" | "args.statuscode" => {}
+            "args.redisratelimiter.replenishrate" => {
+                block.set("replenish_rate", number(property)? as i64, here(property));
+                has_rate = true;
+            }
+            "args.redisratelimiter.burstcapacity" => {
+                block.set("burst_capacity", number(property)? as i64, here(property));
+            }
+            "args.redisratelimiter.requestedtokens" => {
+                block.set("requested_tokens", number(property)? as i64, here(property));
+            }
+            "args.keyresolver" => resolver = Some(property),
+            "args.ratelimiter" => {
+                return Err(at(
+                    source,
+                    property,
+                    format!(
+                        "{}: a custom rate limiter bean is not modelled; {SUPPORTED}",
+                        property.key
+                    ),
+                ));
+            }
+            _ => {
+                return Err(at(
+                    source,
+                    property,
+                    format!("{}: not understood; {SUPPORTED}", property.key),
+                ));
+            }
+        }
+    }
+    if !has_rate {
+        return Err(at(
+            source,
+            name,
+            format!(
+                "RequestRateLimiter of {label} has no args.redis-rate-limiter.replenishRate; {SUPPORTED}"
+            ),
+        ));
+    }
+    if !block.fields.iter().any(|f| f.key == "burst_capacity") {
+        block.set(
+            "burst_capacity",
+            1,
+            "not set: RedisRateLimiter.Config's default".into(),
+        );
+    }
+    let from = match resolver {
+        Some(p) => source.at(
+            p.line,
+            format!("{}: one bucket per resolved key", p.value.trim()),
+        ),
+        None => {
+            block.notes.push("no key-resolver: Spring's PrincipalNameKeyResolver keys by the authenticated user, and with deny-empty-key (its default) denies requests that have none".into());
+            "not set: PrincipalNameKeyResolver, one bucket per user".into()
+        }
+    };
+    block.set("per", "key", from);
+    Ok(block)
+}
+
+fn at(source: &Source, property: &Property, message: String) -> ScenarioError {
+    source.error(property.line, property.value_column, message)
+}
+
+/// `12]rest` → (12, "rest").
+fn index(text: &str) -> Option<(usize, &str)> {
+    let (number, rest) = text.split_once(']')?;
+    Some((number.parse().ok()?, rest))
+}
+
+/// Spring's relaxed binding: lower case, without `-` and `_`.
+fn normalise(key: &str) -> String {
+    key.chars()
+        .filter(|c| !matches!(c, '-' | '_'))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// `key=value`, `key: value` or `key value` lines, comments (`#`, `!`)
+/// skipped, lines ending in `\` joined to the next.
+fn properties(source: &Source) -> Vec<Property> {
+    let mut out = Vec::new();
+    let mut pending: Option<(String, usize)> = None;
+    for (index, raw) in source.text.lines().enumerate() {
+        let trimmed = raw.trim_start();
+        let (mut text, line) = match pending.take() {
+            Some((before, line)) => (before + trimmed, line),
+            None if trimmed.is_empty() || trimmed.starts_with(['#', '!']) => continue,
+            None => (raw.to_string(), index + 1),
+        };
+        if text.ends_with('\\') && !text.ends_with("\\\\") {
+            text.pop();
+            pending = Some((text, line));
+            continue;
+        }
+        let body = text.trim_start();
+        let indent = text.len() - body.len();
+        let split = body.find(['=', ':', ' ', '\t']).unwrap_or(body.len());
+        let key = body[..split].trim().to_string();
+        let after = &body[split..];
+        // Blanks, then at most one '=' or ':', then blanks: the separator.
+        let blanks = |s: &str| s.len() - s.trim_start_matches([' ', '\t']).len();
+        let mut value_start = blanks(after);
+        if after[value_start..].starts_with(['=', ':']) {
+            value_start += 1;
+            value_start += blanks(&after[value_start..]);
+        }
+        let value = after[value_start..].trim_end().to_string();
+        let value_column = text[..indent + split + value_start].chars().count();
+        out.push(Property {
+            key,
+            value,
+            line,
+            value_column,
+        });
+    }
+    out
+}

@@ -1,0 +1,120 @@
+//! Traefik's `rateLimit` middleware, from a file provider's
+//! `http.middlewares.<name>.rateLimit` or a Kubernetes `Middleware`
+//! resource's `spec.rateLimit`: `average`, `period`, `burst` become a
+//! `traefik` limiter. Traefik always limits per source (the client's
+//! address unless `sourceCriterion` says otherwise), which is
+//! `per = "key"`. A distributed `redis` limiter is an error at its line.
+
+use super::yaml::{Node, Value};
+use super::{Block, Source, duration, go_duration};
+use crate::error::ScenarioError;
+
+const SUPPORTED: &str = "supported: rateLimit with average, period, burst and sourceCriterion, under http.middlewares or in a Middleware resource";
+
+pub(super) fn read(source: &Source, documents: &[Node]) -> Result<Vec<Block>, ScenarioError> {
+    let mut found: Vec<(String, &Node)> = Vec::new();
+    for document in documents {
+        if let Some(middlewares) = document.get("http").and_then(|h| h.get("middlewares")) {
+            for (name, middleware) in middlewares.entries() {
+                if let Some(limit) = middleware.get("rateLimit") {
+                    found.push((name.clone(), limit));
+                }
+            }
+        }
+        if document.get("kind").and_then(Node::text) == Some("Middleware") {
+            let name = document
+                .get("metadata")
+                .and_then(|m| m.get("name"))
+                .and_then(Node::text)
+                .unwrap_or("middleware");
+            if let Some(limit) = document.get("spec").and_then(|s| s.get("rateLimit")) {
+                found.push((name.to_string(), limit));
+            }
+        }
+    }
+    found
+        .into_iter()
+        .map(|(name, limit)| middleware(source, &name, limit))
+        .collect()
+}
+
+fn middleware(source: &Source, name: &str, limit: &Node) -> Result<Block, ScenarioError> {
+    let mut block = Block::new(
+        name,
+        source.at(limit.line, format!("rateLimit middleware {name:?}")),
+        "traefik",
+        source.at(limit.line, "rateLimit"),
+    )
+    .named("the middleware's name");
+    let mut criterion = None;
+    for (key, value) in limit.entries() {
+        let here = source.at(value.line, key);
+        match key.as_str() {
+            "average" => {
+                let average = value.number(source, "average")?;
+                if average == 0 {
+                    return Err(value.error(
+                        source,
+                        "average: 0 turns Traefik's rate limiting off: nothing to simulate",
+                    ));
+                }
+                block.set("average", average as i64, here);
+            }
+            "burst" => {
+                let burst = value.number(source, "burst")?;
+                block.set("burst", burst.max(1) as i64, here);
+            }
+            "period" => {
+                let text = value.string(source, "period")?;
+                let ns = match text.trim().parse::<u64>() {
+                    // A bare number is seconds, as Traefik reads it.
+                    Ok(seconds) => seconds.checked_mul(1_000_000_000),
+                    Err(_) => go_duration(&text).map(|d| d.get()),
+                }
+                .filter(|&ns| ns > 0)
+                .ok_or_else(|| {
+                    value.error(
+                        source,
+                        "period: expected a duration like \"1s\" or \"1m\", or seconds",
+                    )
+                })?;
+                block.set("period", duration(ns), here);
+            }
+            "sourceCriterion" => criterion = Some(value),
+            "redis" => {
+                return Err(value.error(
+                    source,
+                    format!("redis: a distributed rate limiter is not modelled; {SUPPORTED}"),
+                ));
+            }
+            other => {
+                return Err(value.error(source, format!("{other}: not understood; {SUPPORTED}")));
+            }
+        }
+    }
+    if !block.fields.iter().any(|f| f.key == "average") {
+        return Err(limit.error(
+            source,
+            "average is missing: without it Traefik does not limit",
+        ));
+    }
+    let from = match criterion {
+        Some(node) => {
+            let what = match &node.value {
+                Value::Map(entries) => entries
+                    .iter()
+                    .map(|(k, _)| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                _ => "?".into(),
+            };
+            source.at(
+                node.line,
+                format!("sourceCriterion ({what}): a bucket per source"),
+            )
+        }
+        None => "not set: Traefik keeps a bucket per client address".into(),
+    };
+    block.set("per", "key", from);
+    Ok(block)
+}

@@ -1,0 +1,303 @@
+//! `burstsim import`: each sample configuration under `scenarios/configs/`
+//! becomes limiter blocks that `validate` accepts and `run` simulates; a
+//! construct it does not understand is an error at its line; `from = { … }`
+//! imports at run time to the same results as the pasted blocks.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn burstsim() -> Command {
+    Command::cargo_bin("burstsim").unwrap()
+}
+
+/// `burstsim import` of `path`, which must succeed: its standard output.
+fn import(path: &Path, extra: &[&str]) -> String {
+    let output = burstsim()
+        .arg("import")
+        .arg(path)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "import {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// Runs the scenario `file` into `out`, which must succeed: its summary.json.
+fn run(file: &Path, out: &Path) -> Vec<u8> {
+    burstsim()
+        .args(["run", "-q", "--no-charts", "--out"])
+        .arg(out)
+        .arg(file)
+        .assert()
+        .success();
+    fs::read(out.join("summary.json")).unwrap()
+}
+
+/// A scenario replaying keyed traffic through `limiters` (scenario text).
+fn scenario(limiters: &str) -> String {
+    format!(
+        "name = \"imported\"\nduration = \"3s\"\nseed = 5\n[backend]\ncapacity = 150\n\
+         [[workload]]\nname = \"crowd\"\nsources = [\n  {{ kind = \"poisson\", rate = 400, clients = {{ count = 50 }} }},\n  \
+         {{ kind = \"boundary\", period = \"1s\", before = 200, after = 200, spread = \"50ms\", clients = {{ count = 50 }} }},\n]\n\n{limiters}"
+    )
+}
+
+fn configs() -> Vec<std::path::PathBuf> {
+    let mut paths: Vec<_> = fs::read_dir("scenarios/configs")
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    paths.sort();
+    paths
+}
+
+#[test]
+fn every_sample_config_imports_to_blocks_that_validate_and_run() {
+    let paths = configs();
+    assert_eq!(paths.len(), 7, "the seven dialects' samples: {paths:?}");
+    let mut kinds = std::collections::BTreeSet::new();
+    for path in paths {
+        let blocks = import(&path, &[]);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("imported.toml");
+        fs::write(&file, scenario(&blocks)).unwrap();
+        burstsim()
+            .arg("validate")
+            .arg(&file)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("is valid"));
+        let summary: Value = serde_json::from_slice(&run(&file, &dir.path().join("out"))).unwrap();
+        let runs = summary["runs"].as_array().unwrap();
+        let blocks_in_text = blocks.lines().filter(|l| *l == "[[limiter]]").count();
+        assert_eq!(runs.len(), blocks_in_text, "{}: {blocks}", path.display());
+        for run in runs {
+            assert!(
+                run["admitted"].as_u64().unwrap() > 0,
+                "{}: {run}",
+                path.display()
+            );
+            kinds.insert(run["kind"].as_str().unwrap_or_default().to_string());
+        }
+        // Every value line says where it came from.
+        for line in blocks
+            .lines()
+            .filter(|l| l.contains(" = ") && !l.starts_with('#'))
+        {
+            assert!(
+                line.contains("  # "),
+                "{}: no provenance on {line:?}",
+                path.display()
+            );
+        }
+    }
+    for kind in [
+        "nginx-limit-req",
+        "envoy-local",
+        "envoy-ratelimit",
+        "kong",
+        "traefik",
+        "haproxy-rate",
+        "spring-cloud-gateway",
+    ] {
+        assert!(kinds.contains(kind), "no {kind} among {kinds:?}");
+    }
+}
+
+#[test]
+fn imported_values_are_the_files_own() {
+    let nginx = import(Path::new("scenarios/configs/nginx.conf"), &[]);
+    assert!(nginx.contains("rate = \"20r/s\""), "{nginx}");
+    assert!(nginx.contains("burst = 40"), "{nginx}");
+    assert!(nginx.contains("# nginx.conf:12: rate=20r/s"), "{nginx}");
+    // $server_name is one value per server: one state for every request.
+    let site = nginx.split("name = \"site\"").nth(1).unwrap();
+    assert!(!site.contains("per = "), "{site}");
+    let haproxy = import(Path::new("scenarios/configs/haproxy.cfg"), &[]);
+    assert!(
+        haproxy.contains("limit = 20") && haproxy.contains("period = \"1s\""),
+        "{haproxy}"
+    );
+    let kong = import(Path::new("scenarios/configs/kong.yaml"), &[]);
+    assert!(
+        kong.contains("minute = 3000") && kong.contains("policy = \"redis\""),
+        "{kong}"
+    );
+    let service = import(Path::new("scenarios/configs/ratelimit-config.yaml"), &[]);
+    // The unlimited descriptor gives no limiter; the nested one does.
+    assert_eq!(
+        service.lines().filter(|l| *l == "[[limiter]]").count(),
+        3,
+        "{service}"
+    );
+    assert!(service.contains("unit = \"minute\""), "{service}");
+}
+
+/// Writes `text` as `name` in a fresh folder and imports it, expecting exit 2.
+fn refused(name: &str, text: &str, extra: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    fs::write(&path, text).unwrap();
+    let output = burstsim()
+        .arg("import")
+        .arg(&path)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{name}: {output:?}");
+    assert!(output.stdout.is_empty(), "{name}: printed blocks anyway");
+    String::from_utf8(output.stderr).unwrap()
+}
+
+#[test]
+fn an_unsupported_construct_is_an_error_at_its_line() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "nginx.conf",
+            "http {\n  limit_req_zone $binary_remote_addr zone=a:1m rate=5r/s;\n  limit_conn_zone $binary_remote_addr zone=c:1m;\n}\n",
+            "nginx.conf:3:3: limit_conn_zone: limits connections",
+        ),
+        (
+            "nginx.conf",
+            "http {\n  limit_req zone=missing burst=5;\n}\n",
+            "nginx.conf:2:13: limit_req: zone \"missing\" is not defined",
+        ),
+        (
+            "haproxy.cfg",
+            "frontend f\n  stick-table type ip size 1k store http_req_rate(1s)\n  http-request track-sc0 src\n  http-request tarpit if { sc_http_req_rate(0) gt 5 }\n",
+            "haproxy.cfg:4:16: http-request tarpit on a rate: only http-request deny",
+        ),
+        (
+            "haproxy.cfg",
+            "frontend f\n  stick-table type ip size 1k store conn_rate(1s)\n  http-request track-sc0 src\n  http-request deny if { sc_conn_rate(0) gt 5 }\n",
+            "haproxy.cfg:4:26: sc_conn_rate(0): only the tracked HTTP request rate",
+        ),
+        (
+            "envoy.yaml",
+            "typed_config:\n  \"@type\": type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit\n  stat_prefix: rl\n  token_bucket: { max_tokens: 5, fill_interval: 1s }\n",
+            "envoy.yaml:2:3: filter_enabled is not set: Envoy then applies the limit to 0% of requests",
+        ),
+        (
+            "ratelimit.yaml",
+            "domain: d\ndescriptors:\n  - key: k\n    shadow_mode: true\n    rate_limit: { unit: second, requests_per_unit: 5 }\n",
+            "ratelimit.yaml:4:18: shadow_mode",
+        ),
+        (
+            "kong.yaml",
+            "_format_version: \"3.0\"\nplugins:\n  - name: rate-limiting-advanced\n    config: { limit: [5], window_size: [30] }\n",
+            "kong.yaml:3:11: rate-limiting-advanced: not modelled",
+        ),
+        (
+            "kong.yaml",
+            "plugins:\n  - name: rate-limiting\n    config: { second: 5, sync_rate: 10 }\n",
+            "kong.yaml:3:37: sync_rate: 10 batches counters",
+        ),
+        (
+            "traefik.yaml",
+            "http:\n  middlewares:\n    rl:\n      rateLimit:\n        average: 5\n        redis: { endpoints: [\"r:6379\"] }\n",
+            "traefik.yaml:6:16: redis: a distributed rate limiter is not modelled",
+        ),
+        (
+            "app.properties",
+            "spring.cloud.gateway.routes[0].id=a\nspring.cloud.gateway.routes[0].filters[0].name=RequestRateLimiter\nspring.cloud.gateway.routes[0].filters[0].args.rate-limiter=#{@mine}\n",
+            "app.properties:3:",
+        ),
+    ];
+    for (name, text, expected) in cases {
+        let err = refused(name, text, &[]);
+        assert!(
+            err.contains(expected),
+            "{name}: expected {expected:?} in:\n{err}"
+        );
+        assert!(
+            err.contains("supported")
+                || err.contains("set it")
+                || err.contains("nothing to")
+                || err.contains("model it")
+                || err.contains("not defined"),
+            "{name}: no way out in {err}"
+        );
+    }
+}
+
+#[test]
+fn the_dialect_comes_from_the_name_or_format() {
+    let text = fs::read_to_string("scenarios/configs/kong.yaml").unwrap();
+    let err = refused("gateway.yaml", &text, &[]);
+    assert!(
+        err.contains("give --format nginx|envoy-local|envoy-ratelimit|kong|traefik|haproxy|spring"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gateway.yaml");
+    fs::write(&path, &text).unwrap();
+    let blocks = import(&path, &["--format", "kong"]);
+    assert_eq!(blocks.matches("kind = \"kong\"").count(), 2, "{blocks}");
+}
+
+#[test]
+fn a_config_without_limits_says_what_it_reads() {
+    let err = refused("nginx.conf", "http { server { listen 80; } }\n", &[]);
+    assert!(
+        err.contains("no rate limit found") && err.contains("limit_req_zone"),
+        "{err}"
+    );
+}
+
+#[test]
+fn from_at_run_time_gives_the_results_of_the_pasted_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let configs = fs::canonicalize("scenarios/configs").unwrap();
+    let pasted = import(&configs.join("nginx.conf"), &[]);
+    let from = format!(
+        "[[limiter]]\nname = \"per_client\"\nfrom = {{ file = \"{0}/nginx.conf\", zone = \"per_client\" }}\n\n\
+         [[limiter]]\nname = \"site\"\nfrom = {{ file = \"{0}/nginx.conf\", zone = \"site\" }}\n",
+        configs.display()
+    );
+    let mut summaries = Vec::new();
+    for (name, limiters) in [("pasted", pasted.as_str()), ("from", from.as_str())] {
+        let file = dir.path().join(format!("{name}.toml"));
+        fs::write(&file, scenario(limiters)).unwrap();
+        summaries.push(run(&file, &dir.path().join(name)));
+    }
+    assert!(
+        summaries[0] == summaries[1],
+        "from = {{ … }} differs from the pasted blocks"
+    );
+}
+
+#[test]
+fn a_bad_from_is_an_error_at_the_scenarios_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let configs = fs::canonicalize("scenarios/configs").unwrap();
+    let file = dir.path().join("s.toml");
+    let limiter = format!(
+        "[[limiter]]\nname = \"x\"\nfrom = {{ file = \"{}/nginx.conf\", zone = \"nope\" }}\n",
+        configs.display()
+    );
+    let text = scenario(&limiter);
+    fs::write(&file, &text).unwrap();
+    let line = text.lines().position(|l| l.starts_with("from")).unwrap() + 1;
+    burstsim()
+        .arg("validate")
+        .arg(&file)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!(
+            "s.toml:{line}:8: limiter \"x\": from: zone: "
+        )))
+        .stderr(predicate::str::contains(
+            "has no limiter \"nope\"; it has \"per_client\", \"site\"",
+        ));
+}
