@@ -25,11 +25,21 @@ pub fn released(limiter: &mut burstsim::limiter::Limiter, arrivals: &[u64]) -> V
 
 /// Every `scenarios/*.toml`, in name order.
 pub fn shipped_scenarios() -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir("scenarios")
-        .expect("scenarios/ exists")
-        .map(|entry| entry.expect("readable entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
-        .collect();
+    let toml_in = |dir: &std::path::Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .expect("a readable folder")
+            .map(|entry| entry.expect("readable entry").path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+            .collect()
+    };
+    // scenarios/*.toml, and the scenarios in its folders (my-gateway/…).
+    let mut paths = toml_in(std::path::Path::new("scenarios"));
+    for entry in std::fs::read_dir("scenarios").expect("scenarios/ exists") {
+        let path = entry.expect("readable entry").path();
+        if path.is_dir() {
+            paths.extend(toml_in(&path));
+        }
+    }
     paths.sort();
     paths
 }
