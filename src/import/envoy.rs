@@ -346,3 +346,69 @@ fn rate_limit(
     }
     Ok(Some(block))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::import::Dialect;
+    use crate::import::testing::{field, read_text};
+
+    const FILTER: &str = "\"@type\": type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit\n";
+    const FULL: &str = "filter_enabled: { default_value: { numerator: 1000000, denominator: MILLION } }\nfilter_enforced: { default_value: { numerator: 100 } }\n";
+
+    #[test]
+    fn a_seconds_and_nanos_interval_and_a_value_wrapper() {
+        let text = format!(
+            "{FILTER}stat_prefix: rl\ntoken_bucket: {{ max_tokens: 5, tokens_per_fill: {{ value: 2 }}, fill_interval: {{ seconds: 0, nanos: 250000000 }} }}\n{FULL}"
+        );
+        let blocks = read_text("envoy.yaml", &text, Dialect::EnvoyLocal).unwrap();
+        assert_eq!(
+            field(&blocks[0], "fill_interval").as_deref(),
+            Some("\"250ms\"")
+        );
+        assert_eq!(field(&blocks[0], "tokens_per_fill").as_deref(), Some("2"));
+    }
+
+    #[test]
+    fn half_enforced_and_descriptors_are_refused() {
+        let bucket = "stat_prefix: rl\ntoken_bucket: { max_tokens: 5, fill_interval: 1s }\n";
+        let half = format!(
+            "{FILTER}{bucket}filter_enabled: {{ default_value: {{ numerator: 50 }} }}\nfilter_enforced: {{ default_value: {{ numerator: 100 }} }}\n"
+        );
+        let err = read_text("envoy.yaml", &half, Dialect::EnvoyLocal).unwrap_err();
+        assert!(
+            err.contains("envoy.yaml:4:17: filter_enabled: only 100%"),
+            "{err}"
+        );
+        let descriptors = format!(
+            "{FILTER}{bucket}{FULL}descriptors: [{{ entries: [{{ key: a, value: b }}] }}]\n"
+        );
+        let err = read_text("envoy.yaml", &descriptors, Dialect::EnvoyLocal).unwrap_err();
+        assert!(
+            err.contains("envoy.yaml:6:14: descriptors: not modelled"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn service_units_are_case_blind_and_checked() {
+        let text = "domain: d\ndescriptors:\n  - key: k\n    value: v\n    rate_limit: { unit: MINUTE, requests_per_unit: 3 }\n";
+        let blocks = read_text("ratelimit.yaml", text, Dialect::EnvoyRatelimit).unwrap();
+        assert_eq!(
+            (
+                blocks[0].name.as_str(),
+                field(&blocks[0], "unit").as_deref()
+            ),
+            ("d.k_v", Some("\"minute\""))
+        );
+        let err = read_text(
+            "ratelimit.yaml",
+            &text.replace("MINUTE", "fortnight"),
+            Dialect::EnvoyRatelimit,
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("ratelimit.yaml:5:25: unit \"fortnight\""),
+            "{err}"
+        );
+    }
+}

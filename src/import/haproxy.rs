@@ -376,3 +376,43 @@ fn time_ms(text: &str) -> Option<u64> {
     };
     (ms > 0).then_some(ms)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::import::Dialect;
+    use crate::import::testing::{field, read_text};
+
+    fn read(text: &str) -> Result<Vec<crate::import::Block>, String> {
+        read_text("haproxy.cfg", text, Dialect::Haproxy)
+    }
+
+    #[test]
+    fn a_table_in_a_backend_and_the_scn_form_with_ge() {
+        let blocks = read(
+            "backend rates\n  stick-table type ip size 1k store http_req_rate(10s),conn_rate(1s)\n\
+             frontend web\n  http-request track-sc1 src table rates\n  http-request deny if { sc1_http_req_rate ge 50 } # comment\n",
+        )
+        .unwrap();
+        assert_eq!(field(&blocks[0], "limit").as_deref(), Some("49"));
+        assert_eq!(field(&blocks[0], "period").as_deref(), Some("\"10s\""));
+        assert_eq!(blocks[0].name, "web");
+    }
+
+    #[test]
+    fn a_deny_on_an_untracked_counter_or_unless_is_refused() {
+        let table = "frontend f\n  stick-table type ip size 1k store http_req_rate(500)\n";
+        let err = read(&format!(
+            "{table}  http-request deny if {{ sc_http_req_rate(2) gt 5 }}\n"
+        ))
+        .unwrap_err();
+        assert!(err.contains("sc2 is not tracked in f"), "{err}");
+        let err = read(&format!("{table}  http-request track-sc0 src\n  http-request deny unless {{ sc_http_req_rate(0) gt 5 }}\n")).unwrap_err();
+        assert!(err.contains("haproxy.cfg:4:21: unless"), "{err}");
+        // A deny on something else than a rate is not a limit, and is left alone.
+        let blocks = read(&format!("{table}  http-request track-sc0 src\n  http-request deny if {{ path_beg /admin }}\n  http-request deny if {{ sc_http_req_rate(0) gt 5 }}\n")).unwrap();
+        assert_eq!(
+            (blocks.len(), field(&blocks[0], "period")),
+            (1, Some("\"500ms\"".into()))
+        );
+    }
+}

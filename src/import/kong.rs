@@ -189,3 +189,46 @@ fn plugin_block(
     }
     Ok(Some(block))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::import::Dialect;
+    use crate::import::testing::{field, read_text};
+
+    fn read(text: &str) -> Result<Vec<crate::import::Block>, String> {
+        read_text("kong.yaml", text, Dialect::Kong)
+    }
+
+    #[test]
+    fn plugins_on_routes_and_consumers_are_found_and_disabled_ones_skipped() {
+        let blocks = read(
+            "consumers:\n  - username: bot\n    name: bot\n    plugins:\n      - name: rate-limiting\n        config: { hour: 50, limit_by: service }\n\
+             routes:\n  - name: r\n    plugins:\n      - name: rate-limiting\n        enabled: false\n        config: { second: 1 }\n",
+        )
+        .unwrap();
+        assert_eq!(blocks.len(), 1);
+        assert_eq!(blocks[0].name, "bot");
+        assert_eq!(field(&blocks[0], "hour").as_deref(), Some("50"));
+        assert_eq!(
+            field(&blocks[0], "per"),
+            None,
+            "limit_by service is one counter"
+        );
+    }
+
+    #[test]
+    fn unknown_fields_and_fractions_are_errors() {
+        let err = read("plugins:\n  - name: rate-limiting\n    config: { second: 5, window: 3 }\n")
+            .unwrap_err();
+        assert!(
+            err.contains("kong.yaml:3:34: window: not understood"),
+            "{err}"
+        );
+        let err =
+            read("plugins:\n  - name: rate-limiting\n    config: { second: 0.5 }\n").unwrap_err();
+        assert!(err.contains("second: expected a whole number"), "{err}");
+        let err =
+            read("plugins:\n  - name: rate-limiting\n    config: { policy: redis }\n").unwrap_err();
+        assert!(err.contains("at least one of second"), "{err}");
+    }
+}

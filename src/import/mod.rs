@@ -206,21 +206,7 @@ pub fn import(
     };
     let text = crate::input::read_text(path, MAX_CONFIG_BYTES)
         .map_err(|err| anyhow::anyhow!("cannot read {}: {err}", path.display()))?;
-    let source = Source::new(path, &text);
-    let blocks = match dialect {
-        Dialect::Nginx => nginx::read(&source),
-        Dialect::Haproxy => haproxy::read(&source),
-        Dialect::Spring => spring::read(&source),
-        yaml_dialect => {
-            let documents = yaml::parse(&source)?;
-            match yaml_dialect {
-                Dialect::EnvoyLocal => envoy::read_local(&source, &documents),
-                Dialect::EnvoyRatelimit => envoy::read_service(&source, &documents),
-                Dialect::Kong => kong::read(&source, &documents),
-                _ => traefik::read(&source, &documents),
-            }
-        }
-    }?;
+    let blocks = read(&Source::new(path, &text), dialect)?;
     if blocks.is_empty() {
         anyhow::bail!(
             "{}: no rate limit found in this {} configuration ({})",
@@ -237,6 +223,24 @@ pub fn import(
         );
     }
     Ok((dialect, unique_names(blocks)))
+}
+
+/// The blocks of `source` in `dialect`.
+fn read(source: &Source, dialect: Dialect) -> Result<Vec<Block>, ScenarioError> {
+    match dialect {
+        Dialect::Nginx => nginx::read(source),
+        Dialect::Haproxy => haproxy::read(source),
+        Dialect::Spring => spring::read(source),
+        yaml_dialect => {
+            let documents = yaml::parse(source)?;
+            match yaml_dialect {
+                Dialect::EnvoyLocal => envoy::read_local(source, &documents),
+                Dialect::EnvoyRatelimit => envoy::read_service(source, &documents),
+                Dialect::Kong => kong::read(source, &documents),
+                _ => traefik::read(source, &documents),
+            }
+        }
+    }
 }
 
 /// What each dialect reads, for errors.
@@ -487,6 +491,30 @@ fn compact(err: &anyhow::Error) -> String {
             ..
         }) => format!("{}:{line}:{column}: {message}", path.display()),
         _ => err.to_string(),
+    }
+}
+
+/// Reading configuration text without a file, for the dialects' tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// Reads `text` as a file named `name` in `dialect`, for the dialects' tests.
+    pub(crate) fn read_text(
+        name: &str,
+        text: &str,
+        dialect: Dialect,
+    ) -> Result<Vec<Block>, String> {
+        read(&Source::new(Path::new(name), text), dialect).map_err(|err| err.to_string())
+    }
+
+    /// `key = value` of a block's field, for the dialects' tests.
+    pub(crate) fn field(block: &Block, key: &str) -> Option<String> {
+        block
+            .fields
+            .iter()
+            .find(|f| f.key == key)
+            .map(|f| f.value.to_string())
     }
 }
 

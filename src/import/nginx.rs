@@ -354,3 +354,47 @@ fn directives(source: &Source) -> Result<Vec<Directive>, ScenarioError> {
     }
     Ok(directives)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::import::Dialect;
+    use crate::import::testing::{field, read_text};
+
+    fn read(text: &str) -> Result<Vec<crate::import::Block>, String> {
+        read_text("nginx.conf", text, Dialect::Nginx)
+    }
+
+    #[test]
+    fn quotes_comments_and_minutes_are_read() {
+        let blocks = read(
+            "http { # a comment; with { braces }\n limit_req_zone \"$binary_remote_addr\" zone=z:1m rate=30r/m;\n location / { limit_req zone=z; }\n}\n",
+        )
+        .unwrap();
+        assert_eq!(blocks.len(), 1);
+        assert_eq!(field(&blocks[0], "rate").as_deref(), Some("\"30r/m\""));
+        assert_eq!(field(&blocks[0], "per").as_deref(), Some("\"key\""));
+        assert_eq!(field(&blocks[0], "burst"), None);
+    }
+
+    #[test]
+    fn bad_values_are_errors_at_their_column() {
+        let err = read("limit_req_zone $a zone=z:1m rate=5r/h;\n").unwrap_err();
+        assert!(
+            err.contains("nginx.conf:1:29: limit_req_zone: rate \"5r/h\""),
+            "{err}"
+        );
+        let err = read("limit_req_zone $a zone=z:1m rate=5r/s;\nlimit_req zone=z burst=x;\n")
+            .unwrap_err();
+        assert!(
+            err.contains("nginx.conf:2:18: limit_req: burst=\"x\""),
+            "{err}"
+        );
+        let err = read("limit_req_zone $a zone=z:1m rate=5r/s sync;\n").unwrap_err();
+        assert!(
+            err.contains("1:39: limit_req_zone: \"sync\" is not understood"),
+            "{err}"
+        );
+        let err = read("}\n").unwrap_err();
+        assert!(err.contains("closes no block"), "{err}");
+    }
+}

@@ -254,3 +254,42 @@ fn properties(source: &Source) -> Vec<Property> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::import::Dialect;
+    use crate::import::testing::{field, read_text};
+
+    fn read(text: &str) -> Result<Vec<crate::import::Block>, String> {
+        read_text("app.properties", text, Dialect::Spring)
+    }
+
+    #[test]
+    fn relaxed_binding_separators_and_default_filters() {
+        let blocks = read(
+            "! a comment\nspring.cloud.gateway.server.webflux.default-filters[0].name = RequestRateLimiter\n\
+             spring.cloud.gateway.server.webflux.default-filters[0].args.redis-rate-limiter.replenish_rate: 7\n\
+             SPRING.CLOUD.GATEWAY.SERVER.WEBFLUX.DEFAULT-FILTERS[0].ARGS.REDIS-RATE-LIMITER.BURST-CAPACITY 9\n",
+        )
+        .unwrap();
+        assert_eq!(blocks[0].name, "default-filters");
+        assert_eq!(field(&blocks[0], "replenish_rate").as_deref(), Some("7"));
+        assert_eq!(field(&blocks[0], "burst_capacity").as_deref(), Some("9"));
+    }
+
+    #[test]
+    fn a_missing_rate_or_a_bad_number_is_an_error_at_the_value() {
+        let route = "spring.cloud.gateway.routes[0].filters[0].";
+        let err = read(&format!("{route}name=RequestRateLimiter\n")).unwrap_err();
+        assert!(
+            err.contains("app.properties:1:")
+                && err.contains("no args.redis-rate-limiter.replenishRate"),
+            "{err}"
+        );
+        let err = read(&format!(
+            "{route}name=RequestRateLimiter\n{route}args.redis-rate-limiter.replenishRate=ten\n"
+        ))
+        .unwrap_err();
+        assert!(err.contains("app.properties:2:81: "), "{err}");
+    }
+}

@@ -118,3 +118,38 @@ fn middleware(source: &Source, name: &str, limit: &Node) -> Result<Block, Scenar
     block.set("per", "key", from);
     Ok(block)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::import::Dialect;
+    use crate::import::testing::{field, read_text};
+
+    #[test]
+    fn a_kubernetes_middleware_with_a_period_in_seconds() {
+        let text = "apiVersion: traefik.io/v1alpha1\nkind: Middleware\nmetadata:\n  name: api-rl\nspec:\n  rateLimit:\n    average: 300\n    period: 60\n    sourceCriterion:\n      requestHeaderName: X-Api-Key\n---\nkind: Service\n";
+        let blocks = read_text("traefik.yaml", text, Dialect::Traefik).unwrap();
+        assert_eq!(blocks[0].name, "api-rl");
+        assert_eq!(field(&blocks[0], "period").as_deref(), Some("\"60s\""));
+        assert!(
+            blocks[0]
+                .fields
+                .iter()
+                .any(|f| f.from.contains("requestHeaderName"))
+        );
+    }
+
+    #[test]
+    fn average_zero_or_missing_is_refused() {
+        let rl = |body: &str| format!("http:\n  middlewares:\n    rl:\n      rateLimit:\n{body}");
+        let err = read_text(
+            "traefik.yaml",
+            &rl("        average: 0\n"),
+            Dialect::Traefik,
+        )
+        .unwrap_err();
+        assert!(err.contains("traefik.yaml:5:18: average: 0 turns"), "{err}");
+        let err =
+            read_text("traefik.yaml", &rl("        burst: 5\n"), Dialect::Traefik).unwrap_err();
+        assert!(err.contains("average is missing"), "{err}");
+    }
+}
