@@ -388,3 +388,24 @@ fn the_report_opens_with_the_verdict_then_the_table_then_the_spike_and_gains_siz
         html.len()
     );
 }
+
+/// A per-key limit summed over hundreds of keys (3190 for 319 clients of
+/// 10 per second) must not squash the lines and bars it stands far above:
+/// it is named at the top of the scale instead of setting it.
+#[test]
+fn limits_far_above_the_traffic_do_not_squash_the_charts() {
+    let gateway = run("scenarios/my-gateway/my-gateway.toml", &[]);
+    let bars = texts(&read(&gateway.out.join("charts/worst-rolling.svg")));
+    assert!(bars.iter().any(|t| t == "↑ limit 3190"), "{bars:?}");
+    assert!(bars.iter().any(|t| t == "↑ bound 9889"), "{bars:?}");
+    // The y axis ends just above the data (200 at most), not near 10000.
+    let ticks: Vec<f64> = bars.iter().filter_map(|t| t.parse().ok()).collect();
+    let top = ticks.iter().copied().fold(0.0, f64::max);
+    assert!((200.0..400.0).contains(&top), "axis up to {top}: {ticks:?}");
+    let lines = texts(&read(&gateway.out.join("charts/overview-sale-opening.svg")));
+    assert!(
+        lines.iter().any(|t| t.contains("limit 3190, above this scale")),
+        "{lines:?}"
+    );
+    assert!(!lines.iter().any(|t| t == "limit 3190"), "{lines:?}");
+}

@@ -32,15 +32,16 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
     let data_top = runs
         .iter()
         .map(|run| run.summary.worst_rolling as f64)
-        .chain(runs.iter().map(|run| run.summary.nominal))
         .chain(capacity)
         .fold(1.0, f64::max);
-    // Bounds join the scale unless one would squash everything else.
+    // Limits and bounds join the scale unless one would squash the lines:
+    // a per-key limit summed over hundreds of keys, say.
     let top = runs
         .iter()
         .filter_map(bound)
         .map(|b| b as f64)
-        .filter(|&b| b <= data_top * 2.5)
+        .chain(runs.iter().map(|run| run.summary.nominal))
+        .filter(|&reference| reference <= data_top * 2.5)
         .fold(data_top, f64::max)
         * 1.12;
     let end = seconds(results.duration.get());
@@ -110,12 +111,15 @@ impl Panel<'_> {
         let mut chart = panel_plot(area, 0.0..self.end, self.top, &axes)?;
 
         let summary = &self.run.summary;
-        let mut references = vec![Reference {
-            level: summary.nominal,
-            label: format!("limit {}", count(summary.nominal)),
-            colour: REFERENCE,
-            dash: DASHED,
-        }];
+        let mut references = Vec::new();
+        if summary.nominal <= self.top {
+            references.push(Reference {
+                level: summary.nominal,
+                label: format!("limit {}", count(summary.nominal)),
+                colour: REFERENCE,
+                dash: DASHED,
+            });
+        }
         if let Some(bound) = self.bound.filter(|&b| (b as f64) <= self.top) {
             references.push(Reference {
                 level: bound as f64,
@@ -156,6 +160,12 @@ impl Panel<'_> {
             if over > 0.0 {
                 note.push_str(&format!(" — {} over capacity", count(over)));
             }
+        }
+        if summary.nominal > self.top {
+            note.push_str(&format!(
+                "; limit {}, above this scale",
+                count(summary.nominal)
+            ));
         }
         if let Some(bound) = self.bound.filter(|&b| (b as f64) > self.top) {
             note.push_str(&format!("; bound {bound}, above this scale"));

@@ -28,11 +28,18 @@ pub fn render(results: &Results) -> Result<Chart> {
         results.metrics.rolling
     };
     let capacity = results.capacity().map(|c| c as f64);
-    let highest = bars
+    let data_top = bars
         .iter()
-        .map(|bar| (bar.worst.max(bar.bound.unwrap_or(0)) as f64).max(bar.nominal))
+        .map(|bar| bar.worst as f64)
         .chain(capacity)
         .fold(1.0, f64::max);
+    // Limits and bounds join the scale unless one would squash the bars (a
+    // per-key limit summed over hundreds of keys): those are written at the top.
+    let highest = bars
+        .iter()
+        .flat_map(|bar| [bar.nominal, bar.bound.map_or(0.0, |b| b as f64)])
+        .filter(|&reference| reference <= data_top * 2.5)
+        .fold(data_top, f64::max);
     let y_max = highest * 1.12;
     let rolling = interval;
     let title = format!(
@@ -82,12 +89,31 @@ pub fn render(results: &Results) -> Result<Chart> {
                 [(x0, 0.0), (x1, worst)],
                 limiter_colour(bar).filled(),
             )])?;
-            chart.draw_series([PathElement::new(
-                vec![(x0, summary.nominal), (x1, summary.nominal)],
-                BLACK.stroke_width(3),
-            )])?;
-            if let Some(bound) = summary.bound {
-                chart.draw_series([TriangleMarker::new((mid, bound as f64), 6, BLACK.filled())])?;
+            let mut above = Vec::new();
+            if summary.nominal <= highest {
+                chart.draw_series([PathElement::new(
+                    vec![(x0, summary.nominal), (x1, summary.nominal)],
+                    BLACK.stroke_width(3),
+                )])?;
+            } else {
+                above.push(format!("limit {:.0}", summary.nominal));
+            }
+            match summary.bound {
+                Some(bound) if bound as f64 <= highest => {
+                    let marker = TriangleMarker::new((mid, bound as f64), 6, BLACK.filled());
+                    chart.draw_series([marker])?;
+                }
+                Some(bound) => above.push(format!("bound {bound}")),
+                None => {}
+            }
+            // References off the scale, named at its top with an arrow.
+            for (line, text) in above.iter().enumerate() {
+                let (x, y) = chart.backend_coord(&(mid, y_max));
+                canvas.draw(&Text::new(
+                    format!("↑ {text}"),
+                    (x, y + 2 + 14 * line as i32),
+                    small.color(&BLACK).pos(Pos::new(HPos::Center, VPos::Top)),
+                ))?;
             }
             // The count sits at the foot of its bar, clear of the tick and the triangle.
             let (_, base) = chart.backend_coord(&(mid, 0.0));
@@ -125,7 +151,7 @@ pub fn render(results: &Results) -> Result<Chart> {
         canvas.present()?;
     }
     let caption = format!(
-        "Bars taller than the red line let more through in {} than the backend can serve; the black tick is what the limiter advertises, the triangle the most it can admit for any traffic.",
+        "Bars taller than the red line let more through in {} than the backend can serve; the black tick is what the limiter advertises, the triangle the most it can admit for any traffic (written at the top, with an arrow, when far above the bars).",
         interval_words(rolling)
     );
     Ok(Chart {
