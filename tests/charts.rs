@@ -404,7 +404,9 @@ fn limits_far_above_the_traffic_do_not_squash_the_charts() {
     assert!((200.0..400.0).contains(&top), "axis up to {top}: {ticks:?}");
     let lines = texts(&read(&gateway.out.join("charts/overview-sale-opening.svg")));
     assert!(
-        lines.iter().any(|t| t.contains("limit 3190, above this scale")),
+        lines
+            .iter()
+            .any(|t| t.contains("limit 3190, above this scale")),
         "{lines:?}"
     );
     assert!(!lines.iter().any(|t| t == "limit 3190"), "{lines:?}");

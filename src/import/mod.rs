@@ -389,7 +389,8 @@ pub fn render(path: &Path, dialect: Dialect, blocks: &[Block]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "# `burstsim import {file}` ({}): {} limiter{}.",
+        "# `burstsim import {}` ({}): {} limiter{}.",
+        comment(&file.to_string()),
         dialect.name(),
         blocks.len(),
         if blocks.len() == 1 { "" } else { "s" }
@@ -397,14 +398,17 @@ pub fn render(path: &Path, dialect: Dialect, blocks: &[Block]) -> String {
     let _ = writeln!(
         out,
         "# Each value says where it came from. Paste these blocks into a scenario, or\n# import at run time: [[limiter]] name = \"…\" from = {{ file = \"{}\", zone = \"<name>\" }}",
-        path.file_name()
-            .map_or_else(|| file.to_string(), |n| n.to_string_lossy().into())
+        comment(
+            &path
+                .file_name()
+                .map_or_else(|| file.to_string(), |n| n.to_string_lossy().into())
+        )
     );
     for block in blocks {
         out.push('\n');
-        let _ = writeln!(out, "# {}", block.heading);
+        let _ = writeln!(out, "# {}", comment(&block.heading));
         for note in &block.notes {
-            let _ = writeln!(out, "# note: {note}");
+            let _ = writeln!(out, "# note: {}", comment(note));
         }
         let name = toml::Value::from(block.name.clone());
         let lines: Vec<(String, &str)> =
@@ -424,10 +428,25 @@ pub fn render(path: &Path, dialect: Dialect, blocks: &[Block]) -> String {
         out.push_str("[[limiter]]\n");
         for (line, from) in lines {
             let pad = width - line.chars().count();
-            let _ = writeln!(out, "{line}{}  # {from}", " ".repeat(pad));
+            let _ = writeln!(out, "{line}{}  # {}", " ".repeat(pad), comment(from));
         }
     }
     out
+}
+
+/// Text from the file made safe for a TOML comment: on one line (a newline
+/// in a quoted value must not start a line of TOML) and at most 200
+/// characters.
+fn comment(text: &str) -> String {
+    let mut safe: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(200)
+        .collect();
+    if text.chars().nth(200).is_some() {
+        safe.push('…');
+    }
+    safe
 }
 
 /// `from = { file = "…", zone = "…", format = "…" }` in a limiter block: the
@@ -548,6 +567,25 @@ mod tests {
         assert_eq!(decimal_seconds("1.0000000001"), None);
         assert_eq!(duration(1_500_000_000), "1500ms");
         assert_eq!(duration(60_000_000_000), "60s");
+    }
+
+    #[test]
+    fn text_from_the_file_cannot_break_out_of_a_comment() {
+        let mut block = Block::new(
+            "a",
+            "plugin of x\n[[limiter]]\nkind = \"evil\"".into(),
+            "kong",
+            "k.yaml:1".into(),
+        );
+        block.set("second", 5, "k.yaml:2: a\rb".into());
+        let text = render(Path::new("k.yaml"), Dialect::Kong, &[block]);
+        assert_eq!(
+            text.lines().filter(|l| *l == "[[limiter]]").count(),
+            1,
+            "{text}"
+        );
+        assert!(text.parse::<toml::Table>().is_ok(), "{text}");
+        assert_eq!(comment(&"x".repeat(300)).chars().count(), 201);
     }
 
     #[test]
