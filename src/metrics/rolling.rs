@@ -20,10 +20,43 @@ pub struct Worst {
 #[derive(Clone, Debug)]
 struct Tracker {
     interval: u64,
-    /// Absolute index of the oldest admitted time still within (t − L, t].
+    /// Absolute index of the oldest admitted time still within (t − L, t],
+    /// for the last t checked.
     front: u64,
     worst: u64,
     worst_start: u64,
+    /// Absolute index of the next admitted time whose count could beat `worst`.
+    next: u64,
+}
+
+/// The most admitted times one tracker skips at once: its front lags by no
+/// more than this, so the ring holds at most this many more times.
+const MAX_SKIP: u64 = 1 << 16;
+
+/// The first index in `front..=last` whose time is within `(now − interval, now]`,
+/// where `at(last) = now`: galloping from `front`, since the fronts move by
+/// about one per request when checked at every request, and by many after a skip.
+#[inline]
+fn first_within(at: &impl Fn(u64) -> u64, front: u64, last: u64, now: u64, interval: u64) -> u64 {
+    let old = |i: u64| now - at(i) >= interval;
+    if !old(front) {
+        return front;
+    }
+    // old(lo) holds and old(hi) does not; old(last) never holds.
+    let (mut lo, mut hi, mut step) = (front, last, 1);
+    while lo + step < last {
+        if !old(lo + step) {
+            hi = lo + step;
+            break;
+        }
+        lo += step;
+        step *= 2;
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if old(mid) { lo = mid } else { hi = mid }
+    }
+    hi
 }
 
 /// Time spent with more than `capacity` admitted in the trailing interval.
@@ -77,6 +110,7 @@ impl RollingCounts {
                     front: 0,
                     worst: 0,
                     worst_start: 0,
+                    next: 0,
                 }
             })
             .collect();
@@ -142,26 +176,24 @@ impl RollingCounts {
         // said this way, the compiler drops the bounds checks.
         assert!(ring.len().is_power_of_two());
         let at = |i: u64| ring[(i as usize) & (ring.len() - 1)];
-        for i in done..pushed {
-            let now = at(i);
-            // The trackers' pointer chases are independent, so the processor
-            // overlaps them; two steps without a branch cover the usual case
-            // (about one request leaves per request that arrives), and the loop
-            // only runs for bursts.
-            for tracker in &mut self.trackers {
-                let mut front = tracker.front;
-                front += u64::from(now - at(front) >= tracker.interval);
-                front += u64::from(now - at(front) >= tracker.interval);
-                while now - at(front) >= tracker.interval {
-                    front += 1;
-                }
-                tracker.front = front;
+        for tracker in &mut self.trackers {
+            let (interval, mut front, mut worst) = (tracker.interval, tracker.front, tracker.worst);
+            // Indices before `next` cannot beat the worst: the count rises by at
+            // most one per admitted request, so at a count c < worst the next
+            // worst − c requests cannot reach past it, and are skipped (the
+            // front then catches up by galloping, not one step at a time).
+            let mut i = tracker.next.max(done);
+            while i < pushed {
+                let now = at(i);
+                front = first_within(&at, front, i, now, interval);
                 let count = i + 1 - front;
-                if count > tracker.worst {
-                    tracker.worst = count;
+                if count > worst {
+                    worst = count;
                     tracker.worst_start = at(front);
                 }
+                i += (worst - count).min(MAX_SKIP) + 1;
             }
+            (tracker.front, tracker.worst, tracker.next) = (front, worst, i);
         }
         if let Some(overload) = &mut self.overload {
             for i in done..pushed {
@@ -316,5 +348,47 @@ mod tests {
                 worst_by_brute_force(&times, interval)
             );
         }
+    }
+
+    /// Skipping requests that cannot beat the worst, several lengths at once:
+    /// every length's count and start as brute force finds them, over steady
+    /// traffic with bursts (equal times) that set a new worst late.
+    #[test]
+    fn skipping_ahead_finds_every_worst_exactly() {
+        let mut times = Vec::new();
+        let mut t = 0u64;
+        for i in 0..6_000u64 {
+            t += 1 + (i * 7919) % 13;
+            times.push(t);
+            if i % 1_500 == 1_499 {
+                times.extend(std::iter::repeat_n(t, 40 + i as usize / 100));
+            }
+        }
+        let intervals = [1, 7, 64, 500, 3_000, 40_000];
+        let streamed = worst(&times, &intervals);
+        for (k, &interval) in intervals.iter().enumerate() {
+            assert_eq!(
+                streamed[k],
+                worst_by_brute_force(&times, interval),
+                "interval {interval}"
+            );
+        }
+    }
+
+    /// More requests than a tracker skips at once (2^16) within one length,
+    /// then a burst that beats the worst: still exact.
+    #[test]
+    fn a_skip_longer_than_the_cap_still_finds_a_late_burst() {
+        // One request per ns for 200,000 ns; the 100,000 ns length holds
+        // 100,000 of them from the start on. Then, at 300,000, a burst of
+        // 100,001 at one instant.
+        let mut times: Vec<u64> = (0..200_000).collect();
+        times.extend(std::iter::repeat_n(300_000, 100_001));
+        assert_eq!(
+            worst(&times, &[100_000, 10]),
+            [(100_001, 300_000), (100_001, 300_000)]
+        );
+        let steady: Vec<u64> = (0..200_000).collect();
+        assert_eq!(worst(&steady, &[100_000]), [(100_000, 0)]);
     }
 }
