@@ -219,16 +219,8 @@ mod tests {
             mut times in proptest::collection::vec(0u64..5_000, 1..300),
         ) {
             let mut limiter = haproxy(limit);
-            times.sort_unstable();
-            let admitted: Vec<u64> = times
-                .iter()
-                .map(|ms| ms * NANOS_PER_MS)
-                .filter(|&t| limiter.decide(Nanos(t)).admitted())
-                .collect();
-            for interval in [Nanos(300 * NANOS_PER_MS), Nanos::SECOND, Nanos(2_500 * NANOS_PER_MS)] {
-                let worst = crate::limiter::worst_in(&admitted, interval);
-                proptest::prop_assert!(worst <= limiter.bound(interval), "{worst} > {}", limiter.bound(interval));
-            }
+            let over = crate::limiter::over_bound(&mut limiter, &mut times, &[Nanos(300 * NANOS_PER_MS), Nanos::SECOND, Nanos(2_500 * NANOS_PER_MS)]);
+            proptest::prop_assert!(over.is_none(), "{over:?}");
         }
     }
 }

@@ -687,16 +687,8 @@ mod tests {
             let mut limiter = kong(&format!(
                 "second = {second}\nminute = {minute}\npolicy = \"{policy}\"\nstart = \"2026-11-27T09:59:30Z\""
             ));
-            times.sort_unstable();
-            let admitted: Vec<u64> = times
-                .iter()
-                .map(|ms| ms * 1_000_000)
-                .filter(|&t| limiter.decide(Nanos(t)).admitted())
-                .collect();
-            for interval in [Nanos(300_000_000), Nanos::SECOND, secs(60), secs(90)] {
-                let worst = crate::limiter::worst_in(&admitted, interval);
-                proptest::prop_assert!(worst <= limiter.bound(interval), "{worst} > {}", limiter.bound(interval));
-            }
+            let over = crate::limiter::over_bound(&mut limiter, &mut times, &[Nanos(300_000_000), Nanos::SECOND, secs(60), secs(90)]);
+            proptest::prop_assert!(over.is_none(), "{over:?}");
         }
     }
 }

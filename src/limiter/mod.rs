@@ -595,6 +595,27 @@ kinds! {
     Kong = kong,
 }
 
+/// The most `limiter` admits in any of `intervals`, above its bound, over
+/// arrivals at `times_ms` (milliseconds, sorted here), or `None`: the module
+/// property tests of kinds whose clock is whole seconds or milliseconds.
+#[cfg(test)]
+pub(crate) fn over_bound(
+    limiter: &mut impl RateLimiter,
+    times_ms: &mut [u64],
+    intervals: &[Nanos],
+) -> Option<String> {
+    times_ms.sort_unstable();
+    let admitted: Vec<u64> = times_ms
+        .iter()
+        .map(|ms| ms * 1_000_000)
+        .filter(|&t| limiter.decide(Nanos(t)).admitted())
+        .collect();
+    intervals.iter().find_map(|&interval| {
+        let (worst, bound) = (worst_in(&admitted, interval), limiter.bound(interval));
+        (worst > bound).then(|| format!("{worst} > {bound} over {interval}"))
+    })
+}
+
 /// The most of `admitted` (sorted times, ns) in any interval `[s, s + interval)`,
 /// by brute force: for the property tests of kinds whose clock is whole
 /// seconds or milliseconds, which the contract tests' microsecond traffic

@@ -258,16 +258,8 @@ mod tests {
         ) {
             let mut limiter = gateway(rate, capacity);
             // Milliseconds, many on whole seconds.
-            times.sort_unstable();
-            let admitted: Vec<u64> = times
-                .iter()
-                .map(|ms| ms * 1_000_000)
-                .filter(|&t| limiter.decide(Nanos(t)).admitted())
-                .collect();
-            for interval in [Nanos(500_000_000), Nanos::SECOND, Nanos(2_500_000_000)] {
-                let worst = crate::limiter::worst_in(&admitted, interval);
-                proptest::prop_assert!(worst <= limiter.bound(interval), "{worst} > {}", limiter.bound(interval));
-            }
+            let over = crate::limiter::over_bound(&mut limiter, &mut times, &[Nanos(500_000_000), Nanos::SECOND, Nanos(2_500_000_000)]);
+            proptest::prop_assert!(over.is_none(), "{over:?}");
         }
     }
 
