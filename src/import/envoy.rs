@@ -17,7 +17,7 @@ use crate::error::ScenarioError;
 const LOCAL_TYPE: &str = "envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit";
 const NETWORK_TYPE: &str = "envoy.extensions.filters.network.local_ratelimit.v3.LocalRateLimit";
 
-const LOCAL_SUPPORTED: &str = "supported: token_bucket (max_tokens, tokens_per_fill, fill_interval), filter_enabled and filter_enforced at 100%, stat_prefix, and response fields that change no decision";
+pub(super) const LOCAL_SUPPORTED: &str = "supported: token_bucket (max_tokens, tokens_per_fill, fill_interval), filter_enabled and filter_enforced at 100%, stat_prefix, and response fields that change no decision";
 
 /// Fields of `LocalRateLimit` that change no decision.
 const LOCAL_IGNORED: &[&str] = &[
@@ -193,7 +193,7 @@ fn proto_duration(source: &Source, node: &Node) -> Result<u64, ScenarioError> {
     })
 }
 
-const SERVICE_SUPPORTED: &str = "supported: domain, descriptors (key, value, rate_limit { unit, requests_per_unit, unlimited, name }, nested descriptors, detailed_metric)";
+pub(super) const SERVICE_SUPPORTED: &str = "supported: domain, descriptors (key, value, rate_limit { unit, requests_per_unit, unlimited, name }, nested descriptors, detailed_metric)";
 
 pub(super) fn read_service(
     source: &Source,

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use super::{Block, Source, duration};
 use crate::error::ScenarioError;
 
-const SUPPORTED: &str = "supported: stick-table … store http_req_rate(P), track-scN KEY [table T], http-request deny if { sc_http_req_rate(N) gt L } (or sc<N>_http_req_rate, ge, or a named acl)";
+pub(super) const SUPPORTED: &str = "supported: stick-table … store http_req_rate(P), track-scN KEY [table T], http-request deny if { sc_http_req_rate(N) gt L } (or sc<N>_http_req_rate, ge, or a named acl)";
 
 const SECTIONS: &[&str] = &[
     "global",

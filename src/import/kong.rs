@@ -9,7 +9,7 @@ use super::yaml::Node;
 use super::{Block, Source};
 use crate::error::ScenarioError;
 
-const SUPPORTED: &str = "supported: plugins named rate-limiting with second, minute, hour, day, month, year, policy (local, cluster, redis), sync_rate -1 or 0, limit_by, and fields that change no decision (redis connection, headers, error messages)";
+pub(super) const SUPPORTED: &str = "supported: plugins named rate-limiting with second, minute, hour, day, month, year, policy (local, cluster, redis), sync_rate -1 or 0, limit_by, and fields that change no decision (redis connection, headers, error messages)";
 
 const PERIODS: [&str; 6] = ["second", "minute", "hour", "day", "month", "year"];
 
@@ -145,7 +145,8 @@ fn plugin_block(
                     )
                 })?;
                 if rate > 0 {
-                    return Err(value.error(source, format!("sync_rate: {rate} batches counters between Kong nodes; model it as the scenario's [cluster] with mode = \"shared-instance-clock\" and sync_interval = \"{rate}s\" around one second, minute, hour or day limit")));
+                    let advice = crate::limiter::kong::sync_rate_advice(rate);
+                    return Err(value.error(source, advice));
                 }
                 block.set("sync_rate", rate, here);
             }

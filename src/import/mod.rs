@@ -246,27 +246,13 @@ fn read(source: &Source, dialect: Dialect) -> Result<Vec<Block>, ScenarioError> 
 /// What each dialect reads, for errors.
 fn supported(dialect: Dialect) -> &'static str {
     match dialect {
-        Dialect::Nginx => {
-            "supported: limit_req_zone (key, zone, rate) and limit_req (zone, burst, nodelay, delay)"
-        }
-        Dialect::EnvoyLocal => {
-            "supported: the envoy.filters.http.local_ratelimit filter's token_bucket, filter_enabled and filter_enforced at 100%"
-        }
-        Dialect::EnvoyRatelimit => {
-            "supported: domain, descriptors (key, value, rate_limit { unit, requests_per_unit, unlimited }, nested descriptors)"
-        }
-        Dialect::Kong => {
-            "supported: plugins named rate-limiting with second, minute, hour, day, month, year, policy, sync_rate = -1 or 0, limit_by"
-        }
-        Dialect::Traefik => {
-            "supported: rateLimit middlewares (average, period, burst, sourceCriterion) under http.middlewares or in a Middleware resource"
-        }
-        Dialect::Haproxy => {
-            "supported: stick-table … store http_req_rate(P), track-scN, http-request deny if { sc_http_req_rate(N) gt L } (or sc<N>_http_req_rate, ge, or a named acl)"
-        }
-        Dialect::Spring => {
-            "supported: RequestRateLimiter filters of routes and default-filters with redis-rate-limiter.replenishRate, burstCapacity, requestedTokens and key-resolver"
-        }
+        Dialect::Nginx => nginx::SUPPORTED,
+        Dialect::EnvoyLocal => envoy::LOCAL_SUPPORTED,
+        Dialect::EnvoyRatelimit => envoy::SERVICE_SUPPORTED,
+        Dialect::Kong => kong::SUPPORTED,
+        Dialect::Traefik => traefik::SUPPORTED,
+        Dialect::Haproxy => haproxy::SUPPORTED,
+        Dialect::Spring => spring::SUPPORTED,
     }
 }
 

@@ -7,6 +7,9 @@
 use super::{Block, Source};
 use crate::error::ScenarioError;
 
+pub(super) const SUPPORTED: &str =
+    "supported: limit_req_zone (key, zone, rate) and limit_req (zone, burst, nodelay, delay)";
+
 /// A word of the configuration and where it starts.
 #[derive(Clone, Debug)]
 struct Token {
@@ -75,13 +78,7 @@ pub(super) fn read(source: &Source) -> Result<Vec<Block>, ScenarioError> {
 }
 
 fn unsupported(source: &Source, at: &Token, what: &str) -> ScenarioError {
-    source.error(
-        at.line,
-        at.column,
-        format!(
-            "{what}; supported: limit_req_zone (key, zone, rate) and limit_req (zone, burst, nodelay, delay)"
-        ),
-    )
+    source.error(at.line, at.column, format!("{what}; {SUPPORTED}"))
 }
 
 /// `limit_req_zone KEY zone=NAME:SIZE rate=R [sync]`.

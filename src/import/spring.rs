@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use super::{Block, Source};
 use crate::error::ScenarioError;
 
-const SUPPORTED: &str = "supported: RequestRateLimiter filters of routes and default-filters with args.redis-rate-limiter.replenishRate, burstCapacity, requestedTokens, args.key-resolver, deny-empty-key and empty-key-status-code";
+pub(super) const SUPPORTED: &str = "supported: RequestRateLimiter filters of routes and default-filters with args.redis-rate-limiter.replenishRate, burstCapacity, requestedTokens, args.key-resolver, deny-empty-key and empty-key-status-code";
 
 /// One property: its value and where it is.
 struct Property {

@@ -9,7 +9,7 @@ use super::yaml::{Node, Value};
 use super::{Block, Source, duration, go_duration};
 use crate::error::ScenarioError;
 
-const SUPPORTED: &str = "supported: rateLimit with average, period, burst and sourceCriterion, under http.middlewares or in a Middleware resource";
+pub(super) const SUPPORTED: &str = "supported: rateLimit with average, period, burst and sourceCriterion, under http.middlewares or in a Middleware resource";
 
 pub(super) fn read(source: &Source, documents: &[Node]) -> Result<Vec<Block>, ScenarioError> {
     let mut found: Vec<(String, &Node)> = Vec::new();

@@ -52,18 +52,7 @@ impl Kind for Config {
         })
     }
 
-    /// The sizing parameter: tokens per fill.
-    fn parameter(&self, _: Context) -> (&'static str, u64) {
-        ("tokens_per_fill", self.tokens_per_fill.get())
-    }
-
-    /// The same filter with `value` tokens per fill.
-    fn with_parameter(&self, value: u64) -> Config {
-        Config {
-            tokens_per_fill: NonZeroU64::new(value).unwrap_or(NonZeroU64::MIN),
-            ..self.clone()
-        }
-    }
+    super::parameter_is!(tokens_per_fill);
 
     fn example(choice: u64) -> String {
         format!(

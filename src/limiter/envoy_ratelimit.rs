@@ -92,16 +92,7 @@ impl Kind for Config {
             .counting_rejected(self.count_rejected))
     }
 
-    fn parameter(&self, _: Context) -> (&'static str, u64) {
-        ("requests_per_unit", self.requests_per_unit.get())
-    }
-
-    fn with_parameter(&self, value: u64) -> Config {
-        Config {
-            requests_per_unit: NonZeroU64::new(value).unwrap_or(NonZeroU64::MIN),
-            ..self.clone()
-        }
-    }
+    super::parameter_is!(requests_per_unit);
 
     /// The unit is at least a second: the property tests' microsecond
     /// traffic meets windows edges only through the anchor.

@@ -33,7 +33,7 @@ impl Kind for Config {
             .counting_rejected(self.count_rejected))
     }
 
-    super::threshold_is_the_parameter!();
+    super::parameter_is!();
 
     fn example(choice: u64) -> String {
         let window = [1_000, 997, 250, 3_000][(choice % 4) as usize];

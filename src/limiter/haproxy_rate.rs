@@ -65,16 +65,7 @@ impl Kind for Config {
         })
     }
 
-    fn parameter(&self, _: Context) -> (&'static str, u64) {
-        ("limit", self.limit.get())
-    }
-
-    fn with_parameter(&self, value: u64) -> Config {
-        Config {
-            limit: NonZeroU64::new(value).unwrap_or(NonZeroU64::MIN),
-            ..self.clone()
-        }
-    }
+    super::parameter_is!(limit);
 
     /// Milliseconds are its clock: the contract tests' microsecond traffic
     /// sits inside one tick; the module's own property test crosses periods.

@@ -63,6 +63,13 @@ pub struct Config {
     pub start: Start,
 }
 
+/// Why `sync_rate > 0` is refused, and how to model it instead.
+pub fn sync_rate_advice(rate: i64) -> String {
+    format!(
+        "sync_rate: {rate} batches counters between Kong nodes; model it as the scenario's [cluster] with mode = \"shared-instance-clock\" and sync_interval = \"{rate}s\" around a kong limiter with policy = \"cluster\" and one second, minute, hour or day limit"
+    )
+}
+
 fn unsynced() -> i64 {
     -1
 }
@@ -271,10 +278,7 @@ impl Kind for Config {
             );
         }
         if self.sync_rate > 0 {
-            return Err(format!(
-                "sync_rate: {} batches counters between Kong nodes; burstsim models that as the scenario's [cluster] with mode = \"shared-instance-clock\" and sync_interval = \"{}s\" around a kong limiter with policy = \"cluster\" and one second, minute, hour or day limit",
-                self.sync_rate, self.sync_rate
-            ));
+            return Err(sync_rate_advice(self.sync_rate));
         }
         if self.sync_rate != -1 && self.sync_rate != 0 {
             return Err(format!(

@@ -9,17 +9,20 @@ use serde::Deserialize;
 use crate::config::KindTable;
 
 /// [`Kind::parameter`] and [`Kind::with_parameter`] for a configuration
-/// whose sizing parameter is its `threshold` field.
-macro_rules! threshold_is_the_parameter {
+/// whose sizing parameter is its `NonZeroU64` field `$field` (by default
+/// `threshold`).
+macro_rules! parameter_is {
     () => {
+        $crate::limiter::parameter_is!(threshold);
+    };
+    ($field:ident) => {
         fn parameter(&self, _: $crate::limiter::Context) -> (&'static str, u64) {
-            ("threshold", self.threshold.get())
+            (stringify!($field), self.$field.get())
         }
 
         fn with_parameter(&self, value: u64) -> Config {
-            let threshold = std::num::NonZeroU64::new(value).unwrap_or(std::num::NonZeroU64::MIN);
             Config {
-                threshold,
+                $field: std::num::NonZeroU64::new(value).unwrap_or(std::num::NonZeroU64::MIN),
                 ..self.clone()
             }
         }
@@ -27,7 +30,7 @@ macro_rules! threshold_is_the_parameter {
 }
 use crate::time::Nanos;
 use crate::traffic::Key;
-pub(crate) use threshold_is_the_parameter;
+pub(crate) use parameter_is;
 
 /// The answer a limiter gives one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -64,7 +64,7 @@ impl Kind for Config {
         })
     }
 
-    super::threshold_is_the_parameter!();
+    super::parameter_is!();
 }
 
 /// Epoch-aligned buckets `[k·w, (k+1)·w)` with w = W/B; a request at `t`

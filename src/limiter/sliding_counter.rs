@@ -28,7 +28,7 @@ impl Kind for Config {
     const NAME: &'static str = "sliding-counter";
     type State = SlidingCounter;
 
-    super::threshold_is_the_parameter!();
+    super::parameter_is!();
 
     fn example(choice: u64) -> String {
         let window = [1_000, 997, 250, 3_000][(choice % 4) as usize];

@@ -81,16 +81,7 @@ impl Kind for Config {
         })
     }
 
-    fn parameter(&self, _: Context) -> (&'static str, u64) {
-        ("average", self.average.get())
-    }
-
-    fn with_parameter(&self, value: u64) -> Config {
-        Config {
-            average: NonZeroU64::new(value).unwrap_or(NonZeroU64::MIN),
-            ..self.clone()
-        }
-    }
+    super::parameter_is!(average);
 
     fn example(choice: u64) -> String {
         format!(
