@@ -183,8 +183,7 @@ fn simulate_open(
     } else {
         let mut chunk = Vec::with_capacity(CHUNK);
         loop {
-            chunk.clear();
-            arrivals.fill(&mut chunk, CHUNK);
+            arrivals.refill(&mut chunk, CHUNK);
             if chunk.is_empty() {
                 break;
             }
@@ -248,8 +247,7 @@ fn pipeline(
                 let mut chunk = empty_rx
                     .try_recv()
                     .unwrap_or_else(|_| Vec::with_capacity(CHUNK));
-                chunk.clear();
-                arrivals.fill(&mut chunk, CHUNK);
+                arrivals.refill(&mut chunk, CHUNK);
                 // An empty chunk ends the stream; a failed send means the
                 // decisions stopped on an error.
                 if chunk.is_empty() || full_tx.send(chunk).is_err() {
@@ -383,8 +381,7 @@ mod tests {
         let mut expected = Vec::new();
         let mut chunk = Vec::new();
         loop {
-            chunk.clear();
-            alone.fill(&mut chunk, CHUNK);
+            alone.refill(&mut chunk, CHUNK);
             if chunk.is_empty() {
                 break;
             }

@@ -388,24 +388,34 @@ pub enum Source {
 }
 
 impl Source {
-    /// Appends its next `count` arrivals to `out`, fewer only at its end:
-    /// one tight loop per kind, for the simulator's chunks.
-    fn fill(&mut self, out: &mut Vec<Arrival>, count: usize) {
+    /// Replaces what `out` holds with its next `count` arrivals, fewer only
+    /// at its end: one tight loop per kind, for the simulator's chunks.
+    fn refill(&mut self, out: &mut Vec<Arrival>, count: usize) {
         match self {
-            Source::Uniform(source) => out.extend(source.take(count).map(Arrival::at)),
-            Source::Poisson(source) => source.fill_with(out, count, Arrival::at),
-            Source::Boundary(source) => out.extend(source.take(count).map(Arrival::at)),
-            Source::Trace(source) => out.extend(source.take(count)),
-            Source::PerClient(source) => out.extend(source.take(count)),
+            Source::Poisson(source) => {
+                // A chunk handed back full is written over as it is, without
+                // a pass to clear it first.
+                out.resize(count, Arrival::at(Nanos::ZERO));
+                let filled = source.fill(out);
+                out.truncate(filled);
+            }
             Source::Keyed(source, clients) => {
-                let from = out.len();
-                source.fill(out, count);
-                for arrival in &mut out[from..] {
+                source.refill(out, count);
+                for arrival in out.iter_mut() {
                     arrival.key = clients.next_key();
                 }
             }
+            Source::Uniform(source) => refill(out, source.take(count).map(Arrival::at)),
+            Source::Boundary(source) => refill(out, source.take(count).map(Arrival::at)),
+            Source::Trace(source) => refill(out, source.take(count)),
+            Source::PerClient(source) => refill(out, source.take(count)),
         }
     }
+}
+
+fn refill(out: &mut Vec<Arrival>, arrivals: impl Iterator<Item = Arrival>) {
+    out.clear();
+    out.extend(arrivals);
 }
 
 impl Iterator for Source {
@@ -447,11 +457,12 @@ impl Merge {
 }
 
 impl Merge {
-    /// Appends the next `count` arrivals to `out`, fewer only at the end.
-    pub fn fill(&mut self, out: &mut Vec<Arrival>, count: usize) {
+    /// Replaces what `out` holds with the next `count` arrivals, fewer only
+    /// at the end.
+    pub fn refill(&mut self, out: &mut Vec<Arrival>, count: usize) {
         match self.sources.as_mut_slice() {
-            [single] => single.fill(out, count),
-            _ => out.extend(self.take(count)),
+            [single] => single.refill(out, count),
+            _ => refill(out, self.take(count)),
         }
     }
 
