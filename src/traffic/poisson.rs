@@ -113,7 +113,7 @@ pub struct Arrivals {
 /// turns them into arrivals calls nothing and keeps its state in registers
 /// (the draws' rare slow path calls `exp`, which spills every float register).
 struct Gaps {
-    drawn: [f64; GAP_BATCH],
+    drawn: Box<[f64; GAP_BATCH]>,
     /// The first draw not yet used; `GAP_BATCH` when all are.
     next: usize,
 }
@@ -123,7 +123,7 @@ const GAP_BATCH: usize = 64;
 impl Gaps {
     fn new() -> Gaps {
         Gaps {
-            drawn: [0.0; GAP_BATCH],
+            drawn: Box::new([0.0; GAP_BATCH]),
             next: GAP_BATCH,
         }
     }
@@ -133,7 +133,7 @@ impl Gaps {
     fn ahead(&mut self, rng: &mut Rng) -> &[f64] {
         if self.next == GAP_BATCH {
             let mut local = rng.clone();
-            for gap in &mut self.drawn {
+            for gap in self.drawn.iter_mut() {
                 *gap = Exp1.sample(&mut local);
             }
             *rng = local;
