@@ -490,9 +490,10 @@ macro_rules! kinds {
             /// loop hears no hints), telling `to` each decision: the kind is
             /// matched once, and the loop is compiled for each.
             #[inline]
-            pub fn decide_all(&mut self, chunk: &[crate::traffic::Arrival], to: &mut impl Decisions) {
+            pub fn decide_all<T: crate::traffic::Timed>(&mut self, chunk: &[T], to: &mut impl Decisions) {
                 each_limiter!(self, ($($variant)+), limiter => {
-                    for &arrival in chunk {
+                    for &item in chunk {
+                        let arrival = item.arrival();
                         let decision = limiter.decide_keyed::<false>(arrival.time, arrival.key);
                         to.decided(arrival, decision);
                     }

@@ -15,7 +15,7 @@ use crate::limiter::RateLimiter;
 use crate::results::{Results, RunResult, WorkloadResults};
 use crate::scenario::{Scenario, Workload};
 use crate::time::Nanos;
-use crate::traffic::{Arrival, Merge, Source, keys_stream, stream};
+use crate::traffic::{Arrival, Chunks, Merge, Source, Timed, keys_stream, stream};
 
 /// Arrivals generated at a time and shared by every limiter of a workload.
 const CHUNK: usize = 4096;
@@ -150,27 +150,12 @@ fn simulate_open(
     sink: &mut Option<&mut dyn DecisionSink>,
 ) -> Result<Vec<RunResult>> {
     let workload = &scenario.workloads[index];
-    let mut arrivals = arrivals(scenario, workload, options.replication)?;
+    let arrivals = arrivals(scenario, workload, options.replication)?;
     let mut runs = scenario
         .limiters
         .iter()
         .map(|limiter| RunState::new(scenario, options, limiter, workload.is_keyed()))
         .collect::<Vec<_>>();
-    let mut decide = |chunk: &[Arrival]| -> Result<()> {
-        for (limiter, run) in runs.iter_mut().enumerate() {
-            match sink.as_deref_mut() {
-                None => run.observe_all(chunk),
-                Some(sink) => {
-                    for &arrival in chunk {
-                        let decision = run.observe::<false>(arrival);
-                        sink.record(index, limiter, arrival, 1, decision.admitted())
-                            .context("writing decisions")?;
-                    }
-                }
-            }
-        }
-        Ok(())
-    };
     let big = workload.sources.iter().try_fold(0u128, |sum, source| {
         source
             .estimated_arrivals(scenario.duration, &scenario.base_dir)
@@ -178,19 +163,20 @@ fn simulate_open(
     });
     let pipelined = big.is_ok_and(|n| n >= PIPELINE_FROM)
         && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-    if pipelined {
-        arrivals = pipeline(arrivals, &mut decide)?;
-    } else {
-        let mut chunk = Vec::with_capacity(CHUNK);
-        loop {
-            arrivals.refill(&mut chunk, CHUNK);
-            if chunk.is_empty() {
-                break;
-            }
-            decide(&chunk)?;
+    let error = match arrivals.into_poisson() {
+        // One Poisson source without clients: chunks of bare times.
+        Ok(times) => {
+            in_chunks(times, pipelined, &mut |chunk: &[Nanos]| {
+                decide(&mut runs, sink, index, chunk)
+            })?;
+            None
         }
-    }
-    if let Some(err) = arrivals.take_error() {
+        Err(merge) => in_chunks(merge, pipelined, &mut |chunk: &[Arrival]| {
+            decide(&mut runs, sink, index, chunk)
+        })?
+        .take_error(),
+    };
+    if let Some(err) = error {
         bail!("workload {:?}: {err}", workload.name);
     }
     check_offered(
@@ -204,6 +190,49 @@ fn simulate_open(
         .zip(&scenario.limiters)
         .map(|(run, limiter)| run.finish(scenario, options, &workload.name, &limiter.name))
         .collect())
+}
+
+/// Every limiter decides every arrival of `chunk`, in order.
+fn decide<T: Timed>(
+    runs: &mut [RunState],
+    sink: &mut Option<&mut dyn DecisionSink>,
+    workload: usize,
+    chunk: &[T],
+) -> Result<()> {
+    for (limiter, run) in runs.iter_mut().enumerate() {
+        match sink.as_deref_mut() {
+            None => run.observe_all(chunk),
+            Some(sink) => {
+                for &item in chunk {
+                    let arrival = item.arrival();
+                    let decision = run.observe::<false>(arrival);
+                    sink.record(workload, limiter, arrival, 1, decision.admitted())
+                        .context("writing decisions")?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Hands `decide` the stream's chunks in order, from a second thread when
+/// `pipelined`; returns the stream, to ask for the error that cut a trace short.
+fn in_chunks<T: Timed, S: Chunks<T>>(
+    mut stream: S,
+    pipelined: bool,
+    decide: &mut dyn FnMut(&[T]) -> Result<()>,
+) -> Result<S> {
+    if pipelined {
+        return pipeline(stream, decide);
+    }
+    let mut chunk = Vec::with_capacity(CHUNK);
+    loop {
+        stream.refill(&mut chunk, CHUNK);
+        if chunk.is_empty() {
+            return Ok(stream);
+        }
+        decide(&chunk)?;
+    }
 }
 
 /// A run of no requests would pass every check: refused. Later replications
@@ -232,14 +261,14 @@ const PIPELINE_DEPTH: usize = 4;
 
 /// Generates `arrivals` in chunks on a second thread while `decide` takes
 /// them in order on this one: the same chunks in the same order as one
-/// thread makes them, so results do not depend on it. Returns the merge, to
+/// thread makes them, so results do not depend on it. Returns the stream, to
 /// ask for the error that cut a trace short.
-fn pipeline(
-    mut arrivals: Merge,
-    decide: &mut dyn FnMut(&[Arrival]) -> Result<()>,
-) -> Result<Merge> {
-    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Vec<Arrival>>(PIPELINE_DEPTH);
-    let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<Arrival>>();
+fn pipeline<T: Timed, S: Chunks<T>>(
+    mut arrivals: S,
+    decide: &mut dyn FnMut(&[T]) -> Result<()>,
+) -> Result<S> {
+    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Vec<T>>(PIPELINE_DEPTH);
+    let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<T>>();
     std::thread::scope(|scope| {
         let producer = scope.spawn(move || {
             loop {
@@ -275,7 +304,7 @@ fn pipeline(
 /// The next chunk from the generator, or `None` when it has finished. The
 /// decisions usually outrun the generator: waiting a few microseconds on the
 /// core before sleeping saves a wake-up (a system call on each side) per chunk.
-fn next_chunk(chunks: &std::sync::mpsc::Receiver<Vec<Arrival>>) -> Option<Vec<Arrival>> {
+fn next_chunk<T>(chunks: &std::sync::mpsc::Receiver<Vec<T>>) -> Option<Vec<T>> {
     use std::sync::mpsc::TryRecvError;
     for _ in 0..SPINS_BEFORE_SLEEP {
         match chunks.try_recv() {
@@ -396,6 +425,40 @@ mod tests {
         .unwrap();
         assert!(expected.len() > 10, "{} chunks", expected.len());
         assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn a_lone_poisson_source_gives_bare_times_in_the_same_chunks() {
+        let two_sources = scenario();
+        let scenario = crate::scenario::parse(
+            "duration = \"2s\"\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"poisson\", rate = 50000 }]\n[[limiter]]\nname = \"l\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 10\n",
+            std::path::Path::new("p.toml"),
+        )
+        .unwrap();
+        let merge = || arrivals(&scenario, &scenario.workloads[0], 0).unwrap();
+        let mut whole = Vec::new();
+        in_chunks(merge(), false, &mut |chunk: &[Arrival]| {
+            whole.push(chunk.iter().map(|a| a.time).collect::<Vec<_>>());
+            Ok(())
+        })
+        .unwrap();
+        let mut bare = Vec::new();
+        let Ok(times) = merge().into_poisson() else {
+            panic!("a lone Poisson source makes bare times")
+        };
+        pipeline(times, &mut |chunk: &[Nanos]| {
+            bare.push(chunk.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        assert!(whole.len() > 10, "{} chunks", whole.len());
+        assert_eq!(bare, whole);
+        // Anything else stays a merge, its sources in order.
+        let fresh = || arrivals(&two_sources, &two_sources.workloads[0], 0).unwrap();
+        let Err(kept) = fresh().into_poisson() else {
+            panic!("two sources are not a lone Poisson source")
+        };
+        assert!(kept.take(5000).eq(fresh().take(5000)));
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::results::RunResult;
 use crate::scenario::{NamedLimiter, Scenario};
 use crate::summary::{BackendSummary, DelaySummary, ProfilePoint, QueueSummary, RunSummary};
 use crate::time::Nanos;
-use crate::traffic::{Arrival, Key};
+use crate::traffic::{Arrival, Key, Timed};
 
 /// One limiter's state and metrics while a workload streams through it.
 pub(super) struct RunState {
@@ -138,7 +138,7 @@ impl RunState {
 
     /// Decides every arrival of `chunk` and counts the decisions: the open
     /// loop's hot path, with the limiter's kind matched once per chunk.
-    pub(super) fn observe_all(&mut self, chunk: &[Arrival]) {
+    pub(super) fn observe_all<T: Timed>(&mut self, chunk: &[T]) {
         self.limiter.decide_all(chunk, &mut self.m);
     }
 

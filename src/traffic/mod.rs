@@ -56,6 +56,47 @@ impl Arrival {
     }
 }
 
+/// What the simulator's chunks hold: whole arrivals, or bare times when
+/// every arrival has the default key (half the bytes to write, and to move
+/// from the thread that generates them to the one that decides).
+pub trait Timed: Copy + Send + 'static {
+    /// A default-key arrival at `time`.
+    fn at(time: Nanos) -> Self;
+    /// The arrival it stands for.
+    fn arrival(self) -> Arrival;
+}
+
+impl Timed for Arrival {
+    #[inline]
+    fn at(time: Nanos) -> Arrival {
+        Arrival::at(time)
+    }
+
+    #[inline]
+    fn arrival(self) -> Arrival {
+        self
+    }
+}
+
+impl Timed for Nanos {
+    #[inline]
+    fn at(time: Nanos) -> Nanos {
+        time
+    }
+
+    #[inline]
+    fn arrival(self) -> Arrival {
+        Arrival::at(self)
+    }
+}
+
+/// A stream the simulator takes in chunks of `T`.
+pub trait Chunks<T: Timed>: Send {
+    /// Replaces what `out` holds with the next `count` items, fewer only at
+    /// the end.
+    fn refill(&mut self, out: &mut Vec<T>, count: usize);
+}
+
 /// The random generator behind every stochastic source, named after its
 /// algorithm so results do not change when `rand` changes its default.
 pub type Rng = Xoshiro256PlusPlus;
@@ -395,9 +436,7 @@ impl Source {
             Source::Poisson(source) => {
                 // A chunk handed back full is written over as it is, without
                 // a pass to clear it first.
-                out.resize(count, Arrival::at(Nanos::ZERO));
-                let filled = source.fill(out);
-                out.truncate(filled);
+                source.refill(out, count);
             }
             Source::Keyed(source, clients) => {
                 source.refill(out, count);
@@ -457,12 +496,15 @@ impl Merge {
 }
 
 impl Merge {
-    /// Replaces what `out` holds with the next `count` arrivals, fewer only
-    /// at the end.
-    pub fn refill(&mut self, out: &mut Vec<Arrival>, count: usize) {
-        match self.sources.as_mut_slice() {
-            [single] => single.refill(out, count),
-            _ => refill(out, self.take(count)),
+    /// A single Poisson source without clients, which makes bare times, or
+    /// the merge as it was.
+    pub fn into_poisson(mut self) -> Result<poisson::Arrivals, Merge> {
+        match self.sources.pop() {
+            Some(Source::Poisson(source)) if self.sources.is_empty() => Ok(source),
+            popped => {
+                self.sources.extend(popped);
+                Err(self)
+            }
         }
     }
 
@@ -472,6 +514,15 @@ impl Merge {
             Source::Trace(trace) => trace.take_error(),
             _ => None,
         })
+    }
+}
+
+impl Chunks<Arrival> for Merge {
+    fn refill(&mut self, out: &mut Vec<Arrival>, count: usize) {
+        match self.sources.as_mut_slice() {
+            [single] => single.refill(out, count),
+            _ => refill(out, self.take(count)),
+        }
     }
 }
 

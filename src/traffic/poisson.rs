@@ -4,7 +4,7 @@
 use rand_distr::{Distribution, Exp1};
 use serde::Deserialize;
 
-use super::{Arrival, Rng};
+use super::{Chunks, Rng, Timed};
 use crate::decimal::Decimal;
 use crate::time::{NANOS_PER_SEC, Nanos};
 
@@ -184,7 +184,7 @@ impl Arrivals {
     /// that keeps the generator and the position in registers and writes
     /// each arrival straight to its slot (two thirds of the time `next` takes).
     #[inline]
-    pub fn fill(&mut self, slots: &mut [Arrival]) -> usize {
+    pub fn fill<T: Timed>(&mut self, slots: &mut [T]) -> usize {
         let mut filled = 0;
         while filled < slots.len() {
             if self.mean_gap > 0.0 {
@@ -211,7 +211,11 @@ impl Arrivals {
     /// Fills `slots` within the current segment; returns how many, and
     /// whether a draw crossed the segment's end.
     #[inline(always)]
-    fn fill_segment(&mut self, slots: &mut [Arrival], whole: impl Fn(f64) -> u64) -> (usize, bool) {
+    fn fill_segment<T: Timed>(
+        &mut self,
+        slots: &mut [T],
+        whole: impl Fn(f64) -> u64,
+    ) -> (usize, bool) {
         let (mean_gap, limit) = (self.mean_gap, self.limit);
         let mut position = self.position;
         let mut written = 0;
@@ -228,13 +232,23 @@ impl Arrivals {
                     break;
                 }
                 position = next;
-                *slot = Arrival::at(Nanos(whole(next)));
+                *slot = T::at(Nanos(whole(next)));
             }
             self.gaps.next += used;
             written += used - usize::from(crossed);
         }
         self.position = position;
         (written, crossed)
+    }
+}
+
+impl<T: Timed> Chunks<T> for Arrivals {
+    fn refill(&mut self, out: &mut Vec<T>, count: usize) {
+        // A chunk handed back full is written over as it is, without a pass
+        // to clear it first.
+        out.resize(count, T::at(Nanos::ZERO));
+        let filled = self.fill(out);
+        out.truncate(filled);
     }
 }
 
@@ -265,6 +279,7 @@ impl Iterator for Arrivals {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::traffic::Arrival;
     use rand::SeedableRng;
 
     fn count(config: Config, from: u64, to: u64, end: u64) -> usize {
