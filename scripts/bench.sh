@@ -6,7 +6,9 @@
 # replication-heavy run from one core to all.
 #
 # With ../shared/perf-floor present, first the ratios to that hand-written
-# yardstick, each measured back to back with it.
+# yardstick, each the median of three back-to-back pairs; then one run on one
+# core against the same run on all, the median of seven alternating pairs
+# (this machine's speed drifts from minute to minute: only pairs compare).
 #
 #   scripts/bench.sh            # everything (about two minutes on 2 cores)
 #   scripts/bench.sh quick      # only 10^8 through the fixed window
@@ -38,6 +40,13 @@ scenario() { # kind duration -> path
   echo "$path"
 }
 
+secs() { # command… -> seconds of wall time
+  local start end
+  start=$(date +%s.%N); "$@" >/dev/null 2>&1; end=$(date +%s.%N)
+  echo "$end - $start" | bc -l
+}
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
 run() { # label path
   local line
   line=$("$bin" run "$2" --no-charts --quiet --stats --out "$tmp/out" 2>&1 >/dev/null)
@@ -52,11 +61,6 @@ floor_dir=../shared/perf-floor
 if [ -f "$floor_dir/Cargo.toml" ]; then
   CARGO_TARGET_DIR=target/perf-floor cargo build --release --quiet --locked --manifest-path "$floor_dir/Cargo.toml"
   floor=target/perf-floor/release/floor
-  secs() { # command… -> seconds of wall time
-    local start end
-    start=$(date +%s.%N); "$@" >/dev/null 2>&1; end=$(date +%s.%N)
-    echo "$end - $start" | bc -l
-  }
   same_work() { # kind -> the floor's same-work scenario with that limiter
     local path="$tmp/same-work-$1.toml"
     sed -e '/^\[\[limiter\]\]/,$d' "$floor_dir/same-work.toml" > "$path"
@@ -68,18 +72,34 @@ if [ -f "$floor_dir/Cargo.toml" ]; then
     echo "$path"
   }
   ratio() { # label floor-kind burstsim-scenario
-    local f b
-    f=$(secs "$floor" "$2" 1e8 small fast 1024)
-    b=$(secs "$bin" run "$3" --no-charts --quiet --out "$tmp/floor-out")
-    printf '%-22s burstsim %.2f s, floor %.2f s: %.2fx\n' "$1" "$b" "$f" "$(echo "$b / $f" | bc -l)"
+    local f b pairs=""
+    for _ in 1 2 3; do
+      f=$(secs "$floor" "$2" 1e8 small fast 1024)
+      b=$(secs "$bin" run "$3" --no-charts --quiet --out "$tmp/floor-out")
+      pairs+="$(echo "$b / $f" | bc -l) $b $f"$'\n'
+    done
+    # The pair with the median ratio.
+    read -r r b f < <(sort -n <<< "${pairs%$'\n'}" | sed -n 2p)
+    printf '%-22s burstsim %.2f s, floor %.2f s: %.2fx\n' "$1" "$b" "$f" "$r"
   }
-  echo "yardstick (../shared/perf-floor, 10^8 Poisson requests, each pair back to back):"
+  echo "yardstick (../shared/perf-floor, 10^8 Poisson requests; the median of 3 back-to-back pairs):"
   ratio "same work, fixed" fixed "$(same_work fixed)"
   ratio "default metrics" fixed scenarios/bench-100m.toml
   if [ "${1:-}" != quick ]; then
     ratio "same work, sliding" sliding "$(same_work sliding)"
     ratio "same work, token" token "$(same_work token)"
   fi
+fi
+if command -v taskset >/dev/null && [ "$(nproc)" -gt 1 ]; then
+  echo "one run on all cores against one core (bench-100m, 7 alternating pairs):"
+  ratios=()
+  for _ in 1 2 3 4 5 6 7; do
+    one=$(secs taskset -c 0 "$bin" run scenarios/bench-100m.toml --no-charts --quiet --out "$tmp/one")
+    all=$(secs "$bin" run scenarios/bench-100m.toml --no-charts --quiet --out "$tmp/all")
+    ratios+=("$(echo "$one / $all" | bc -l)")
+  done
+  printf '%-22s %.2fx median (pairs: %s)\n' "$(nproc) cores / 1" \
+    "$(printf '%s\n' "${ratios[@]}" | median)" "$(printf '%.2f ' "${ratios[@]}")"
 fi
 kinds=(fixed-window smaller-window buffered sliding-log sliding-counter token-bucket chain)
 [ "${1:-}" = quick ] && kinds=(fixed-window)

@@ -279,7 +279,7 @@ fn pipeline<T: Timed, S: Chunks<T>>(
                 arrivals.refill(&mut chunk, CHUNK);
                 // An empty chunk ends the stream; a failed send means the
                 // decisions stopped on an error.
-                if chunk.is_empty() || full_tx.send(chunk).is_err() {
+                if chunk.is_empty() || !hand_over(&full_tx, chunk) {
                     return arrivals;
                 }
             }
@@ -314,6 +314,23 @@ fn next_chunk<T>(chunks: &std::sync::mpsc::Receiver<Vec<T>>) -> Option<Vec<T>> {
         }
     }
     chunks.recv().ok()
+}
+
+/// Sends `chunk` to the decisions, false when they have stopped. When the
+/// queue is full the generator, too, waits a few microseconds on the core
+/// before sleeping: with the two sides about as fast, each would otherwise
+/// put the other to sleep and wake it up again chunk after chunk.
+fn hand_over<T>(chunks: &std::sync::mpsc::SyncSender<Vec<T>>, mut chunk: Vec<T>) -> bool {
+    use std::sync::mpsc::TrySendError;
+    for _ in 0..SPINS_BEFORE_SLEEP {
+        match chunks.try_send(chunk) {
+            Ok(()) => return true,
+            Err(TrySendError::Disconnected(_)) => return false,
+            Err(TrySendError::Full(back)) => chunk = back,
+        }
+        std::hint::spin_loop();
+    }
+    chunks.send(chunk).is_ok()
 }
 
 /// How often the decisions look for a chunk before sleeping until one comes
