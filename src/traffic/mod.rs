@@ -433,11 +433,7 @@ impl Source {
     /// at its end: one tight loop per kind, for the simulator's chunks.
     fn refill(&mut self, out: &mut Vec<Arrival>, count: usize) {
         match self {
-            Source::Poisson(source) => {
-                // A chunk handed back full is written over as it is, without
-                // a pass to clear it first.
-                source.refill(out, count);
-            }
+            Source::Poisson(source) => source.refill(out, count),
             Source::Keyed(source, clients) => {
                 source.refill(out, count);
                 for arrival in out.iter_mut() {
@@ -452,6 +448,7 @@ impl Source {
     }
 }
 
+/// Replaces what `out` holds with `arrivals`.
 fn refill(out: &mut Vec<Arrival>, arrivals: impl Iterator<Item = Arrival>) {
     out.clear();
     out.extend(arrivals);
