@@ -10,10 +10,11 @@
 use std::hint::black_box;
 use std::path::Path;
 
+use burstsim::decimal::Decimal;
 use burstsim::limiter::{Context, Limiter, LimiterConfig, RateLimiter};
 use burstsim::metrics::rolling::RollingCounts;
 use burstsim::time::Nanos;
-use burstsim::traffic::{SourceConfig, stream};
+use burstsim::traffic::{Chunks, SourceConfig, stream};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
 /// Requests per benchmark iteration.
@@ -154,6 +155,29 @@ fn generators(c: &mut Criterion) {
             });
         });
     }
+    // What the generating thread of a pipelined run does: a lone Poisson
+    // source writing bare times into recycled chunks of 4096.
+    let poisson = burstsim::traffic::poisson::Config {
+        rate: Some(Decimal::whole(1_000_000)),
+        schedule: None,
+    };
+    group.bench_function("poisson-chunks", |b| {
+        let mut chunk: Vec<Nanos> = Vec::with_capacity(4096);
+        b.iter(|| {
+            let mut arrivals = poisson.arrivals(
+                Nanos::ZERO,
+                Nanos(1_000 * 1_000_000_000),
+                stream(1, "bench", 0, 0),
+            );
+            let (mut sum, mut left) = (0u64, REQUESTS);
+            while left > 0 {
+                arrivals.refill(&mut chunk, left.min(4096));
+                sum = sum.wrapping_add(chunk[chunk.len() - 1].get());
+                left -= chunk.len();
+            }
+            sum
+        });
+    });
     group.finish();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -189,10 +189,8 @@ impl Arrivals {
         while filled < slots.len() {
             if self.mean_gap > 0.0 {
                 let free = &mut slots[filled..];
-                let (written, crossed) = if self.limit <= I64_EXACT {
-                    // Below 2^63 a signed conversion truncates as the unsigned
-                    // one does, in half the instructions.
-                    self.fill_segment(free, |t| t as i64 as u64)
+                let (written, crossed) = if self.limit <= TWO_POW_52 {
+                    self.fill_segment(free, whole_below_2_pow_52)
                 } else {
                     self.fill_segment(free, |t| t as u64)
                 };
@@ -252,8 +250,18 @@ impl<T: Timed> Chunks<T> for Arrivals {
     }
 }
 
-/// 2^63 as a float: positions below it convert to integers exactly as `i64`.
-const I64_EXACT: f64 = 9_223_372_036_854_775_808.0;
+/// 2^52 as a float: from it to 2^53 the floats are exactly the whole numbers.
+const TWO_POW_52: f64 = 4_503_599_627_370_496.0;
+
+/// `t as u64` for `0 <= t < 2^52`, without the checks for NaN and for values
+/// out of range that `as` makes (a quarter of the generating thread's time):
+/// adding 2^52 rounds `t` to the nearest whole number, which the sum's bits
+/// then hold; one less if that rounded up.
+#[inline(always)]
+fn whole_below_2_pow_52(t: f64) -> u64 {
+    let rounded = t + TWO_POW_52;
+    (rounded.to_bits() - TWO_POW_52.to_bits()) - u64::from(rounded - TWO_POW_52 > t)
+}
 
 impl Iterator for Arrivals {
     type Item = Nanos;
@@ -280,7 +288,7 @@ impl Iterator for Arrivals {
 mod tests {
     use super::*;
     use crate::traffic::Arrival;
-    use rand::SeedableRng;
+    use rand::{Rng as _, SeedableRng};
 
     fn count(config: Config, from: u64, to: u64, end: u64) -> usize {
         let arrivals = config.arrivals(Nanos(0), Nanos(end), Rng::seed_from_u64(7));
@@ -362,18 +370,20 @@ mod tests {
         }
     }
 
-    /// Across 2^63 ns, where the chunked path changes how it converts.
+    /// Across 2^52 ns, where the chunked path changes how it converts, and
+    /// across 2^63 ns, near the end of the clock.
     #[test]
-    fn filling_chunks_agrees_with_the_iterator_near_the_end_of_the_clock() {
+    fn filling_chunks_agrees_with_the_iterator_where_conversions_change() {
         let config = Config {
             rate: Some(Decimal::whole(1_000_000)),
             schedule: None,
         };
-        let half = 1u64 << 63;
-        for (start, end) in [
-            (half - 20_000_000, half),
-            (half - 10_000_000, half + 10_000_000),
-        ] {
+        let mut spans = Vec::new();
+        for edge in [1u64 << 52, 1 << 63] {
+            spans.push((edge - 20_000_000, edge));
+            spans.push((edge - 10_000_000, edge + 10_000_000));
+        }
+        for (start, end) in spans {
             let source = || config.arrivals(Nanos(start), Nanos(end), Rng::seed_from_u64(5));
             let expected: Vec<Nanos> = source().collect();
             let mut slots = vec![Nanos::ZERO; 1000];
@@ -389,6 +399,49 @@ mod tests {
             assert!(expected.len() > 5_000, "{}", expected.len());
             assert_eq!(got, expected);
             assert!(got.iter().all(|t| (start..end).contains(&t.get())));
+        }
+    }
+
+    #[test]
+    fn the_fast_conversion_truncates_as_as_does() {
+        let two_pow_52 = 1u64 << 52;
+        let mut values = vec![
+            0.0,
+            f64::MIN_POSITIVE,
+            1e-300,
+            0.25,
+            0.5,
+            0.75,
+            1.0 - f64::EPSILON / 2.0,
+            1.0,
+            1.5,
+            2.5,
+            3.5,
+            1e9 + 0.5,
+            1e9 + 0.5000001,
+            TWO_POW_52 - 1.0,
+            TWO_POW_52 - 0.5,
+            TWO_POW_52 - 1.5,
+            (two_pow_52 - 1) as f64 - 0.25,
+        ];
+        // Whole numbers, halves (rounding ties) and their neighbours.
+        for k in [1u64, 2, 3, 1 << 20, 1 << 40, (1 << 51) + 1, two_pow_52 - 2] {
+            for t in [k as f64, k as f64 + 0.5, k as f64 - 0.5] {
+                values.extend([t, t.next_down(), t.next_up()]);
+            }
+        }
+        // Random floats over every binade below 2^52.
+        let mut rng = Rng::seed_from_u64(52);
+        values.extend((0..1_000_000).map(|_| {
+            let bits = rng.next_u64();
+            let exponent = 1023 - 40 + (bits >> 52) % 92;
+            f64::from_bits(exponent << 52 | bits & ((1 << 52) - 1))
+        }));
+        for t in values
+            .into_iter()
+            .filter(|&t| (0.0..TWO_POW_52).contains(&t))
+        {
+            assert_eq!(whole_below_2_pow_52(t), t as u64, "{t:?}");
         }
     }
 
