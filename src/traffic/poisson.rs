@@ -1,6 +1,9 @@
 //! Poisson arrivals: exponential gaps at a constant rate, or at a
 //! piecewise-constant rate given by a schedule.
 
+use std::convert::Infallible;
+
+use rand::{Rng as _, TryRng};
 use rand_distr::{Distribution, Exp1};
 use serde::Deserialize;
 
@@ -84,7 +87,6 @@ impl Config {
             segments,
             segment,
             rng,
-            gaps: Gaps::new(),
         };
         arrivals.enter(segment);
         arrivals
@@ -105,49 +107,143 @@ pub struct Arrivals {
     segments: Vec<(u64, f64)>,
     segment: usize,
     rng: Rng,
-    /// Exponential draws made ahead, in the order they are used.
-    gaps: Gaps,
 }
 
-/// Draws taken from the generator a batch at a time, so that the loop that
-/// turns them into arrivals calls nothing and keeps its state in registers
-/// (the draws' rare slow path calls `exp`, which spills every float register).
-struct Gaps {
-    drawn: Box<[f64; GAP_BATCH]>,
-    /// The first draw not yet used; `GAP_BATCH` when all are.
-    next: usize,
+/// `Exp1`'s draws, the common case made here. `rand_distr` draws an
+/// exponential with a ziggurat: a raw 64-bit output picks a layer from its low
+/// 8 bits and a uniform `u` from its high 52, and in nearly every draw
+/// `u` times the layer's width is under the next layer's width and is the
+/// draw. Made inline, that test is about half the instructions of a call to
+/// `Exp1::sample` with the generator's state around it; every other draw is
+/// handed to `Exp1` with the same raw output first, so the draws are exactly
+/// `Exp1`'s, in the same order, from the same outputs.
+struct Layers {
+    /// Each layer's width.
+    width: [f64; 256],
+    /// The next layer's width, 0 where not known (the last two layers): a
+    /// draw there always goes to `Exp1`.
+    next_width: [f64; 256],
 }
 
-const GAP_BATCH: usize = 64;
-
-impl Gaps {
-    fn new() -> Gaps {
-        Gaps {
-            drawn: Box::new([0.0; GAP_BATCH]),
-            next: GAP_BATCH,
-        }
+impl Layers {
+    /// The widths, read back through `Exp1` once per process.
+    fn get() -> &'static Layers {
+        static LAYERS: std::sync::OnceLock<Layers> = std::sync::OnceLock::new();
+        LAYERS.get_or_init(Layers::read)
     }
 
-    /// The draws not used yet, drawing a batch first when none are left.
-    #[inline]
-    fn ahead(&mut self, rng: &mut Rng) -> &[f64] {
-        if self.next == GAP_BATCH {
-            let mut local = rng.clone();
-            for gap in self.drawn.iter_mut() {
-                *gap = Exp1.sample(&mut local);
+    /// A raw output of layer `i` whose uniform bits are all 0 gives
+    /// `u = 2^-53`, so `Exp1` returns exactly `2^-53` times the layer's width,
+    /// having asked for one output. The last layer's test never passes (the
+    /// next width is 0), so its width cannot be read this way and the last
+    /// two layers are left to `Exp1`. Should a later `rand_distr` draw
+    /// differently, either the widths read fail the checks below and every
+    /// draw goes to `Exp1` (slower, still exact), or the test comparing a
+    /// million draws with `Exp1`'s fails.
+    fn read() -> Layers {
+        let mut width = [1.0_f64; 256];
+        for (layer, width) in width.iter_mut().enumerate().take(255) {
+            let mut once = Replay {
+                first: Some(layer as u64),
+                rng: None,
+            };
+            let drawn: f64 = Exp1.sample(&mut once);
+            *width = drawn * TWO_POW_53;
+            if once.first.is_some() {
+                return Layers::none();
             }
-            *rng = local;
-            self.next = 0;
         }
-        &self.drawn[self.next..]
+        let known = &width[..255];
+        if !known.iter().all(|w| w.is_finite() && *w > 0.0) || !known.is_sorted_by(|a, b| a > b) {
+            return Layers::none();
+        }
+        let mut next_width = [0.0; 256];
+        next_width[..254].copy_from_slice(&width[1..255]);
+        Layers { width, next_width }
     }
 
-    /// The next draw.
-    #[inline]
-    fn draw(&mut self, rng: &mut Rng) -> f64 {
-        let gap = self.ahead(rng)[0];
-        self.next += 1;
-        gap
+    /// Every draw to `Exp1`.
+    fn none() -> Layers {
+        Layers {
+            width: [1.0; 256],
+            next_width: [0.0; 256],
+        }
+    }
+
+    /// Whether the common case is made here at all.
+    #[cfg(test)]
+    fn known(&self) -> bool {
+        self.next_width[0] > 0.0
+    }
+
+    /// The next draw from `rng`, exactly as `Exp1.sample(rng)`.
+    #[inline(always)]
+    fn draw(&self, rng: &mut Rng) -> f64 {
+        let bits = rng.next_u64();
+        let layer = usize::from(bits as u8);
+        // As `rand_distr` makes it: 52 bits as a float in [1, 2), less just under 1.
+        let u = f64::from_bits(bits >> 12 | ONE_BITS) - (1.0 - f64::EPSILON / 2.0);
+        let x = u * self.width[layer];
+        if x < self.next_width[layer] {
+            x
+        } else {
+            let drawn;
+            (drawn, *rng) = Layers::draw_in_full(bits, rng.clone());
+            drawn
+        }
+    }
+
+    /// The rest of the draw whose raw output was `bits`, by `Exp1`. The
+    /// generator goes in and out by value, so that the hot loop keeps it in
+    /// registers.
+    #[cold]
+    #[inline(never)]
+    fn draw_in_full(bits: u64, mut rng: Rng) -> (f64, Rng) {
+        let drawn = Exp1.sample(&mut Replay {
+            first: Some(bits),
+            rng: Some(&mut rng),
+        });
+        (drawn, rng)
+    }
+}
+
+/// The bits of 1.0.
+const ONE_BITS: u64 = 0x3ff0_0000_0000_0000;
+/// 2^53 as a float.
+const TWO_POW_53: f64 = 9_007_199_254_740_992.0;
+
+/// A generator that gives `first`, then `rng`'s outputs (none without it).
+struct Replay<'a> {
+    first: Option<u64>,
+    rng: Option<&'a mut Rng>,
+}
+
+impl TryRng for Replay<'_> {
+    type Error = Infallible;
+
+    fn try_next_u64(&mut self) -> Result<u64, Infallible> {
+        Ok(match (self.first.take(), &mut self.rng) {
+            (Some(first), _) => first,
+            (None, Some(rng)) => rng.next_u64(),
+            // Only while reading the widths: marks that `Exp1` asked again.
+            (None, None) => {
+                self.first = Some(0);
+                0
+            }
+        })
+    }
+
+    fn try_next_u32(&mut self) -> Result<u32, Infallible> {
+        // As the generator does: the upper half of a 64-bit output.
+        Ok((self.next_u64() >> 32) as u32)
+    }
+
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), Infallible> {
+        for chunk in dest.chunks_mut(8) {
+            let bytes = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+        Ok(())
     }
 }
 
@@ -181,8 +277,9 @@ impl Arrivals {
 impl Arrivals {
     /// Writes its next arrivals into `slots`, and returns how many: all of
     /// them but at the end. The same draws as [`Iterator::next`], placed by a
-    /// loop that calls nothing (see [`Gaps`]) and writes each arrival
-    /// straight to its slot.
+    /// loop that keeps the generator and the position in registers (the
+    /// draws' rare slow path is a call out of line, see [`Layers`]) and
+    /// writes each arrival straight to its slot.
     #[inline]
     pub fn fill<T: Timed>(&mut self, slots: &mut [T]) -> usize {
         let mut filled = 0;
@@ -214,27 +311,24 @@ impl Arrivals {
         slots: &mut [T],
         whole: impl Fn(f64) -> u64,
     ) -> (usize, bool) {
+        let layers = Layers::get();
         let (mean_gap, limit) = (self.mean_gap, self.limit);
         let mut position = self.position;
+        let mut rng = self.rng.clone();
         let mut written = 0;
         let mut crossed = false;
-        while written < slots.len() && !crossed {
-            let gaps = self.gaps.ahead(&mut self.rng);
-            let mut used = 0;
-            for (slot, &gap) in slots[written..].iter_mut().zip(gaps) {
-                used += 1;
-                let next = position + gap * mean_gap;
-                if next >= limit {
-                    // Into the next segment: the draw is redrawn there, as `next` does.
-                    crossed = true;
-                    break;
-                }
-                position = next;
-                *slot = T::at(Nanos(whole(next)));
+        for slot in slots.iter_mut() {
+            let next = position + layers.draw(&mut rng) * mean_gap;
+            if next >= limit {
+                // Into the next segment: the draw is redrawn there, as `next` does.
+                crossed = true;
+                break;
             }
-            self.gaps.next += used;
-            written += used - usize::from(crossed);
+            position = next;
+            *slot = T::at(Nanos(whole(next)));
+            written += 1;
         }
+        self.rng = rng;
         self.position = position;
         (written, crossed)
     }
@@ -270,7 +364,7 @@ impl Iterator for Arrivals {
     fn next(&mut self) -> Option<Nanos> {
         loop {
             if self.mean_gap > 0.0 {
-                let gap = self.gaps.draw(&mut self.rng);
+                let gap = Layers::get().draw(&mut self.rng);
                 let next = self.position + gap * self.mean_gap;
                 if next < self.limit {
                     self.position = next;
@@ -288,7 +382,7 @@ impl Iterator for Arrivals {
 mod tests {
     use super::*;
     use crate::traffic::Arrival;
-    use rand::{Rng as _, SeedableRng};
+    use rand::SeedableRng;
 
     fn count(config: Config, from: u64, to: u64, end: u64) -> usize {
         let arrivals = config.arrivals(Nanos(0), Nanos(end), Rng::seed_from_u64(7));
@@ -442,6 +536,35 @@ mod tests {
             .filter(|&t| (0.0..TWO_POW_52).contains(&t))
         {
             assert_eq!(whole_below_2_pow_52(t), t as u64, "{t:?}");
+        }
+    }
+
+    #[test]
+    fn draws_are_exactly_exp1s_from_the_same_outputs() {
+        let layers = Layers::get();
+        assert!(layers.known(), "the ziggurat's widths were not read back");
+        let (mut ours, mut theirs) = (Rng::seed_from_u64(9), Rng::seed_from_u64(9));
+        let mut slow = 0;
+        for _ in 0..1_000_000 {
+            let drawn = layers.draw(&mut ours);
+            let expected: f64 = Exp1.sample(&mut theirs);
+            assert_eq!(drawn.to_bits(), expected.to_bits());
+            slow += usize::from(drawn >= 7.0);
+        }
+        // The generators stayed in step, through the tail (draws >= 7, from
+        // the first layer's slow path) as well.
+        assert!(slow > 100, "{slow}");
+        assert_eq!(ours.next_u64(), theirs.next_u64());
+    }
+
+    #[test]
+    fn without_the_widths_every_draw_goes_to_exp1() {
+        let none = Layers::none();
+        assert!(!none.known());
+        let (mut ours, mut theirs) = (Rng::seed_from_u64(4), Rng::seed_from_u64(4));
+        for _ in 0..10_000 {
+            let expected: f64 = Exp1.sample(&mut theirs);
+            assert_eq!(none.draw(&mut ours).to_bits(), expected.to_bits());
         }
     }
 
