@@ -146,10 +146,11 @@ impl Layers {
             let mut once = Replay {
                 first: Some(layer as u64),
                 rng: None,
+                ran_out: false,
             };
             let drawn: f64 = Exp1.sample(&mut once);
             *width = drawn * TWO_POW_53;
-            if once.first.is_some() {
+            if once.ran_out {
                 return Layers::none();
             }
         }
@@ -202,6 +203,7 @@ impl Layers {
         let drawn = Exp1.sample(&mut Replay {
             first: Some(bits),
             rng: Some(&mut rng),
+            ran_out: false,
         });
         (drawn, rng)
     }
@@ -212,10 +214,12 @@ const ONE_BITS: u64 = 0x3ff0_0000_0000_0000;
 /// 2^53 as a float.
 const TWO_POW_53: f64 = 9_007_199_254_740_992.0;
 
-/// A generator that gives `first`, then `rng`'s outputs (none without it).
+/// A generator that gives `first`, then `rng`'s outputs; without `rng`, zeros,
+/// and it notes that it ran out.
 struct Replay<'a> {
     first: Option<u64>,
     rng: Option<&'a mut Rng>,
+    ran_out: bool,
 }
 
 impl TryRng for Replay<'_> {
@@ -225,9 +229,8 @@ impl TryRng for Replay<'_> {
         Ok(match (self.first.take(), &mut self.rng) {
             (Some(first), _) => first,
             (None, Some(rng)) => rng.next_u64(),
-            // Only while reading the widths: marks that `Exp1` asked again.
             (None, None) => {
-                self.first = Some(0);
+                self.ran_out = true;
                 0
             }
         })
@@ -555,6 +558,23 @@ mod tests {
         // the first layer's slow path) as well.
         assert!(slow > 100, "{slow}");
         assert_eq!(ours.next_u64(), theirs.next_u64());
+    }
+
+    #[test]
+    fn reading_the_widths_notices_a_draw_that_asks_for_more() {
+        for extra in 1..4 {
+            let mut once = Replay {
+                first: Some(7),
+                rng: None,
+                ran_out: false,
+            };
+            assert_eq!(once.next_u64(), 7);
+            assert!(!once.ran_out);
+            for _ in 0..extra {
+                assert_eq!(once.next_u64(), 0);
+            }
+            assert!(once.ran_out, "{extra} more");
+        }
     }
 
     #[test]
