@@ -87,6 +87,7 @@ impl Config {
             segments,
             segment,
             rng,
+            layers: Layers::get(),
         };
         arrivals.enter(segment);
         arrivals
@@ -107,6 +108,7 @@ pub struct Arrivals {
     segments: Vec<(u64, f64)>,
     segment: usize,
     rng: Rng,
+    layers: &'static Layers,
 }
 
 /// `Exp1`'s draws, the common case made here. `rand_distr` draws an
@@ -183,7 +185,7 @@ impl Layers {
         let bits = rng.next_u64();
         let layer = usize::from(bits as u8);
         // As `rand_distr` makes it: 52 bits as a float in [1, 2), less just under 1.
-        let u = f64::from_bits(bits >> 12 | ONE_BITS) - (1.0 - f64::EPSILON / 2.0);
+        let u = f64::from_bits(bits >> 12 | 1.0_f64.to_bits()) - (1.0 - f64::EPSILON / 2.0);
         let x = u * self.width[layer];
         if x < self.next_width[layer] {
             x
@@ -209,8 +211,6 @@ impl Layers {
     }
 }
 
-/// The bits of 1.0.
-const ONE_BITS: u64 = 0x3ff0_0000_0000_0000;
 /// 2^53 as a float.
 const TWO_POW_53: f64 = 9_007_199_254_740_992.0;
 
@@ -242,11 +242,7 @@ impl TryRng for Replay<'_> {
     }
 
     fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), Infallible> {
-        for chunk in dest.chunks_mut(8) {
-            let bytes = self.next_u64().to_le_bytes();
-            chunk.copy_from_slice(&bytes[..chunk.len()]);
-        }
-        Ok(())
+        rand::rand_core::utils::fill_bytes_via_next_word(dest, || self.try_next_u64())
     }
 }
 
@@ -314,8 +310,7 @@ impl Arrivals {
         slots: &mut [T],
         whole: impl Fn(f64) -> u64,
     ) -> (usize, bool) {
-        let layers = Layers::get();
-        let (mean_gap, limit) = (self.mean_gap, self.limit);
+        let (layers, mean_gap, limit) = (self.layers, self.mean_gap, self.limit);
         let mut position = self.position;
         let mut rng = self.rng.clone();
         let mut written = 0;
@@ -367,7 +362,7 @@ impl Iterator for Arrivals {
     fn next(&mut self) -> Option<Nanos> {
         loop {
             if self.mean_gap > 0.0 {
-                let gap = Layers::get().draw(&mut self.rng);
+                let gap = self.layers.draw(&mut self.rng);
                 let next = self.position + gap * self.mean_gap;
                 if next < self.limit {
                     self.position = next;
