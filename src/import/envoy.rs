@@ -37,10 +37,10 @@ pub(super) fn read_local(source: &Source, documents: &[Node]) -> Result<Vec<Bloc
     let mut configs = Vec::new();
     for document in documents {
         document.walk(None, &mut |_, node| {
-            if let Some(kind) = node.get("@type").and_then(Node::text) {
-                if kind.ends_with(LOCAL_TYPE) || kind.ends_with(NETWORK_TYPE) {
-                    configs.push(node);
-                }
+            if let Some(kind) = node.get("@type").and_then(Node::text)
+                && (kind.ends_with(LOCAL_TYPE) || kind.ends_with(NETWORK_TYPE))
+            {
+                configs.push(node);
             }
         });
     }
@@ -267,10 +267,10 @@ fn descend(
         None => format!("{path}.{key}"),
     };
     let keyed = keyed || value.is_none();
-    if let Some(limit) = descriptor.get("rate_limit") {
-        if let Some(block) = rate_limit(source, descriptor, limit, &path, keyed, &key)? {
-            blocks.push(block);
-        }
+    if let Some(limit) = descriptor.get("rate_limit")
+        && let Some(block) = rate_limit(source, descriptor, limit, &path, keyed, &key)?
+    {
+        blocks.push(block);
     }
     if let Some(nested) = descriptor.get("descriptors") {
         for inner in nested.items() {

@@ -86,10 +86,10 @@ fn plugin_block(
         }
         _ => return Ok(None),
     }
-    if let Some(enabled) = plugin.get("enabled") {
-        if !enabled.boolean(source, "enabled")? {
-            return Ok(None);
-        }
+    if let Some(enabled) = plugin.get("enabled")
+        && !enabled.boolean(source, "enabled")?
+    {
+        return Ok(None);
     }
     let label = match plugin.get("instance_name").and_then(Node::text) {
         Some(instance) => instance.to_string(),

@@ -303,7 +303,7 @@ fn unique_names(mut blocks: Vec<Block>) -> Vec<Block> {
 /// A duration as a scenario writes it, in the largest unit that is exact.
 fn duration(ns: u64) -> String {
     for (unit, name) in [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")] {
-        if ns % unit == 0 && ns > 0 {
+        if ns.is_multiple_of(unit) && ns > 0 {
             return format!("{}{name}", ns / unit);
         }
     }

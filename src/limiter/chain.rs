@@ -106,7 +106,7 @@ impl Kind for Config {
         let other = |k: u64| if k % kinds == own { k + 1 } else { k };
         format!(
             "count_rejected = {}\nlayers = [{}, {}]",
-            choice % 2 == 0,
+            choice.is_multiple_of(2),
             layer(other(choice / 2), choice / 7),
             layer(other(choice / 3 + 1), choice / 11)
         )

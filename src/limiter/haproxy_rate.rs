@@ -46,7 +46,7 @@ impl Kind for Config {
 
     fn build(&self, _: Context) -> Result<HaproxyRate, String> {
         let period = self.period.get();
-        if period == 0 || period % NANOS_PER_MS != 0 {
+        if period == 0 || !period.is_multiple_of(NANOS_PER_MS) {
             return Err(format!(
                 "period: HAProxy counts in whole milliseconds; {} is not a whole number of them",
                 self.period

@@ -78,7 +78,7 @@ impl Kind for Config {
         let delay = choice / 5_997 % 30;
         format!(
             "rate = \"{rate}{}\"\nburst = {}\n{}",
-            if rate % 2 == 0 { "r/s" } else { "r/m" },
+            if rate.is_multiple_of(2) { "r/s" } else { "r/m" },
             choice / 1_999 % 30,
             [
                 "nodelay = true".to_string(),

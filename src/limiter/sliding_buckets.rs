@@ -42,7 +42,7 @@ impl Kind for Config {
     /// Empty buckets.
     fn build(&self, _: Context) -> Result<SlidingBuckets, String> {
         let buckets = self.buckets.get();
-        if self.window.get() % buckets != 0 || self.window.get() < buckets {
+        if !self.window.get().is_multiple_of(buckets) || self.window.get() < buckets {
             return Err(format!(
                 "window: {} does not split into {buckets} buckets of whole nanoseconds",
                 self.window

@@ -47,7 +47,7 @@ impl Kind for Config {
     /// The equivalent fixed window of W/k and ⌊N/k⌋ (its bound is (k + 1)·⌊N/k⌋ over W).
     fn build(&self, _: Context) -> Result<FixedWindow, String> {
         let splits = self.splits.get();
-        if self.window.get() % splits != 0 {
+        if !self.window.get().is_multiple_of(splits) {
             return Err(format!(
                 "window: {} does not split evenly into {splits} windows; choose a window or splits that divide exactly",
                 self.window

@@ -236,7 +236,7 @@ pub fn exact_duration(ns: u64) -> String {
     }
     let (unit, name) = UNITS
         .iter()
-        .find(|(unit, _)| ns % unit == 0)
+        .find(|(unit, _)| ns.is_multiple_of(*unit))
         .expect("1 ns divides everything");
     format!("{}{name}", ns / unit)
 }
