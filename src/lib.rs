@@ -12,6 +12,7 @@ pub mod decimal;
 pub mod error;
 pub mod import;
 pub mod input;
+pub mod interrupt;
 pub mod limiter;
 pub mod live;
 pub mod memory;

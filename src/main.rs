@@ -8,7 +8,7 @@ use clap::{CommandFactory, Parser};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    burstsim::output::remove_staging_on_interrupt();
+    burstsim::interrupt::install();
     burstsim::colour::set(cli.color);
     let result = match &cli.command {
         Command::Run(args) => commands::run(args).map(|()| true),
@@ -30,6 +30,14 @@ fn main() -> ExitCode {
         }
     };
     match result {
+        Err(err) if burstsim::interrupt::caused(&err) => {
+            eprintln!("interrupted; earlier results, if any, are as they were");
+            ExitCode::from(130)
+        }
+        _ if burstsim::interrupt::requested() => {
+            eprintln!("interrupted; the results were written before it took effect");
+            ExitCode::from(130)
+        }
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,

@@ -32,13 +32,17 @@ pub fn size(args: &SizeArgs) -> Result<()> {
     staging.write("sizing.json", &json)?;
     staging.write("sizing.csv", &sizing_csv)?;
     staging.write("charts/sizing.svg", &chart.svg)?;
-    // The run's report, if there is one, gains (or renews) its sizing section.
+    // The run's report, if there is one, gains (or renews) its sizing
+    // section: at the commit, from the run's results there then.
     let table = sizing::render_sizing_table(&report);
-    if let Ok(page) = std::fs::read_to_string(staging.path().join("report.html"))
-        && let Some(page) = html::with_sizing(&page, &html::sizing_section(&table, &chart))
-    {
-        staging.write("report.html", &page)?;
-    }
-    staging.commit()?;
+    let section = html::sizing_section(&table, &chart);
+    staging.commit_with(|staging| {
+        if let Ok(page) = std::fs::read_to_string(staging.path().join("report.html"))
+            && let Some(page) = html::with_sizing(&page, &section)
+        {
+            staging.write("report.html", &page)?;
+        }
+        Ok(())
+    })?;
     print_results(args.quiet, args.format, &target, table, &json, &sizing_csv)
 }

@@ -248,14 +248,19 @@ fn write_sweep(
         for chart in &charts {
             staging.write(&format!("charts/{}", chart.file), &chart.svg)?;
         }
+        // The report gains its sweep section at the commit, from the
+        // results there then.
         let section = render::section(&sweep, &table, &charts);
-        let page = match std::fs::read_to_string(staging.path().join("report.html")) {
-            Ok(report) => render::with_section(&report, &section),
-            Err(_) => render::page(&sweep, &section),
-        };
-        staging.write("report.html", &page)?;
+        staging.commit_with(|staging| {
+            let page = match std::fs::read_to_string(staging.path().join("report.html")) {
+                Ok(report) => render::with_section(&report, &section),
+                Err(_) => render::page(&sweep, &section),
+            };
+            staging.write("report.html", &page)
+        })?;
+    } else {
+        staging.commit()?;
     }
-    staging.commit()?;
     print_results(output.quiet, output.format, target, table, &json, &csv)
 }
 

@@ -5,7 +5,7 @@ mod ownership;
 mod staging;
 
 pub use ownership::{MARKER, Ownership, ownership};
-pub use staging::{Staging, remove_staging_on_interrupt};
+pub use staging::Staging;
 
 use std::fs;
 use std::io::{BufWriter, Write};

@@ -11,8 +11,12 @@ use anyhow::{Context, Result, bail};
 
 /// The marker's file name inside a result folder.
 pub const MARKER: &str = ".burstsim";
-/// The marker's first line in finished results; the number is the format version.
-const FINISHED: &str = "burstsim results, format 1";
+/// The marker's first line in finished results; the number is the format
+/// version. Format 2 adds a second line, `id HEX`, new at every commit, so a
+/// command can tell whether the results it started from are still there.
+const FINISHED: &str = "burstsim results, format 2";
+/// Finished results of earlier versions: no `id` line.
+const FINISHED_1: &str = "burstsim results, format 1";
 /// The marker's only line while a staging folder is being written.
 pub const STAGING: &str = "burstsim staging, format 1";
 /// A marker longer than this is not one of ours (a result folder of 10^5
@@ -55,10 +59,11 @@ pub fn ownership(folder: &Path) -> Result<Ownership> {
             "it holds {first} and no {MARKER} marker, so burstsim did not write it"
         )));
     };
-    let mut lines = marker.lines();
+    let mut lines = marker.lines().peekable();
     match lines.next() {
         Some(STAGING) => return Ok(Ownership::Staging),
-        Some(FINISHED) => {}
+        Some(FINISHED) if lines.next().is_some_and(|id| id.starts_with("id ")) => {}
+        Some(FINISHED_1) => {}
         _ => {
             return Ok(Ownership::Foreign(format!(
                 "its {MARKER} is not a burstsim marker"
@@ -66,6 +71,15 @@ pub fn ownership(folder: &Path) -> Result<Ownership> {
         }
     }
     let listed: BTreeSet<&str> = lines.collect();
+    // A marker travels with a folder that was shared, downloaded or
+    // committed: one naming anything but a plain path inside the folder is
+    // not burstsim's, whatever else it lists.
+    if let Some(bad) = listed.iter().find(|name| !is_plain_relative(name)) {
+        return Ok(Ownership::Foreign(format!(
+            "its {MARKER} names {}, which is not a plain path inside the folder",
+            crate::input::escape_controls(bad)
+        )));
+    }
     if let Some(extra) = files
         .iter()
         .find(|f| *f != MARKER && !listed.contains(f.as_str()))
@@ -74,18 +88,61 @@ pub fn ownership(folder: &Path) -> Result<Ownership> {
             "it holds {extra}, which burstsim did not write"
         )));
     }
-    Ok(Ownership::Results(
-        listed.into_iter().map(str::to_string).collect(),
-    ))
+    // The files found in the folder, not the names in the marker: a listed
+    // file may have been deleted since, and nothing outside is ever named.
+    files.retain(|f| f != MARKER);
+    Ok(Ownership::Results(files))
 }
 
-/// The finished marker for `folder`: every regular file in it, one per line.
-pub fn finished_marker(folder: &Path) -> Result<String> {
+/// Looks at a staging folder (`.NAME.partial-ID`) whose writer is gone. Its
+/// marker is written in steps — created empty, the staging line, then the
+/// finished marker's first lines in one small write, then its list — so a
+/// kill leaves one of those: each makes the folder burstsim's staging (every
+/// file in a staging folder is burstsim's), as long as it holds no link or
+/// special file.
+pub fn staging_ownership(folder: &Path) -> Result<Ownership> {
+    let found = ownership(folder)?;
+    if !matches!(found, Ownership::Foreign(_)) {
+        return Ok(found);
+    }
+    let mut files = Vec::new();
+    if list_files(folder, "", &mut files)?.is_some() {
+        return Ok(found);
+    }
+    let Some(marker) = read_marker(folder)? else {
+        return Ok(found);
+    };
+    let first = marker.lines().next();
+    if marker.is_empty() || first == Some(STAGING) || first == Some(FINISHED) {
+        return Ok(Ownership::Staging);
+    }
+    Ok(found)
+}
+
+/// A `/`-separated path of plain names: not empty, not absolute, no `.`,
+/// `..` or empty part, no NUL.
+fn is_plain_relative(name: &str) -> bool {
+    !name.is_empty()
+        && !name.contains('\0')
+        && name
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
+}
+
+/// The text of `folder`'s marker, if it has one: what a command compares to
+/// learn whether the results it started from were replaced meanwhile.
+pub fn marker_text(folder: &Path) -> Result<Option<String>> {
+    read_marker(folder)
+}
+
+/// The finished marker for `folder`: its `id`, then every regular file in
+/// it, one per line.
+pub fn finished_marker(folder: &Path, id: &str) -> Result<String> {
     let mut files = Vec::new();
     if let Some(foreign) = list_files(folder, "", &mut files)? {
         bail!("{}: {foreign}", folder.display());
     }
-    let mut marker = format!("{FINISHED}\n");
+    let mut marker = format!("{FINISHED}\nid {id}\n");
     for file in files.iter().filter(|f| *f != MARKER) {
         marker.push_str(file);
         marker.push('\n');

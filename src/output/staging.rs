@@ -1,117 +1,116 @@
 //! Result folders written all at once. Files go to a hidden staging folder
-//! beside the target, `.NAME.partial-PID`; on commit the target is moved aside
-//! to `.NAME.old-PID`, checked again there (so nothing that appeared during the
-//! run is lost), and the staging folder takes its place. A run killed at any
-//! step leaves the old results or the new ones, and the next run puts back or
-//! removes the leftovers that are provably its own.
+//! beside the target, `.NAME.partial-ID`, whose marker the writer holds
+//! locked for as long as it lives. Every step that looks at or changes the
+//! folders beside the target — tidying leftovers, creating a staging folder,
+//! the commit — holds one lock for the target's parent, so two commands never
+//! interleave them. On commit the target is moved aside to `.NAME.old-ID`,
+//! checked again there (nothing that appeared during the run is lost), and
+//! the staging folder takes its place. A command killed at any step leaves
+//! the old results or the new ones, and the next one puts back or removes the
+//! leftovers that are provably its own.
 
 use std::ffi::OsStr;
-use std::fs;
+use std::fs::{self, File};
+use std::io::Write as _;
+use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::ownership::{MARKER, Ownership, STAGING, finished_marker, ownership};
+use super::ownership::{
+    MARKER, Ownership, STAGING, finished_marker, marker_text, ownership, staging_ownership,
+};
+use crate::interrupt::{self, pause_point};
 
-/// Staging folders of this process, removed on Ctrl-C; the lock is held while
-/// a commit swaps folders, so an interrupt waits for the swap to finish.
-static ACTIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-
-/// Removes this process's staging folders and exits with status 130 on
-/// Ctrl-C or SIGTERM. Call once, from `main`.
-pub fn remove_staging_on_interrupt() {
-    let _ = ctrlc::set_handler(|| {
-        let active = ACTIVE
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for path in active.iter() {
-            let _ = fs::remove_dir_all(path);
-        }
-        eprintln!("interrupted; earlier results, if any, are as they were");
-        std::process::exit(130);
-    });
-}
+/// How long a command waits for another one writing beside the same target
+/// (a commit takes milliseconds; a paused or hung one is reported).
+const LOCK_WAIT: Duration = Duration::from_secs(60);
 
 /// A folder being written; dropped without [`Staging::commit`], it disappears
 /// and the previous results stay as they were.
 pub struct Staging {
     staging: PathBuf,
     target: PathBuf,
-    /// The process id in the leftover names; another only in tests, which
-    /// play a process that was killed.
-    pid: u32,
+    /// The staging folder's marker, open and locked from the folder's
+    /// creation until this value is dropped: the lock, not a process id,
+    /// tells another command (in another PID namespace, or on another host
+    /// sharing the folder) that the folder is still being written.
+    marker: File,
+    /// For an update, the results it started from.
+    base: Option<Base>,
     notes: Vec<String>,
-    committed: bool,
+    /// Committed, or given up as a killed process would: not removed on drop.
+    kept: bool,
+}
+
+/// The results an update started from: their marker, to learn at the commit
+/// whether another command replaced them meanwhile, and each file linked
+/// from them with its inode, to tell those from the files this command wrote.
+struct Base {
+    marker: Option<String>,
+    linked: Vec<(String, u64)>,
 }
 
 impl Staging {
     /// Starts writing results meant for `target`, which must not exist, be
     /// empty, or hold burstsim results.
     pub fn new(target: &Path) -> Result<Staging> {
-        Staging::with_pid(target, std::process::id())
+        Staging::open(target, false)
     }
 
     /// Starts writing results that add to those in `target` (if any): its
-    /// files are linked into the staging folder, to be replaced or kept.
+    /// files are linked into the staging folder, to be replaced or kept. If
+    /// another command replaces `target` before the commit, the commit starts
+    /// again from the newer results (see [`Staging::commit_with`]).
     pub fn update(target: &Path) -> Result<Staging> {
-        let staging = Staging::new(target)?;
-        // Nothing there yet (a scenario sized before it was ever run): nothing to keep.
-        if fs::symlink_metadata(target).is_ok()
-            && let Ownership::Results(files) = ownership(target)?
-        {
-            for file in files {
-                let (from, to) = (target.join(&file), staging.staging.join(&file));
-                if let Some(parent) = to.parent() {
-                    fs::create_dir_all(parent)?;
-                }
-                // A hard link costs nothing; files are never changed in place
-                // (`write` replaces them), so the old results stay intact.
-                fs::hard_link(&from, &to)
-                    .or_else(|_| fs::copy(&from, &to).map(drop))
-                    .with_context(|| format!("copying {}", from.display()))?;
-            }
-        }
-        Ok(staging)
+        Staging::open(target, true)
     }
 
-    fn with_pid(target: &Path, pid: u32) -> Result<Staging> {
+    fn open(target: &Path, update: bool) -> Result<Staging> {
         let name = target.file_name().with_context(|| {
             format!(
                 "output folder {}: name a folder, like output/promo",
                 target.display()
             )
         })?;
-        let parent = target
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let mut notes = Vec::new();
-        if parent.is_dir() {
-            notes = recover_leftovers(parent, name, target)?;
-        }
+        let parent = parent_of(target);
+        fs::create_dir_all(parent)
+            .with_context(|| format!("creating output folder {}", parent.display()))?;
+        let _lock = lock_beside(parent, name)?;
+        let notes = recover_leftovers(parent, name, target)?;
         if fs::symlink_metadata(target).is_ok()
-            && let Ownership::Foreign(why) = ownership(target)?
+            && let Some(why) = not_replaceable(target)?
         {
             bail!(
                 "output folder {} is not burstsim's to replace: {why}; choose a new or empty folder",
                 target.display()
             );
         }
-        fs::create_dir_all(parent)
-            .with_context(|| format!("creating output folder {}", parent.display()))?;
-        let staging = leftover_path(parent, name, "partial", pid);
+        let staging = leftover_path(parent, name, "partial", &unique_id());
         fs::create_dir(&staging)
             .with_context(|| format!("cannot write to output folder {}", parent.display()))?;
-        lock().push(staging.clone());
-        let staging = Staging {
+        let marker = match create_locked_marker(&staging) {
+            Ok(marker) => marker,
+            Err(err) => {
+                let _ = fs::remove_dir_all(&staging);
+                return Err(err);
+            }
+        };
+        let mut staging = Staging {
             staging,
             target: target.to_owned(),
-            pid,
+            marker,
+            base: None,
             notes,
-            committed: false,
+            kept: false,
         };
-        staging.write(MARKER, &format!("{STAGING}\n"))?;
+        if update {
+            staging.base = Some(Base {
+                marker: current_marker(target)?,
+                linked: staging.link_results()?,
+            });
+        }
         Ok(staging)
     }
 
@@ -128,6 +127,7 @@ impl Staging {
     /// Writes `contents` to `relative` inside the staging folder, replacing
     /// (never writing through) a file already there.
     pub fn write(&self, relative: &str, contents: &str) -> Result<()> {
+        interrupt::check()?;
         let path = self.staging.join(relative);
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
@@ -138,12 +138,15 @@ impl Staging {
             }
             _ => {}
         }
-        fs::write(&path, contents).with_context(|| format!("writing {}", path.display()))
+        fs::write(&path, contents).with_context(|| format!("writing {}", path.display()))?;
+        pause_point(&format!("wrote:{relative}"));
+        Ok(())
     }
 
     /// A new file at `relative` inside the staging folder, for writing a
     /// large file as a stream.
-    pub fn create(&self, relative: &str) -> Result<std::io::BufWriter<fs::File>> {
+    pub fn create(&self, relative: &str) -> Result<std::io::BufWriter<File>> {
+        interrupt::check()?;
         let path = self.staging.join(relative);
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
@@ -158,40 +161,61 @@ impl Staging {
 
     /// Puts the staged results in place of the target.
     pub fn commit(self) -> Result<()> {
-        self.commit_steps(usize::MAX)
+        self.commit_with(|_| Ok(()))
+    }
+
+    /// Puts the staged results in place of the target, calling `derive`
+    /// first, under the lock: an update whose target was replaced since it
+    /// started is first linked to the newer results (its own files kept), so
+    /// `derive` — which reads files the update did not write, such as
+    /// report.html, to add to them — reads the results that are there now.
+    /// Two commands into one folder at once thus keep both their results.
+    pub fn commit_with(self, derive: impl FnOnce(&Staging) -> Result<()>) -> Result<()> {
+        self.commit_steps(derive, usize::MAX)
     }
 
     /// The commit, stopping dead after `steps` steps, as a killed process
     /// would; tests use that to check every point of the swap.
-    fn commit_steps(mut self, steps: usize) -> Result<()> {
-        let marker = finished_marker(&self.staging)?;
+    fn commit_steps(
+        mut self,
+        derive: impl FnOnce(&Staging) -> Result<()>,
+        steps: usize,
+    ) -> Result<()> {
+        // Once the commit has started it finishes: an interrupt is heeded
+        // before it, never in the middle.
+        interrupt::check()?;
+        pause_point("commit");
+        let _lock = lock_beside(self.parent(), self.name())?;
+        pause_point("commit:locked");
+        if let Some(base) = self.base.take() {
+            self.rebase(base)?;
+        }
+        derive(&self)?;
+        let marker = finished_marker(&self.staging, &unique_id())?;
         let mut step = 0;
         let mut crash = || {
             step += 1;
             step > steps
         };
         if crash() {
-            std::mem::forget(self);
-            return Ok(());
+            return self.abandon();
         }
-        self.write(MARKER, &marker)?;
-        let mut active = lock();
+        self.rewrite_marker(&marker)?;
         if crash() {
-            std::mem::forget(self);
-            return Ok(());
+            return self.abandon();
         }
-        let old = leftover_path(self.parent(), self.name(), "old", self.pid);
+        let old = leftover_path(self.parent(), self.name(), "old", &unique_id());
         let moved_aside = fs::symlink_metadata(&self.target).is_ok();
         if moved_aside {
             fs::rename(&self.target, &old)
                 .with_context(|| format!("moving aside {}", self.target.display()))?;
             if crash() {
-                std::mem::forget(self);
-                return Ok(());
+                return self.abandon();
             }
+            pause_point("commit:moved-aside");
             // Checked again now, on what was really moved aside: the folder
             // may have been created or changed since the run started.
-            if let Ownership::Foreign(why) = ownership(&old)? {
+            if let Some(why) = not_replaceable(&old)? {
                 put_back(&old, &self.target)?;
                 bail!(
                     "output folder {} changed during the run and is no longer burstsim's to replace: {why}; it is left as it is, and the new results were not written",
@@ -206,21 +230,87 @@ impl Staging {
             return Err(err)
                 .with_context(|| format!("moving results into {}", self.target.display()));
         }
-        self.committed = true;
-        active.retain(|p| p != &self.staging);
-        drop(active);
+        self.kept = true;
         if crash() {
             return Ok(());
         }
         if moved_aside {
-            fs::remove_dir_all(&old)
+            remove_results(&old, crash())
                 .with_context(|| format!("removing old results {}", old.display()))?;
         }
         Ok(())
     }
 
+    /// Stops as a killed process would: the folder stays, its lock goes.
+    fn abandon(mut self) -> Result<()> {
+        self.kept = true;
+        Ok(())
+    }
+
+    /// Links every file of the results now at the target that this command
+    /// has not written itself; returns each with its inode.
+    fn link_results(&self) -> Result<Vec<(String, u64)>> {
+        let mut linked = Vec::new();
+        // Nothing there yet (a scenario sized before it was ever run), or not
+        // burstsim's (the commit refuses it): nothing to keep.
+        if fs::symlink_metadata(&self.target).is_err() {
+            return Ok(linked);
+        }
+        let Ownership::Results(files) = ownership(&self.target)? else {
+            return Ok(linked);
+        };
+        for file in files {
+            let (from, to) = (self.target.join(&file), self.staging.join(&file));
+            if fs::symlink_metadata(&to).is_ok() {
+                continue;
+            }
+            if let Some(parent) = to.parent() {
+                fs::create_dir_all(parent)?;
+            }
+            link_or_copy(&from, &to).with_context(|| format!("copying {}", from.display()))?;
+            linked.push((file, fs::symlink_metadata(&to)?.ino()));
+        }
+        Ok(linked)
+    }
+
+    /// Starts from the results at the target now when another command
+    /// replaced those this update started from: the files linked from the
+    /// earlier results go, this command's own stay, the newer ones come in.
+    fn rebase(&mut self, base: Base) -> Result<()> {
+        if current_marker(&self.target)? == base.marker {
+            return Ok(());
+        }
+        for (file, inode) in &base.linked {
+            let path = self.staging.join(file);
+            if fs::symlink_metadata(&path).is_ok_and(|meta| meta.ino() == *inode) {
+                fs::remove_file(&path).with_context(|| format!("replacing {}", path.display()))?;
+            }
+        }
+        self.link_results()?;
+        Ok(())
+    }
+
+    /// Writes the finished marker through the locked file, keeping the lock:
+    /// its first two lines over the staging line in one small write (a kill
+    /// leaves the one or the other whole), then the list of files.
+    fn rewrite_marker(&mut self, text: &str) -> Result<()> {
+        use std::os::unix::fs::FileExt as _;
+        let path = self.staging.join(MARKER);
+        let head = text
+            .match_indices('\n')
+            .nth(1)
+            .map_or(text.len(), |(i, _)| i + 1);
+        (|| {
+            self.marker.write_all_at(&text.as_bytes()[..head], 0)?;
+            self.marker
+                .write_all_at(&text.as_bytes()[head..], head as u64)?;
+            self.marker.set_len(text.len() as u64)
+        })()
+        .with_context(|| format!("writing {}", path.display()))
+    }
+
     fn parent(&self) -> &Path {
-        self.staging.parent().unwrap_or(Path::new("."))
+        parent_of(&self.target)
     }
 
     fn name(&self) -> &OsStr {
@@ -230,45 +320,222 @@ impl Staging {
 
 impl Drop for Staging {
     fn drop(&mut self) {
-        if !self.committed {
-            let _ = fs::remove_dir_all(&self.staging);
-            lock().retain(|p| p != &self.staging);
+        if !self.kept {
+            let _ = remove_results(&self.staging, false);
         }
     }
 }
 
-fn lock() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
-    ACTIVE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// `.NAME.KIND-PID` beside the target.
-fn leftover_path(parent: &Path, name: &OsStr, kind: &str, pid: u32) -> PathBuf {
-    parent.join(format!(".{}.{kind}-{pid}", name.to_string_lossy()))
-}
-
-/// Moves the set-aside folder back, or says where it is.
-fn put_back(old: &Path, target: &Path) -> Result<()> {
-    fs::rename(old, target).with_context(|| {
-        format!(
-            "something new is at {} too; the earlier folder is kept at {}",
-            target.display(),
-            old.display()
-        )
+/// Why the folder at a target may not be replaced: only an empty folder or
+/// finished results may (a staging marker never stands at a target).
+fn not_replaceable(folder: &Path) -> Result<Option<String>> {
+    Ok(match ownership(folder)? {
+        Ownership::Empty | Ownership::Results(_) => None,
+        Ownership::Staging => {
+            Some("it holds a staging marker, which no finished results have".into())
+        }
+        Ownership::Foreign(why) => Some(why),
     })
 }
 
-/// Puts back or removes what killed runs into `target` left beside it: an
-/// `.old` folder of finished results returns to `target` when `target` is
-/// gone and is removed otherwise; a staging folder is removed. Only folders of
-/// processes no longer running, and only when they are provably burstsim's;
-/// anything else is named in the notes returned.
+fn parent_of(target: &Path) -> &Path {
+    target
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// The marker of what is at `target` now, `None` when nothing is.
+fn current_marker(target: &Path) -> Result<Option<String>> {
+    if fs::symlink_metadata(target).is_err() {
+        return Ok(None);
+    }
+    marker_text(target)
+}
+
+/// A new staging folder's marker, created and locked before anyone else can
+/// look (the caller holds the lock beside the target).
+fn create_locked_marker(staging: &Path) -> Result<File> {
+    let path = staging.join(MARKER);
+    let mut marker = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    marker
+        .try_lock()
+        .with_context(|| format!("locking {}", path.display()))?;
+    marker
+        .write_all(format!("{STAGING}\n").as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(marker)
+}
+
+/// A hard link from `from` to `to`, or where the file system has none, a
+/// copy into a new file: never written over an existing file, so never a
+/// file onto itself.
+fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
+    match fs::hard_link(from, to) {
+        Err(err) if err.kind() != std::io::ErrorKind::AlreadyExists => {
+            let mut source = fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(from)?;
+            let mut copy = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(to)?;
+            std::io::copy(&mut source, &mut copy).map(drop)
+        }
+        other => other,
+    }
+}
+
+/// Holds the lock for the folders beside the target: a lock on the parent
+/// folder itself, or where the file system cannot lock a folder (some network
+/// file systems), on a file `.NAME.lock` beside the target.
+struct LockBeside(#[allow(dead_code)] File);
+
+fn lock_beside(parent: &Path, name: &OsStr) -> Result<LockBeside> {
+    let folder = File::open(parent).with_context(|| format!("cannot open {}", parent.display()))?;
+    let unsupported = match wait_for_lock(&folder, parent)? {
+        None => return Ok(LockBeside(folder)),
+        Some(err) => err,
+    };
+    let path = parent.join(format!(".{}.lock", name.to_string_lossy()));
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .with_context(|| {
+            format!(
+                "cannot lock {} ({unsupported}) nor open {}",
+                parent.display(),
+                path.display()
+            )
+        })?;
+    match wait_for_lock(&file, parent)? {
+        None => Ok(LockBeside(file)),
+        Some(err) => Err(err).with_context(|| format!("cannot lock {}", path.display())),
+    }
+}
+
+/// Waits up to [`LOCK_WAIT`] for `file`'s lock; `Some` error when the file
+/// system cannot lock it at all.
+fn wait_for_lock(file: &File, parent: &Path) -> Result<Option<std::io::Error>> {
+    let deadline = Instant::now() + LOCK_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(None),
+            Err(fs::TryLockError::Error(err)) => return Ok(Some(err)),
+            Err(fs::TryLockError::WouldBlock) => {}
+        }
+        interrupt::check()?;
+        if Instant::now() >= deadline {
+            bail!(
+                "another burstsim command has been writing into {} for {} s; try again when it has finished",
+                parent.display(),
+                LOCK_WAIT.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// `.NAME.KIND-ID` beside the target.
+fn leftover_path(parent: &Path, name: &OsStr, kind: &str, id: &str) -> PathBuf {
+    parent.join(format!(".{}.{kind}-{id}", name.to_string_lossy()))
+}
+
+/// A name no other command picks, on this host or another, in this PID
+/// namespace or another: the process id and 64 bits from the operating
+/// system's random source.
+fn unique_id() -> String {
+    use std::hash::BuildHasher as _;
+    let random = std::hash::RandomState::new().hash_one(std::time::SystemTime::now());
+    format!("{}-{random:016x}", std::process::id())
+}
+
+/// Moves the set-aside folder back; where something new stands at the target
+/// (not burstsim's: commits never overlap), the earlier folder is renamed to
+/// `.NAME.kept-ID`, which no command ever removes, and the error says where.
+fn put_back(old: &Path, target: &Path) -> Result<()> {
+    if fs::rename(old, target).is_ok() {
+        return Ok(());
+    }
+    let name = target.file_name().unwrap_or_default();
+    let kept = leftover_path(parent_of(target), name, "kept", &unique_id());
+    let at = if fs::rename(old, &kept).is_ok() {
+        kept
+    } else {
+        old.to_owned()
+    };
+    bail!(
+        "something new is at {} too; the earlier folder is kept at {}, and burstsim will not remove it",
+        target.display(),
+        at.display()
+    )
+}
+
+/// Removes a folder of burstsim's results or staging, its marker last: a
+/// kill in the middle leaves a folder still provably burstsim's, which the
+/// next command removes. Nothing below is followed through a link.
+fn remove_results(folder: &Path, stop_after_first: bool) -> std::io::Result<()> {
+    let gone = |result: std::io::Result<()>| match result {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err),
+        _ => Ok(()),
+    };
+    for entry in fs::read_dir(folder)? {
+        let entry = entry?;
+        if entry.file_name() == MARKER {
+            continue;
+        }
+        if entry.file_type()?.is_dir() {
+            gone(fs::remove_dir_all(entry.path()))?;
+        } else {
+            gone(fs::remove_file(entry.path()))?;
+        }
+        if stop_after_first {
+            return Ok(());
+        }
+        pause_point("commit:removing-old");
+    }
+    gone(fs::remove_file(folder.join(MARKER)))?;
+    gone(fs::remove_dir(folder))
+}
+
+/// Whether another process holds the staging folder's marker locked: it is
+/// being written, wherever that process runs.
+fn is_being_written(folder: &Path) -> bool {
+    let path = folder.join(MARKER);
+    let open = |write| {
+        fs::OpenOptions::new()
+            .read(true)
+            .write(write)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+    };
+    match open(true).or_else(|_| open(false)) {
+        Ok(marker) => matches!(marker.try_lock(), Err(fs::TryLockError::WouldBlock)),
+        Err(_) => false,
+    }
+}
+
+/// Puts back or removes what killed commands into `target` left beside it
+/// (the caller holds the lock beside the target, so no commit is under way):
+/// an `.old` folder of finished results returns to `target` when `target` is
+/// gone and is removed otherwise; a staging folder whose writer is gone is
+/// removed. Only folders provably burstsim's; anything else is named in the
+/// notes returned.
 fn recover_leftovers(parent: &Path, name: &OsStr, target: &Path) -> Result<Vec<String>> {
     let name = name.to_string_lossy();
     let mut notes = Vec::new();
     let entries = fs::read_dir(parent).with_context(|| format!("reading {}", parent.display()))?;
-    let mut leftovers: Vec<(PathBuf, &str, Option<u32>)> = Vec::new();
+    let mut leftovers: Vec<(PathBuf, &str)> = Vec::new();
     for entry in entries.flatten() {
         let file_name = entry.file_name();
         let Some(rest) = file_name
@@ -278,24 +545,34 @@ fn recover_leftovers(parent: &Path, name: &OsStr, target: &Path) -> Result<Vec<S
             continue;
         };
         for kind in ["partial", "old"] {
-            if let Some(tail) = rest.strip_prefix(kind) {
-                let pid = tail.strip_prefix('-').and_then(|p| p.parse().ok());
-                if tail.is_empty() || pid.is_some() {
-                    leftovers.push((entry.path(), kind, pid));
-                }
+            if let Some(tail) = rest.strip_prefix(kind)
+                && (tail.is_empty() || tail.starts_with('-'))
+            {
+                leftovers.push((entry.path(), kind));
             }
         }
     }
     leftovers.sort();
-    for (path, kind, pid) in leftovers {
-        if pid.is_some_and(|pid| is_running(pid, &path)) {
+    for (path, kind) in leftovers {
+        if kind == "partial" && is_being_written(&path) {
             continue;
         }
-        match (kind, ownership(&path)?) {
+
+        let removed = || -> Result<String> {
+            remove_results(&path, false).with_context(|| format!("removing {}", path.display()))?;
+            Ok(format!(
+                "removed {}, left by an interrupted run",
+                path.display()
+            ))
+        };
+        let ownership = if kind == "partial" {
+            staging_ownership(&path)?
+        } else {
+            ownership(&path)?
+        };
+        match (kind, ownership) {
             ("partial", Ownership::Staging | Ownership::Results(_) | Ownership::Empty) => {
-                fs::remove_dir_all(&path)
-                    .with_context(|| format!("removing {}", path.display()))?;
-                notes.push(format!("removed {}, left by an interrupted run", path.display()));
+                notes.push(removed()?);
             }
             ("old", Ownership::Results(_)) if fs::symlink_metadata(target).is_err() => {
                 fs::rename(&path, target).with_context(|| format!("restoring {}", path.display()))?;
@@ -305,11 +582,7 @@ fn recover_leftovers(parent: &Path, name: &OsStr, target: &Path) -> Result<Vec<S
                     path.display()
                 ));
             }
-            ("old", Ownership::Results(_) | Ownership::Empty) => {
-                fs::remove_dir_all(&path)
-                    .with_context(|| format!("removing {}", path.display()))?;
-                notes.push(format!("removed {}, left by an interrupted run", path.display()));
-            }
+            ("old", Ownership::Results(_) | Ownership::Empty) => notes.push(removed()?),
             (_, ownership) => notes.push(format!(
                 "{} looks like a leftover of an interrupted run, but burstsim cannot prove it is its own ({}); delete it yourself if it is not needed",
                 path.display(),
@@ -323,203 +596,5 @@ fn recover_leftovers(parent: &Path, name: &OsStr, target: &Path) -> Result<Vec<S
     Ok(notes)
 }
 
-/// Whether the process that named `path` after `pid` may still be writing
-/// it; only Linux can tell, so elsewhere every leftover counts as some running
-/// process's and is left alone.
-fn is_running(pid: u32, path: &Path) -> bool {
-    if pid == std::process::id() {
-        return lock().iter().any(|p| p == path);
-    }
-    !cfg!(target_os = "linux") || Path::new(&format!("/proc/{pid}")).exists()
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A process id above Linux's largest, so never running.
-    const KILLED: u32 = 4_000_000_000;
-
-    fn results(target: &Path, pid: u32, text: &str) -> Staging {
-        let staging = Staging::with_pid(target, pid).unwrap();
-        staging.write("summary.json", text).unwrap();
-        staging.write("charts/a.svg", text).unwrap();
-        staging
-    }
-
-    fn read(path: &Path) -> String {
-        fs::read_to_string(path).unwrap()
-    }
-
-    fn names(folder: &Path) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(folder)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
-
-    #[test]
-    fn replaces_its_own_results_and_leaves_nothing_beside_them() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("out");
-        results(&target, std::process::id(), "1").commit().unwrap();
-        results(&target, std::process::id(), "2").commit().unwrap();
-        assert_eq!(read(&target.join("summary.json")), "2");
-        assert_eq!(names(dir.path()), ["out"]);
-        assert_eq!(
-            read(&target.join(MARKER)),
-            "burstsim results, format 1\ncharts/a.svg\nsummary.json\n"
-        );
-    }
-
-    #[test]
-    fn never_replaces_a_folder_holding_another_tools_summary_json() {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        fs::create_dir_all(home.join(".ssh")).unwrap();
-        fs::write(home.join(".ssh/id_ed25519"), "key").unwrap();
-        fs::write(home.join("summary.json"), "{}").unwrap();
-        let err = Staging::new(&home).err().unwrap().to_string();
-        assert!(err.contains("no .burstsim marker"), "{err}");
-        assert!(err.contains(".ssh/id_ed25519"), "{err}");
-        assert_eq!(read(&home.join(".ssh/id_ed25519")), "key");
-        assert_eq!(names(dir.path()), ["home"]);
-    }
-
-    #[test]
-    fn a_folder_created_at_the_target_during_the_run_is_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("out");
-        let staging = results(&target, std::process::id(), "new");
-        fs::create_dir(&target).unwrap();
-        fs::write(target.join("important.txt"), "mine").unwrap();
-        let err = staging.commit().err().unwrap().to_string();
-        assert!(err.contains("changed during the run"), "{err}");
-        assert!(err.contains("important.txt"), "{err}");
-        assert_eq!(read(&target.join("important.txt")), "mine");
-        assert_eq!(names(dir.path()), ["out"]);
-    }
-
-    #[test]
-    fn a_file_added_to_earlier_results_during_the_run_is_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("out");
-        results(&target, std::process::id(), "old")
-            .commit()
-            .unwrap();
-        let staging = results(&target, std::process::id(), "new");
-        fs::write(target.join("charts/notes.txt"), "mine").unwrap();
-        assert!(staging.commit().is_err());
-        assert_eq!(read(&target.join("charts/notes.txt")), "mine");
-        assert_eq!(read(&target.join("summary.json")), "old");
-    }
-
-    #[test]
-    fn a_link_inside_results_is_never_followed_nor_replaced() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("out");
-        let outside = dir.path().join("outside");
-        fs::create_dir(&outside).unwrap();
-        results(&target, std::process::id(), "old")
-            .commit()
-            .unwrap();
-        fs::remove_dir_all(target.join("charts")).unwrap();
-        std::os::unix::fs::symlink(&outside, target.join("charts")).unwrap();
-        let err = Staging::update(&target).err().unwrap().to_string();
-        assert!(err.contains("charts, a symbolic link"), "{err}");
-        assert!(names(&outside).is_empty());
-    }
-
-    #[test]
-    fn an_update_keeps_the_other_files_and_never_writes_through_them() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("out");
-        results(&target, std::process::id(), "run")
-            .commit()
-            .unwrap();
-        let staging = Staging::update(&target).unwrap();
-        staging.write("summary.json", "changed").unwrap();
-        staging.write("sizing.json", "size").unwrap();
-        // Before the commit the earlier results are untouched, though linked.
-        assert_eq!(read(&target.join("summary.json")), "run");
-        staging.commit().unwrap();
-        assert_eq!(read(&target.join("summary.json")), "changed");
-        assert_eq!(read(&target.join("charts/a.svg")), "run");
-        assert_eq!(read(&target.join("sizing.json")), "size");
-        assert!(matches!(ownership(&target).unwrap(), Ownership::Results(f) if f.len() == 3));
-    }
-
-    #[test]
-    fn a_kill_at_any_step_of_the_commit_leaves_old_or_new_results() {
-        for earlier in [true, false] {
-            for steps in 0..=5 {
-                let dir = tempfile::tempdir().unwrap();
-                let target = dir.path().join("out");
-                if earlier {
-                    results(&target, std::process::id(), "old")
-                        .commit()
-                        .unwrap();
-                }
-                results(&target, KILLED, "new").commit_steps(steps).unwrap();
-                let leftovers = names(dir.path())
-                    .iter()
-                    .filter(|n| n.starts_with('.'))
-                    .count();
-                // The next run tidies up before it starts, and says so.
-                let next = Staging::new(&target).unwrap();
-                assert_eq!(
-                    next.notes().len(),
-                    leftovers,
-                    "{earlier} {steps}: {:?}",
-                    next.notes()
-                );
-                drop(next);
-                let found = fs::read_to_string(target.join("summary.json")).ok();
-                let expected: &[Option<&str>] = match (earlier, steps) {
-                    (true, 0..=1) => &[Some("old")],
-                    (true, _) => &[Some("old"), Some("new")],
-                    (false, 0..=1) => &[None],
-                    (false, _) => &[Some("new")],
-                };
-                assert!(
-                    expected.contains(&found.as_deref()),
-                    "{earlier} {steps}: {found:?}"
-                );
-                let left = if found.is_some() { vec!["out"] } else { vec![] };
-                assert_eq!(names(dir.path()), left, "{earlier} {steps}");
-            }
-        }
-    }
-
-    #[test]
-    fn names_a_leftover_it_cannot_prove_is_its_own_and_keeps_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("out");
-        for leftover in [".out.old", &format!(".out.partial-{KILLED}")] {
-            fs::create_dir(dir.path().join(leftover)).unwrap();
-            fs::write(dir.path().join(leftover).join("data"), "x").unwrap();
-        }
-        let staging = Staging::new(&target).unwrap();
-        assert_eq!(staging.notes().len(), 2, "{:?}", staging.notes());
-        assert!(staging.notes()[0].contains("cannot prove"));
-        staging.commit().unwrap();
-        assert_eq!(names(dir.path()).len(), 3);
-    }
-
-    #[test]
-    fn leaves_the_staging_folder_of_a_running_process_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("out");
-        // Process 1 is always running: its staging folder is not a leftover.
-        let running = results(&target, 1, "theirs");
-        let ours = results(&target, std::process::id(), "ours");
-        assert!(ours.notes().is_empty(), "{:?}", ours.notes());
-        assert_eq!(read(&running.path().join("summary.json")), "theirs");
-        ours.commit().unwrap();
-        running.commit().unwrap();
-        assert_eq!(read(&target.join("summary.json")), "theirs");
-        assert_eq!(names(dir.path()), ["out"]);
-    }
-}
+mod tests;

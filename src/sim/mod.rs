@@ -227,6 +227,7 @@ fn in_chunks<T: Timed, S: Chunks<T>>(
     }
     let mut chunk = Vec::with_capacity(CHUNK);
     loop {
+        crate::interrupt::check()?;
         stream.refill(&mut chunk, CHUNK);
         if chunk.is_empty() {
             return Ok(stream);
@@ -286,7 +287,9 @@ fn pipeline<T: Timed, S: Chunks<T>>(
         });
         let mut outcome = Ok(());
         while let Some(chunk) = next_chunk(&full_rx) {
-            outcome = decide(&chunk);
+            outcome = crate::interrupt::check()
+                .map_err(anyhow::Error::from)
+                .and_then(|()| decide(&chunk));
             if outcome.is_err() {
                 break;
             }
@@ -353,6 +356,7 @@ fn simulate_driven(
             run = run.with_retries(scenario, retry);
         }
         run.drive(driver.as_mut(), |arrival, attempt, decision| {
+            crate::interrupt::check()?;
             match sink.as_deref_mut() {
                 Some(sink) => sink
                     .record(index, limiter, arrival, attempt.number, decision.admitted())
