@@ -63,15 +63,39 @@ pub fn quote_at_most(value: &str, max: usize) -> String {
     }
 }
 
-/// An error message with every line cut to a few hundred characters: the
-/// last guard against a hostile value quoted whole (a 100 MB name).
+/// An error message with every line cut to a few hundred characters and its
+/// control characters escaped: the last guard against a hostile value quoted
+/// whole (a 100 MB name) or an escape sequence reaching the terminal.
 pub fn shorten_message(message: &str) -> String {
     const LONGEST_LINE: usize = 400;
     let lines: Vec<String> = message
         .lines()
-        .map(|line| quote_at_most(line, LONGEST_LINE))
+        .map(|line| escape_controls(&quote_at_most(line, LONGEST_LINE)))
         .collect();
     lines.join("\n")
+}
+
+/// `text` with every control character but tab and line feed shown as
+/// `\u{1b}`: text from a user's file (a scenario comment, an nginx.conf, a log
+/// line) never moves the cursor, retitles the window, clears the screen or
+/// writes the clipboard (OSC 52) of whoever reads the message.
+pub fn escape_controls(text: &str) -> String {
+    if !text.chars().any(is_escaped) {
+        return text.to_string();
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if is_escaped(c) {
+            shown.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            shown.push(c);
+        }
+    }
+    shown
+}
+
+fn is_escaped(c: char) -> bool {
+    c.is_control() && c != '\t' && c != '\n'
 }
 
 #[cfg(test)]
@@ -107,6 +131,20 @@ mod tests {
                 .contains("limit of 10 bytes")
         );
         assert_eq!(read_text(&file, 11).unwrap().len(), 11);
+    }
+
+    #[test]
+    fn escapes_terminal_control_sequences_and_keeps_tabs_and_lines() {
+        let hostile = "a\u{1b}]52;c;aGk=\u{7}b\u{1b}[2J\r\u{9b}c\td\ne";
+        assert_eq!(
+            escape_controls(hostile),
+            "a\\u{1b}]52;c;aGk=\\u{7}b\\u{1b}[2J\\u{d}\\u{9b}c\td\ne"
+        );
+        assert_eq!(
+            shorten_message("line 1: \u{1b}[31mred\nline 2"),
+            "line 1: \\u{1b}[31mred\nline 2"
+        );
+        assert_eq!(escape_controls("plain é ✓"), "plain é ✓");
     }
 
     #[test]

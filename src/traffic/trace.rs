@@ -278,32 +278,58 @@ fn json_row(
     unit: Option<Unit>,
     key: Option<&str>,
 ) -> Result<(u64, Key), String> {
-    let object: serde_json::Map<String, serde_json::Value> =
+    // Values as written: a number of epoch seconds goes through the same
+    // decimal parser as CSV's time_s, never through a float (which would turn
+    // 1764460800.999999999 into 1764460801).
+    let object: std::collections::HashMap<String, &serde_json::value::RawValue> =
         serde_json::from_str(text).map_err(|err| format!("not a JSON object ({err})"))?;
     let value = object.get(field).ok_or_else(|| {
         format!("no field {field:?}; set time_field to the field holding the time")
     })?;
-    let time = match value {
-        serde_json::Value::String(text) => {
+    let time = match json_text(value) {
+        JsonText::String(text) => {
             let unit = unit.unwrap_or(Unit::DateTime);
-            parse_text(text, unit).ok_or_else(|| invalid(text, unit))?
-        }
-        serde_json::Value::Number(number) => {
-            let unit = unit.unwrap_or(Unit::Seconds);
-            let text = number.to_string();
             parse_text(&text, unit).ok_or_else(|| invalid(&text, unit))?
         }
-        other => return Err(format!("{field}: {other} is not a time")),
+        JsonText::Number(text) => {
+            let unit = unit.unwrap_or(Unit::Seconds);
+            parse_text(text, unit).ok_or_else(|| invalid(text, unit))?
+        }
+        JsonText::Other(text) => {
+            return Err(format!(
+                "{field}: {} is not a time",
+                crate::input::quote_at_most(text, 64)
+            ));
+        }
     };
     let key = match key {
         None => Key::DEFAULT,
-        Some(name) => match object.get(name) {
-            Some(serde_json::Value::String(text)) => Key::named(text.trim().as_bytes()),
-            Some(other) => Key::named(other.to_string().as_bytes()),
+        Some(name) => match object.get(name).map(|raw| json_text(raw)) {
+            Some(JsonText::String(text)) => Key::named(text.trim().as_bytes()),
+            Some(JsonText::Number(text) | JsonText::Other(text)) => Key::named(text.as_bytes()),
             None => return Err(format!("no key field {name:?}")),
         },
     };
     Ok((time, key))
+}
+
+/// A JSON value as written in the line.
+enum JsonText<'a> {
+    /// A string, unescaped.
+    String(String),
+    /// A number, its digits as written.
+    Number(&'a str),
+    /// Anything else, as written.
+    Other(&'a str),
+}
+
+fn json_text(raw: &serde_json::value::RawValue) -> JsonText<'_> {
+    let text = raw.get();
+    match text.as_bytes().first() {
+        Some(b'"') => serde_json::from_str(text).map_or(JsonText::Other(text), JsonText::String),
+        Some(b'-' | b'0'..=b'9') => JsonText::Number(text),
+        _ => JsonText::Other(text),
+    }
 }
 
 fn invalid(text: &str, unit: Unit) -> String {
@@ -1107,6 +1133,18 @@ mod tests {
         .0;
         assert_eq!(from_json, combined);
         assert_eq!(from_csv, combined);
+    }
+
+    #[test]
+    fn epoch_seconds_in_json_are_as_exact_as_in_csv() {
+        let json = "{\"ts\": 1764460800.999999999}\n{\"ts\": 1764460801.000000001}\n";
+        let (rows, _) = replay("a.jsonl", json, "format = \"jsonl\"\ntime_field = \"ts\"").unwrap();
+        let csv = "time_s\n1764460800.999999999\n1764460801.000000001\n";
+        let (from_csv, _) = replay("a.csv", csv, "").unwrap();
+        assert_eq!(from_csv[1].0 - from_csv[0].0, 2, "{from_csv:?}");
+        // Through a float the first would be 1764460801.0, the same instant
+        // as the second, on the other side of a whole second.
+        assert_eq!(rows[1].0 - rows[0].0, 2, "{rows:?}");
     }
 
     #[test]
