@@ -425,3 +425,62 @@ fn a_million_replications_are_tallied_in_little_memory() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(peak > 0.0 && peak < 100.0, "peak memory {peak} MB");
 }
+
+/// Text from a user's file never reaches the terminal as control sequences:
+/// a window title (OSC 0), the clipboard (OSC 52), a cleared screen.
+#[test]
+fn control_characters_from_files_are_shown_escaped_in_messages() {
+    const HOSTILE: &str = "\u{1b}]0;pwned\u{7}\u{1b}]52;c;aGk=\u{7}\u{1b}[2J";
+    let check = |stderr: &[u8]| {
+        let stderr = String::from_utf8_lossy(stderr);
+        assert!(
+            !stderr.contains('\u{1b}') && !stderr.contains('\u{7}'),
+            "{stderr:?}"
+        );
+        assert!(stderr.contains("\\u{1b}]52;c;aGk="), "{stderr}");
+    };
+    // A scenario whose bad line carries the sequence: quoted in the error.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hostile.toml");
+    fs::write(&path, format!("duration = \"10s\" {HOSTILE}\n")).unwrap();
+    let output = Command::cargo_bin("burstsim")
+        .unwrap()
+        .arg("validate")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    check(&output.stderr);
+    // An nginx.conf whose directive does.
+    let conf = dir.path().join("nginx.conf");
+    fs::write(
+        &conf,
+        format!("http {{\n limit_req_zone $binary_remote_addr zone=a:10m rate=5r/{HOSTILE};\n}}\n"),
+    )
+    .unwrap();
+    let output = Command::cargo_bin("burstsim")
+        .unwrap()
+        .arg("import")
+        .arg(&conf)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    check(&output.stderr);
+    // A YAML configuration's.
+    let yaml = dir.path().join("traefik.yaml");
+    fs::write(
+        &yaml,
+        format!(
+            "http:\n  middlewares:\n    m:\n      rateLimit:\n        average: \"x{HOSTILE}\"\n"
+        ),
+    )
+    .unwrap();
+    let output = Command::cargo_bin("burstsim")
+        .unwrap()
+        .arg("import")
+        .arg(&yaml)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    check(&output.stderr);
+}

@@ -177,7 +177,11 @@ fn results_folder(out: Option<&Path>, name: &str) -> PathBuf {
 /// or a tidied leftover change what the results mean.
 fn warn(warnings: &[String]) {
     for warning in warnings {
-        eprintln!("{}{warning}", colour::warning_prefix());
+        eprintln!(
+            "{}{}",
+            colour::warning_prefix(),
+            crate::input::escape_controls(warning)
+        );
     }
 }
 

@@ -206,7 +206,10 @@ pub fn import(
     };
     let text = crate::input::read_text(path, MAX_CONFIG_BYTES)
         .map_err(|err| anyhow::anyhow!("cannot read {}: {err}", path.display()))?;
-    let blocks = read(&Source::new(path, &text), dialect)?;
+    // A byte-order mark (Windows editors write one) is not part of the
+    // first directive.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let blocks = read(&Source::new(path, text), dialect)?;
     if blocks.is_empty() {
         anyhow::bail!(
             "{}: no rate limit found in this {} configuration ({})",
@@ -526,6 +529,20 @@ pub(crate) mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_byte_order_mark_does_not_hide_the_first_directive() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nginx.conf");
+        std::fs::write(
+            &path,
+            "\u{feff}limit_req_zone $a zone=z:1m rate=5r/s;\nserver { location / { limit_req zone=z burst=5; } }\n",
+        )
+        .unwrap();
+        let (_, blocks) = import(&path, None).unwrap();
+        assert_eq!(blocks.len(), 1);
+        assert_eq!(testing::field(&blocks[0], "burst").as_deref(), Some("5"));
+    }
 
     #[test]
     fn file_names_tell_the_dialect() {

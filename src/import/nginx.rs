@@ -196,14 +196,22 @@ fn limit_req(
             Some(("zone", _)) => {}
             Some(("burst" | "delay", value)) => {
                 let key = &word.text[..word.text.find('=').unwrap_or(0)];
-                let number: u64 = value.parse().map_err(|_| {
-                    source.error(
-                        word.line,
-                        word.column,
-                        format!("limit_req: {key}={value:?}: expected a whole number"),
-                    )
-                })?;
-                block.set(key, number as i64, here(word));
+                // A TOML integer holds at most i64::MAX.
+                let number: i64 = value
+                    .parse::<u64>()
+                    .ok()
+                    .and_then(|n| i64::try_from(n).ok())
+                    .ok_or_else(|| {
+                        source.error(
+                            word.line,
+                            word.column,
+                            format!(
+                                "limit_req: {key}={value:?}: expected a whole number from 0 to {}",
+                                i64::MAX
+                            ),
+                        )
+                    })?;
+                block.set(key, number, here(word));
             }
             None if word.text == "nodelay" => block.set("nodelay", true, here(word)),
             _ => {
@@ -371,6 +379,18 @@ mod tests {
         assert_eq!(field(&blocks[0], "rate").as_deref(), Some("\"30r/m\""));
         assert_eq!(field(&blocks[0], "per").as_deref(), Some("\"key\""));
         assert_eq!(field(&blocks[0], "burst"), None);
+    }
+
+    #[test]
+    fn a_burst_beyond_a_toml_integer_is_refused_at_its_column() {
+        let err = read(
+            "limit_req_zone $a zone=z:1m rate=5r/s;\nlimit_req zone=z burst=18446744073709551615;\n",
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("nginx.conf:2:18: limit_req: burst=\"18446744073709551615\": expected a whole number from 0 to 9223372036854775807"),
+            "{err}"
+        );
     }
 
     #[test]
