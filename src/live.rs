@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Result, bail};
 use serde::Serialize;
 
 use crate::limiter::fixed_window::FixedWindow;
@@ -120,7 +120,17 @@ pub struct Connection<'a> {
     /// Whether an unanswered request is counted and the replay goes on
     /// (rather than stopping every client).
     pub through_outages: bool,
+    /// The replay stops here, however slowly Redis answers
+    /// (`--max-wall-time`): at most one `timeout` later.
+    pub deadline: Instant,
 }
+
+/// The replay ran past `--max-wall-time`.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the replay ran past --max-wall-time ({0:?} of real time); Redis answered too slowly or not at all"
+)]
+pub struct OutOfTime(pub Duration);
 
 /// How `live` enforces each limiter of a scenario: the Redis variants, or
 /// none for a kind it has no script for.
@@ -151,9 +161,15 @@ pub fn replay(
     redis: &Connection,
     progress: &(dyn Fn() + Sync),
 ) -> Result<Vec<LiveResult>> {
-    let client = redis::Client::open(redis.url)
-        .map_err(|err| anyhow::anyhow!("--redis {}: not a Redis address: {err}", redis.url))?;
+    let client = redis::Client::open(redis.url).map_err(|err| {
+        anyhow::anyhow!(
+            "--redis {}: not a Redis address: {}",
+            masked(redis.url),
+            without_password(err.to_string(), redis.url)
+        )
+    })?;
     connect(&client, redis)?;
+    crate::interrupt::pause_point("live:arrivals");
     let arrivals = arrivals(scenario, workload)?;
     let mut results = Vec::new();
     for (named, (_, variants)) in scenario.limiters.iter().zip(plan(scenario)) {
@@ -165,12 +181,7 @@ pub fn replay(
             _ => continue,
         };
         for &variant in variants {
-            let key = format!(
-                "burstsim:{}:{}:{}:{variant:?}",
-                std::process::id(),
-                named.name,
-                Instant::now().elapsed().as_nanos()
-            );
+            let key = run_key(&named.name, variant);
             let sent = send(
                 &client,
                 redis,
@@ -199,17 +210,56 @@ pub fn replay(
     Ok(results)
 }
 
+/// The Redis key of one limiter's replay: unique to this run, so two runs
+/// against one Redis (in two containers, each its own PID 1) never count
+/// each other's requests nor delete each other's key.
+fn run_key(limiter: &str, variant: Variant) -> String {
+    format!(
+        "burstsim:{}:{limiter}:{variant:?}",
+        crate::random::unique_id()
+    )
+}
+
+/// `url` with its password shown as `****`: errors go to CI logs, and the
+/// URL often comes from a secret.
+pub fn masked(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return url.to_string();
+    };
+    let user = rest[..at].split_once(':').map_or("", |(user, _)| user);
+    format!("{scheme}://{user}:****{}", &rest[at..])
+}
+
+/// An error's text without the password of `url`, wherever a library
+/// quoted it.
+fn without_password(text: String, url: &str) -> String {
+    let password = url
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split(['/', '?', '#']).next())
+        .and_then(|authority| authority.rsplit_once('@'))
+        .and_then(|(userinfo, _)| userinfo.split_once(':').map(|(_, p)| p).or(Some(userinfo)))
+        .filter(|password| !password.is_empty());
+    match password {
+        Some(password) => text.replace(password, "****"),
+        None => text,
+    }
+}
+
 /// A connection whose connect, commands and replies all time out.
 fn connect(client: &redis::Client, redis: &Connection) -> Result<redis::Connection> {
     let fail = |err: redis::RedisError| {
         let why = if err.is_timeout() {
             "no answer".to_string()
         } else {
-            err.to_string()
+            without_password(err.to_string(), redis.url)
         };
         anyhow::anyhow!(
             "cannot connect to Redis at {} within {:?}: {why}",
-            redis.url,
+            masked(redis.url),
             redis.timeout
         )
     };
@@ -223,10 +273,16 @@ fn connect(client: &redis::Client, redis: &Connection) -> Result<redis::Connecti
 
 fn arrivals(scenario: &Scenario, index: usize) -> Result<Vec<u64>> {
     let workload = &scenario.workloads[index];
-    let times: Vec<u64> = crate::sim::arrivals(scenario, workload, 0)?
+    let mut stream = crate::sim::arrivals(scenario, workload, 0)?;
+    let times: Vec<u64> = stream
+        .by_ref()
         .take(MAX_LIVE_REQUESTS + 1)
         .map(|arrival| arrival.time.get())
         .collect();
+    // A trace cut short by an error is refused as `run` refuses it.
+    if let Some(err) = stream.take_error() {
+        bail!("workload {:?}: {err}", workload.name);
+    }
     if times.len() > MAX_LIVE_REQUESTS {
         bail!(
             "workload {:?}: live replays at most {MAX_LIVE_REQUESTS} requests; shorten it or pick another with --workload",
@@ -329,7 +385,8 @@ fn send(
     let (speed, clients) = (redis.speed, redis.clients);
     let results = Mutex::new(Vec::with_capacity(arrivals.len()));
     let stop = AtomicBool::new(false);
-    let start = Instant::now() + Duration::from_millis(50);
+    let begun = Instant::now();
+    let start = begun + Duration::from_millis(50);
     // Redis expires keys in real time, which runs `speed` times faster than the scenario's.
     let window_ms = ((window as f64 / speed / 1e6).round() as u64).max(1);
     std::thread::scope(|scope| -> Result<()> {
@@ -347,13 +404,23 @@ fn send(
                         for (i, &due) in arrivals.iter().enumerate().skip(c).step_by(clients) {
                             let at = start + Duration::from_nanos((due as f64 / speed) as u64);
                             // Sleep in slices, so another client's failure stops this one.
+                            let stopped = || -> Result<bool> {
+                                crate::interrupt::check()?;
+                                if Instant::now() >= redis.deadline {
+                                    return Err(OutOfTime(
+                                        redis.deadline.saturating_duration_since(begun),
+                                    )
+                                    .into());
+                                }
+                                Ok(stop.load(Ordering::Relaxed))
+                            };
                             while let Some(wait) = at.checked_duration_since(Instant::now()) {
-                                if stop.load(Ordering::Relaxed) {
+                                if stopped()? {
                                     return Ok(());
                                 }
                                 std::thread::sleep(wait.min(Duration::from_millis(50)));
                             }
-                            if stop.load(Ordering::Relaxed) {
+                            if stopped()? {
                                 return Ok(());
                             }
                             let now = || {
@@ -432,10 +499,14 @@ fn send(
                 first = outcome;
             }
         }
-        first.with_context(|| {
-            format!(
-                "a client's request to Redis at {} failed; every client stopped",
-                redis.url
+        first.map_err(|err| {
+            if crate::interrupt::caused(&err) || err.is::<OutOfTime>() {
+                return err;
+            }
+            anyhow::anyhow!(
+                "a client's request to Redis at {} failed; every client stopped: {}",
+                masked(redis.url),
+                without_password(format!("{err:#}"), redis.url)
             )
         })
     })?;
@@ -636,5 +707,36 @@ fn on_error(sent: &[Sent], window: u64, threshold: u64) -> OnErrorFigures {
         allow: figures(&mut |_| true),
         deny: figures(&mut |_| false),
         local: figures(&mut local),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_redis_password_never_shows() {
+        assert_eq!(
+            masked("redis://user:hunter2@10.0.0.1:6379/0"),
+            "redis://user:****@10.0.0.1:6379/0"
+        );
+        assert_eq!(
+            masked("rediss://:hunter2@cache:6380"),
+            "rediss://:****@cache:6380"
+        );
+        assert_eq!(masked("redis://hunter2@cache"), "redis://:****@cache");
+        assert_eq!(masked("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
+        assert_eq!(
+            without_password("auth hunter2 failed".into(), "redis://u:hunter2@h"),
+            "auth **** failed"
+        );
+    }
+
+    #[test]
+    fn each_run_has_keys_of_its_own_even_with_the_same_process_id() {
+        let first = run_key("fixed-1s", Variant::AtomicFixedWindow);
+        let second = run_key("fixed-1s", Variant::AtomicFixedWindow);
+        assert_ne!(first, second);
+        assert!(first.starts_with(&format!("burstsim:{}-", std::process::id())));
     }
 }

@@ -3,6 +3,16 @@
 //! streams and draws cluster balancing and clock offsets, and FNV-1a, which
 //! turns names and trace keys into numbers.
 
+/// A name no other process picks, on this host or another, in this PID
+/// namespace or another: the process id and 64 bits from the operating
+/// system's random source (std's per-process hasher keys). Never used for
+/// anything a seed decides.
+pub fn unique_id() -> String {
+    use std::hash::BuildHasher as _;
+    let random = std::hash::RandomState::new().hash_one(std::time::SystemTime::now());
+    format!("{}-{random:016x}", std::process::id())
+}
+
 /// The golden-ratio increment of SplitMix64, also its usual starting state.
 pub const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
 

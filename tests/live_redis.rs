@@ -415,3 +415,161 @@ fn a_live_run_killed_during_the_naive_window_leaves_no_key_without_expiry() {
         assert!(ttl > 0 || ttl == -2, "{key} has no expiry (PTTL {ttl})");
     }
 }
+
+#[test]
+fn a_password_in_the_redis_url_never_reaches_an_error_message() {
+    let (_listener, port) = silent_port();
+    for url in [
+        format!("redis://user:hunter2@127.0.0.1:{port}"),
+        "redis://user:hunter2@127.0.0.1:1".to_string(),
+        "redis://user:hunter2@[::1".to_string(),
+    ] {
+        let output = Command::cargo_bin("burstsim")
+            .unwrap()
+            .args([
+                "live",
+                "scenarios/live.toml",
+                "--timeout",
+                "300ms",
+                "--redis",
+            ])
+            .arg(&url)
+            .timeout(std::time::Duration::from_secs(20))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{url}: {stderr}");
+        assert!(!stderr.contains("hunter2"), "{url}: {stderr}");
+        assert!(stderr.contains("user:****@"), "{url}: {stderr}");
+    }
+}
+
+#[test]
+fn max_wall_time_holds_while_redis_stops_answering() {
+    let _one_at_a_time = one_replay_at_a_time();
+    let Some(server) = started_redis() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("slow.toml");
+    fs::write(
+        &path,
+        "duration = \"2s\"\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"uniform\", rate = 50 }]\n\
+         [[limiter]]\nname = \"fixed\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 50\n",
+    )
+    .unwrap();
+    let url = format!("redis://127.0.0.1:{}", server.port);
+    let started = std::time::Instant::now();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_burstsim"))
+        .args(["live", "--redis", &url, "--clients", "1", "--timeout", "1s"])
+        .args(["--through-outages", "--max-wall-time", "4s", "--out"])
+        .arg(dir.path().join("out"))
+        .arg(&path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // 100 requests a second apart each once Redis stops: about 100 s unbounded.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    server.signal("STOP");
+    let output = child.wait_with_output().unwrap();
+    server.signal("CONT");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--max-wall-time"), "{stderr}");
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(8), "{took:?}");
+    assert!(!dir.path().join("out").exists());
+}
+
+#[test]
+fn live_refuses_a_trace_whose_stream_ends_in_an_error() {
+    let _one_at_a_time = one_replay_at_a_time();
+    let Some(server) = started_redis() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.csv");
+    fs::write(&trace, "time_ns\n100000000\n200000000\n300000000\n").unwrap();
+    let path = dir.path().join("trace.toml");
+    fs::write(
+        &path,
+        "duration = \"1s\"\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"trace\", path = \"t.csv\" }]\n\
+         [[limiter]]\nname = \"fixed\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 50\n",
+    )
+    .unwrap();
+    let url = format!("redis://127.0.0.1:{}", server.port);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_burstsim"))
+        .args(["live", "--redis", &url, "--out"])
+        .arg(dir.path().join("out"))
+        .arg(&path)
+        .env("BURSTSIM_PAUSE_AT", "live:arrivals")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !fs::read_to_string(format!("/proc/{}/stat", child.id())).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, s)| s.starts_with('T'))
+    }) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "never paused"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // The file changes in place after it was checked, keeping its size,
+    // inode and time: only the stream's own check can tell.
+    let modified = fs::metadata(&trace).unwrap().modified().unwrap();
+    fs::write(&trace, "time_ns\n100000000\n200000000\n900000000\n").unwrap();
+    let file = fs::File::options().write(true).open(&trace).unwrap();
+    file.set_modified(modified).unwrap();
+    drop(file);
+    let resumed = std::process::Command::new("kill")
+        .args(["-CONT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(resumed.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("changed"), "{stderr}");
+    assert!(!dir.path().join("out").exists());
+}
+
+#[test]
+fn live_refuses_a_trace_that_run_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    // Rows out of order beyond what a trace may hold sorted: run refuses it.
+    fs::write(dir.path().join("t.csv"), "time_ns\n5\n3\nx\n").unwrap();
+    let path = dir.path().join("trace.toml");
+    fs::write(
+        &path,
+        "duration = \"1s\"\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"trace\", path = \"t.csv\" }]\n\
+         [[limiter]]\nname = \"fixed\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 50\n",
+    )
+    .unwrap();
+    let run = Command::cargo_bin("burstsim")
+        .unwrap()
+        .args(["run", "--out"])
+        .arg(dir.path().join("run"))
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    let (_listener, port) = silent_port();
+    let live = Command::cargo_bin("burstsim")
+        .unwrap()
+        .args(["live", "--timeout", "300ms", "--redis"])
+        .arg(format!("redis://127.0.0.1:{port}"))
+        .arg("--out")
+        .arg(dir.path().join("live"))
+        .arg(&path)
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&live.stderr);
+    assert_eq!(live.status.code(), Some(2), "{stderr}");
+    assert!(!dir.path().join("live").exists());
+}

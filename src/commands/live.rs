@@ -83,6 +83,8 @@ pub fn live(args: &LiveArgs) -> Result<()> {
         clients,
         speed: args.speed,
         through_outages: args.through_outages,
+        deadline: std::time::Instant::now()
+            + std::time::Duration::from_nanos(args.max_wall_time.get()),
     };
     let bar = if std::io::stderr().is_terminal() {
         let bar = ProgressBar::new_spinner();

@@ -87,7 +87,7 @@ impl Staging {
                 target.display()
             );
         }
-        let staging = leftover_path(parent, name, "partial", &unique_id());
+        let staging = leftover_path(parent, name, "partial", &crate::random::unique_id());
         fs::create_dir(&staging)
             .with_context(|| format!("cannot write to output folder {}", parent.display()))?;
         let marker = match create_locked_marker(&staging) {
@@ -191,7 +191,7 @@ impl Staging {
             self.rebase(base)?;
         }
         derive(&self)?;
-        let marker = finished_marker(&self.staging, &unique_id())?;
+        let marker = finished_marker(&self.staging, &crate::random::unique_id())?;
         let mut step = 0;
         let mut crash = || {
             step += 1;
@@ -204,7 +204,12 @@ impl Staging {
         if crash() {
             return self.abandon();
         }
-        let old = leftover_path(self.parent(), self.name(), "old", &unique_id());
+        let old = leftover_path(
+            self.parent(),
+            self.name(),
+            "old",
+            &crate::random::unique_id(),
+        );
         let moved_aside = fs::symlink_metadata(&self.target).is_ok();
         if moved_aside {
             fs::rename(&self.target, &old)
@@ -451,15 +456,6 @@ fn leftover_path(parent: &Path, name: &OsStr, kind: &str, id: &str) -> PathBuf {
     parent.join(format!(".{}.{kind}-{id}", name.to_string_lossy()))
 }
 
-/// A name no other command picks, on this host or another, in this PID
-/// namespace or another: the process id and 64 bits from the operating
-/// system's random source.
-fn unique_id() -> String {
-    use std::hash::BuildHasher as _;
-    let random = std::hash::RandomState::new().hash_one(std::time::SystemTime::now());
-    format!("{}-{random:016x}", std::process::id())
-}
-
 /// Moves the set-aside folder back; where something new stands at the target
 /// (not burstsim's: commits never overlap), the earlier folder is renamed to
 /// `.NAME.kept-ID`, which no command ever removes, and the error says where.
@@ -468,7 +464,7 @@ fn put_back(old: &Path, target: &Path) -> Result<()> {
         return Ok(());
     }
     let name = target.file_name().unwrap_or_default();
-    let kept = leftover_path(parent_of(target), name, "kept", &unique_id());
+    let kept = leftover_path(parent_of(target), name, "kept", &crate::random::unique_id());
     let at = if fs::rename(old, &kept).is_ok() {
         kept
     } else {
