@@ -45,7 +45,8 @@ const PER_REJECTED_CLIENT: u128 = 48;
 
 /// The estimate for `scenario` run with `replications` seeds, with or
 /// without charts; `requests` and `keys` are the estimated arrivals and
-/// distinct client keys of each workload (keys 0 when it names none).
+/// distinct client keys of each workload (keys 0 when it names none; more
+/// than its requests when it has more clients than requests).
 pub fn estimate(
     scenario: &Scenario,
     replications: u64,
@@ -87,18 +88,24 @@ pub fn estimate(
             rings += held.next_power_of_two().max(1024) * 8;
         }
     }
-    // A limiter per key keeps a limiter's state, its last request and its slot per key.
-    let per_key_state = (std::mem::size_of::<crate::limiter::Limiter>() + 16) as u128;
-    let per_key_limiters = scenario
-        .limiters
-        .iter()
-        .filter(|named| matches!(named.limiter, crate::limiter::Limiter::PerKey(_)))
-        .count() as u128;
+    // Each run's figures per key, and each limiter's state as it says: a
+    // limiter per key (or a cluster of instances, each with a limiter per
+    // key) grows with the keys; workloads run side by side.
     let key_state: u128 = keys
         .iter()
-        .map(|&keys| {
-            keys * PER_KEY_FIGURES * scenario.limiters.len() as u128
-                + keys * per_key_state * per_key_limiters
+        .zip(requests)
+        .map(|(&keys, &requests)| {
+            let limiters: u128 = scenario
+                .limiters
+                .iter()
+                .map(|named| {
+                    named.limiter.memory_at_most(
+                        u64::try_from(keys).unwrap_or(u64::MAX),
+                        u64::try_from(requests).unwrap_or(u64::MAX),
+                    )
+                })
+                .sum();
+            keys.min(requests) * PER_KEY_FIGURES * scenario.limiters.len() as u128 + limiters
         })
         .sum();
     // Clients that retry, per run: at most every request waiting at once

@@ -484,3 +484,51 @@ fn control_characters_from_files_are_shown_escaped_in_messages() {
     assert_eq!(output.status.code(), Some(2), "{output:?}");
     check(&output.stderr);
 }
+
+#[test]
+fn a_cluster_of_instances_each_keeping_state_per_key_counts_toward_max_memory() {
+    // Each of 10,000 local instances numbers the keys it sees in a table as
+    // large as the largest key: 5.3 GB, once run under a 200 MiB limit.
+    let text = "duration = \"10s\"\n[cluster]\ninstances = 10000\nmode = \"local\"\n\
+        [[workload]]\nname = \"w\"\nsources = [{ kind = \"poisson\", rate = 20000, clients = { count = 100000 } }]\n\
+        [[limiter]]\nname = \"l\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 5\nper = \"key\"\n";
+    over_max_memory(text, "200MiB", "GB for state per client key");
+}
+
+/// The estimate's figure, from the refusal under a limit of 1 byte, in MB.
+fn estimated_mb(text: &str) -> f64 {
+    let (code, stderr, _, _) = run_measured(text, &["--max-memory", "1B"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    let about = stderr.split("about ").nth(1).unwrap_or_default();
+    let mut words = about.split(' ');
+    let number: f64 = words.next().and_then(|n| n.parse().ok()).unwrap();
+    match words.next() {
+        Some("kB") => number / 1000.0,
+        Some("MB") => number,
+        Some("GB") => number * 1000.0,
+        unit => panic!("{unit:?} in {stderr}"),
+    }
+}
+
+#[test]
+fn the_memory_estimate_covers_what_per_key_limiters_use() {
+    for limiter in [
+        "kind = \"sliding-log\"\nwindow = \"10s\"\nthreshold = 64",
+        "kind = \"sliding-buckets\"\nwindow = \"1s\"\nthreshold = 64\nbuckets = 100",
+        "kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 5",
+    ] {
+        let text = format!(
+            "duration = \"5s\"\n[metrics]\nbucket = \"1s\"\nprofile = [\"1s\"]\n[[workload]]\nname = \"w\"\n\
+             sources = [{{ kind = \"poisson\", rate = 1000000, clients = {{ count = 50000 }} }}]\n\
+             [[limiter]]\nname = \"l\"\n{limiter}\nper = \"key\"\n"
+        );
+        let estimate = estimated_mb(&text);
+        let (code, stderr, peak, _) = run_measured(&text, &["--no-charts"]);
+        assert_eq!(code, Some(0), "{stderr}");
+        // The process itself (code, buffers, threads) is not in the estimate.
+        assert!(
+            peak > 0.0 && peak <= estimate + 16.0,
+            "{limiter}: peak {peak} MB, estimated {estimate} MB"
+        );
+    }
+}

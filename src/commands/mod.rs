@@ -34,6 +34,9 @@ struct Work {
     requests: u128,
     /// Memory it would need.
     memory: crate::memory::Estimate,
+    /// A workload whose sources offer no request at all (a burst of 0, a
+    /// trace with no row in the run), which a run refuses.
+    silent: Option<String>,
 }
 
 /// Estimates the work of running `scenario` with `replications`.
@@ -41,6 +44,7 @@ fn work(scenario: &Scenario, replications: u64, charts: bool) -> Result<Work> {
     let mut total: u128 = 0;
     let mut per_workload = Vec::with_capacity(scenario.workloads.len());
     let mut keys_per_workload = Vec::with_capacity(scenario.workloads.len());
+    let mut silent = None;
     for workload in &scenario.workloads {
         let (mut requests, mut keys): (u128, u128) = (0, 0);
         for source in &workload.sources {
@@ -53,11 +57,7 @@ fn work(scenario: &Scenario, replications: u64, charts: bool) -> Result<Work> {
                     .map_err(anyhow::Error::msg)?,
             );
         }
-        keys_per_workload.push(if workload.is_keyed() {
-            keys.min(requests)
-        } else {
-            0
-        });
+        keys_per_workload.push(if workload.is_keyed() { keys } else { 0 });
         let runs = if workload.sources.iter().any(|s| s.is_stochastic()) {
             u128::from(replications)
         } else {
@@ -68,6 +68,11 @@ fn work(scenario: &Scenario, replications: u64, charts: bool) -> Result<Work> {
             .retry
             .map_or(1, |retry| u128::from(retry.max_attempts));
         total += requests * runs * attempts;
+        // Estimates of rate sources count one more than they can offer, so
+        // only a workload that cannot offer any is zero.
+        if requests == 0 && silent.is_none() {
+            silent = Some(workload.name.clone());
+        }
         per_workload.push(requests);
     }
     let memory = crate::memory::estimate(
@@ -80,6 +85,7 @@ fn work(scenario: &Scenario, replications: u64, charts: bool) -> Result<Work> {
     Ok(Work {
         requests: total,
         memory,
+        silent,
     })
 }
 
@@ -93,6 +99,7 @@ fn check_work(scenario: &Scenario, replications: u64, limits: Limits, charts: bo
     let Work {
         requests: total,
         memory,
+        ..
     } = work(scenario, replications, charts)?;
     if total > u128::from(max_requests) {
         bail!(

@@ -92,9 +92,31 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
         args.replications
             .map_or(scenario.replications, NonZeroU64::get)
     };
+    // Axes that leave the workloads alone leave every point the scenario's
+    // requests: a sweep too large is refused from the scenario alone, before
+    // any point is built (building 10^5 points of a large scenario takes
+    // minutes).
+    if grid.leaves_requests_alone() {
+        let base = work(&scenario, replications(&scenario), false)?;
+        let share = match shard {
+            Some(s) => grid.points() as u128 / u128::from(s.count),
+            None => grid.points() as u128,
+        };
+        check_requests(base.requests * share, share, args, path)?;
+    }
     let estimates: Vec<Result<Work>> = (0..grid.points())
         .into_par_iter()
-        .map(|p| point(p).and_then(|s| work(&s, replications(&s), false)))
+        .map(|p| {
+            let work = point(p).and_then(|s| work(&s, replications(&s), false))?;
+            if let Some(workload) = &work.silent {
+                bail!(
+                    "{}: at {}: workload {workload:?} offers no requests; every point is checked before any runs",
+                    path.display(),
+                    grid.named(p)
+                );
+            }
+            Ok(work)
+        })
         .collect();
     let estimates: Vec<Work> = estimates.into_iter().collect::<Result<_>>()?;
     let units: Vec<u128> = estimates
@@ -121,7 +143,8 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
                 &options,
                 replications(&scenario),
                 &|| {},
-            )?;
+            )
+            .with_context(|| format!("{}: at {}", path.display(), grid.named(p)))?;
             bar.inc(1);
             Ok(PointResult {
                 point: p,
@@ -146,14 +169,7 @@ fn check_sweep(
     path: &Path,
 ) -> Result<()> {
     let requests: u128 = mine.iter().map(|&p| estimates[p].requests).sum();
-    let max_requests = args.limits.max_requests;
-    if requests > u128::from(max_requests) {
-        bail!(
-            "{}: this sweep would simulate about {requests} requests over {} points, more than --max-requests {max_requests}; use fewer points or shorter runs, split it with --shard I/N, or raise --max-requests if that much is intended",
-            path.display(),
-            mine.len()
-        );
-    }
+    check_requests(requests, mine.len() as u128, args, path)?;
     // Points run side by side, one per core; every run's figures are kept
     // until the end.
     let at_once = rayon::current_num_threads().min(mine.len()).max(1) as u128;
@@ -174,6 +190,18 @@ fn check_sweep(
             crate::memory::words(kept),
             mine.len() as u128 * runs_per_point,
             crate::memory::words(u128::from(args.limits.max_memory))
+        );
+    }
+    Ok(())
+}
+
+/// Refuses `requests` over `points` points beyond --max-requests.
+fn check_requests(requests: u128, points: u128, args: &SweepArgs, path: &Path) -> Result<()> {
+    let max_requests = args.limits.max_requests;
+    if requests > u128::from(max_requests) {
+        bail!(
+            "{}: this sweep would simulate about {requests} requests over {points} points, more than --max-requests {max_requests}; use fewer points or shorter runs, split it with --shard I/N, or raise --max-requests if that much is intended",
+            path.display(),
         );
     }
     Ok(())

@@ -124,6 +124,11 @@ pub struct Chain {
 }
 
 impl RateLimiter for Chain {
+    fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
+        let layers: u128 = self.layers.iter().map(|l| l.memory_at_most(keys, requests)).sum();
+        super::allocation::<Limiter>(self.layers.len() as u128) + layers
+    }
+
     /// Rejects with the rejecting layer's hint; delays what it passes by the
     /// longest of the layers' delays, as nginx applies several `limit_req`s.
     #[inline]

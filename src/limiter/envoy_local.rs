@@ -78,6 +78,10 @@ pub struct EnvoyLocal {
 }
 
 impl RateLimiter for EnvoyLocal {
+    fn memory_at_most(&self, _keys: u64, _requests: u64) -> u128 {
+        super::allocation::<(u64, u64)>(self.buckets.len() as u128)
+    }
+
     /// Rejects (429) with no `Retry-After`; with Envoy's
     /// `enable_x_ratelimit_headers` the reset is the instance's next fill.
     #[inline]

@@ -400,6 +400,13 @@ impl Calendar {
 }
 
 impl RateLimiter for Kong {
+    fn memory_at_most(&self, _keys: u64, _requests: u64) -> u128 {
+        match self {
+            Kong::Window(..) => 0,
+            Kong::Calendar(calendar) => super::allocation::<Window>(calendar.windows.len() as u128),
+        }
+    }
+
     #[inline]
     fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
         let calendar = match self {

@@ -113,6 +113,12 @@ impl Hint {
     }
 }
 
+/// Bytes of a heap allocation of `len` items of `T`, grown by doubling, with
+/// the allocator's header: the most one `Vec` of that length can hold.
+pub(crate) fn allocation<T>(len: u128) -> u128 {
+    len.next_power_of_two().max(4) * std::mem::size_of::<T>() as u128 + 16
+}
+
 /// What every limiter does: decide arrivals in time order, and state what it
 /// promises and what it can let through at worst.
 pub trait RateLimiter {
@@ -181,6 +187,15 @@ pub trait RateLimiter {
     /// measures them is in `tests/redis_real.rs`) or documented (nginx).
     fn state_bytes(&self) -> Option<u64> {
         None
+    }
+
+    /// The most memory its state can take besides the value itself (its
+    /// logs, buckets, instances, per-key states) over `requests` requests
+    /// from `keys` distinct client keys (synthetic clients are numbered 0 to
+    /// `keys` − 1), in bytes: what `--max-memory` checks before a run.
+    /// Allocations are counted at their largest capacity.
+    fn memory_at_most(&self, _keys: u64, _requests: u64) -> u128 {
+        0
     }
 
     /// Store commands per request and per counter reset in the usual
@@ -554,6 +569,10 @@ macro_rules! kinds {
 
             fn store_ops(&self) -> Option<StoreOps> {
                 each_limiter!(self, ($($variant)+), limiter => limiter.store_ops())
+            }
+
+            fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
+                each_limiter!(self, ($($variant)+), limiter => limiter.memory_at_most(keys, requests))
             }
 
             fn resets(&self) -> u64 {

@@ -131,6 +131,23 @@ impl PerKey {
 }
 
 impl RateLimiter for PerKey {
+    /// Per key seen (at most one per request): its state and what the inner
+    /// limiter allocates (memory a growing `Vec` reserves but never touches
+    /// is not counted: the limit is on memory used), with eviction its entry
+    /// in the idle set; and the key table: the dense table of synthetic
+    /// clients' numbers (4 bytes for each number up to the largest, a power
+    /// of two) or the hash map of a trace's keys (up to 48 bytes a key while
+    /// it grows), whichever is larger.
+    fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
+        let seen = u128::from(keys.min(requests).max(1));
+        let state =
+            std::mem::size_of::<KeyState>() as u128 + self.prototype.memory_at_most(1, requests);
+        let idle = if self.evict_after.is_some() { 48 } else { 0 };
+        let dense =
+            u128::from(keys.min(crate::traffic::clients::MAX_CLIENTS)).next_power_of_two() * 4;
+        seen * (state + idle) + dense.max(seen * 48)
+    }
+
     fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
         self.decide_keyed::<HINTS>(now, Key::DEFAULT)
     }

@@ -85,6 +85,10 @@ pub struct SlidingBuckets {
 }
 
 impl RateLimiter for SlidingBuckets {
+    fn memory_at_most(&self, _keys: u64, _requests: u64) -> u128 {
+        super::allocation::<u64>(self.counts.len() as u128)
+    }
+
     /// Rejects with no hint: Sentinel's block carries no retry time.
     #[inline]
     fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {

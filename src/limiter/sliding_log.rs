@@ -81,6 +81,10 @@ pub struct SlidingLog {
 }
 
 impl RateLimiter for SlidingLog {
+    fn memory_at_most(&self, _keys: u64, _requests: u64) -> u128 {
+        super::allocation::<u64>(u128::from(self.threshold))
+    }
+
     /// Rejects with `Retry-After` at the instant the oldest admission leaves
     /// the window, and the reset when the newest does (the log is empty then).
     /// With `count_rejected` the rejection itself is the newest entry.

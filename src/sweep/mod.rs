@@ -273,6 +273,28 @@ impl Grid {
             .collect()
     }
 
+    /// The values at `point`, `path=value, …`, to name it in a message.
+    pub fn named(&self, point: usize) -> String {
+        self.axes()
+            .zip(self.values_at(point))
+            .map(|(axis, value)| format!("{}={}", axis.path, values::label(value)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Whether every point offers the same requests as the scenario itself:
+    /// no axis sets a workload, the run's length or its replications.
+    pub fn leaves_requests_alone(&self) -> bool {
+        self.axes().all(|axis| {
+            let path = axis.path.to_string();
+            !["workload", "duration", "replications"].iter().any(|top| {
+                path == *top
+                    || path.starts_with(&format!("{top}."))
+                    || path.starts_with(&format!("{top}["))
+            })
+        })
+    }
+
     /// The grid as recorded in results.
     pub fn spec(&self) -> Vec<Vec<AxisSpec>> {
         self.groups
@@ -325,20 +347,13 @@ impl Base {
     pub fn at(&self, grid: &Grid, point: usize) -> Result<Scenario, String> {
         let mut document = self.document.clone();
         let values = grid.values_at(point);
-        let named = || {
-            grid.axes()
-                .zip(&values)
-                .map(|(axis, value)| format!("{}={}", axis.path, values::label(value)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
         for (axis, value) in grid.axes().zip(&values) {
             axis.path.set(&mut document, value)?;
         }
         // The grid's own entries are not part of any point's scenario.
         document.remove("sweep");
         crate::scenario::parse(&document.to_string(), &self.file)
-            .map_err(|err| format!("at {}: {err}", named()))
+            .map_err(|err| format!("at {}: {err}", grid.named(point)))
     }
 }
 

@@ -147,17 +147,39 @@ impl Identity {
     }
 }
 
+/// The most bytes one row (a line, or a CSV record over several lines) may
+/// hold: a file with no line break (a JSON array exported on one line) or a
+/// row of 10^8 commas is refused as it is read, not once it fills memory.
+pub const MAX_ROW_BYTES: u64 = 1 << 20;
+/// What the reader holds ahead of the row it is reading.
+const BUFFER_BYTES: usize = 1 << 16;
+
 /// The opened file, read no further than its length when opened, hashing
-/// every byte it hands out.
+/// every byte it hands out, and refusing to hand out more than a row's
+/// worth (and the buffer) before the row is done.
 struct Hashing {
     file: std::io::Take<File>,
     hasher: DefaultHasher,
+    /// Bytes handed out since the last row was done: at most the row and
+    /// the buffer read ahead of it.
+    since_row: u64,
+    /// Whether rows are capped (not while draining the rest for its hash).
+    capped: bool,
 }
 
 impl Read for Hashing {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.file.read(buf)?;
         self.hasher.write(&buf[..n]);
+        self.since_row += n as u64;
+        if self.capped && self.since_row > MAX_ROW_BYTES + BUFFER_BYTES as u64 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "a row longer than {MAX_ROW_BYTES} bytes (1 MiB), the most a trace's line or record may hold"
+                ),
+            ));
+        }
         Ok(n)
     }
 }
@@ -196,6 +218,7 @@ impl Input {
 
     /// Reads what is left of the file and returns the hash of all of it.
     fn drain(&mut self) -> std::io::Result<u64> {
+        self.hashing().capped = false;
         match self {
             Input::Csv { reader, .. } => std::io::copy(reader.get_mut(), &mut std::io::sink())?,
             Input::Lines { reader, .. } => std::io::copy(reader, &mut std::io::sink())?,
@@ -207,12 +230,17 @@ impl Input {
     fn next(&mut self, layout: &Layout, path: &Path) -> Result<Option<(u64, Key)>, String> {
         match (self, layout) {
             (Input::Csv { reader, record }, Layout::Csv { column, unit, key }) => {
+                let line = record.position().map_or(1, |p| p.line() + 1);
                 let more = reader
                     .read_byte_record(record)
-                    .map_err(|err| format!("{}: {err}", path.display()))?;
+                    .map_err(|err| match err.kind() {
+                        csv::ErrorKind::Io(io) => format!("{}:{line}: {io}", path.display()),
+                        _ => format!("{}: {err}", path.display()),
+                    })?;
                 if !more {
                     return Ok(None);
                 }
+                reader.get_mut().get_mut().since_row = 0;
                 let time = parse(record, *column, *unit, path)?;
                 let key = match *key {
                     Some(column) => parse_key(record, column, path)?,
@@ -236,6 +264,7 @@ impl Input {
                     return Ok(None);
                 }
                 *number += 1;
+                reader.get_mut().since_row = 0;
                 let text = line.trim();
                 if text.is_empty() {
                     continue;
@@ -415,8 +444,10 @@ impl Config {
         let hashing = Hashing {
             file: file.take(identity.len),
             hasher: DefaultHasher::new(),
+            since_row: 0,
+            capped: true,
         };
-        let buffered = BufReader::with_capacity(1 << 16, hashing);
+        let buffered = BufReader::with_capacity(BUFFER_BYTES, hashing);
         let input = match self.format {
             Format::Csv => Input::Csv {
                 reader: Box::new(
@@ -1133,6 +1164,43 @@ mod tests {
         .0;
         assert_eq!(from_json, combined);
         assert_eq!(from_csv, combined);
+    }
+
+    #[test]
+    fn a_row_longer_than_the_cap_is_refused_as_it_is_read() {
+        let long = "x".repeat(MAX_ROW_BYTES as usize + 200_000);
+        let cases = [
+            (
+                "a.jsonl",
+                format!("{{\"time\": 1.5}}\n[{long}"),
+                "format = \"jsonl\"",
+            ),
+            ("a.log", format!("{long}\n"), "format = \"combined\""),
+            (
+                "a.csv",
+                format!("time_ns,k\n1,a\n2,{}\n", ",".repeat(2 << 20)),
+                "",
+            ),
+            (
+                "a.csv",
+                format!("time_ns,k\n1,a\n2,\"{}\"\n", "ab\n".repeat(1 << 20)),
+                "",
+            ),
+        ];
+        for (name, contents, extra) in cases {
+            let err = replay(name, &contents, extra).unwrap_err();
+            assert!(
+                err.contains("a row longer than 1048576 bytes"),
+                "{name}: {err}"
+            );
+            assert!(err.contains(&format!("{name}:")), "{name}: {err}");
+        }
+        // Just under the cap is a row like any other.
+        let wide = format!(
+            "time_ns,k\n1,{}\n",
+            "k".repeat(MAX_ROW_BYTES as usize - 100)
+        );
+        assert_eq!(replay("a.csv", &wide, "key = \"k\"").unwrap().0.len(), 1);
     }
 
     #[test]

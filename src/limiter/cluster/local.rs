@@ -12,6 +12,21 @@ pub struct Local {
 }
 
 impl Local {
+    /// The most memory the instances' limiters can take, each seeing any of
+    /// `keys` keys in its share of `requests` (balancing may be uneven: the
+    /// share is counted twice).
+    pub fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
+        let share = requests
+            .div_ceil(self.instances.len().max(1) as u64)
+            .saturating_mul(2);
+        let each = self
+            .instances
+            .first()
+            .map_or(0, |limiter| limiter.memory_at_most(keys, share));
+        super::super::allocation::<Limiter>(self.instances.len() as u128)
+            + self.instances.len() as u128 * each
+    }
+
     /// `instances`, each in its initial state.
     pub fn new(instances: Vec<Limiter>) -> Local {
         Local { instances }

@@ -473,6 +473,17 @@ impl Cluster {
 }
 
 impl RateLimiter for Cluster {
+    /// Every instance: its clock, its figures and, in local mode, its own
+    /// limiter, which may see any key and its share of the requests.
+    fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
+        let instances = self.clocks.len() as u128;
+        let own = match &self.counter {
+            Counter::Local(local) => local.memory_at_most(keys, requests),
+            _ => 0,
+        };
+        instances * 64 + own
+    }
+
     /// Rejects with the hint of whatever decided — the instance's limiter,
     /// or the shared window's end on the clock that keys it — converted to
     /// true time: the client hears a duration, the same on every clock.
