@@ -505,3 +505,90 @@ fn the_readme_shows_the_real_output_of_sweep_promo() {
     let printed = printed.replace(out.to_str().unwrap(), "output/sweep-promo");
     assert_eq!(shown, printed);
 }
+
+#[test]
+fn a_sweep_too_large_is_refused_from_the_scenario_before_any_point_is_built() {
+    // 2,000 limiters and 1,000 values: building every point to estimate it
+    // took 27 s before the refusal.
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from(
+        "duration = \"10s\"\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"poisson\", rate = 100 }]\n",
+    );
+    for i in 0..2_000 {
+        text.push_str(&format!(
+            "[[limiter]]\nname = \"l{i}\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 10\n"
+        ));
+    }
+    let path = dir.path().join("wide.toml");
+    fs::write(&path, text).unwrap();
+    let started = std::time::Instant::now();
+    burstsim()
+        .arg("sweep")
+        .arg(&path)
+        .args([
+            "--vary",
+            "limiter.l0.threshold=1..1000:1",
+            "--max-requests",
+            "1",
+        ])
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("more than --max-requests 1"));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_point_whose_workload_offers_no_requests_is_named_before_any_point_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("edge.toml");
+    fs::write(
+        &path,
+        "duration = \"10s\"\n[[workload]]\nname = \"edge\"\nsources = [{ kind = \"boundary\", period = \"1s\", before = 10, after = 10, spread = \"100ms\" }]\n\
+         [[limiter]]\nname = \"f\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 10\n",
+    )
+    .unwrap();
+    burstsim()
+        .arg("sweep")
+        .arg(&path)
+        .args([
+            "--vary",
+            "workload.edge.sources[0].before=10,0",
+            "--vary",
+            "workload.edge.sources[0].after=10,0",
+            "--zip",
+            "--out",
+        ])
+        .arg(dir.path().join("out"))
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("workload.edge.sources[0].before=0")
+                .and(predicate::str::contains("offers no requests")),
+        );
+    assert!(!dir.path().join("out").exists());
+    // A rate source may still draw none at a point: the error names it too.
+    let poisson = dir.path().join("rare.toml");
+    fs::write(
+        &poisson,
+        "duration = \"1ms\"\n[[workload]]\nname = \"rare\"\nsources = [{ kind = \"poisson\", rate = 1 }]\n\
+         [[limiter]]\nname = \"f\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 10\n",
+    )
+    .unwrap();
+    burstsim()
+        .arg("sweep")
+        .arg(&poisson)
+        .args(["--vary", "limiter.f.threshold=5,10", "--out"])
+        .arg(dir.path().join("out"))
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("at limiter.f.threshold=")
+                .and(predicate::str::contains("offers no requests")),
+        );
+}
