@@ -532,3 +532,55 @@ fn the_memory_estimate_covers_what_per_key_limiters_use() {
         );
     }
 }
+
+#[test]
+fn yaml_alias_bombs_are_refused_before_they_expand() {
+    let dir = tempfile::tempdir().unwrap();
+    // One 1 MB value aliased 20,000 times (20 GB expanded), and the nested
+    // "billion laughs", in a value and in mapping keys.
+    let big = format!(
+        "http:\n  middlewares:\n    m:\n      rateLimit:\n        average: &a \"{}\"\n        list: [{}]\n",
+        "x".repeat(1 << 20),
+        vec!["*a"; 20_000].join(", ")
+    );
+    let mut laughs = String::from(
+        "a0: &a0 [\"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\"]\n",
+    );
+    for i in 1..10 {
+        let p = i - 1;
+        laughs.push_str(&format!(
+            "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+        ));
+    }
+    let keys = "base: &k {lol: 1}\nmap:\n  ? *k\n  : 1\n".to_string();
+    for (name, text) in [
+        ("traefik.yaml", big),
+        ("kong.yaml", laughs),
+        ("kong-keys.yaml", keys),
+    ] {
+        let path = dir.path().join(name);
+        fs::write(&path, text).unwrap();
+        let output = Command::cargo_bin("burstsim")
+            .unwrap()
+            .args([
+                "import",
+                "--format",
+                if name.starts_with("traefik") {
+                    "traefik"
+                } else {
+                    "kong"
+                },
+            ])
+            .arg(&path)
+            .timeout(Duration::from_secs(20))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{name}: {stderr}");
+        assert!(
+            stderr.contains("YAML aliases are not read"),
+            "{name}: {stderr}"
+        );
+        assert!(stderr.contains(&format!("{name}:")), "{name}: {stderr}");
+    }
+}

@@ -38,6 +38,10 @@ pub enum Value {
 pub fn parse(source: &Source) -> Result<Vec<Node>, ScenarioError> {
     // saphyr's loader nests as deep as the text does: refuse deep text first.
     check_depth(source)?;
+    // Its loader also expands every alias into a copy of its anchor: one
+    // 1 MB value aliased 20,000 times would be 20 GB. Aliases are refused
+    // from the parser's events, which expand nothing.
+    refuse_aliases(source)?;
     let documents = MarkedYaml::load_from_str(source.text).map_err(|err| {
         let at = err.marker();
         source.error(
@@ -50,6 +54,25 @@ pub fn parse(source: &Source) -> Result<Vec<Node>, ScenarioError> {
         .iter()
         .map(|document| convert(source, document, 0))
         .collect()
+}
+
+/// Refuses the first alias (`*name`) in the text, at its line and column.
+fn refuse_aliases(source: &Source) -> Result<(), ScenarioError> {
+    for event in saphyr_parser::Parser::new_from_str(source.text) {
+        match event {
+            Ok((saphyr_parser::Event::Alias(_), span)) => {
+                return Err(source.error(
+                    span.start.line(),
+                    span.start.col(),
+                    "YAML aliases are not read (each would be a copy of its anchor, which can make a small file huge); write the value out",
+                ));
+            }
+            Ok(_) => {}
+            // The loader reports it, with its place.
+            Err(_) => return Ok(()),
+        }
+    }
+    Ok(())
 }
 
 /// Refuses text that nests flow collections or indentation deeper than
