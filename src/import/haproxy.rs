@@ -6,6 +6,7 @@
 //! an error at its line.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use super::{Block, Source, duration};
 use crate::error::ScenarioError;
@@ -44,7 +45,7 @@ struct Table {
 /// `track-scN KEY [table T]`.
 struct Track {
     key: String,
-    table: String,
+    table: Rc<str>,
     line: usize,
 }
 
@@ -58,19 +59,21 @@ struct Condition {
 }
 
 pub(super) fn read(source: &Source) -> Result<Vec<Block>, ScenarioError> {
-    let mut section = String::from("global");
-    let mut tables: HashMap<String, Table> = HashMap::new();
-    let mut tracks: HashMap<(String, usize), Track> = HashMap::new();
-    // A named acl on a rate: the line it is defined on, read when a deny uses it.
-    let mut acls: HashMap<(String, String), usize> = HashMap::new();
-    let mut denies: Vec<(String, usize, Condition)> = Vec::new();
+    // Shared, not copied per directive: a section's name may be long.
+    let mut section: Rc<str> = Rc::from("global");
+    let mut tables: HashMap<Rc<str>, Table> = HashMap::new();
+    let mut tracks: HashMap<(Rc<str>, usize), Track> = HashMap::new();
+    // A named acl on a rate: its line and text, read when a deny uses it
+    // (looking the line up again made many denies quadratic).
+    let mut acls: HashMap<(Rc<str>, String), (usize, &str)> = HashMap::new();
+    let mut denies: Vec<(Rc<str>, usize, Condition)> = Vec::new();
     for (index, raw) in source.text.lines().enumerate() {
         let line = index + 1;
         let words = words_of(raw);
         let Some(first) = words.first() else { continue };
         let error = |word: &Word, message: String| source.error(line, word.column, message);
         if SECTIONS.contains(&first.text) {
-            section = words.get(1).map_or(first.text, |w| w.text).to_string();
+            section = Rc::from(words.get(1).map_or(first.text, |w| w.text));
             continue;
         }
         match first.text {
@@ -97,7 +100,7 @@ pub(super) fn read(source: &Source) -> Result<Vec<Block>, ScenarioError> {
             }
             "acl" if words.len() >= 3 && words[2].text.contains("_rate") => {
                 let name = words[1].text.to_string();
-                acls.insert((section.clone(), name), line);
+                acls.insert((section.clone(), name), (line, raw));
             }
             "http-request" | "tcp-request" => {
                 let action = words
@@ -121,7 +124,7 @@ pub(super) fn read(source: &Source) -> Result<Vec<Block>, ScenarioError> {
                         .iter()
                         .position(|w| w.text == "table")
                         .and_then(|i| words.get(i + 1))
-                        .map_or_else(|| section.clone(), |w| w.text.to_string());
+                        .map_or_else(|| section.clone(), |w| Rc::from(w.text));
                     tracks.insert((section.clone(), counter), Track { key, table, line });
                     continue;
                 }
@@ -162,10 +165,7 @@ pub(super) fn read(source: &Source) -> Result<Vec<Block>, ScenarioError> {
                 let condition = match condition_words {
                     [only] if !only.text.starts_with('!') => {
                         match acls.get(&(section.clone(), only.text.to_string())) {
-                            Some(&at) => {
-                                let text = source.text.lines().nth(at - 1).unwrap_or("");
-                                condition(source, at, &words_of(text)[2..])?
-                            }
+                            Some(&(at, text)) => condition(source, at, &words_of(text)[2..])?,
                             None => {
                                 return Err(error(
                                     only,
@@ -192,6 +192,7 @@ pub(super) fn read(source: &Source) -> Result<Vec<Block>, ScenarioError> {
             _ => {}
         }
     }
+    super::refuse_too_many(source, denies.iter().map(|(_, line, _)| (*line, 0)))?;
     denies
         .into_iter()
         .map(|(section, line, condition)| {
@@ -305,14 +306,14 @@ fn condition(source: &Source, line: usize, words: &[Word]) -> Result<Condition, 
 /// A deny rule, joined with its tracking and its table.
 fn deny(
     source: &Source,
-    section: &str,
+    section: &Rc<str>,
     line: usize,
     condition: &Condition,
-    tables: &HashMap<String, Table>,
-    tracks: &HashMap<(String, usize), Track>,
+    tables: &HashMap<Rc<str>, Table>,
+    tracks: &HashMap<(Rc<str>, usize), Track>,
 ) -> Result<Block, ScenarioError> {
     let n = condition.counter;
-    let track = tracks.get(&(section.to_string(), n)).ok_or_else(|| {
+    let track = tracks.get(&(section.clone(), n)).ok_or_else(|| {
         source.error(line, 0, format!("sc{n} is not tracked in {section}: add http-request track-sc{n} src (or another key) before the deny"))
     })?;
     let table_name = condition.table.as_deref().unwrap_or(&track.table);

@@ -246,6 +246,24 @@ fn read(source: &Source, dialect: Dialect) -> Result<Vec<Block>, ScenarioError> 
     }
 }
 
+/// Refuses a configuration with more than [`MAX_BLOCKS`] rate limits as
+/// soon as a dialect has found them, before it builds any: `places` are the
+/// line and column of each.
+fn refuse_too_many(
+    source: &Source,
+    places: impl ExactSizeIterator<Item = (usize, usize)>,
+) -> Result<(), ScenarioError> {
+    let count = places.len();
+    match places.skip(MAX_BLOCKS).next() {
+        Some((line, column)) => Err(source.error(
+            line,
+            column,
+            format!("{count} rate limits, more than the {MAX_BLOCKS} one import may hold; this is the first beyond"),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// What each dialect reads, for errors.
 fn supported(dialect: Dialect) -> &'static str {
     match dialect {

@@ -22,8 +22,33 @@ struct Token {
 /// which block it is directly in (numbered in file order).
 struct Directive {
     words: Vec<Token>,
-    context: Vec<String>,
+    /// The block it is in, numbered in [`Parsed::blocks`] (0: the main context).
     block: usize,
+}
+
+/// A configuration's directives and its blocks: each block's parent and
+/// name, kept once (not copied into every directive: deep nesting made that
+/// quadratic).
+struct Parsed {
+    directives: Vec<Directive>,
+    blocks: Vec<(usize, String)>,
+}
+
+impl Parsed {
+    /// `http › server › location /api/`, or `main`.
+    fn context(&self, mut block: usize) -> String {
+        let mut names = Vec::new();
+        while block != 0 {
+            let (parent, name) = &self.blocks[block];
+            names.push(name.as_str());
+            block = *parent;
+        }
+        if names.is_empty() {
+            return "main".to_string();
+        }
+        names.reverse();
+        names.join(" › ")
+    }
 }
 
 struct Zone {
@@ -33,10 +58,11 @@ struct Zone {
 }
 
 pub(super) fn read(source: &Source) -> Result<Vec<Block>, ScenarioError> {
-    let directives = directives(source)?;
+    let parsed = directives(source)?;
+    let directives = &parsed.directives;
     let mut zones = std::collections::HashMap::new();
     let mut includes = Vec::new();
-    for directive in &directives {
+    for directive in directives {
         let name = directive.words[0].text.as_str();
         match name {
             "limit_req_zone" => {
@@ -68,11 +94,20 @@ pub(super) fn read(source: &Source) -> Result<Vec<Block>, ScenarioError> {
         .iter()
         .filter(|d| d.words[0].text == "limit_req")
         .collect();
+    super::refuse_too_many(
+        source,
+        limits.iter().map(|d| (d.words[0].line, d.words[0].column)),
+    )?;
+    let mut per_block = std::collections::HashMap::new();
+    for directive in &limits {
+        *per_block.entry(directive.block).or_insert(0usize) += 1;
+    }
     limits
         .iter()
         .map(|directive| {
-            let siblings = limits.iter().filter(|d| d.block == directive.block).count();
-            limit_req(source, directive, &zones, &includes, siblings)
+            let context = parsed.context(directive.block);
+            let siblings = per_block[&directive.block];
+            limit_req(source, directive, &zones, &includes, (&context, siblings))
         })
         .collect()
 }
@@ -141,7 +176,7 @@ fn limit_req(
     directive: &Directive,
     zones: &std::collections::HashMap<String, Zone>,
     includes: &[usize],
-    siblings: usize,
+    (context, siblings): (&str, usize),
 ) -> Result<Block, ScenarioError> {
     let words = &directive.words;
     let here = |word: &Token| source.at(word.line, &word.text);
@@ -167,11 +202,6 @@ fn limit_req(
             ),
         )
     })?;
-    let context = if directive.context.is_empty() {
-        "main".to_string()
-    } else {
-        directive.context.join(" › ")
-    };
     let mut block = Block::new(
         name,
         source.at(
@@ -255,12 +285,12 @@ fn limit_req(
 }
 
 /// The configuration as directives, with comments and quoting handled.
-fn directives(source: &Source) -> Result<Vec<Directive>, ScenarioError> {
+fn directives(source: &Source) -> Result<Parsed, ScenarioError> {
     let mut directives = Vec::new();
-    let mut context: Vec<String> = Vec::new();
-    // The number of the block each open one is (0: the main context).
-    let mut blocks: Vec<usize> = vec![0];
-    let mut opened = 0;
+    // Every block: its parent and its name (0: the main context).
+    let mut all: Vec<(usize, String)> = vec![(0, String::new())];
+    // The blocks open now, innermost last.
+    let mut open: Vec<usize> = vec![0];
     let mut words: Vec<Token> = Vec::new();
     let mut chars = source.text.chars().peekable();
     let (mut line, mut column) = (1usize, 0usize);
@@ -316,21 +346,19 @@ fn directives(source: &Source) -> Result<Vec<Directive>, ScenarioError> {
                 match c {
                     ';' if !words.is_empty() => directives.push(Directive {
                         words: std::mem::take(&mut words),
-                        context: context.clone(),
-                        block: blocks.last().copied().unwrap_or(0),
+                        block: open.last().copied().unwrap_or(0),
                     }),
                     '{' => {
                         let name: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
-                        context.push(name.join(" "));
-                        opened += 1;
-                        blocks.push(opened);
+                        all.push((open.last().copied().unwrap_or(0), name.join(" ")));
+                        open.push(all.len() - 1);
                         words.clear();
                     }
                     '}' => {
-                        blocks.pop();
-                        if context.pop().is_none() {
+                        if open.len() == 1 {
                             return Err(source.error(at_line, at_column, "a '}' closes no block"));
                         }
+                        open.pop();
                         words.clear();
                     }
                     _ => {}
@@ -350,14 +378,19 @@ fn directives(source: &Source) -> Result<Vec<Directive>, ScenarioError> {
     if quote.is_some() {
         return Err(source.error(line, column, "a quoted string is not closed"));
     }
-    if let Some(open) = context.last() {
+    if let [.., innermost] = open[..]
+        && innermost != 0
+    {
         return Err(source.error(
             line,
             column,
-            format!("the block {open:?} is not closed with '}}'"),
+            format!("the block {:?} is not closed with '}}'", all[innermost].1),
         ));
     }
-    Ok(directives)
+    Ok(Parsed {
+        directives,
+        blocks: all,
+    })
 }
 
 #[cfg(test)]
