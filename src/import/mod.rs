@@ -251,10 +251,10 @@ fn read(source: &Source, dialect: Dialect) -> Result<Vec<Block>, ScenarioError> 
 /// line and column of each.
 fn refuse_too_many(
     source: &Source,
-    places: impl ExactSizeIterator<Item = (usize, usize)>,
+    mut places: impl ExactSizeIterator<Item = (usize, usize)>,
 ) -> Result<(), ScenarioError> {
     let count = places.len();
-    match places.skip(MAX_BLOCKS).next() {
+    match places.nth(MAX_BLOCKS) {
         Some((line, column)) => Err(source.error(
             line,
             column,
