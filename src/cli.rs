@@ -203,6 +203,10 @@ pub struct MergeArgs {
     /// one sweep.
     #[arg(required = true, value_name = "PART")]
     pub parts: Vec<PathBuf>,
+    /// Refuse parts that would need more memory than this to merge (about
+    /// four times their size on disk), like 2GB or 512MiB.
+    #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = crate::memory::parse_size)]
+    pub max_memory: u64,
     /// Where and how to write the results.
     #[command(flatten)]
     pub output: SweepOutput,

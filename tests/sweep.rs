@@ -592,3 +592,89 @@ fn a_point_whose_workload_offers_no_requests_is_named_before_any_point_runs() {
                 .and(predicate::str::contains("offers no requests")),
         );
 }
+
+#[test]
+fn merge_checks_what_a_part_says_of_itself_before_sizing_anything_from_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let part_dir = dir.path().join("p0");
+    burstsim()
+        .args([
+            "sweep",
+            "scenarios/basic.toml",
+            "--vary",
+            "limiter.fixed-window.threshold=5,10",
+        ])
+        .args(["--shard", "0/2", "--quiet", "--out"])
+        .arg(&part_dir)
+        .assert()
+        .success();
+    let good: Value =
+        serde_json::from_str(&fs::read_to_string(part_dir.join("sweep-part.json")).unwrap())
+            .unwrap();
+    let wide: Vec<Value> = (0..3)
+        .map(|i| {
+            serde_json::json!([{
+                "path": format!("limiter.fixed-window.threshold{i}"),
+                "values": (1..=100_000).map(|v| v.to_string()).collect::<Vec<_>>()
+            }])
+        })
+        .collect();
+    let cases: [(&str, Box<dyn Fn(&mut Value)>, &str); 4] = [
+        (
+            "shards",
+            Box::new(|p| p["shard"]["count"] = 100_000_000.into()),
+            "expected I/N",
+        ),
+        (
+            "max",
+            Box::new(|p| p["shard"]["count"] = u64::MAX.into()),
+            "expected I/N",
+        ),
+        (
+            "grid",
+            Box::new(move |p| p["identity"]["grid"] = Value::Array(wide.clone())),
+            "100000 points",
+        ),
+        (
+            "point",
+            Box::new(|p| p["points"][0]["point"] = 7.into()),
+            "outside the grid",
+        ),
+    ];
+    for (name, change, expected) in cases {
+        let mut part = good.clone();
+        change(&mut part);
+        let path = dir.path().join(format!("{name}.json"));
+        fs::write(&path, serde_json::to_string(&part).unwrap()).unwrap();
+        burstsim()
+            .arg("merge")
+            .arg(&path)
+            .arg("--out")
+            .arg(dir.path().join("out"))
+            .timeout(std::time::Duration::from_secs(20))
+            .assert()
+            .code(2)
+            .stderr(
+                predicate::str::contains(expected).and(predicate::str::contains("panicked").not()),
+            );
+    }
+    // A file of NUL bytes is refused at its first byte, not read whole; one
+    // larger than --max-memory allows is refused before it is opened for reading.
+    let nul = dir.path().join("nul.json");
+    fs::File::create(&nul).unwrap().set_len(3 << 30).unwrap();
+    burstsim()
+        .arg("merge")
+        .arg(&nul)
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("more than --max-memory"));
+    burstsim()
+        .args(["merge", "--max-memory", "64GiB"])
+        .arg(&nul)
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is not a part of a sweep"));
+    assert!(!dir.path().join("out").exists());
+}

@@ -1,6 +1,7 @@
 //! `burstsim sweep` and `burstsim merge`: a scenario at every point of a
 //! grid, on every core or as one shard of many; and shards put back together.
 
+use std::io::Read as _;
 use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 
@@ -209,21 +210,32 @@ fn check_requests(requests: u128, points: u128, args: &SweepArgs, path: &Path) -
 
 /// Whether `target` already holds this shard of this sweep, complete.
 fn complete(target: &Path, identity: &Identity, shard: Shard) -> bool {
-    read_part(&target.join(PART))
-        .is_ok_and(|part| part.identity == *identity && part.shard == shard)
+    let path = target.join(PART);
+    crate::input::open_regular(&path)
+        .ok()
+        .and_then(|(file, _)| read_part(&path, file).ok())
+        .is_some_and(|part| part.identity == *identity && part.shard == shard)
 }
 
-fn read_part(path: &Path) -> Result<Part> {
-    let text = crate::input::read_text(path, MAX_PART_BYTES)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| {
+/// Reads a part as a stream: a file that is not JSON (a gigabyte of NUL
+/// bytes, say) is refused at its first bytes, and the text is never held
+/// whole. Its header is checked before its points are used.
+fn read_part(path: &Path, file: std::fs::File) -> Result<Part> {
+    let reader = std::io::BufReader::with_capacity(1 << 16, file.take(MAX_PART_BYTES));
+    let part: Part = serde_json::from_reader(reader).with_context(|| {
         format!(
             "{} is not a part of a sweep written by burstsim {}",
             path.display(),
             env!("CARGO_PKG_VERSION")
         )
-    })
+    })?;
+    shard::check_header(&part).map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?;
+    Ok(part)
 }
+
+/// Merging holds every part's figures at once: about this many bytes of
+/// memory for each byte of JSON.
+const MERGE_BYTES_PER_PART_BYTE: u128 = 4;
 
 fn write_part(
     target: &Path,
@@ -294,15 +306,40 @@ fn write_sweep(
 
 /// `burstsim merge`.
 pub fn merge(args: &MergeArgs) -> Result<()> {
-    let mut parts = Vec::with_capacity(args.parts.len());
+    // Every part opened and its size known before any is read.
+    let mut opened = Vec::with_capacity(args.parts.len());
+    let mut bytes: u128 = 0;
     for given in &args.parts {
-        let file: PathBuf = if given.is_dir() {
+        let path: PathBuf = if given.is_dir() {
             given.join(PART)
         } else {
             given.clone()
         };
-        let part = read_part(&file)?;
-        parts.push((file, part));
+        let (file, meta) = crate::input::open_regular(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        if meta.len() > MAX_PART_BYTES {
+            bail!(
+                "{}: {} bytes, more than the {MAX_PART_BYTES} a part may hold",
+                path.display(),
+                meta.len()
+            );
+        }
+        bytes += u128::from(meta.len());
+        opened.push((path, file));
+    }
+    let memory = bytes * MERGE_BYTES_PER_PART_BYTE;
+    if memory > u128::from(args.max_memory) {
+        bail!(
+            "these parts hold {} and would need about {} of memory to merge, more than --max-memory {}; raise --max-memory if the machine has it",
+            crate::memory::words(bytes),
+            crate::memory::words(memory),
+            crate::memory::words(u128::from(args.max_memory))
+        );
+    }
+    let mut parts = Vec::with_capacity(opened.len());
+    for (path, file) in opened {
+        let part = read_part(&path, file)?;
+        parts.push((path, part));
     }
     let (identity, points) = shard::merge(parts).map_err(anyhow::Error::msg)?;
     let target = results_folder(args.output.out.as_deref(), &identity.scenario);

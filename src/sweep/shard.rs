@@ -201,12 +201,36 @@ pub fn partition(work: &[u128], count: u64) -> Vec<Vec<usize>> {
     slices
 }
 
+/// Checks what a part says of itself before anything is sized from it: its
+/// shard within 1 to [`MAX_SHARDS`], its grid within the most points a sweep
+/// may have, its points within the grid.
+pub fn check_header(part: &Part) -> Result<(), String> {
+    let Shard { index, count } = part.shard;
+    if count == 0 || count > MAX_SHARDS || index >= count {
+        return Err(format!(
+            "shard {index}/{count}: expected I/N with 0 ≤ I < N ≤ {MAX_SHARDS}"
+        ));
+    }
+    let grid = super::Grid::from_spec(&part.identity.grid)?;
+    if let Some(point) = part.points.iter().find(|p| p.point >= grid.points()) {
+        return Err(format!(
+            "point {} is outside the grid of {}",
+            point.point,
+            grid.points()
+        ));
+    }
+    Ok(())
+}
+
 /// The parts' identity and every point's result in order, once each; or
 /// why the parts do not make one whole sweep.
 pub fn merge(parts: Vec<(PathBuf, Part)>) -> Result<(Identity, Vec<PointResult>), String> {
     let Some((first_path, first)) = parts.first() else {
         return Err("no parts to merge".into());
     };
+    for (path, part) in &parts {
+        check_header(part).map_err(|err| format!("{}: {err}", path.display()))?;
+    }
     let identity = first.identity.clone();
     let count = first.shard.count;
     let mut seen: Vec<Option<PathBuf>> = vec![None; usize::try_from(count).unwrap_or(0)];
