@@ -593,6 +593,9 @@ fn a_point_whose_workload_offers_no_requests_is_named_before_any_point_runs() {
         );
 }
 
+/// An edit of a part's JSON.
+type Change = Box<dyn Fn(&mut Value)>;
+
 #[test]
 fn merge_checks_what_a_part_says_of_itself_before_sizing_anything_from_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -619,7 +622,7 @@ fn merge_checks_what_a_part_says_of_itself_before_sizing_anything_from_it() {
             }])
         })
         .collect();
-    let cases: [(&str, Box<dyn Fn(&mut Value)>, &str); 4] = [
+    let cases: [(&str, Change, &str); 4] = [
         (
             "shards",
             Box::new(|p| p["shard"]["count"] = 100_000_000.into()),
