@@ -25,12 +25,14 @@ pub struct Estimate {
     /// Clients that retry: requests waiting to retry, the attempts within
     /// the rolling interval, and clients being rejected.
     pub retries: u128,
+    /// Traces whose rows are out of order, held and sorted in memory.
+    pub sorting: u128,
 }
 
 impl Estimate {
     /// All parts together.
     pub fn total(&self) -> u128 {
-        self.timelines + self.rings + self.replications + self.keys + self.retries
+        self.timelines + self.rings + self.replications + self.keys + self.retries + self.sorting
     }
 }
 
@@ -142,6 +144,8 @@ pub fn estimate(
         } else {
             0
         },
+        // Known from the traces' first pass, added by the caller.
+        sorting: 0,
     }
 }
 

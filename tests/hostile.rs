@@ -584,3 +584,33 @@ fn yaml_alias_bombs_are_refused_before_they_expand() {
         assert!(stderr.contains(&format!("{name}:")), "{name}: {stderr}");
     }
 }
+
+#[test]
+fn a_trace_sorted_in_memory_counts_toward_max_memory() {
+    // 10^7 descending rows took 170 MB under a 32 MiB limit.
+    let dir = tempfile::tempdir().unwrap();
+    let mut rows = String::from("time_ns\n");
+    for i in 0..1_000_000u64 {
+        rows.push_str(&format!("{}\n", 1_000_000 - i));
+    }
+    fs::write(dir.path().join("desc.csv"), rows).unwrap();
+    let text = "duration = \"1s\"\n[metrics]\nbucket = \"100ms\"\n[[workload]]\nname = \"w\"\n\
+        sources = [{ kind = \"trace\", path = \"desc.csv\", rebase = true }]\n\
+        [[limiter]]\nname = \"f\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 10\n";
+    let path = dir.path().join("desc.toml");
+    fs::write(&path, text).unwrap();
+    let output = Command::cargo_bin("burstsim")
+        .unwrap()
+        .args(["run", "--max-memory", "8MiB", "--out"])
+        .arg(dir.path().join("out"))
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("24 MB for sorting traces out of order"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("out").exists());
+}

@@ -45,9 +45,15 @@ fn work(scenario: &Scenario, replications: u64, charts: bool) -> Result<Work> {
     let mut per_workload = Vec::with_capacity(scenario.workloads.len());
     let mut keys_per_workload = Vec::with_capacity(scenario.workloads.len());
     let mut silent = None;
+    let mut sorting: u128 = 0;
     for workload in &scenario.workloads {
         let (mut requests, mut keys): (u128, u128) = (0, 0);
         for source in &workload.sources {
+            sorting += u128::from(
+                source
+                    .sort_bytes(scenario.duration, &scenario.base_dir)
+                    .map_err(anyhow::Error::msg)?,
+            );
             requests += source
                 .estimated_arrivals(scenario.duration, &scenario.base_dir)
                 .map_err(anyhow::Error::msg)?;
@@ -75,13 +81,14 @@ fn work(scenario: &Scenario, replications: u64, charts: bool) -> Result<Work> {
         }
         per_workload.push(requests);
     }
-    let memory = crate::memory::estimate(
+    let mut memory = crate::memory::estimate(
         scenario,
         replications,
         charts,
         &per_workload,
         &keys_per_workload,
     );
+    memory.sorting = sorting;
     Ok(Work {
         requests: total,
         memory,
@@ -110,7 +117,7 @@ fn check_work(scenario: &Scenario, replications: u64, limits: Limits, charts: bo
     if memory.total() > u128::from(max_memory) {
         use crate::memory::words;
         bail!(
-            "{}: this would need about {} of memory ({} for timelines at a {} bucket, {} for the rolling windows of the limiters' worst cases, {} for replications, {} for state per client key, {} for clients that retry), more than --max-memory {}; use a coarser metrics.bucket, fewer replications, fewer clients, fewer attempts or --no-charts, or raise --max-memory if the machine has it",
+            "{}: this would need about {} of memory ({} for timelines at a {} bucket, {} for the rolling windows of the limiters' worst cases, {} for replications, {} for state per client key, {} for clients that retry, {} for sorting traces out of order), more than --max-memory {}; use a coarser metrics.bucket, fewer replications, fewer clients, fewer attempts or --no-charts, sort the traces, or raise --max-memory if the machine has it",
             scenario.path.display(),
             words(memory.total()),
             words(memory.timelines),
@@ -119,6 +126,7 @@ fn check_work(scenario: &Scenario, replications: u64, limits: Limits, charts: bo
             words(memory.replications),
             words(memory.keys),
             words(memory.retries),
+            words(memory.sorting),
             words(u128::from(max_memory))
         );
     }

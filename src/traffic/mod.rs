@@ -237,6 +237,18 @@ impl SourceConfig {
         }
     }
 
+    /// Bytes it holds to sort a trace whose rows are out of order (0 for
+    /// anything else): each row's time and key, and the sort's scratch.
+    pub fn sort_bytes(&self, duration: Nanos, base_dir: &Path) -> Result<u64, String> {
+        match &self.kind {
+            SourceKind::Trace(trace) => {
+                let (start, end) = self.window(duration)?;
+                trace.sort_bytes(base_dir, start, end)
+            }
+            _ => Ok(0),
+        }
+    }
+
     /// Whether its requests name their clients: `clients`, or a trace's key column.
     pub fn is_keyed(&self) -> bool {
         self.clients.is_some()

@@ -402,6 +402,10 @@ fn changed(path: &Path) -> String {
 /// The most distinct keys a trace may name: state is kept per key.
 pub const MAX_KEYS: u64 = 10_000_000;
 
+/// Bytes a row of an unsorted trace takes while sorted in memory: its time
+/// and key, and the stable sort's scratch of half the rows.
+const SORTED_ROW_BYTES: u64 = 24;
+
 /// The most rows of an unsorted trace sorted in memory (1 GiB of timestamps
 /// and keys).
 const MAX_UNSORTED_ROWS: u64 = 1 << 26;
@@ -699,6 +703,17 @@ impl Config {
         Ok(self.scanned(base_dir, start, end)?.rows)
     }
 
+    /// Bytes held to sort the rows in memory when they are out of order:
+    /// 16 a row and half as much again for the stable sort's scratch.
+    pub fn sort_bytes(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<u64, String> {
+        let scan = self.scanned(base_dir, start, end)?;
+        Ok(if scan.sorted {
+            0
+        } else {
+            scan.rows.saturating_mul(SORTED_ROW_BYTES)
+        })
+    }
+
     /// The first pass's findings: remembered, or read now.
     fn scanned(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<Scan, String> {
         if let Some(scan) = self.scanned.get() {
@@ -726,7 +741,10 @@ impl Config {
         };
         let mut arrivals = self.stream(base_dir, &scan, Nanos::ZERO, Nanos(u64::MAX))?;
         if !scan.sorted {
-            let mut rows: Vec<(u64, Key)> = arrivals.raw().collect();
+            // As many as the first pass counted: no doubling on the way.
+            let mut rows: Vec<(u64, Key)> =
+                Vec::with_capacity(usize::try_from(scan.rows).unwrap_or(0));
+            rows.extend(arrivals.raw());
             // Stable: rows at the same instant keep the file's order.
             rows.sort_by_key(|&(time, _)| time);
             arrivals.rows = Rows::Sorted(rows.into_iter());
