@@ -33,7 +33,16 @@ pub struct Results {
     pub limiters: Vec<LimiterFacts>,
     /// The workloads, in file order.
     pub workloads: Vec<WorkloadResults>,
+    /// In a selection made for charts ([`Results::drawn`]): what was left
+    /// out, in words, to be said wherever the selection is shown.
+    pub left_out: Option<String>,
 }
+
+/// Charts draw at most this many limiters…
+pub const MAX_DRAWN_LIMITERS: usize = 12;
+/// …of at most this many workloads: a chart's size and the report's never
+/// grow with the scenario.
+pub const MAX_DRAWN_WORKLOADS: usize = 6;
 
 /// What the outputs say of a limiter besides its runs.
 #[derive(Clone, Debug)]
@@ -94,6 +103,93 @@ impl Results {
                 })
                 .collect(),
             workloads,
+            left_out: None,
+        }
+    }
+
+    /// The results a chart or the report draws: all of them, or where there
+    /// are more than [`MAX_DRAWN_LIMITERS`] limiters or
+    /// [`MAX_DRAWN_WORKLOADS`] workloads, those with the largest worst
+    /// rolling counts (in file order), and [`Results::left_out`] saying so.
+    pub fn drawn(&self) -> std::borrow::Cow<'_, Results> {
+        let (limiters, workloads) = (self.limiters.len(), self.workloads.len());
+        if limiters <= MAX_DRAWN_LIMITERS && workloads <= MAX_DRAWN_WORKLOADS {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let largest = |worst: &dyn Fn(usize) -> u64, count: usize, keep: usize| {
+            let mut order: Vec<usize> = (0..count).collect();
+            // Stable: equal worsts keep file order.
+            order.sort_by_key(|&i| std::cmp::Reverse(worst(i)));
+            order.truncate(keep);
+            order.sort_unstable();
+            order
+        };
+        let worst_of = |run: &RunResult| run.summary.worst_rolling;
+        let kept_limiters = largest(
+            &|l| self.runs_of(l).map(worst_of).max().unwrap_or(0),
+            limiters,
+            MAX_DRAWN_LIMITERS,
+        );
+        let kept_workloads = largest(
+            &|w| {
+                self.workloads[w]
+                    .runs
+                    .iter()
+                    .map(worst_of)
+                    .max()
+                    .unwrap_or(0)
+            },
+            workloads,
+            MAX_DRAWN_WORKLOADS,
+        );
+        let mut said = Vec::new();
+        if kept_limiters.len() < limiters {
+            said.push(format!("{} of {limiters} limiters", kept_limiters.len()));
+        }
+        if kept_workloads.len() < workloads {
+            said.push(format!("{} of {workloads} workloads", kept_workloads.len()));
+        }
+        let drawn = Results {
+            limiters: kept_limiters
+                .iter()
+                .map(|&l| self.limiters[l].clone())
+                .collect(),
+            workloads: kept_workloads
+                .iter()
+                .map(|&w| {
+                    let workload = &self.workloads[w];
+                    WorkloadResults {
+                        runs: kept_limiters
+                            .iter()
+                            .map(|&l| workload.runs[l].clone())
+                            .collect(),
+                        ..workload.clone_without_runs()
+                    }
+                })
+                .collect(),
+            left_out: Some(format!(
+                "{} shown: the largest worst {}",
+                said.join(" and "),
+                self.metrics.rolling
+            )),
+            ..self.clone_without_runs()
+        };
+        std::borrow::Cow::Owned(drawn)
+    }
+
+    /// A copy with no workloads (their runs are the bulk), to build a selection.
+    fn clone_without_runs(&self) -> Results {
+        Results {
+            scenario: self.scenario.clone(),
+            file: self.file.clone(),
+            seed: self.seed,
+            duration: self.duration,
+            metrics: self.metrics.clone(),
+            backend: self.backend,
+            curve: self.curve.clone(),
+            limiters: Vec::new(),
+            workloads: Vec::new(),
+            left_out: None,
         }
     }
 
@@ -124,6 +220,15 @@ impl Results {
 }
 
 impl WorkloadResults {
+    /// A copy with no runs.
+    fn clone_without_runs(&self) -> WorkloadResults {
+        WorkloadResults {
+            name: self.name.clone(),
+            sources: self.sources.clone(),
+            runs: Vec::new(),
+        }
+    }
+
     /// The runs of `workload` of `scenario`.
     pub fn new(workload: &crate::scenario::Workload, runs: Vec<RunResult>) -> WorkloadResults {
         WorkloadResults {

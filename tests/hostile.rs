@@ -246,11 +246,19 @@ fn a_huge_value_is_quoted_only_in_part() {
         long_name
     );
     refused(dup.as_bytes(), None, "workload");
-    let row = format!("time_ns\n1\n{huge}\n");
+    // A row under the 1 MiB cap is quoted in part; one over it is refused
+    // as it is read.
+    let row = format!("time_ns\n1\n{}\n", &huge[..512 << 10]);
     refused(
         scenario("{ kind = \"trace\", path = \"trace.csv\" }").as_bytes(),
         Some(row.as_bytes()),
         "is not a whole number",
+    );
+    let row = format!("time_ns\n1\n{huge}\n");
+    refused(
+        scenario("{ kind = \"trace\", path = \"trace.csv\" }").as_bytes(),
+        Some(row.as_bytes()),
+        "a row longer than 1048576 bytes",
     );
     let bad_limiter = format!(
         "{}\n[[limiter]]\nname = \"x\"\nkind = \"{huge}\"\n",
@@ -613,4 +621,56 @@ fn a_trace_sorted_in_memory_counts_toward_max_memory() {
         "{stderr}"
     );
     assert!(!dir.path().join("out").exists());
+}
+
+/// `count` fixed windows over one small workload.
+fn many_limiters(count: usize) -> String {
+    let mut text = String::from(
+        "duration = \"1s\"\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"poisson\", rate = 1000 }]\n",
+    );
+    for i in 0..count {
+        text.push_str(&format!(
+            "[[limiter]]\nname = \"l{i}\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = {}\n",
+            10 + i % 50
+        ));
+    }
+    text
+}
+
+#[test]
+fn charts_and_the_report_show_at_most_a_dozen_limiters_and_say_so() {
+    // Once every limiter was drawn: 20,000 limiters wrote a 410 MB report
+    // and took 1.4 GB under a 256 MiB limit; 100,000 aborted.
+    over_max_memory(
+        &many_limiters(20_000),
+        "256MiB",
+        "for the figures of 20000 runs",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.toml");
+    fs::write(&path, many_limiters(2_000)).unwrap();
+    let out = dir.path().join("out");
+    let output = Command::cargo_bin("burstsim")
+        .unwrap()
+        .args(["run", "-q", "--out"])
+        .arg(&out)
+        .arg(&path)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    for entry in fs::read_dir(out.join("charts")).unwrap() {
+        let chart = fs::read_to_string(entry.unwrap().path()).unwrap();
+        assert!(chart.len() < 1_000_000, "{} bytes", chart.len());
+        assert!(
+            chart.contains("12 of 2000 limiters shown"),
+            "the title says what is left out"
+        );
+    }
+    let report = fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.len() < 2_000_000, "{} bytes", report.len());
+    assert!(report.contains("2000 runs: the tables and charts below show 12 of 2000 limiters"));
+    let summary: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["runs"].as_array().unwrap().len(), 2_000);
 }

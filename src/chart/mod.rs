@@ -38,8 +38,12 @@ pub struct Chart {
     pub svg: String,
 }
 
-/// Every chart for a scenario's results.
+/// Every chart for a scenario's results: of a scenario too large to draw
+/// whole, the limiters and workloads with the largest worst counts, said in
+/// every title and caption.
 pub fn render_charts(results: &Results) -> Result<Vec<Chart>> {
+    let drawn = results.drawn();
+    let results = &*drawn;
     let mut charts = Vec::new();
     for workload in &results.workloads {
         charts.push(timeline::render(results, workload)?);
@@ -47,7 +51,50 @@ pub fn render_charts(results: &Results) -> Result<Vec<Chart>> {
     }
     charts.push(worst_rolling::render(results)?);
     charts.push(arrival_curve::render(results)?);
+    if let Some(left_out) = &results.left_out {
+        let note = format!("{left_out}; every run is in summary.csv");
+        for chart in &mut charts {
+            chart.caption = format!("{} ({note}.)", chart.caption);
+            chart.svg = with_note_band(&chart.svg, &note);
+        }
+    }
     Ok(charts)
+}
+
+/// Height of the band above a chart that says what it leaves out.
+const NOTE_BAND: u32 = 28;
+
+/// `svg` moved down into a taller canvas, with `note` in the band above it:
+/// said on the chart itself, never over anything drawn.
+fn with_note_band(svg: &str, note: &str) -> String {
+    let Some(header_end) = svg.find('>') else {
+        return svg.to_string();
+    };
+    let number = |name: &str| -> Option<u32> {
+        let at = svg[..header_end].find(&format!(" {name}=\""))? + name.len() + 3;
+        svg[at..header_end].split('"').next()?.parse().ok()
+    };
+    let (Some(width), Some(height)) = (number("width"), number("height")) else {
+        return svg.to_string();
+    };
+    let body = svg[header_end + 1..].trim_end().trim_end_matches("</svg>");
+    let tall = height + NOTE_BAND;
+    format!(
+        "<svg width=\"{width}\" height=\"{tall}\" viewBox=\"0 0 {width} {tall}\" xmlns=\"http://www.w3.org/2000/svg\">\n\
+         <rect x=\"0\" y=\"0\" width=\"{width}\" height=\"{NOTE_BAND}\" fill=\"#FFF4D6\" stroke=\"none\"/>\n\
+         <text x=\"12\" y=\"19\" font-family=\"{font}\" font-size=\"{size}\" fill=\"#000000\">{note}</text>\n\
+         <g transform=\"translate(0,{NOTE_BAND})\">{body}</g>\n</svg>\n",
+        font = style::FONT,
+        size = style::LABEL_SIZE,
+        note = xml_escape(note),
+    )
+}
+
+fn xml_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// Draws the series' legend box, in one style for every chart.

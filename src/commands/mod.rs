@@ -117,7 +117,7 @@ fn check_work(scenario: &Scenario, replications: u64, limits: Limits, charts: bo
     if memory.total() > u128::from(max_memory) {
         use crate::memory::words;
         bail!(
-            "{}: this would need about {} of memory ({} for timelines at a {} bucket, {} for the rolling windows of the limiters' worst cases, {} for replications, {} for state per client key, {} for clients that retry, {} for sorting traces out of order), more than --max-memory {}; use a coarser metrics.bucket, fewer replications, fewer clients, fewer attempts or --no-charts, sort the traces, or raise --max-memory if the machine has it",
+            "{}: this would need about {} of memory ({} for timelines at a {} bucket, {} for the rolling windows of the limiters' worst cases, {} for replications, {} for state per client key, {} for clients that retry, {} for sorting traces out of order, {} for the figures of {} runs), more than --max-memory {}; use a coarser metrics.bucket, fewer replications, fewer clients, fewer attempts or --no-charts, sort the traces, or raise --max-memory if the machine has it",
             scenario.path.display(),
             words(memory.total()),
             words(memory.timelines),
@@ -127,6 +127,8 @@ fn check_work(scenario: &Scenario, replications: u64, limits: Limits, charts: bo
             words(memory.keys),
             words(memory.retries),
             words(memory.sorting),
+            words(memory.runs),
+            scenario.workloads.len() * scenario.limiters.len(),
             words(u128::from(max_memory))
         );
     }

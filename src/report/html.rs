@@ -45,9 +45,21 @@ pub fn render_report(results: &Results, charts: &[Chart]) -> String {
         "<p class=\"verdict\">{}</p>",
         verdict_sentence(results, &summary.runs)
     );
-    page.push_str(&results_table(results, &summary.runs));
-    page.push_str(&closed_loop_section(results, &summary.runs));
-    page.push_str(&outage_section(&summary.runs));
+    // The tables show what the charts draw: of a scenario too large, the
+    // limiters and workloads with the largest worst counts, said so.
+    let drawn = results.drawn();
+    let drawn_runs = drawn.summary().runs;
+    if let Some(left_out) = &drawn.left_out {
+        let _ = writeln!(
+            page,
+            "<p class=\"sub\">{} runs: the tables and charts below show {}; every run is in summary.csv and summary.json.</p>",
+            summary.runs.len(),
+            escape(left_out)
+        );
+    }
+    page.push_str(&results_table(&drawn, &drawn_runs));
+    page.push_str(&closed_loop_section(&drawn, &drawn_runs));
+    page.push_str(&outage_section(&drawn_runs));
     // The figure that shows the spike first, then the worst counts side by
     // side; everything else after the explanation.
     let focus = focus_workload(&summary.runs).map(|w| format!("overview-{w}.svg"));
@@ -72,7 +84,7 @@ pub fn render_report(results: &Results, charts: &[Chart]) -> String {
     {
         page.push_str(&figure(chart));
     }
-    page.push_str(&parameters(results));
+    page.push_str(&parameters(&drawn));
     page.push_str("</body>\n</html>\n");
     page
 }
@@ -142,14 +154,16 @@ fn verdict_sentence(results: &Results, runs: &[RunSummary]) -> String {
         };
     };
     let capacity = backend.capacity_per_sec.get();
+    let over_any: std::collections::HashSet<&str> = runs
+        .iter()
+        .filter(|r| r.exceeds_capacity())
+        .map(|r| r.limiter.as_str())
+        .collect();
     let (over, within): (Vec<&str>, Vec<&str>) = results
         .limiters
         .iter()
         .map(|l| l.name.as_str())
-        .partition(|name| {
-            runs.iter()
-                .any(|r| r.limiter == *name && r.exceeds_capacity())
-        });
+        .partition(|name| over_any.contains(name));
     let names = |list: &[&str]| {
         join(
             &list
@@ -205,11 +219,22 @@ fn meaning(results: &Results, runs: &[RunSummary]) -> String {
         return text;
     };
     let capacity = backend.capacity_per_sec.get();
-    let over_somewhere = |limiter: &str| {
-        runs.iter()
-            .filter(|r| r.limiter == limiter && r.exceeds_capacity())
-            .max_by_key(|r| r.worst_1s_max().unwrap_or(0))
-    };
+    // Each limiter's worst run over capacity and its first run, found in one
+    // pass (per limiter, a scan of every run was quadratic in limiters).
+    let mut worst_over: std::collections::HashMap<&str, &RunSummary> =
+        std::collections::HashMap::new();
+    let mut first_run: std::collections::HashMap<&str, &RunSummary> =
+        std::collections::HashMap::new();
+    for run in runs {
+        first_run.entry(run.limiter.as_str()).or_insert(run);
+        if run.exceeds_capacity() {
+            let worst = worst_over.entry(run.limiter.as_str()).or_insert(run);
+            if run.worst_1s_max().unwrap_or(0) > worst.worst_1s_max().unwrap_or(0) {
+                *worst = run;
+            }
+        }
+    }
+    let over_somewhere = |limiter: &str| worst_over.get(limiter).copied();
     let (mut safe, mut unsafe_) = (Vec::new(), Vec::new());
     for limiter in &results.limiters {
         match over_somewhere(&limiter.name) {
@@ -237,7 +262,7 @@ fn meaning(results: &Results, runs: &[RunSummary]) -> String {
             let _ = write!(
                 text,
                 "every limiter let more through than the backend can take on some workload: {}.",
-                unsafe_.join(", ")
+                join(&unsafe_)
             );
         }
         _ => {
@@ -245,7 +270,7 @@ fn meaning(results: &Results, runs: &[RunSummary]) -> String {
                 text,
                 "{} stayed under capacity on every workload; {} did not.",
                 join(&safe),
-                unsafe_.join(", ")
+                join(&unsafe_)
             );
         }
     }
@@ -254,7 +279,7 @@ fn meaning(results: &Results, runs: &[RunSummary]) -> String {
         .limiters
         .iter()
         .filter_map(|limiter| {
-            let run = runs.iter().find(|r| r.limiter == limiter.name)?;
+            let run = first_run.get(limiter.name.as_str())?;
             let bound_1s = run.backend.as_ref()?.bound_1s;
             (bound_1s > capacity && over_somewhere(&limiter.name).is_none()).then(|| {
                 format!(
@@ -276,7 +301,18 @@ fn meaning(results: &Results, runs: &[RunSummary]) -> String {
     text
 }
 
+/// Most items a sentence names; the rest are counted.
+const MAX_NAMED: usize = 12;
+
+/// `a, b and c`; of a longer list, the first [`MAX_NAMED`] and how many more.
 fn join(items: &[String]) -> String {
+    if items.len() > MAX_NAMED {
+        return format!(
+            "{} and {} more",
+            items[..MAX_NAMED].join(", "),
+            items.len() - MAX_NAMED
+        );
+    }
     match items {
         [] => String::new(),
         [one] => one.clone(),
