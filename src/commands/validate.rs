@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use super::load;
 /// `burstsim validate`.
@@ -13,8 +13,15 @@ pub fn validate(path: &std::path::Path) -> Result<()> {
     let sweep = match crate::sweep::Grid::from_scenario(&text, path)? {
         Some(grid) => {
             let base = crate::sweep::Base::new(text, path)?;
-            for point in 0..grid.points() {
-                base.at(&grid, point).map_err(anyhow::Error::msg)?;
+            // One per core; the first invalid point in grid order is reported.
+            use rayon::prelude::*;
+            let invalid = (0..grid.points())
+                .into_par_iter()
+                .map(|point| base.at(&grid, point).err())
+                .find_first(Option::is_some)
+                .flatten();
+            if let Some(err) = invalid {
+                bail!(err);
             }
             let sizes: Vec<String> = grid
                 .groups
