@@ -316,11 +316,15 @@ impl Retry {
             Jitter::None => wait,
             Jitter::Full => rng.random_range(0..=wait),
             Jitter::Equal => wait / 2 + rng.random_range(0..=wait - wait / 2),
+            // Brooker's "decorrelated jitter": sleep = min(cap,
+            // random_between(base, sleep × 3)). The draw is made over the
+            // whole range and capped after, so once 3 × the previous sleep
+            // passes the cap, about half the sleeps are the cap itself.
             Jitter::Decorrelated => {
                 let base = self.base.get();
                 let previous = previous.get().max(base);
-                let high = previous.saturating_mul(3).min(self.cap.get()).max(base);
-                rng.random_range(base..=high)
+                let high = previous.saturating_mul(3).max(base);
+                rng.random_range(base..=high).min(self.cap.get())
             }
         }
     }
@@ -451,6 +455,30 @@ mod tests {
         assert!(
             spread.iter().any(|&t| t > 2_025_000_000) && spread.iter().any(|&t| t < 2_025_000_000)
         );
+    }
+
+    #[test]
+    fn decorrelated_jitter_caps_after_the_draw_as_brooker_writes_it() {
+        // sleep = min(cap, random_between(base, 3 × 300 ms)) with a 600 ms
+        // cap: a draw above 600 ms (3/8 of them) sleeps exactly the cap.
+        let r = retry(
+            "policy = \"exponential\"\nbase = \"100ms\"\ncap = \"600ms\"\njitter = \"decorrelated\"",
+        )
+        .unwrap();
+        let mut rng = rng();
+        let waits: Vec<u64> = (0..4000)
+            .map(|_| {
+                r.next_attempt(Nanos(0), NO_HINT, 3, Nanos(300_000_000), &mut rng)
+                    .unwrap()
+                    .1
+                    .get()
+            })
+            .collect();
+        let at_cap = waits.iter().filter(|&&w| w == 600_000_000).count();
+        assert!(waits.iter().all(|&w| (100_000_000..=600_000_000).contains(&w)));
+        // 3/8 of 4000 is 1500; a draw capped before would reach the cap
+        // about never.
+        assert!((1350..=1650).contains(&at_cap), "{at_cap} of 4000 at the cap");
     }
 
     #[test]
