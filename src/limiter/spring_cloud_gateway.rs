@@ -16,8 +16,10 @@
 //! TTL of 0 (capacity < rate / 2) nothing is ever kept: every request finds
 //! a full bucket and nothing is limited, as the script does.
 //!
-//! A rejected client gets 429 and `X-RateLimit-Remaining: 0`, with no
-//! `Retry-After`; the next second's refill is the reset given here.
+//! A rejected client gets 429 with `X-RateLimit-Remaining: 0`,
+//! `-Replenish-Rate`, `-Burst-Capacity` and `-Requested-Tokens`, and no
+//! `Retry-After` or reset (`RedisRateLimiter.getHeaders`): no hint, so a
+//! client that honours hints falls back to its own backoff, as with HAProxy.
 
 use std::num::NonZeroU64;
 
@@ -137,10 +139,7 @@ impl RateLimiter for SpringCloudGateway {
                 .get()
                 .saturating_add(self.ttl_s.saturating_mul(NANOS_PER_SEC));
         }
-        Decision::admit_or::<HINTS>(allowed, || Hint {
-            retry_at: None,
-            reset_at: Some(Nanos((now_s + 1).saturating_mul(NANOS_PER_SEC))),
-        })
+        Decision::admit_or::<HINTS>(allowed, || Hint::NONE)
     }
 
     fn refund(&mut self, now: Nanos) {
@@ -212,6 +211,16 @@ mod tests {
         }
         .build(Context::default())
         .unwrap()
+    }
+
+    #[test]
+    fn a_rejection_carries_no_retry_or_reset_hint_as_the_real_429_does() {
+        let mut limiter = gateway(10, 10);
+        assert_eq!(admitted(&mut limiter, 0, 10), 10);
+        assert_eq!(
+            limiter.decide_with::<true>(Nanos(450_000_000)),
+            Decision::Reject(Hint::NONE)
+        );
     }
 
     fn admitted(limiter: &mut SpringCloudGateway, at_ns: u64, tries: u64) -> usize {
