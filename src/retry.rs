@@ -475,10 +475,17 @@ mod tests {
             })
             .collect();
         let at_cap = waits.iter().filter(|&&w| w == 600_000_000).count();
-        assert!(waits.iter().all(|&w| (100_000_000..=600_000_000).contains(&w)));
+        assert!(
+            waits
+                .iter()
+                .all(|&w| (100_000_000..=600_000_000).contains(&w))
+        );
         // 3/8 of 4000 is 1500; a draw capped before would reach the cap
         // about never.
-        assert!((1350..=1650).contains(&at_cap), "{at_cap} of 4000 at the cap");
+        assert!(
+            (1350..=1650).contains(&at_cap),
+            "{at_cap} of 4000 at the cap"
+        );
     }
 
     #[test]

@@ -11,8 +11,7 @@
 
 use std::ffi::OsStr;
 use std::fs::{self, File};
-use std::io::Write as _;
-use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+use std::io::{Seek as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -273,7 +272,7 @@ impl Staging {
                 fs::create_dir_all(parent)?;
             }
             link_or_copy(&from, &to).with_context(|| format!("copying {}", from.display()))?;
-            linked.push((file, fs::symlink_metadata(&to)?.ino()));
+            linked.push((file, file_id(&fs::symlink_metadata(&to)?)));
         }
         Ok(linked)
     }
@@ -287,7 +286,7 @@ impl Staging {
         }
         for (file, inode) in &base.linked {
             let path = self.staging.join(file);
-            if fs::symlink_metadata(&path).is_ok_and(|meta| meta.ino() == *inode) {
+            if fs::symlink_metadata(&path).is_ok_and(|meta| file_id(&meta) == *inode) {
                 fs::remove_file(&path).with_context(|| format!("replacing {}", path.display()))?;
             }
         }
@@ -299,16 +298,15 @@ impl Staging {
     /// its first two lines over the staging line in one small write (a kill
     /// leaves the one or the other whole), then the list of files.
     fn rewrite_marker(&mut self, text: &str) -> Result<()> {
-        use std::os::unix::fs::FileExt as _;
         let path = self.staging.join(MARKER);
         let head = text
             .match_indices('\n')
             .nth(1)
             .map_or(text.len(), |(i, _)| i + 1);
         (|| {
-            self.marker.write_all_at(&text.as_bytes()[..head], 0)?;
-            self.marker
-                .write_all_at(&text.as_bytes()[head..], head as u64)?;
+            self.marker.rewind()?;
+            self.marker.write_all(&text.as_bytes()[..head])?;
+            self.marker.write_all(&text.as_bytes()[head..])?;
             self.marker.set_len(text.len() as u64)
         })()
         .with_context(|| format!("writing {}", path.display()))
@@ -383,10 +381,7 @@ fn create_locked_marker(staging: &Path) -> Result<File> {
 fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
     match fs::hard_link(from, to) {
         Err(err) if err.kind() != std::io::ErrorKind::AlreadyExists => {
-            let mut source = fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(from)?;
+            let mut source = no_follow(fs::OpenOptions::new().read(true)).open(from)?;
             let mut copy = fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -394,6 +389,33 @@ fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
             std::io::copy(&mut source, &mut copy).map(drop)
         }
         other => other,
+    }
+}
+
+/// `options` that refuse to open a symbolic link (where the system can say so).
+fn no_follow(options: &mut fs::OpenOptions) -> &mut fs::OpenOptions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    options
+}
+
+/// What tells one file from another: its inode where there is one, else its
+/// size and time (good enough to tell a linked file from a new one).
+fn file_id(meta: &fs::Metadata) -> u64 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        meta.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        use std::hash::{Hash as _, Hasher as _};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        (meta.len(), meta.modified().ok()).hash(&mut hasher);
+        hasher.finish()
     }
 }
 
@@ -409,20 +431,21 @@ fn lock_beside(parent: &Path, name: &OsStr) -> Result<LockBeside> {
         Some(err) => err,
     };
     let path = parent.join(format!(".{}.lock", name.to_string_lossy()));
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&path)
-        .with_context(|| {
-            format!(
-                "cannot lock {} ({unsupported}) nor open {}",
-                parent.display(),
-                path.display()
-            )
-        })?;
+    let file = no_follow(
+        fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false),
+    )
+    .open(&path)
+    .with_context(|| {
+        format!(
+            "cannot lock {} ({unsupported}) nor open {}",
+            parent.display(),
+            path.display()
+        )
+    })?;
     match wait_for_lock(&file, parent)? {
         None => Ok(LockBeside(file)),
         Some(err) => Err(err).with_context(|| format!("cannot lock {}", path.display())),
@@ -508,13 +531,7 @@ fn remove_results(folder: &Path, stop_after_first: bool) -> std::io::Result<()> 
 /// being written, wherever that process runs.
 fn is_being_written(folder: &Path) -> bool {
     let path = folder.join(MARKER);
-    let open = |write| {
-        fs::OpenOptions::new()
-            .read(true)
-            .write(write)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)
-    };
+    let open = |write| no_follow(fs::OpenOptions::new().read(true).write(write)).open(&path);
     match open(true).or_else(|_| open(false)) {
         Ok(marker) => matches!(marker.try_lock(), Err(fs::TryLockError::WouldBlock)),
         Err(_) => false,
