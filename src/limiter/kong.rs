@@ -422,13 +422,18 @@ impl RateLimiter for Kong {
             }
         }
         let admit = calendar.windows.iter().all(|w| w.count < w.limit);
+        // The period named in Retry-After is judged on the usage before
+        // this request's own increment, as Kong's handler judges it (with
+        // the redis policy its usage is INCR − 1): with second = 2 and
+        // minute = 3, the third request in a second hears 1 s, not 60.
+        let hint = (HINTS && !admit).then(|| {
+            let at = calendar.reset(unix);
+            Hint::new(at, at)
+        });
         if admit || calendar.policy == Policy::Redis {
             calendar.windows.iter_mut().for_each(|w| w.count += 1);
         }
-        Decision::admit_or::<HINTS>(admit, || {
-            let at = calendar.reset(unix);
-            Hint::new(at, at)
-        })
+        Decision::admit_or::<HINTS>(admit, || hint.unwrap_or(Hint::NONE))
     }
 
     fn refund(&mut self, now: Nanos) {
@@ -628,6 +633,20 @@ mod tests {
             Decision::Reject(hint) => assert_eq!(hint.reset_at, Some(secs(60))),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn the_redis_policy_names_the_period_exhausted_before_the_requests_own_increment() {
+        let mut limiter =
+            kong("second = 2\nminute = 3\npolicy = \"redis\"\nstart = \"2026-11-27T10:00:00Z\"");
+        assert!(limiter.decide(Nanos(0)).admitted());
+        assert!(limiter.decide(Nanos(100_000_000)).admitted());
+        // Before its increment the second is used up (2 of 2), the minute
+        // not (2 of 3): Kong says 1 s.
+        assert_eq!(
+            limiter.decide_with::<true>(Nanos(200_000_000)),
+            Decision::Reject(Hint::new(secs(1).get(), secs(1).get()))
+        );
     }
 
     #[test]
