@@ -59,7 +59,13 @@ pub fn pause_point(point: &str) {
         let _ = std::process::Command::new("kill")
             .args(["-STOP", &std::process::id().to_string()])
             .status();
-        // Continued: a signal sent while stopped is handled first.
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        // Continued: a Ctrl-C sent while stopped is handled on another
+        // thread; give it time to be seen, however loaded the machine.
+        for _ in 0..100 {
+            if requested() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 }
