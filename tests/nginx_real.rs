@@ -186,3 +186,57 @@ fn without_nodelay_nginx_delays_as_the_model_says() {
         }
     }
 }
+
+/// Whether `nginx -t` accepts a `limit_req` with `parameters`, and whether
+/// `burstsim import` does: the two must agree, directive by directive.
+#[test]
+fn import_refuses_the_limit_req_parameters_nginx_refuses() {
+    let Some(binary) = nginx() else {
+        common::skip_unless_ci(
+            "SKIPPED: no nginx installed; .ci/run installs Debian's nginx so CI runs this check",
+        );
+        return;
+    };
+    for parameters in [
+        "burst=0",
+        "burst=5 delay=0",
+        "burst=0 nodelay",
+        "burst=5 delay=2",
+        "burst=5 nodelay",
+        "",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("nginx.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "events {{}}\npid {pid};\nerror_log {log};\nhttp {{\n  limit_req_zone $binary_remote_addr zone=z:1m rate=5r/s;\n  server {{ listen 127.0.0.1:1; location / {{ limit_req zone=z {parameters}; }} }}\n}}\n",
+                pid = dir.path().join("nginx.pid").display(),
+                log = dir.path().join("error.log").display(),
+            ),
+        )
+        .unwrap();
+        let nginx_accepts = Command::new(&binary)
+            .arg("-t")
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-c")
+            .arg(&conf)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        let import = Command::new(env!("CARGO_BIN_EXE_burstsim"))
+            .arg("import")
+            .arg(&conf)
+            .output()
+            .unwrap();
+        assert_eq!(
+            import.status.success(),
+            nginx_accepts,
+            "limit_req zone=z {parameters}: nginx {}, import: {}",
+            if nginx_accepts { "accepts" } else { "refuses" },
+            String::from_utf8_lossy(&import.stderr)
+        );
+    }
+}

@@ -226,17 +226,19 @@ fn limit_req(
             Some(("zone", _)) => {}
             Some(("burst" | "delay", value)) => {
                 let key = &word.text[..word.text.find('=').unwrap_or(0)];
-                // A TOML integer holds at most i64::MAX.
+                // A TOML integer holds at most i64::MAX; nginx refuses 0
+                // ("invalid burst value", "invalid delay value").
                 let number: i64 = value
                     .parse::<u64>()
                     .ok()
                     .and_then(|n| i64::try_from(n).ok())
+                    .filter(|&n| n > 0)
                     .ok_or_else(|| {
                         source.error(
                             word.line,
                             word.column,
                             format!(
-                                "limit_req: {key}={value:?}: expected a whole number from 0 to {}",
+                                "limit_req: {key}={value:?}: expected a whole number from 1 to {} (nginx refuses 0)",
                                 i64::MAX
                             ),
                         )
@@ -421,7 +423,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            err.contains("nginx.conf:2:18: limit_req: burst=\"18446744073709551615\": expected a whole number from 0 to 9223372036854775807"),
+            err.contains("nginx.conf:2:18: limit_req: burst=\"18446744073709551615\": expected a whole number from 1 to 9223372036854775807"),
             "{err}"
         );
     }
