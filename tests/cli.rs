@@ -703,3 +703,44 @@ fn a_fail_open_store_outage_lets_the_whole_offered_load_through() {
     );
     assert!(failover.get("outages").is_none());
 }
+
+#[test]
+fn kong_and_envoy_ratelimit_hints_count_whole_seconds_from_the_response() {
+    // Rejected through the first half second and told to come back in whole
+    // seconds, clients return spread as they came, not in a herd at the
+    // window's edge; a model of an exact instant (a plain fixed window)
+    // herds them all.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("herd.toml");
+    std::fs::write(
+        &path,
+        "duration = \"3s\"\n[[workload]]\nname = \"w\"\nretry = { policy = \"honour-hint\", max_attempts = 2 }\n\
+         sources = [{ kind = \"uniform\", rate = 60, end = \"500ms\" }]\n\
+         [[limiter]]\nname = \"kong\"\nkind = \"kong\"\nsecond = 10\n\
+         [[limiter]]\nname = \"envoy\"\nkind = \"envoy-ratelimit\"\nrequests_per_unit = 10\nunit = \"second\"\n\
+         [[limiter]]\nname = \"fixed\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 10\n",
+    )
+    .unwrap();
+    let output = Command::cargo_bin("burstsim")
+        .unwrap()
+        .args(["run", "--format", "json", "--no-charts", "--out"])
+        .arg(dir.path().join("out"))
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let share = |limiter: &str| {
+        summary["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["limiter"] == limiter)
+            .unwrap()["closed_loop"]["retries_after_reset_share"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(share("kong"), 0.0);
+    assert_eq!(share("envoy"), 0.0);
+    assert_eq!(share("fixed"), 1.0);
+}

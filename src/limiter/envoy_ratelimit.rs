@@ -7,7 +7,9 @@
 //! every request, over-limit ones included, and a request is over the limit
 //! when the count after its increment exceeds `requests_per_unit`. A
 //! rejected client is told `RateLimit-Reset: divider − now % divider`
-//! seconds: the next window's start.
+//! seconds on the service's whole-second clock, relative to the response:
+//! a client comes back that many seconds after it was rejected, at the next
+//! window's start plus the fraction of a second it was rejected at.
 //!
 //! The run's start is taken to be a window edge of the unit (`anchor`
 //! shifts it). This is a fixed window in every respect; its own kind says
@@ -89,7 +91,8 @@ impl Kind for Config {
             Align::Anchor(self.anchor)
         };
         Ok(FixedWindow::new(window, self.requests_per_unit.get(), align)?
-            .counting_rejected(self.count_rejected))
+            .counting_rejected(self.count_rejected)
+            .hinting_whole_seconds())
     }
 
     super::parameter_is!(requests_per_unit);
@@ -144,6 +147,17 @@ mod tests {
         match limiter.decide(Nanos(1_000 * NANOS_PER_SEC)) {
             Decision::Reject(hint) => {
                 assert_eq!(hint.reset_at, Some(Nanos(3_600 * NANOS_PER_SEC)));
+            }
+            other => panic!("{other:?}"),
+        }
+        // At 1000.45 s the header still says 2600: relative to the
+        // response, so the client returns at 3600.45 s.
+        match limiter.decide(Nanos(1_000 * NANOS_PER_SEC + 450_000_000)) {
+            Decision::Reject(hint) => {
+                assert_eq!(
+                    hint.retry_at,
+                    Some(Nanos(3_600 * NANOS_PER_SEC + 450_000_000))
+                );
             }
             other => panic!("{other:?}"),
         }

@@ -5,7 +5,7 @@ use std::num::NonZeroU64;
 use serde::Deserialize;
 
 use super::{Align, Context, Decision, Hint, Kind, RateLimiter, StoreOps};
-use crate::time::Nanos;
+use crate::time::{NANOS_PER_SEC, Nanos};
 
 /// `kind = "fixed-window"`.
 #[derive(Clone, Debug, Deserialize)]
@@ -67,6 +67,9 @@ pub struct FixedWindow {
     opened: u64,
     /// Whether rejected requests count too.
     count_rejected: bool,
+    /// Whether the real limiter's hint is a whole number of seconds after
+    /// the response (`Retry-After: 1`), not an instant.
+    whole_second_hints: bool,
 }
 
 impl FixedWindow {
@@ -86,7 +89,21 @@ impl FixedWindow {
             count: 0,
             opened: 0,
             count_rejected: false,
+            whole_second_hints: false,
         })
+    }
+
+    /// The same counter, its rejections hinting as Kong and envoyproxy/
+    /// ratelimit do: `Retry-After` (or `RateLimit-Reset`) is the whole
+    /// seconds from the response to the window's end on the gateway's
+    /// whole-second clock, so a client told "1" at 0.45 s comes back at
+    /// 1.45 s: the rejected of one second return spread over the next as
+    /// they arrived, not all at the window's edge.
+    pub fn hinting_whole_seconds(self) -> FixedWindow {
+        FixedWindow {
+            whole_second_hints: true,
+            ..self
+        }
     }
 
     /// The same counter, counting rejected requests too when `count`.
@@ -118,7 +135,23 @@ impl FixedWindow {
     }
 }
 
+/// When a client told to wait the whole seconds from `now` to `end` (rounded
+/// up, at least 1, as a header of whole seconds counted on a whole-second
+/// clock gives them) comes back.
+pub(crate) fn after_whole_seconds(now: u64, end: u64) -> u64 {
+    let seconds = end.saturating_sub(now).div_ceil(NANOS_PER_SEC).max(1);
+    now.saturating_add(seconds.saturating_mul(NANOS_PER_SEC))
+}
+
 impl RateLimiter for FixedWindow {
+    fn hint_granularity(&self) -> Nanos {
+        if self.whole_second_hints {
+            Nanos::SECOND
+        } else {
+            Nanos::ZERO
+        }
+    }
+
     /// Rejects with the end of the current window as both `Retry-After` and
     /// the reset: with epoch windows every client rejected in a window is
     /// told the same instant. With `count_rejected` a rejection counts too,
@@ -143,7 +176,13 @@ impl RateLimiter for FixedWindow {
         }
         let admit = self.count < self.threshold;
         self.count += u64::from(admit | self.count_rejected);
-        Decision::admit_or::<HINTS>(admit, || Hint::at_reset(self.end))
+        Decision::admit_or::<HINTS>(admit, || {
+            if self.whole_second_hints {
+                Hint::at_reset(after_whole_seconds(now, self.end))
+            } else {
+                Hint::at_reset(self.end)
+            }
+        })
     }
 
     /// As if the last admitted request had been rejected: when it was the

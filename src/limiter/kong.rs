@@ -297,7 +297,8 @@ impl Kind for Config {
                 limit,
                 Align::Anchor(Nanos(anchor as u64 * NANOS_PER_SEC)),
             )?
-            .counting_rejected(counts_rejected);
+            .counting_rejected(counts_rejected)
+            .hinting_whole_seconds();
             return Ok(Kong::Window(window, self.policy));
         }
         Ok(Kong::Calendar(Calendar {
@@ -380,26 +381,27 @@ impl Calendar {
         self.start.0 + (now.get() / NANOS_PER_SEC) as i64
     }
 
-    /// Run time of the unix second `unix`.
-    fn run_time(&self, unix: i64) -> u64 {
-        (unix - self.start.0).max(0) as u64 * NANOS_PER_SEC
-    }
-
-    /// `max(1, window − elapsed)` seconds after `unix`, for the exhausted
-    /// period with the longest window (the least remaining, ties to the
-    /// longer window, as the handler picks).
-    fn reset(&self, unix: i64) -> u64 {
+    /// `Retry-After`: `max(1, window − elapsed)` whole seconds on Kong's
+    /// clock (`unix`), for the exhausted period with the longest window (the
+    /// least remaining, ties to the longer window, as the handler picks);
+    /// the client counts them from the response, at `now`.
+    fn reset(&self, unix: i64, now: Nanos) -> u64 {
         let exhausted = self
             .windows
             .iter()
             .filter(|w| w.count >= w.limit)
             .max_by_key(|w| w.period.expiration());
         let wait = exhausted.map_or(1, |w| (w.period.expiration() - (unix - w.start)).max(1));
-        self.run_time(unix + wait)
+        now.get()
+            .saturating_add((wait as u64).saturating_mul(NANOS_PER_SEC))
     }
 }
 
 impl RateLimiter for Kong {
+    fn hint_granularity(&self) -> Nanos {
+        Nanos::SECOND
+    }
+
     fn memory_at_most(&self, _keys: u64, _requests: u64) -> u128 {
         match self {
             Kong::Window(..) => 0,
@@ -427,7 +429,7 @@ impl RateLimiter for Kong {
         // the redis policy its usage is INCR − 1): with second = 2 and
         // minute = 3, the third request in a second hears 1 s, not 60.
         let hint = (HINTS && !admit).then(|| {
-            let at = calendar.reset(unix);
+            let at = calendar.reset(unix, now);
             Hint::new(at, at)
         });
         if admit || calendar.policy == Policy::Redis {
@@ -623,8 +625,9 @@ mod tests {
     fn the_reset_is_the_longest_exhausted_periods_window_minus_elapsed() {
         let mut limiter = kong("second = 1\nminute = 2\nstart = \"2026-11-27T10:00:00Z\"");
         assert!(limiter.decide(secs(20)).admitted());
+        // "Retry-After: 1", counted from the response at 20 s + 5 ns.
         match limiter.decide(Nanos(20 * NANOS_PER_SEC + 5)) {
-            Decision::Reject(hint) => assert_eq!(hint.retry_at, Some(secs(21))),
+            Decision::Reject(hint) => assert_eq!(hint.retry_at, Some(Nanos(secs(21).get() + 5))),
             other => panic!("{other:?}"),
         }
         assert!(limiter.decide(secs(21)).admitted());
@@ -642,10 +645,10 @@ mod tests {
         assert!(limiter.decide(Nanos(0)).admitted());
         assert!(limiter.decide(Nanos(100_000_000)).admitted());
         // Before its increment the second is used up (2 of 2), the minute
-        // not (2 of 3): Kong says 1 s.
+        // not (2 of 3): Kong says 1 s, and the client returns 1 s after.
         assert_eq!(
             limiter.decide_with::<true>(Nanos(200_000_000)),
-            Decision::Reject(Hint::new(secs(1).get(), secs(1).get()))
+            Decision::Reject(Hint::new(1_200_000_000, 1_200_000_000))
         );
     }
 

@@ -189,6 +189,14 @@ pub trait RateLimiter {
         None
     }
 
+    /// How coarse its rejections' hints are, as the real header carries
+    /// them: 0 for an exact instant; 1 s for a whole number of seconds
+    /// counted from the response (Kong, envoyproxy/ratelimit), which lands
+    /// up to a second after the earliest instant a retry can pass.
+    fn hint_granularity(&self) -> Nanos {
+        Nanos::ZERO
+    }
+
     /// The most memory its state can take besides the value itself (its
     /// logs, buckets, instances, per-key states) over `requests` requests
     /// from `keys` distinct client keys (synthetic clients are numbered 0 to
@@ -569,6 +577,10 @@ macro_rules! kinds {
 
             fn store_ops(&self) -> Option<StoreOps> {
                 each_limiter!(self, ($($variant)+), limiter => limiter.store_ops())
+            }
+
+            fn hint_granularity(&self) -> Nanos {
+                each_limiter!(self, ($($variant)+), limiter => limiter.hint_granularity())
             }
 
             fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {

@@ -131,6 +131,10 @@ impl PerKey {
 }
 
 impl RateLimiter for PerKey {
+    fn hint_granularity(&self) -> Nanos {
+        self.prototype.hint_granularity()
+    }
+
     /// Per key seen (at most one per request): its state and what the inner
     /// limiter allocates (memory a growing `Vec` reserves but never touches
     /// is not counted: the limit is on memory used), with eviction its entry
