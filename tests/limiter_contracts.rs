@@ -107,6 +107,37 @@ proptest! {
     }
 
     #[test]
+    fn traefik_never_exceeds_its_bound_when_sources_are_forgotten(
+        average in 1..200u64,
+        per_minute in any::<bool>(),
+        burst in 1..200u64,
+        offset in 0..1_000_000_000u64,
+        bursts in proptest::collection::vec((1..200u64, 0..3_000_000_000u64), 1..40),
+    ) {
+        // Bursts separated by idle gaps around the TTL map's forgetting
+        // (a second or two, at any point of the Unix second).
+        let period = if per_minute { "1m" } else { "1s" };
+        let mut limiter = limiter(&format!(
+            "kind = \"traefik\"\naverage = {average}\nperiod = \"{period}\"\nburst = {burst}\nclock_offset = \"{offset}ns\""
+        ));
+        let mut times = Vec::new();
+        let mut t = 0u64;
+        for (count, gap) in bursts {
+            times.extend(std::iter::repeat_n(t, count as usize));
+            t += 900_000_000 + gap;
+        }
+        let passed = common::released(&mut limiter, &times);
+        for interval in [1_000_000_000, 2_000_000_001, 10_000_000_000, 60_000_000_000] {
+            prop_assert!(
+                worst(&passed, interval) <= limiter.bound(Nanos(interval)),
+                "{average} per {period}, burst {burst}, offset {offset}: {} over {interval} ns > {}",
+                worst(&passed, interval),
+                limiter.bound(Nanos(interval))
+            );
+        }
+    }
+
+    #[test]
     fn kong_hints_whole_seconds_from_the_response(config in kong_configs(), times in arrivals()) {
         let mut limiter = limiter(&config);
         for &t in &times {

@@ -5,10 +5,15 @@
 //! `maxDelay` — 1 s / (2 · ⌊rate⌋), or 500 ms below one request per second —
 //! the request waits that long and is served, otherwise the reservation is
 //! cancelled (its token given back) and the answer is 429. Each source's
-//! limiter lives in a TTL map refreshed by every request: after `ttl` idle
-//! seconds (2 for rates of at least one per second, else 1 + ⌊1/rate⌋) it is
-//! gone and the next request meets a new limiter, whose zero time makes its
-//! bucket full.
+//! limiter lives in a TTL map (`mailgun/ttlmap`) refreshed by every request
+//! with `ttl` seconds (2 for rates of at least one per second, else
+//! 1 + ⌊1/rate⌋); the map keeps expiry times in whole Unix seconds —
+//! `Unix(now + ttl)`, expired once `expiry <= Unix(now)` — so a source is
+//! forgotten at the first whole second at or after `last + ttl` rounded
+//! down: between `ttl − 1 s` and `ttl` after its last request, depending on
+//! where in a second that was. The next request meets a new limiter, whose
+//! zero time makes its bucket full. `clock_offset` says where within a Unix
+//! second the run starts (default 0: on a whole second).
 //!
 //! The arithmetic is the Go library's, in the same IEEE doubles in the same
 //! order — tokens, `Duration.Seconds()`, `durationFromTokens` truncated to
@@ -35,6 +40,10 @@ pub struct Config {
     /// The bucket's size (default 1).
     #[serde(default = "one")]
     pub burst: NonZeroU64,
+    /// Where within a Unix second the run starts (default 0), which decides
+    /// when the TTL map forgets a source.
+    #[serde(default)]
+    pub clock_offset: Nanos,
 }
 
 fn second() -> Nanos {
@@ -59,6 +68,12 @@ impl Kind for Config {
         if self.burst.get() > MAX_BURST {
             return Err(format!("burst: at most {MAX_BURST}"));
         }
+        if self.clock_offset >= Nanos::SECOND {
+            return Err(format!(
+                "clock_offset: where within a second the run starts, less than 1s (got {})",
+                self.clock_offset
+            ));
+        }
         let average = i64::try_from(self.average.get())
             .ok()
             .and_then(|a| a.checked_mul(NANOS_PER_SEC as i64))
@@ -75,6 +90,7 @@ impl Kind for Config {
             burst: self.burst.get(),
             max_delay: max_delay as u64,
             ttl: ttl_s.saturating_mul(NANOS_PER_SEC),
+            offset: self.clock_offset.get(),
             tokens: 0.0,
             last: 0,
             expires: 0,
@@ -85,10 +101,11 @@ impl Kind for Config {
 
     fn example(choice: u64) -> String {
         format!(
-            "average = {}\nperiod = \"{}ns\"\nburst = {}",
+            "average = {}\nperiod = \"{}ns\"\nburst = {}\nclock_offset = \"{}ns\"",
             choice % 19 + 1,
             choice / 19 % 2_000 + 500,
-            choice / 38_000 % 9 + 1
+            choice / 38_000 % 9 + 1,
+            choice / 342_000 % 1_000_000_000
         )
     }
 }
@@ -100,6 +117,8 @@ pub struct Traefik {
     burst: u64,
     max_delay: u64,
     ttl: u64,
+    /// Where within a Unix second the run starts.
+    offset: u64,
     tokens: f64,
     /// `lim.last`, in ns; meaningless while `expires` is 0 (a new limiter).
     last: u64,
@@ -133,7 +152,10 @@ impl RateLimiter for Traefik {
     fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
         let now = now.get();
         let fresh = now >= self.expires;
-        self.expires = now.saturating_add(self.ttl);
+        // `Unix(now + ttl)`, in whole seconds of the Unix clock, back on
+        // the run's: the map forgets the source once that second begins.
+        let unix = now.saturating_add(self.offset).saturating_add(self.ttl);
+        self.expires = (unix - unix % NANOS_PER_SEC).saturating_sub(self.offset);
         // reserveN(now, 1, InfDuration): always granted with burst ≥ 1.
         let tokens = self.advance(now, fresh) - 1.0;
         let wait = if tokens < 0.0 {
@@ -161,17 +183,35 @@ impl RateLimiter for Traefik {
         self.tokens = (self.tokens + 1.0).min(self.burst as f64);
     }
 
-    /// burst + ⌈rate · L⌉ + 1, counted when requests are served: a token
-    /// bucket of `burst` at `rate`, its reservations served no earlier than
-    /// their tokens exist (one more for the doubles' rounding).
+    /// Counted when requests are served. While a source is remembered it
+    /// is a token bucket of `burst` at `rate`, its reservations served no
+    /// earlier than their tokens exist: burst + ⌈rate · L⌉ + 1 in L (one more
+    /// for the doubles' rounding). Forgotten after an idle gap g of at least
+    /// ttl − 1 s + 1 ns (the map's whole seconds), it comes back full: in L,
+    /// k stretches of activity, each starting at least g after the last
+    /// ended and served at most `maxDelay` after it, so k ≤ ⌈(L + maxDelay)
+    /// / g⌉, and their served spans, at least g − maxDelay apart, cover at
+    /// most L − (k − 1)(g − maxDelay). Each admits at most burst + 1 and its
+    /// refill over its span: the bound is the larger of k = 1 and the
+    /// largest k (the count is linear in k). It matters when burst + 1 >
+    /// rate · g: 100 a minute with a burst of 100 lets 100 through every
+    /// second or so, not 100 a minute.
     fn bound(&self, interval: Nanos) -> u64 {
         if interval == Nanos::ZERO {
             return 0;
         }
-        let refill = (self.rate * interval.get() as f64 / 1e9).ceil();
-        self.burst
-            .saturating_add(refill.min(u64::MAX as f64 / 2.0) as u64)
-            .saturating_add(1)
+        let within = |span: u64, stretches: u64| -> u64 {
+            let refill = (self.rate * span as f64 / 1e9).ceil();
+            stretches
+                .saturating_mul(self.burst.saturating_add(1))
+                .saturating_add(refill.min(u64::MAX as f64 / 2.0) as u64)
+        };
+        let length = interval.get();
+        let gap = self.ttl - NANOS_PER_SEC + 1;
+        let stretches = length.saturating_add(self.max_delay).div_ceil(gap).max(1);
+        let apart = gap - self.max_delay.min(gap);
+        let covered = length.saturating_sub((stretches - 1).saturating_mul(apart));
+        within(length, 1).max(within(covered, stretches))
     }
 
     /// At decision times reservations may run up to `maxDelay` ahead.
@@ -207,6 +247,7 @@ mod tests {
             average: NonZeroU64::new(average).unwrap(),
             period: Nanos::SECOND,
             burst: NonZeroU64::new(burst).unwrap(),
+            clock_offset: Nanos::ZERO,
         }
         .build(Context::default())
         .unwrap()
@@ -222,6 +263,61 @@ mod tests {
         assert!(!limiter.decide(Nanos(0)).admitted(), "a 100 ms wait");
         // 60 ms later: 0.6 of a token; the rest comes in 40 ms, within 50.
         assert_eq!(limiter.decide(Nanos(60_000_000)), Decision::Delay(Nanos(40_000_000)));
+    }
+
+    fn admitted(limiter: &mut Traefik, at: u64, tries: usize) -> usize {
+        (0..tries)
+            .filter(|_| limiter.decide(Nanos(at)).admitted())
+            .count()
+    }
+
+    #[test]
+    fn the_map_forgets_at_a_whole_unix_second_up_to_a_second_early() {
+        // 10/s, burst 100, TTL 2 s: the last request at 0.9 s stores
+        // Unix(2.9 s) = 2, and at 2.0 s the source is gone: a full bucket.
+        let mut limiter = traefik(10, 100);
+        assert_eq!(admitted(&mut limiter, 900_000_000, 100), 100);
+        assert_eq!(admitted(&mut limiter, 2 * NANOS_PER_SEC, 100), 100);
+        // The same run started 200 ms into a Unix second: 0.9 s is 1.1 on
+        // the Unix clock, the expiry Unix(3.1) = 3, 2.8 s of the run; at
+        // 2.0 s the bucket is the old one, refilled for 1.1 s.
+        let mut limiter = Config {
+            average: NonZeroU64::new(10).unwrap(),
+            period: Nanos::SECOND,
+            burst: NonZeroU64::new(100).unwrap(),
+            clock_offset: Nanos(200_000_000),
+        }
+        .build(Context::default())
+        .unwrap();
+        assert_eq!(admitted(&mut limiter, 900_000_000, 100), 100);
+        assert_eq!(admitted(&mut limiter, 2 * NANOS_PER_SEC, 100), 11);
+    }
+
+    #[test]
+    fn the_bound_counts_the_full_buckets_of_forgotten_sources() {
+        // 100 a minute with a burst of 100: 100 every 2 s all pass, 3000 in
+        // 60 s, 200 in 2 s + 1 ns.
+        let mut limiter = Config {
+            average: NonZeroU64::new(100).unwrap(),
+            period: Nanos(60 * NANOS_PER_SEC),
+            burst: NonZeroU64::new(100).unwrap(),
+            clock_offset: Nanos::ZERO,
+        }
+        .build(Context::default())
+        .unwrap();
+        let passed: usize = (0..30)
+            .map(|i| admitted(&mut limiter, i * 2 * NANOS_PER_SEC, 100))
+            .sum();
+        assert_eq!(passed, 3000);
+        assert!(limiter.bound(Nanos(60 * NANOS_PER_SEC)) >= 3000);
+        assert!(limiter.bound(Nanos(2 * NANOS_PER_SEC + 1)) >= 200);
+        // Forgotten just over a second after its last request (Unix
+        // seconds): 100 at 0.999999999 s and 100 at 2 s.
+        let mut limiter = limiter.clone();
+        limiter.expires = 0;
+        assert_eq!(admitted(&mut limiter, 999_999_999 + 60 * NANOS_PER_SEC, 100), 100);
+        assert_eq!(admitted(&mut limiter, 62 * NANOS_PER_SEC, 100), 100);
+        assert!(limiter.bound(Nanos(NANOS_PER_SEC + 2)) >= 200);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 // A driver for burstsim's tests: Traefik's rateLimit decision around the
-// real golang.org/x/time/rate, with injected times. Arguments: average,
-// period in ns, burst. Standard input: one request time per line, in ns
-// from the start. Standard output: "A <delay ns>" or "R" per request.
+// real golang.org/x/time/rate and the real github.com/mailgun/ttlmap (the
+// map Traefik keeps sources in), with injected times. Arguments: average,
+// period in ns, burst, and where within a Unix second the run starts, in ns.
+// Standard input: one request time per line, in ns from the start. Standard
+// output: "A <delay ns>" or "R" per request.
 package main
 
 import (
@@ -11,6 +13,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mailgun/timetools"
+	"github.com/mailgun/ttlmap"
 	"golang.org/x/time/rate"
 )
 
@@ -18,6 +22,7 @@ func main() {
 	average, _ := strconv.ParseInt(os.Args[1], 10, 64)
 	period, _ := strconv.ParseInt(os.Args[2], 10, 64)
 	burst, _ := strconv.Atoi(os.Args[3])
+	offset, _ := strconv.ParseInt(os.Args[4], 10, 64)
 	// As Traefik's New: the rate, maxDelay and the TTL of a source's limiter.
 	rtl := float64(average*int64(time.Second)) / float64(period)
 	var maxDelay time.Duration
@@ -32,9 +37,13 @@ func main() {
 	} else {
 		ttl += int(1 / rtl)
 	}
-	base := time.Unix(1700000000, 0)
-	var limiter *rate.Limiter
-	var expires time.Time
+	base := time.Unix(1700000000, offset)
+	clock := &timetools.FreezedTime{CurrentTime: base}
+	buckets, err := ttlmap.NewMap(1000, ttlmap.Clock(clock))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	in := bufio.NewScanner(os.Stdin)
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
@@ -45,11 +54,19 @@ func main() {
 			os.Exit(2)
 		}
 		now := base.Add(time.Duration(ns))
-		// The TTL map: a source idle for ttl seconds is forgotten.
-		if limiter == nil || !now.Before(expires) {
+		clock.CurrentTime = now
+		// As Traefik's ServeHTTP: the source's limiter, or a new one, set
+		// again so that its expiry follows its last request.
+		var limiter *rate.Limiter
+		if found, ok := buckets.Get("source"); ok {
+			limiter = found.(*rate.Limiter)
+		} else {
 			limiter = rate.NewLimiter(rate.Limit(rtl), burst)
 		}
-		expires = now.Add(time.Duration(ttl) * time.Second)
+		if err := buckets.Set("source", limiter, ttl); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
 		res := limiter.ReserveN(now, 1)
 		if !res.OK() {
 			fmt.Fprintln(out, "R")
