@@ -45,7 +45,7 @@ pub struct Staging {
 
 /// The results an update started from: their marker, to learn at the commit
 /// whether another command replaced them meanwhile, and each file linked
-/// from them with its inode, to tell those from the files this command wrote.
+/// from them with its file id, to tell those from the files this command wrote.
 struct Base {
     marker: Option<String>,
     linked: Vec<(String, u64)>,
@@ -252,7 +252,7 @@ impl Staging {
     }
 
     /// Links every file of the results now at the target that this command
-    /// has not written itself; returns each with its inode.
+    /// has not written itself; returns each with its file id.
     fn link_results(&self) -> Result<Vec<(String, u64)>> {
         let mut linked = Vec::new();
         // Nothing there yet (a scenario sized before it was ever run), or not
@@ -284,9 +284,9 @@ impl Staging {
         if current_marker(&self.target)? == base.marker {
             return Ok(());
         }
-        for (file, inode) in &base.linked {
+        for (file, id) in &base.linked {
             let path = self.staging.join(file);
-            if fs::symlink_metadata(&path).is_ok_and(|meta| file_id(&meta) == *inode) {
+            if fs::symlink_metadata(&path).is_ok_and(|meta| file_id(&meta) == *id) {
                 fs::remove_file(&path).with_context(|| format!("replacing {}", path.display()))?;
             }
         }
