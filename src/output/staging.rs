@@ -425,11 +425,21 @@ fn file_id(meta: &fs::Metadata) -> u64 {
 struct LockBeside(#[allow(dead_code)] File);
 
 fn lock_beside(parent: &Path, name: &OsStr) -> Result<LockBeside> {
-    let folder = File::open(parent).with_context(|| format!("cannot open {}", parent.display()))?;
-    let unsupported = match wait_for_lock(&folder, parent)? {
-        None => return Ok(LockBeside(folder)),
-        Some(err) => err,
+    // A folder that cannot be opened as a file (Windows) or locked (some
+    // network file systems) falls back to the lock file.
+    let unsupported = match File::open(parent) {
+        Ok(folder) => match wait_for_lock(&folder, parent)? {
+            None => return Ok(LockBeside(folder)),
+            Some(err) => err,
+        },
+        Err(err) => err,
     };
+    lock_file(parent, name)
+        .with_context(|| format!("cannot lock {} ({unsupported})", parent.display()))
+}
+
+/// The lock on `.NAME.lock` beside the target, created once and left there.
+fn lock_file(parent: &Path, name: &OsStr) -> Result<LockBeside> {
     let path = parent.join(format!(".{}.lock", name.to_string_lossy()));
     let file = no_follow(
         fs::OpenOptions::new()
@@ -439,13 +449,7 @@ fn lock_beside(parent: &Path, name: &OsStr) -> Result<LockBeside> {
             .truncate(false),
     )
     .open(&path)
-    .with_context(|| {
-        format!(
-            "cannot lock {} ({unsupported}) nor open {}",
-            parent.display(),
-            path.display()
-        )
-    })?;
+    .with_context(|| format!("cannot open {}", path.display()))?;
     match wait_for_lock(&file, parent)? {
         None => Ok(LockBeside(file)),
         Some(err) => Err(err).with_context(|| format!("cannot lock {}", path.display())),

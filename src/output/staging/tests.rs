@@ -429,3 +429,28 @@ fn a_staging_folder_killed_at_any_step_of_its_marker_is_removed() {
         assert!(!dead.exists());
     }
 }
+
+#[test]
+fn the_lock_file_beside_the_target_excludes_another_holder() {
+    // Where a folder cannot be locked, a `.NAME.lock` file is: one holder at
+    // a time, and a second waits for the first.
+    let dir = tempfile::tempdir().unwrap();
+    let held = lock_file(dir.path(), OsStr::new("out")).unwrap();
+    assert!(dir.path().join(".out.lock").is_file());
+    let other = File::open(dir.path().join(".out.lock")).unwrap();
+    assert!(matches!(
+        other.try_lock(),
+        Err(fs::TryLockError::WouldBlock)
+    ));
+    let waiting = {
+        let path = dir.path().to_owned();
+        std::thread::spawn(move || lock_file(&path, OsStr::new("out")).map(drop))
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!waiting.is_finished(), "took a lock another holds");
+    drop(held);
+    waiting.join().unwrap().unwrap();
+    // It is not a leftover: a command tidying beside the target leaves it.
+    results(&dir.path().join("out"), "1").commit().unwrap();
+    assert!(dir.path().join(".out.lock").is_file());
+}
