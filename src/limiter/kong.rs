@@ -8,13 +8,25 @@
 //! are counted, with `policy = "redis"` (`sync_rate = -1`) every request
 //! increments every period, rejected ones included.
 //!
+//! Each period's counter is a key (a shared-dict entry, a Redis key, a
+//! database row) created by its window's first increment with a TTL of
+//! Kong's `EXPIRATION` for the period (`expiration.lua`: a month is 30 days,
+//! a year 365; `shm:incr(key, 1, 0, ttl)`, Redis `INCR` then `EXPIRE` when it
+//! returned 1, the row's `ttl` column on insert). Shorter periods' keys
+//! outlive their window, but a month's key created in the first day of a
+//! 31-day month expires on the 31st, and a year's created on 1 January of a
+//! leap year expires on 31 December: from then to the window's end the
+//! quota is whole again. So a month limit of L lets up to 3L − 1 through
+//! within a second: L − 1 just before the key expires, L after it, L when
+//! the next month begins.
+//!
 //! A rejection carries `Retry-After` and `RateLimit-Reset` of
 //! `max(1, window − elapsed)` seconds, for the exhausted period with the
-//! longest window, where `window` is Kong's `EXPIRATION` (a month is 30
-//! days, a year 365) and `elapsed` is the whole seconds since the period's
-//! calendar start: in a 31-day month or a leap year the hint can come
-//! before the quota returns, and then a retry at the hint is rejected again,
-//! as Kong's is.
+//! longest window, where `window` is that `EXPIRATION` and `elapsed` is the
+//! whole seconds since the period's calendar start: in a 31-day month or a
+//! leap year the hint can come before the quota returns (unless the key
+//! expired by then), and then a retry at the hint is rejected again, as
+//! Kong's is.
 //!
 //! Not modelled: Kong increments in its log phase, after the response, so
 //! requests in flight at once all read the count before any of them; here
@@ -198,7 +210,8 @@ impl Period {
         }
     }
 
-    /// Its shortest length in seconds: what the bound counts with.
+    /// Its shortest length in seconds: what the bound counts with (a
+    /// window's first key lives at least this long within it).
     fn shortest(self) -> i64 {
         match self {
             Period::Month => 28 * SECONDS_PER_DAY,
@@ -310,6 +323,7 @@ impl Kind for Config {
                     count: 0,
                     start: i64::MIN,
                     end: i64::MIN,
+                    expires: NO_KEY,
                 })
                 .collect(),
             start: self.start,
@@ -373,6 +387,24 @@ struct Window {
     count: u64,
     start: i64,
     end: i64,
+    /// When the counter's key expires, in run nanoseconds: its first
+    /// increment plus the period's `EXPIRATION`; `NO_KEY` before that.
+    expires: u64,
+}
+
+/// `Window::expires` while the window's key does not exist.
+const NO_KEY: u64 = u64::MAX;
+
+impl Window {
+    /// Counts one request at run time `now`, creating the key (and its TTL)
+    /// when there is none.
+    fn increment(&mut self, now: Nanos) {
+        if self.expires == NO_KEY {
+            let ttl = self.period.expiration() as u64 * NANOS_PER_SEC;
+            self.expires = now.get().saturating_add(ttl).min(NO_KEY - 1);
+        }
+        self.count += 1;
+    }
 }
 
 impl Calendar {
@@ -420,6 +452,13 @@ impl RateLimiter for Kong {
             if unix >= window.end {
                 (window.start, window.end) = window.period.window(unix);
                 window.count = 0;
+                window.expires = NO_KEY;
+                calendar.resets += 1;
+            } else if now.get() >= window.expires {
+                // The key's TTL ran out inside its window: the next request
+                // meets no key, as in a new window.
+                window.count = 0;
+                window.expires = NO_KEY;
                 calendar.resets += 1;
             }
         }
@@ -433,7 +472,7 @@ impl RateLimiter for Kong {
             Hint::new(at, at)
         });
         if admit || calendar.policy == Policy::Redis {
-            calendar.windows.iter_mut().for_each(|w| w.count += 1);
+            calendar.windows.iter_mut().for_each(|w| w.increment(now));
         }
         Decision::admit_or::<HINTS>(admit, || hint.unwrap_or(Hint::NONE))
     }
@@ -448,10 +487,15 @@ impl RateLimiter for Kong {
         }
     }
 
-    /// The least over its periods of limit · (windows an interval of X
-    /// meets): each calendar window admits at most its limit, and windows
-    /// are disjoint and at least the period's shortest length (a month 28
-    /// days, a year 365), so X meets at most ⌈(X − 1) / length⌉ + 1 of them.
+    /// The least over its periods of limit · (keys an interval of X
+    /// meets): each key's life admits at most its limit. A second, minute,
+    /// hour or day has one key per window, so X meets at most
+    /// ⌈(X − 1) / length⌉ + 1 of them. A month or a year can have two: the
+    /// first lives at least the shortest window (28 days, 365), the second
+    /// only from the first's expiry to the window's end; so X holds at most
+    /// ⌊X / shortest⌋ whole first keys, at most one second key either side of
+    /// each, and a key at each end: 2⌊X / shortest⌋ + 3, and never more
+    /// keys than nanoseconds.
     fn bound(&self, interval: Nanos) -> u64 {
         match self {
             Kong::Window(window, _) => window.bound(interval),
@@ -459,8 +503,14 @@ impl RateLimiter for Kong {
                 .windows
                 .iter()
                 .map(|w| {
-                    let length = w.period.shortest() as u64 * NANOS_PER_SEC;
-                    windows_met(interval.get(), length).saturating_mul(w.limit)
+                    let shortest = w.period.shortest() as u64 * NANOS_PER_SEC;
+                    let keys = match w.period {
+                        Period::Month | Period::Year => {
+                            (2 * (interval.get() / shortest) + 3).min(interval.get())
+                        }
+                        _ => windows_met(interval.get(), shortest),
+                    };
+                    keys.saturating_mul(w.limit)
                 })
                 .min()
                 .unwrap_or(0),
@@ -655,7 +705,8 @@ mod tests {
     #[test]
     fn in_a_31_day_month_the_hint_comes_a_day_early() {
         // Kong's month window is 30 days: on 31 January the hint says 1 s,
-        // and a retry then is rejected again.
+        // and a retry then is rejected again (the key, created on the 31st,
+        // lives 30 days).
         let mut limiter = kong("month = 1\nday = 10\nstart = \"2027-01-31T00:00:00Z\"");
         assert!(limiter.decide(secs(0)).admitted());
         let Decision::Reject(hint) = limiter.decide(secs(5)) else {
@@ -664,6 +715,57 @@ mod tests {
         assert_eq!(hint.retry_at, Some(secs(6)));
         assert!(!limiter.decide(secs(6)).admitted());
         assert!(limiter.decide(secs(86_400)).admitted(), "1 February");
+    }
+
+    /// The month's key lives 30 days from its first increment: created on
+    /// 1 January it expires on the 31st and the quota is whole again until
+    /// February. In a 30-day month, or from a later first request, it
+    /// outlives the window.
+    #[test]
+    fn a_months_key_expires_30_days_after_its_first_increment() {
+        for policy in ["local", "cluster", "redis"] {
+            let mut limiter = kong(&format!(
+                "month = 2\nday = 100\npolicy = \"{policy}\"\nstart = \"2027-01-01T00:00:00Z\""
+            ));
+            let first = Nanos(3_600 * NANOS_PER_SEC + 7);
+            assert_eq!(admitted(&mut limiter, first, 3), 2);
+            let expiry = first.get() + 30 * 86_400 * NANOS_PER_SEC;
+            assert_eq!(admitted(&mut limiter, Nanos(expiry - 1), 3), 0, "{policy}");
+            assert_eq!(admitted(&mut limiter, Nanos(expiry), 3), 2, "{policy}: 31 January");
+            assert_eq!(admitted(&mut limiter, secs(31 * 86_400 - 1), 3), 0, "{policy}");
+            assert_eq!(admitted(&mut limiter, secs(31 * 86_400), 3), 2, "{policy}: 1 February");
+        }
+        // April has 30 days: the key outlives it.
+        let mut limiter = kong("month = 2\nday = 100\nstart = \"2027-04-01T00:00:00Z\"");
+        assert_eq!(admitted(&mut limiter, secs(0), 3), 2);
+        assert_eq!(admitted(&mut limiter, secs(30 * 86_400 - 1), 3), 0);
+        // A year's key created on 1 January 2028 (leap) expires on 31 December.
+        let mut limiter = kong("year = 1\nday = 100\nstart = \"2028-01-01T00:00:00Z\"");
+        assert_eq!(admitted(&mut limiter, secs(0), 2), 1);
+        assert_eq!(admitted(&mut limiter, secs(365 * 86_400 - 1), 2), 0);
+        assert_eq!(admitted(&mut limiter, secs(365 * 86_400), 2), 1, "31 December 2028");
+    }
+
+    /// L − 1 before the month's key expires, L after, L in the next month:
+    /// 3L − 1 within a second, and the bound says so.
+    #[test]
+    fn a_month_limit_can_admit_three_times_its_limit_within_a_second() {
+        let mut limiter = kong("month = 10\nday = 1000\nstart = \"2027-01-01T00:00:00Z\"");
+        let first = Nanos(86_399 * NANOS_PER_SEC + 500_000_000);
+        assert_eq!(admitted(&mut limiter, first, 1), 1);
+        let expiry = first.get() + 30 * 86_400 * NANOS_PER_SEC;
+        let mut admitted_times = Vec::new();
+        for at in [expiry - 100_000_000, expiry + 100_000_000, 31 * 86_400 * NANOS_PER_SEC] {
+            for _ in 0..10 {
+                if limiter.decide(Nanos(at)).admitted() {
+                    admitted_times.push(at);
+                }
+            }
+        }
+        let worst = crate::limiter::worst_in(&admitted_times, Nanos::SECOND);
+        assert_eq!(worst, 29);
+        assert!(limiter.bound(Nanos::SECOND) >= worst);
+        assert_eq!(limiter.bound(Nanos::SECOND), 30);
     }
 
     #[test]
@@ -722,6 +824,35 @@ mod tests {
             ));
             let over = crate::limiter::over_bound(&mut limiter, &mut times, &[Nanos(300_000_000), Nanos::SECOND, secs(60), secs(90)]);
             proptest::prop_assert!(over.is_none(), "{over:?}");
+        }
+
+        /// A month's key expiring inside a 31-day month: requests around
+        /// the first increment, the key's expiry and the month's end, from
+        /// either policy; no rolling interval admits more than the bound.
+        #[test]
+        fn expiring_month_keys_stay_within_the_bound(
+            month in 1u64..6,
+            redis in proptest::bool::ANY,
+            first in 0u64..86_400_000,
+            mut offsets in proptest::collection::vec((0u64..3, 0u64..3_000), 1..200),
+        ) {
+            let policy = if redis { "redis" } else { "local" };
+            let mut limiter = kong(&format!(
+                "month = {month}\nday = 1000\npolicy = \"{policy}\"\nstart = \"2027-01-01T00:00:00Z\""
+            ));
+            const MS: u64 = 1_000_000;
+            let expiry = first * MS + 30 * 86_400 * NANOS_PER_SEC;
+            let end = 31 * 86_400 * NANOS_PER_SEC;
+            let mut times: Vec<u64> = offsets
+                .drain(..)
+                .map(|(at, ms)| [first * MS, expiry, end][at as usize] + ms * MS - MS * 1_500.min([first * MS, expiry, end][at as usize] / MS))
+                .collect();
+            times.sort_unstable();
+            let admitted: Vec<u64> = times.into_iter().filter(|&t| limiter.decide(Nanos(t)).admitted()).collect();
+            for interval in [Nanos(1), Nanos(3), Nanos::SECOND, secs(3), secs(86_400), secs(40 * 86_400)] {
+                let (worst, bound) = (crate::limiter::worst_in(&admitted, interval), limiter.bound(interval));
+                proptest::prop_assert!(worst <= bound, "{} > {} over {}", worst, bound, interval);
+            }
         }
     }
 }
