@@ -157,8 +157,11 @@ proptest! {
         k in 1..4u64,
         n in prop_oneof![3 => Just(1u64), 1 => 2..5u64],
         steps in prop::collection::vec((0..3u64, -3i64..2, 0..3u64, prop::bool::weighted(0.8), prop::bool::weighted(0.8)), 0..6),
-        // The store failing: an outage (start, length, policy) and a failover (at, lost), in windows.
-        outage in prop::option::of((0..30u64, 1..5u64, 1..3usize)),
+        // The store failing: a train of outages (start and length in
+        // windows, then how many, each a sixteenth-window multiple long and
+        // apart, so several fall in one window; the policy) and a failover
+        // (at, lost), in windows.
+        outage in prop::option::of((0..30u64, 1..5u64, 1..9u64, 1..4u64, 1..4u64, 1..3usize)),
         failover in prop::option::of((1..38u64, 1..4u64, 0..3u64)),
     ) {
         let mode = ["local", "shared-instance-clock", "shared-store-clock"][mode];
@@ -166,8 +169,15 @@ proptest! {
         let store = if mode == "local" {
             String::new()
         } else {
-            let outages = outage.map_or(String::new(), |(at, len, policy)| {
-                format!("outages = [{{ at = \"{}ns\", for = \"{}ns\" }}], on_error = \"{}\", ", at * edge, len * edge, ["allow", "deny", "local"][policy])
+            let outages = outage.map_or(String::new(), |(at, len, count, short, gap, policy)| {
+                // One long outage, or a train of short ones (a flapping store).
+                let (len, gap) = if count == 1 { (len * edge, 0) } else { ((short * edge / 16).max(1), (gap * edge / 16).max(1)) };
+                let train: Vec<String> = (0..count)
+                    .map(|i| at * edge + i * (len + gap))
+                    .take_while(|&start| start < 40 * edge)
+                    .map(|start| format!("{{ at = \"{start}ns\", for = \"{len}ns\" }}"))
+                    .collect();
+                format!("outages = [{}], on_error = \"{}\", ", train.join(", "), ["allow", "deny", "local"][policy])
             });
             let failover = failover.map_or(String::new(), |(at, lost, side)| {
                 format!("failover = [{{ at = \"{}ns\", lost = \"{}ns\" }}]", (at * edge + side).saturating_sub(1), lost * edge / 2)
@@ -189,7 +199,14 @@ proptest! {
                 )
             })
             .collect();
-        let times: Vec<u64> = times.into_iter().filter(|&t| t < 40 * edge).collect();
+        // And requests piled at each outage's start, where a fallback that
+        // forgot between outages would admit afresh.
+        let mut times: Vec<u64> = times.into_iter().filter(|&t| t < 40 * edge).collect();
+        if let Some((at, len, count, short, gap, _)) = outage.filter(|_| mode != "local") {
+            let (len, gap) = if count == 1 { (len * edge, 0) } else { ((short * edge / 16).max(1), (gap * edge / 16).max(1)) };
+            times.extend((0..count).flat_map(|i| std::iter::repeat_n(at * edge + i * (len + gap), 4)));
+            times.sort_unstable();
+        }
         let text = format!(
             "duration = \"{}ns\"\n[metrics]\nbucket = \"{}ns\"\nrolling = \"{edge}ns\"\nprofile = [\"{edge}ns\"]\n[cluster]\ninstances = {k}\nmode = \"{mode}\"\n{store}steps = [{}]\n[[workload]]\nname = \"w\"\nsources = [{{ kind = \"uniform\", rate = 1 }}]\n[[limiter]]\nname = \"l\"\nkind = \"fixed-window\"\nwindow = \"{edge}ns\"\nthreshold = {n}\n",
             40 * edge,

@@ -156,7 +156,9 @@ pub struct FaultState {
     next_outage: usize,
     /// The first failover not yet happened.
     next_failover: usize,
-    /// Per instance, its own window during the current outage (`local`).
+    /// Per instance, its own window (`local`): made at its first outage and
+    /// kept between outages, as an in-process fallback limiter is, so a
+    /// flapping store does not hand out a fresh window at every outage.
     fallback: Vec<Option<FixedWindow>>,
     window: u64,
     threshold: u64,
@@ -237,8 +239,6 @@ impl FaultState {
             .is_some_and(|o| o.end().get() <= now)
         {
             self.next_outage += 1;
-            // The fallback counters start afresh at the next outage.
-            self.fallback.iter_mut().for_each(|f| *f = None);
         }
         let down = self
             .faults

@@ -791,6 +791,27 @@ mod tests {
         assert_eq!(local.bound(Nanos(S)), 200 + 3 * 200);
     }
 
+    /// Ten 50 ms outages within a second: each instance's fallback window is
+    /// the same one throughout, so one instance admits N in the second, not
+    /// 10·N, and the bound holds.
+    #[test]
+    fn a_flapping_store_does_not_refill_the_local_fallback() {
+        let outages: Vec<String> = (0..10)
+            .map(|i| format!("{{ at = \"{}ms\", for = \"50ms\" }}", 1_000 + i * 100))
+            .collect();
+        let mut c = cluster(&format!(
+            "instances = 1\nmode = \"shared-instance-clock\"\nstore = {{ outages = [{}], on_error = \"local\" }}",
+            outages.join(", ")
+        ));
+        // 20 requests inside each outage, 2 ms apart.
+        let down: Vec<u64> = (0..10)
+            .flat_map(|i| (0..20).map(move |j| S + i * 100_000_000 + j * 2_000_000))
+            .collect();
+        let passed = admitted(&mut c, &down);
+        assert_eq!(passed, 100, "one fallback window of 100 over the second");
+        assert!(passed as u64 <= c.bound(Nanos(S)));
+    }
+
     #[test]
     fn a_failover_loses_the_increments_of_its_last_moments() {
         let mut c = cluster(
