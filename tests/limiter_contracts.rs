@@ -426,6 +426,43 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Delaying limiters per key, forgotten sooner than their delays last:
+    /// a key is busy until its delayed requests are released, and the bound
+    /// holds over what is released.
+    #[test]
+    fn evicted_delaying_keys_stay_within_the_bound(
+        rate in prop::sample::select(vec![10u64, 100, 1_000]),
+        burst in 1..40u64,
+        delay in prop::option::of(0..10u64),
+        evict_ms in 1..300u64,
+        times in prop::collection::vec((0..3_000u64, 0..3u64, 1..6usize), 1..60),
+    ) {
+        let mode = delay.map_or(String::new(), |d| format!("\ndelay = {}", d.min(burst - 1)));
+        let config = format!("kind = \"nginx-limit-req\"\nrate = \"{rate}r/s\"\nburst = {burst}{mode}");
+        let mut limiter = per_key(&config, Some(evict_ms * 1_000_000));
+        let mut arrivals: Vec<(u64, u64)> = times
+            .into_iter()
+            .flat_map(|(ms, key, count)| std::iter::repeat_n((ms * 1_000_000, key), count))
+            .collect();
+        arrivals.sort_unstable();
+        let mut released = Vec::new();
+        for &(t, key) in &arrivals {
+            let decision = limiter.decide_keyed::<false>(Nanos(t), Key(key));
+            if decision.admitted() {
+                released.push(t + decision.delay().get());
+            }
+        }
+        released.sort_unstable();
+        for interval in [1, 1_000_000, 100_000_000, 1_000_000_000] {
+            let (worst, bound) = (worst(&released, interval), limiter.bound(Nanos(interval)));
+            prop_assert!(worst <= bound, "{config} evict {evict_ms} ms over {interval} ns: {worst} > {bound}");
+        }
+    }
+}
+
 #[test]
 fn an_evicted_key_comes_back_fresh() {
     let config =
@@ -446,6 +483,41 @@ fn an_evicted_key_comes_back_fresh() {
         unreachable!("built per key")
     };
     assert_eq!((per.keys(), per.states_created()), (1, 2));
+}
+
+/// nginx without `nodelay` per key, forgotten after 1 s idle: a key holding
+/// delayed requests is busy until the last is released, so a burst every
+/// 1.5 s cannot stack fresh limiters' releases on one another.
+#[test]
+fn a_key_holding_delayed_requests_is_not_forgotten() {
+    let config = "kind = \"nginx-limit-req\"\nrate = \"10r/s\"\nburst = 100";
+    let mut limiter = per_key(config, Some(1_000_000_000));
+    let mut released = Vec::new();
+    for burst in 0..8u64 {
+        let at = burst * 1_500_000_000;
+        for _ in 0..101 {
+            let decision = limiter.decide_keyed::<false>(Nanos(at), Key(3));
+            if decision.admitted() {
+                released.push(at + decision.delay().get());
+            }
+        }
+    }
+    released.sort_unstable();
+    // One limiter throughout: released at 10 a second (a forgetting one
+    // stacked seven limiters' releases: 70).
+    assert_eq!(worst(&released, 1_000_000_000), 10);
+    assert_eq!(worst(&released, 1), 1);
+    for interval in [1, 1_000_000, 1_000_000_000, 3_000_000_000] {
+        assert!(worst(&released, interval) <= limiter.bound(Nanos(interval)));
+    }
+    let Limiter::PerKey(per) = &limiter else {
+        unreachable!("built per key")
+    };
+    assert_eq!(
+        per.states_created(),
+        1,
+        "never idle for 1 s while releasing"
+    );
 }
 
 /// The most `config` per key admits in one interval from `trace` (time, key),

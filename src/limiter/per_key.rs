@@ -19,7 +19,8 @@ pub const MAX_KEYS: usize = 10_000_000;
 pub struct Config {
     /// The limiter every key gets.
     pub inner: Box<LimiterConfig>,
-    /// Forget a key idle this long (no request at all).
+    /// Forget a key idle this long: no request, and none of its delayed
+    /// requests still to be released.
     pub evict_after: Option<Nanos>,
 }
 
@@ -48,6 +49,7 @@ impl Config {
 #[derive(Clone, Debug)]
 struct KeyState {
     limiter: Limiter,
+    /// Its last request, or the release of its last delayed one if later.
     last_seen: u64,
     alive: bool,
 }
@@ -120,6 +122,7 @@ impl PerKey {
         if !state.alive {
             if !new {
                 state.limiter = self.prototype.clone();
+                state.last_seen = 0;
             }
             state.alive = true;
             self.alive_now += 1;
@@ -164,13 +167,23 @@ impl RateLimiter for PerKey {
         }
         let slot = self.slot(key);
         let state = &mut self.states[slot as usize];
+        let decision = state.limiter.decide_keyed::<HINTS>(now, key);
+        // A key is busy until its last request is served: one delayed to
+        // t + d keeps it until then, so a key is never forgotten while it
+        // still holds requests to release (nginx expires a node only once
+        // its excess has drained).
+        let busy_until = match decision {
+            Decision::Delay(delay) => now.get().saturating_add(delay.get()),
+            _ => now.get(),
+        };
+        let last_seen = state.last_seen.max(busy_until);
         if self.evict_after.is_some() {
             self.idle.remove(&(state.last_seen, slot));
-            self.idle.insert((now.get(), slot));
+            self.idle.insert((last_seen, slot));
         }
-        state.last_seen = now.get();
+        state.last_seen = last_seen;
         self.last = slot;
-        state.limiter.decide_keyed::<HINTS>(now, key)
+        decision
     }
 
     fn refund(&mut self, now: Nanos) {
@@ -180,6 +193,8 @@ impl RateLimiter for PerKey {
     /// K keys, each within its limiter's bound — and with eviction, each
     /// idle gap of `evict_after` inside the interval may give a key a fresh
     /// limiter, so ⌊(L − 1)/E⌋ + 1 of them: K·(⌊(L − 1)/E⌋ + 1)·bound(L).
+    /// A key is idle only once its delayed requests are released, so the
+    /// releases of one key's successive limiters are E or more apart.
     /// Over any traffic with any number of keys there is no bound; this is
     /// for the K keys seen so far (none yet: no bound).
     fn bound(&self, interval: Nanos) -> u64 {
