@@ -3,7 +3,7 @@
 //! (`tests/xtime_rate/main.go`) makes Traefik's decision around the
 //! libraries with injected times, and the model must give the same answer —
 //! admitted now, admitted after the same delay to the nanosecond, or
-//! refused — for every request, the map's whole-second expiry included, at
+//! refused with the same `Retry-After` — for every request, the map's whole-second expiry included, at
 //! several offsets of the run within a Unix second. Skipped, with a message,
 //! where Go or a library is missing; `.ci/run` installs Debian's `golang-go`,
 //! `golang-golang-x-time-dev` and `golang-github-mailgun-ttlmap-dev` so CI
@@ -49,11 +49,7 @@ struct Mix(u64);
 
 impl Mix {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        burstsim::random::splitmix64(&mut self.0)
     }
 }
 
@@ -135,16 +131,20 @@ fn traefik_decides_every_request_as_x_time_rate_does() {
         let mut lines = answers.lines();
         for (i, &t) in times.iter().enumerate() {
             let theirs = lines.next().expect("an answer per request");
-            let ours = match model.decide(Nanos(t)) {
+            let ours = match model.decide_with::<true>(Nanos(t)) {
                 Decision::Admit => "A 0".to_string(),
                 Decision::Delay(d) => format!("A {}", d.get()),
-                Decision::Reject(_) => "R".to_string(),
+                Decision::Reject(hint) => match hint.retry_at {
+                    // Retry-After, in the seconds from the response it says.
+                    Some(at) => format!("R {}", (at.get() - t) / 1_000_000_000),
+                    None => "R".to_string(),
+                },
             };
             assert_eq!(
                 ours, theirs,
                 "average {average} per {period_ns} ns, burst {burst}, offset {offset} ns: request {i} at {t} ns"
             );
-            refused += usize::from(ours == "R");
+            refused += usize::from(ours.starts_with('R'));
             delayed += usize::from(ours.starts_with("A ") && ours != "A 0");
             compared += 1;
         }

@@ -4,7 +4,12 @@
 //! where each request reserves a token; if the reservation's delay is at most
 //! `maxDelay` — 1 s / (2 · ⌊rate⌋), or 500 ms below one request per second —
 //! the request waits that long and is served, otherwise the reservation is
-//! cancelled (its token given back) and the answer is 429. Each source's
+//! cancelled (its token given back) and the answer is 429 with
+//! `Retry-After: ⌈delay⌉` whole seconds and `X-Retry-In: delay` (Go's
+//! duration text, to the nanosecond), both counted from the response; no
+//! `RateLimit-Reset`. The hint is `Retry-After`, what a client honours; the
+//! exact delay is `X-Retry-In`'s. Neither is the earliest a retry can pass:
+//! one within `maxDelay` of the token is served late. Each source's
 //! limiter lives in a TTL map (`mailgun/ttlmap`) refreshed by every request
 //! with `ttl` seconds (2 for rates of at least one per second, else
 //! 1 + ⌊1/rate⌋); the map keeps expiry times in whole Unix seconds —
@@ -170,7 +175,13 @@ impl RateLimiter for Traefik {
             // CancelAt(now): advance by nothing, give the token back.
             let restored = self.advance(now, false) + 1.0;
             self.tokens = restored.min(self.burst as f64);
-            return Decision::admit_or::<HINTS>(false, || Hint::NONE);
+            // `Retry-After: math.Ceil(delay.Seconds())`, from the response.
+            return Decision::admit_or::<HINTS>(false, || Hint {
+                retry_at: Some(Nanos(
+                    now.saturating_add(wait.div_ceil(NANOS_PER_SEC).saturating_mul(NANOS_PER_SEC)),
+                )),
+                reset_at: None,
+            });
         }
         if wait == 0 {
             Decision::Admit
@@ -181,6 +192,11 @@ impl RateLimiter for Traefik {
 
     fn refund(&mut self, _now: Nanos) {
         self.tokens = (self.tokens + 1.0).min(self.burst as f64);
+    }
+
+    /// `Retry-After` is whole seconds from the response.
+    fn hint_granularity(&self) -> Nanos {
+        Nanos::SECOND
     }
 
     /// Counted when requests are served. While a source is remembered it
@@ -263,6 +279,38 @@ mod tests {
         assert!(!limiter.decide(Nanos(0)).admitted(), "a 100 ms wait");
         // 60 ms later: 0.6 of a token; the rest comes in 40 ms, within 50.
         assert_eq!(limiter.decide(Nanos(60_000_000)), Decision::Delay(Nanos(40_000_000)));
+    }
+
+    /// The 429 says `Retry-After: ⌈delay⌉` seconds from the response (1 for
+    /// a 100 ms wait; 3 for a 2.5 s one), and no reset.
+    #[test]
+    fn a_refusal_says_retry_after_the_delay_rounded_up_to_seconds() {
+        let mut limiter = traefik(10, 1);
+        assert_eq!(limiter.decide(Nanos(7)), Decision::Admit);
+        let refusal = limiter.decide_with::<true>(Nanos(10_000_007));
+        // 90 ms to the next token: Retry-After: 1.
+        assert_eq!(
+            refusal,
+            Decision::Reject(Hint {
+                retry_at: Some(Nanos(1_010_000_007)),
+                reset_at: None
+            })
+        );
+        assert!(limiter.clone().decide(Nanos(1_010_000_007)).admitted());
+        // 0.4 per second (2 a 5 s period): a 2.5 s wait says 3.
+        let mut slow = Config {
+            average: NonZeroU64::new(2).unwrap(),
+            period: Nanos(5 * NANOS_PER_SEC),
+            burst: NonZeroU64::MIN,
+            clock_offset: Nanos::ZERO,
+        }
+        .build(Context::default())
+        .unwrap();
+        assert_eq!(slow.decide(Nanos(0)), Decision::Admit);
+        let Decision::Reject(hint) = slow.decide_with::<true>(Nanos(0)) else {
+            panic!("a 2.5 s wait is over 500 ms");
+        };
+        assert_eq!(hint.retry_at, Some(Nanos(3 * NANOS_PER_SEC)));
     }
 
     fn admitted(limiter: &mut Traefik, at: u64, tries: usize) -> usize {

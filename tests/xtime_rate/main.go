@@ -3,12 +3,13 @@
 // map Traefik keeps sources in), with injected times. Arguments: average,
 // period in ns, burst, and where within a Unix second the run starts, in ns.
 // Standard input: one request time per line, in ns from the start. Standard
-// output: "A <delay ns>" or "R" per request.
+// output: "A <delay ns>", or "R <Retry-After seconds>" as Traefik sends it, per request.
 package main
 
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"time"
@@ -75,7 +76,9 @@ func main() {
 		delay := res.DelayFrom(now)
 		if delay > maxDelay {
 			res.CancelAt(now)
-			fmt.Fprintln(out, "R")
+			// Traefik's serveDelayError: Retry-After is the delay in
+			// seconds, rounded up.
+			fmt.Fprintf(out, "R %.0f\n", math.Ceil(delay.Seconds()))
 			continue
 		}
 		fmt.Fprintf(out, "A %d\n", delay.Nanoseconds())
