@@ -25,6 +25,12 @@
 //! of a fixed ladder up to the one given (1–16, then about 9% apart, and
 //! every multiple of 50) and keeps the best, so a larger budget tries
 //! everything a smaller one did.
+//!
+//! A limiter that keeps state per client key is attacked from many keys:
+//! at each rung r of the ladder the best one-key pattern is sent by
+//! ⌊budget / r⌋ keys at once (at most [`MAX_KEYS`]), so the budget still
+//! holds in every second, and the keys' admissions add up. The pattern, the
+//! number of keys and the bound for that many keys are reported together.
 
 use rand::{RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -32,17 +38,23 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use crate::limiter::{Limiter, RateLimiter};
 use crate::metrics::rolling::RollingCounts;
 use crate::time::{NANOS_PER_SEC, Nanos};
+use crate::traffic::Key;
 
 /// Phases tried per window.
 const PHASES: u64 = 16;
 /// Patterns the local search tries from each start.
 const LOCAL_TRIES: u32 = 300;
+/// The most client keys the adversary sends from, against a per-key limiter.
+pub const MAX_KEYS: u64 = 10_000;
 
 /// The pattern that made the limiter admit the most.
 #[derive(Clone, Debug)]
 pub struct Found {
-    /// Its arrival times, sorted.
+    /// Its arrival times, sorted: each sent once by every one of `keys` keys.
     pub arrivals: Vec<Nanos>,
+    /// How many client keys send the pattern (1 for a limiter without
+    /// per-key state; keys 0 to `keys − 1`).
+    pub keys: u64,
     /// Its most admitted in one rolling interval.
     pub worst: u64,
     /// What it is, in words.
@@ -70,6 +82,9 @@ fn ladder(budget: u64) -> Vec<u64> {
 /// requests per second, maximising the admitted count in any `rolling`
 /// interval; every pattern fits in `[0, duration)`.
 pub fn search(limiter: &Limiter, budget: u64, rolling: Nanos, duration: Nanos) -> Option<Found> {
+    if limiter.keys_matter() {
+        return search_keyed(limiter, budget, rolling, duration);
+    }
     let bound = limiter.bound(rolling);
     let mut best: Option<Found> = None;
     for rung in ladder(budget) {
@@ -87,6 +102,71 @@ pub fn search(limiter: &Limiter, budget: u64, rolling: Nanos, duration: Nanos) -
         tight: found.worst >= bound,
         ..found
     })
+}
+
+/// The many-key search: at each rung the best one-key pattern, sent by as
+/// many keys as the budget allows, simulated through the limiter with all of
+/// them; the most admitted wins (on a tie, the fewest keys). It stops at the
+/// first rung whose one-key pattern reaches the one-key bound, since larger
+/// rungs only spread the budget over fewer keys.
+fn search_keyed(limiter: &Limiter, budget: u64, rolling: Nanos, duration: Nanos) -> Option<Found> {
+    let mut best: Option<Found> = None;
+    for rung in ladder(budget) {
+        let Some(single) = search_at(limiter, rung, rolling, duration) else {
+            continue;
+        };
+        let peak = peak_per_second(&single.arrivals.iter().map(|t| t.get()).collect::<Vec<_>>());
+        let keys = (budget / peak.max(1)).clamp(1, MAX_KEYS);
+        let (worst, bound, one_key_bound) = keyed_worst(limiter, &single.arrivals, keys, rolling);
+        let reached = single.worst >= one_key_bound;
+        // Rungs ascend, keys descend: on a tie the later rung, fewer keys.
+        if best.as_ref().is_none_or(|b| worst >= b.worst) {
+            best = Some(Found {
+                description: format!("{keys} keys at once, each sending {}", single.description),
+                arrivals: single.arrivals,
+                keys,
+                worst,
+                tight: worst >= bound,
+            });
+        }
+        if reached {
+            break;
+        }
+    }
+    best
+}
+
+/// The most `limiter` admits in any `rolling` interval when each of `keys`
+/// keys sends `arrivals` (in time order, keys in turn at each instant); its
+/// bound for that many keys; and its bound after one key's.
+fn keyed_worst(
+    limiter: &Limiter,
+    arrivals: &[Nanos],
+    keys: u64,
+    rolling: Nanos,
+) -> (u64, u64, u64) {
+    let mut one = limiter.clone();
+    arrivals.iter().for_each(|&t| {
+        one.decide_keyed::<false>(t, Key(0));
+    });
+    let mut all = limiter.clone();
+    let mut counts = RollingCounts::new(&[rolling]);
+    let mut released = Vec::new();
+    for &t in arrivals {
+        for key in 0..keys {
+            let decision = all.decide_keyed::<false>(t, Key(key));
+            if decision.admitted() {
+                released.push(t.get().saturating_add(decision.delay().get()));
+            }
+        }
+    }
+    released.sort_unstable();
+    released.iter().for_each(|&t| counts.push(Nanos(t)));
+    (
+        counts.worst()[0].count,
+        all.bound(rolling),
+        one.bound(rolling),
+    )
 }
 
 /// The families at exactly `budget`, then the local search from the best.
@@ -109,7 +189,9 @@ fn search_at(limiter: &Limiter, budget: u64, rolling: Nanos, duration: Nanos) ->
             // Leave room for a whole window before the boundary.
             let b = window.saturating_mul(2).max(rolling) + offset;
             for (description, arrivals) in patterns(b, window, rolling, budget) {
-                if arrivals.last().is_none_or(|&t| t >= duration.get()) {
+                if arrivals.last().is_none_or(|&t| t >= duration.get())
+                    || peak_per_second(&arrivals) > budget
+                {
                     continue;
                 }
                 let worst = admitted_worst(limiter.clone(), &arrivals, rolling);
@@ -144,6 +226,7 @@ fn search_at(limiter: &Limiter, budget: u64, rolling: Nanos, duration: Nanos) ->
     };
     Some(Found {
         arrivals: arrivals.into_iter().map(Nanos).collect(),
+        keys: 1,
         worst,
         description: format!("{description}; budget {budget} per second"),
         tight: false,
@@ -220,17 +303,20 @@ impl LocalSearch<'_> {
 
     /// No more than `budget` arrivals in any second; `arrivals` sorted.
     fn within_budget(&self, arrivals: &[u64]) -> bool {
-        let mut first = 0;
-        for (i, &t) in arrivals.iter().enumerate() {
-            while arrivals[first] + NANOS_PER_SEC <= t {
-                first += 1;
-            }
-            if (i - first + 1) as u64 > self.budget {
-                return false;
-            }
-        }
-        true
+        peak_per_second(arrivals) <= self.budget
     }
+}
+
+/// The most of `arrivals` (sorted) in any second.
+fn peak_per_second(arrivals: &[u64]) -> u64 {
+    let (mut first, mut peak) = (0, 0);
+    for (i, &t) in arrivals.iter().enumerate() {
+        while arrivals[first] + NANOS_PER_SEC <= t {
+            first += 1;
+        }
+        peak = peak.max((i - first + 1) as u64);
+    }
+    peak
 }
 
 /// The most `limiter` admits from `arrivals` in any interval of `rolling`,
@@ -349,6 +435,34 @@ mod tests {
     fn found(config: &str, budget: u64) -> (u64, u64, String) {
         let (found, bound) = searched(config, budget);
         (found.worst, bound, found.description)
+    }
+
+    /// Per key, the adversary sends from many keys: 2N from each of as many
+    /// keys as the budget feeds, so the whole budget passes, and the bound
+    /// for that many keys is reached (tight). One key would find 2N only.
+    #[test]
+    fn a_per_key_limit_is_attacked_from_many_keys() {
+        let config = "kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 100\nper = \"key\"";
+        let table: toml::Table = toml::from_str(config).unwrap();
+        let limiter = LimiterConfig::from_table(table)
+            .unwrap()
+            .build(Context::default())
+            .unwrap();
+        let found = search(&limiter, 1_000, Nanos::SECOND, Nanos(60 * NANOS_PER_SEC)).unwrap();
+        assert_eq!(found.worst, 1_000, "{}", found.description);
+        assert_eq!(found.keys, 5, "{}", found.description);
+        assert!(found.tight, "{}", found.description);
+        assert!(
+            found.description.starts_with("5 keys at once"),
+            "{}",
+            found.description
+        );
+        // A global window of the same limit: one key, 2N.
+        let (global, _) = searched(
+            "kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 100",
+            1_000,
+        );
+        assert_eq!((global.worst, global.keys), (200, 1));
     }
 
     #[test]

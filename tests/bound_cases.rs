@@ -264,3 +264,56 @@ fn decimals_are_exact_or_refused() {
         .to_string();
     assert!(err.contains("read-then-increment"), "{err}");
 }
+
+/// Per key, the adversary's run reports many keys, the lower bound it
+/// found and whether it reached the bound for that many keys; the same
+/// window globally is tight at 2N from one key.
+#[test]
+fn the_adversary_attacks_a_per_key_limit_from_many_keys_and_says_how_many() {
+    let text = r#"duration = "10s"
+[[workload]]
+name = "worst"
+sources = [{ kind = "adversary", budget = 400 }]
+[[limiter]]
+name = "per-client"
+kind = "fixed-window"
+window = "1s"
+threshold = 10
+per = "key"
+[[limiter]]
+name = "global"
+kind = "fixed-window"
+window = "1s"
+threshold = 10
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.toml");
+    std::fs::write(&path, text).unwrap();
+    let scenario = burstsim::scenario::load(&path).unwrap();
+    let outcome =
+        burstsim::sim::simulate(&scenario, &burstsim::sim::Options::default(), None).unwrap();
+    let runs: Vec<_> = outcome.runs().map(|r| &r.summary).collect();
+    let per_client = runs[0];
+    assert_eq!(
+        (
+            per_client.worst_rolling,
+            per_client.bound,
+            per_client.lower_bound,
+            per_client.tight
+        ),
+        (400, 400, Some(400), Some(true))
+    );
+    let keys = per_client
+        .keys
+        .as_ref()
+        .expect("keyed: the adversary sent from keys");
+    assert_eq!(keys.keys, 20);
+    let how = per_client.adversary.as_deref().unwrap();
+    assert!(how.starts_with("20 keys at once"), "{how}");
+    let global = runs[1];
+    assert_eq!(
+        (global.worst_rolling, global.bound, global.tight),
+        (20, 20, Some(true))
+    );
+    assert!(global.keys.is_none());
+}

@@ -246,6 +246,10 @@ impl RateLimiter for Chain {
         self.layers.iter().map(Limiter::resets).sum()
     }
 
+    fn keys_matter(&self) -> bool {
+        self.layers.iter().any(Limiter::keys_matter)
+    }
+
     fn window_edges(&self) -> Option<(Nanos, Nanos)> {
         self.layers.iter().find_map(Limiter::window_edges)
     }

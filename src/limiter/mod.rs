@@ -197,6 +197,13 @@ pub trait RateLimiter {
         Nanos::ZERO
     }
 
+    /// Whether it keeps state per client key (`per = "key"`, here or in a
+    /// layer or instance): then many keys get more through than one, and
+    /// the adversary sends from many.
+    fn keys_matter(&self) -> bool {
+        false
+    }
+
     /// The most memory its state can take besides the value itself (its
     /// logs, buckets, instances, per-key states) over `requests` requests
     /// from `keys` distinct client keys (synthetic clients are numbered 0 to
@@ -581,6 +588,10 @@ macro_rules! kinds {
 
             fn hint_granularity(&self) -> Nanos {
                 each_limiter!(self, ($($variant)+), limiter => limiter.hint_granularity())
+            }
+
+            fn keys_matter(&self) -> bool {
+                each_limiter!(self, ($($variant)+), limiter => limiter.keys_matter())
             }
 
             fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {

@@ -134,6 +134,10 @@ impl PerKey {
 }
 
 impl RateLimiter for PerKey {
+    fn keys_matter(&self) -> bool {
+        true
+    }
+
     fn hint_granularity(&self) -> Nanos {
         self.prototype.hint_granularity()
     }

@@ -96,13 +96,20 @@ impl Pattern {
 
 impl Driver for Pattern {
     fn next_time(&self) -> Option<Nanos> {
-        self.found.arrivals.get(self.next).copied()
+        let keys = self.found.keys.max(1) as usize;
+        self.found.arrivals.get(self.next / keys).copied()
     }
 
+    /// Each instant of the pattern once for every key, keys in turn.
     fn next(&mut self) -> Option<Arrival> {
         let time = self.next_time()?;
+        let key = self.next as u64 % self.found.keys.max(1);
         self.next += 1;
-        Some(Arrival::at(time))
+        // Key 0 is the default key: a one-key pattern is unkeyed traffic.
+        Some(Arrival {
+            time,
+            key: crate::traffic::Key(key),
+        })
     }
 
     fn answer(&mut self, _: Arrival, _: Attempt, _: Decision, _: &mut Events) {}

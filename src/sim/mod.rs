@@ -351,7 +351,18 @@ fn simulate_driven(
     let mut results = Vec::with_capacity(scenario.limiters.len());
     for (limiter, named) in scenario.limiters.iter().enumerate() {
         let mut driver = driver::for_limiter(scenario, workload, named, options.replication)?;
-        let mut run = RunState::new(scenario, options, named, workload.is_keyed());
+        // An adversary sends from many keys to a limiter that keeps state per key.
+        let adversary_keys = workload
+            .sources
+            .iter()
+            .any(|s| s.adversary_budget().is_some())
+            && named.limiter.keys_matter();
+        let mut run = RunState::new(
+            scenario,
+            options,
+            named,
+            workload.is_keyed() || adversary_keys,
+        );
         if let Some(retry) = &workload.retry {
             run = run.with_retries(scenario, retry);
         }

@@ -473,6 +473,14 @@ impl Cluster {
 }
 
 impl RateLimiter for Cluster {
+    /// In local mode, as its instances' limiter; shared counters are global.
+    fn keys_matter(&self) -> bool {
+        match &self.counter {
+            Counter::Local(local) => local.first().keys_matter(),
+            _ => false,
+        }
+    }
+
     /// Every instance: its clock, its figures and, in local mode, its own
     /// limiter, which may see any key and its share of the requests.
     fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
