@@ -324,6 +324,42 @@ mod tests {
         );
     }
 
+    /// A take-back is "as if rejected": a layer that counts rejected
+    /// requests too (its real counter is incremented before anything
+    /// decides) keeps the count; one that counts admissions gives it back.
+    #[test]
+    fn a_take_back_leaves_a_layer_that_counts_rejections_counted() {
+        let run = |first: &str| {
+            let mut limiter = chain(&format!(
+                "count_rejected = false\nlayers = [{first}, {{ kind = \"fixed-window\", window = \"1s\", threshold = 2 }}]"
+            ));
+            (0..10)
+                .filter(|_| limiter.decide(Nanos(0)).admitted())
+                .count()
+        };
+        // The second layer passes 2 of 10; the first saw 10.
+        let window = |counting: bool| {
+            format!("{{ kind = \"fixed-window\", window = \"1s\", threshold = 5, count_rejected = {counting} }}")
+        };
+        assert_eq!(run(&window(false)), 2);
+        let refunded = |first: &str| {
+            let mut limiter = chain(&format!(
+                "count_rejected = false\nlayers = [{first}, {{ kind = \"fixed-window\", window = \"1s\", threshold = 2 }}]"
+            ));
+            (0..10).for_each(|_| {
+                limiter.decide(Nanos(0));
+            });
+            // A new second for the second layer only: does the first still have room?
+            limiter.layers[0].decide(Nanos(1)).admitted()
+        };
+        assert!(refunded(&window(false)), "8 taken back: 2 of 5 counted");
+        assert!(!refunded(&window(true)), "all 10 counted, as rejections are");
+        assert!(!refunded("{ kind = \"sliding-log\", window = \"1s\", threshold = 5, count_rejected = true }"));
+        assert!(refunded("{ kind = \"sliding-log\", window = \"1s\", threshold = 5 }"));
+        assert!(!refunded("{ kind = \"kong\", second = 5, minute = 100, policy = \"redis\" }"));
+        assert!(refunded("{ kind = \"kong\", second = 5, minute = 100, policy = \"local\" }"));
+    }
+
     #[test]
     fn names_the_layer_with_an_error() {
         let table: toml::Table =

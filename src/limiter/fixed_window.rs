@@ -189,7 +189,11 @@ impl RateLimiter for FixedWindow {
     /// only one its window counted, it opened that window, which a rejected
     /// request would not have done — so the window closes again and the next
     /// request opens (or finds) its own.
+    /// As if rejected: a window counting rejected requests keeps the count.
     fn refund(&mut self, now: Nanos) {
+        if self.count_rejected {
+            return;
+        }
         self.count -= 1;
         if self.count == 0 {
             self.end = self.end.min(now.get());

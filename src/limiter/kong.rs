@@ -480,6 +480,8 @@ impl RateLimiter for Kong {
     fn refund(&mut self, now: Nanos) {
         match self {
             Kong::Window(window, _) => window.refund(now),
+            // As if rejected: the redis policy counts rejected requests too.
+            Kong::Calendar(calendar) if calendar.policy == Policy::Redis => {}
             Kong::Calendar(calendar) => calendar
                 .windows
                 .iter_mut()

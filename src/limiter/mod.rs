@@ -144,7 +144,9 @@ pub trait RateLimiter {
 
     /// Takes back the admission just made at `now`, as if it had been
     /// rejected: a chain with `count_rejected = false` does this to earlier
-    /// layers when a later one rejects.
+    /// layers when a later one rejects. A limiter that counts rejected
+    /// requests too (HAProxy's `track-sc`, Kong's redis policy,
+    /// `count_rejected = true`) keeps its count, as a rejection would.
     fn refund(&mut self, now: Nanos);
 
     /// The most arrivals this limiter can admit in any interval `[s, s + L)`

@@ -116,7 +116,12 @@ impl RateLimiter for SlidingLog {
         Decision::Admit
     }
 
+    /// As if rejected: with `count_rejected` the entry stays, as a
+    /// rejection's would.
     fn refund(&mut self, _now: Nanos) {
+        if self.count_rejected {
+            return;
+        }
         match self.overwritten.take() {
             None => {
                 self.log.pop();
