@@ -44,6 +44,9 @@ use crate::traffic::Key;
 const PHASES: u64 = 16;
 /// Patterns the local search tries from each start.
 const LOCAL_TRIES: u32 = 300;
+/// The most instants of change (outages, failovers, clock steps) after which
+/// the patterns are tried again.
+const MAX_CHANGES: usize = 8;
 /// The most client keys the adversary sends from, against a per-key limiter.
 pub const MAX_KEYS: u64 = 10_000;
 
@@ -172,22 +175,43 @@ fn keyed_worst(
 /// The families at exactly `budget`, then the local search from the best.
 fn search_at(limiter: &Limiter, budget: u64, rolling: Nanos, duration: Nanos) -> Option<Found> {
     let rolling = rolling.get();
-    // Candidate windows: the limiter's own (with its phase), the rolling
-    // interval and one second; each swept over 16 phases.
+    // Candidate windows: the limiter's own (with their phases: every period
+    // of Kong's, every layer's of a chain), the rolling interval and one
+    // second; each swept over 16 phases.
     let mut windows: Vec<(u64, u64)> = limiter
-        .window_edges()
-        .map(|(length, phase)| (length.get(), phase.get()))
+        .every_window_edges()
         .into_iter()
+        .map(|(length, phase)| (length.get(), phase.get()))
         .chain([(rolling, 0), (NANOS_PER_SEC, 0)])
         .collect();
     windows.sort_unstable();
     windows.dedup();
+    // Where its behaviour changes on its own (a store's outage, a clock
+    // step): the patterns are tried after each, not only at the start.
+    let mut changes: Vec<u64> = limiter.changes().iter().map(|t| t.get()).collect();
+    changes.sort_unstable();
+    changes.dedup();
+    changes.truncate(MAX_CHANGES);
     let mut best: Option<(u64, Vec<u64>, String)> = None;
     for &(window, phase_of_edges) in &windows {
-        for phase in 0..PHASES {
+        // Leave room for two windows (or the rolling interval) before the boundary.
+        let room = window.saturating_mul(2).max(rolling);
+        let mut bases = vec![room];
+        for &change in &changes {
+            let edge = change.div_ceil(window).saturating_mul(window);
+            bases.extend([edge.max(room), edge.saturating_add(room)]);
+        }
+        bases.sort_unstable();
+        bases.dedup();
+        for (base, phase) in bases
+            .iter()
+            .flat_map(|&base| (0..PHASES).map(move |p| (base, p)))
+        {
             let offset = (phase_of_edges + window * phase / PHASES) % window;
-            // Leave room for a whole window before the boundary.
-            let b = window.saturating_mul(2).max(rolling) + offset;
+            let b = base.saturating_add(offset);
+            if b >= duration.get() {
+                continue;
+            }
             for (description, arrivals) in patterns(b, window, rolling, budget) {
                 if arrivals.last().is_none_or(|&t| t >= duration.get())
                     || peak_per_second(&arrivals) > budget
@@ -394,6 +418,26 @@ fn patterns(b: u64, window: u64, rolling: u64, budget: u64) -> Vec<(String, Vec<
             format!("late ramp: {half} at the end of a window, {count} evenly through the next"),
             ramp,
         ));
+        // Anchored two windows before (a period opened by its first
+        // request, rotated once), a full window at the end of the next, and
+        // the ramp back-loaded: its i-th request at i/count of the window, so
+        // the previous window's full weight, shrinking as the window goes,
+        // leaves room for each (HAProxy's freq_ctr).
+        let opened: Vec<u64> = [b - 2 * window]
+            .into_iter()
+            .chain(burst(b - 1, half))
+            // The last at b + W − 2: within a rolling W of b − 1.
+            .chain((1..=count).map(|i| {
+                b + (u128::from(i) * u128::from(window.saturating_sub(2)) / u128::from(count))
+                    as u64
+            }))
+            .collect();
+        out.push((
+            format!(
+                "opened late ramp: 1 request, {half} at the end of the window after next, {count} back-loaded through the one after"
+            ),
+            opened,
+        ));
         let sustained: Vec<u64> = burst(b, half)
             .into_iter()
             .chain(evenly(b + 1, rolling - 1, count))
@@ -463,6 +507,55 @@ mod tests {
             1_000,
         );
         assert_eq!((global.worst, global.keys), (200, 1));
+    }
+
+    /// HAProxy's freq_ctr lets 2L through over a period: L at the end of a
+    /// period anchored by an opener, then L back-loaded through the next as
+    /// the previous period's weight shrinks.
+    #[test]
+    fn finds_2l_for_haproxy() {
+        let (worst, bound, how) = found("kind = \"haproxy-rate\"\nlimit = 100", 400);
+        assert_eq!((worst, bound), (200, 200), "{how}");
+    }
+
+    /// Kong with a second and a minute limit: both reset at a minute's edge,
+    /// where 100 before and 100 after pass.
+    #[test]
+    fn finds_2n_at_a_minute_edge_for_kong_second_and_minute() {
+        let table: toml::Table =
+            toml::from_str("kind = \"kong\"\nsecond = 100\nminute = 100").unwrap();
+        let limiter = LimiterConfig::from_table(table)
+            .unwrap()
+            .build(Context::default())
+            .unwrap();
+        let found = search(&limiter, 400, Nanos::SECOND, Nanos(300 * NANOS_PER_SEC)).unwrap();
+        assert_eq!(
+            (found.worst, limiter.bound(Nanos::SECOND)),
+            (200, 200),
+            "{}",
+            found.description
+        );
+        assert!(found.tight);
+    }
+
+    /// A store down at the start denies everything then; the patterns are
+    /// tried again after the outage ends, where 2N passes.
+    #[test]
+    fn finds_2n_after_an_outage_that_denies() {
+        let scenario = crate::scenario::parse(
+            "duration = \"60s\"\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"adversary\", budget = 400 }]\n[[limiter]]\nname = \"l\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 100\ncluster = { instances = 3, mode = \"shared-instance-clock\", store = { outages = [{ at = \"1s\", for = \"5s\" }], on_error = \"deny\" } }\n",
+            std::path::Path::new("d.toml"),
+        )
+        .unwrap();
+        let limiter = &scenario.limiters[0].limiter;
+        assert_eq!(limiter.changes(), [Nanos::SECOND, Nanos(6 * NANOS_PER_SEC)]);
+        let found = search(limiter, 400, Nanos::SECOND, scenario.duration).unwrap();
+        assert_eq!(
+            (found.worst, found.tight),
+            (200, true),
+            "{}",
+            found.description
+        );
     }
 
     #[test]

@@ -302,50 +302,6 @@ fn a_bad_from_is_an_error_at_the_scenarios_line() {
         ));
 }
 
-/// The README's console block after `command`, up to the closing fence.
-fn readme_block(command: &str) -> String {
-    let readme = fs::read_to_string("README.md").unwrap();
-    let start = format!("$ {command}\n");
-    let at = readme
-        .find(&start)
-        .unwrap_or_else(|| panic!("the README shows {command}"));
-    let shown = &readme[at + start.len()..];
-    shown[..shown.find("```").unwrap()].to_string()
-}
-
-#[test]
-fn the_readme_shows_the_real_output_of_my_gateway() {
-    let shown = readme_block("cd scenarios/my-gateway && burstsim import nginx.conf");
-    let printed = burstsim()
-        .current_dir("scenarios/my-gateway")
-        .args(["import", "nginx.conf"])
-        .output()
-        .unwrap();
-    assert_eq!(shown, String::from_utf8(printed.stdout).unwrap());
-
-    let shown = readme_block("burstsim run scenarios/my-gateway/my-gateway.toml");
-    let dir = tempfile::tempdir().unwrap();
-    let printed = burstsim()
-        .args([
-            "run",
-            "scenarios/my-gateway/my-gateway.toml",
-            "--no-charts",
-            "--color",
-            "never",
-            "--out",
-        ])
-        .arg(dir.path().join("out"))
-        .output()
-        .unwrap();
-    let printed = String::from_utf8(printed.stdout).unwrap();
-    let table: String = printed
-        .lines()
-        .filter(|l| !l.starts_with("results in "))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    assert_eq!(shown, table);
-}
-
 /// Imports `text` as `name`, within `seconds`: its exit code and stderr.
 fn import_within(name: &str, text: &str, seconds: u64) -> (Option<i32>, String) {
     let dir = tempfile::tempdir().unwrap();

@@ -489,24 +489,6 @@ fn validate_checks_every_point_of_a_sweep_in_the_file() {
 }
 
 #[test]
-fn the_readme_shows_the_real_output_of_sweep_promo() {
-    let readme = fs::read_to_string("README.md").unwrap();
-    let start = "$ burstsim sweep scenarios/sweep-promo.toml\n";
-    let shown = &readme[readme.find(start).expect("the README shows sweep-promo") + start.len()..];
-    let shown = &shown[..shown.find("```").unwrap()];
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let assert = burstsim()
-        .args(["sweep", PROMO, "--color", "never", "--out"])
-        .arg(&out)
-        .assert()
-        .success();
-    let printed = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
-    let printed = printed.replace(out.to_str().unwrap(), "output/sweep-promo");
-    assert_eq!(shown, printed);
-}
-
-#[test]
 fn a_sweep_too_large_is_refused_from_the_scenario_before_any_point_is_built() {
     // 2,000 limiters and 1,000 values: building every point to estimate it
     // took 27 s before the refusal.

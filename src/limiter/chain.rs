@@ -250,6 +250,14 @@ impl RateLimiter for Chain {
         self.layers.iter().any(Limiter::keys_matter)
     }
 
+    fn every_window_edges(&self) -> Vec<(Nanos, Nanos)> {
+        self.layers.iter().flat_map(Limiter::every_window_edges).collect()
+    }
+
+    fn changes(&self) -> Vec<Nanos> {
+        self.layers.iter().flat_map(Limiter::changes).collect()
+    }
+
     fn window_edges(&self) -> Option<(Nanos, Nanos)> {
         self.layers.iter().find_map(Limiter::window_edges)
     }

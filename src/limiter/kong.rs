@@ -565,6 +565,26 @@ impl RateLimiter for Kong {
         }
     }
 
+    /// Every fixed-length period's edges: a minute's edge is where a second
+    /// limit and a minute limit both reset.
+    fn every_window_edges(&self) -> Vec<(Nanos, Nanos)> {
+        match self {
+            Kong::Window(window, _) => window.window_edges().into_iter().collect(),
+            Kong::Calendar(calendar) => calendar
+                .windows
+                .iter()
+                .filter_map(|w| {
+                    let length = w.period.fixed_length()?;
+                    let phase = (length - calendar.start.0.rem_euclid(length)) % length;
+                    Some((
+                        Nanos(length as u64 * NANOS_PER_SEC),
+                        Nanos(phase as u64 * NANOS_PER_SEC),
+                    ))
+                })
+                .collect(),
+        }
+    }
+
     /// The shortest period's edges, when every one of its windows is as long.
     fn window_edges(&self) -> Option<(Nanos, Nanos)> {
         match self {

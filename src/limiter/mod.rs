@@ -199,6 +199,20 @@ pub trait RateLimiter {
         Nanos::ZERO
     }
 
+    /// The edges of every fixed window it keeps (length, phase), where
+    /// several windows decide together (Kong's periods, a chain's layers);
+    /// by default its one [`RateLimiter::window_edges`].
+    fn every_window_edges(&self) -> Vec<(Nanos, Nanos)> {
+        self.window_edges().into_iter().collect()
+    }
+
+    /// The instants, in true time, at which it changes on its own: a
+    /// store's outages starting and ending, failovers, clock steps. The
+    /// adversary tries its patterns after each as well as at the start.
+    fn changes(&self) -> Vec<Nanos> {
+        Vec::new()
+    }
+
     /// Whether it keeps state per client key (`per = "key"`, here or in a
     /// layer or instance): then many keys get more through than one, and
     /// the adversary sends from many.
@@ -594,6 +608,14 @@ macro_rules! kinds {
 
             fn keys_matter(&self) -> bool {
                 each_limiter!(self, ($($variant)+), limiter => limiter.keys_matter())
+            }
+
+            fn every_window_edges(&self) -> Vec<(Nanos, Nanos)> {
+                each_limiter!(self, ($($variant)+), limiter => limiter.every_window_edges())
+            }
+
+            fn changes(&self) -> Vec<Nanos> {
+                each_limiter!(self, ($($variant)+), limiter => limiter.changes())
             }
 
             fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {

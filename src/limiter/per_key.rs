@@ -138,6 +138,14 @@ impl RateLimiter for PerKey {
         true
     }
 
+    fn every_window_edges(&self) -> Vec<(Nanos, Nanos)> {
+        self.prototype.every_window_edges()
+    }
+
+    fn changes(&self) -> Vec<Nanos> {
+        self.prototype.changes()
+    }
+
     fn hint_granularity(&self) -> Nanos {
         self.prototype.hint_granularity()
     }

@@ -87,6 +87,11 @@ impl Clock {
             .clamp(0, i128::from(u64::MAX)) as u64
     }
 
+    /// When it steps, in true time.
+    pub fn step_times(&self) -> Vec<Nanos> {
+        self.steps.iter().map(|&(at, _)| Nanos(at)).collect()
+    }
+
     /// The most it can lag behind and run ahead of true time over `duration`.
     pub fn extremes(&self, duration: u64) -> (i128, i128) {
         let drift = i128::from(duration) * i128::from(self.drift_ppm) / 1_000_000;

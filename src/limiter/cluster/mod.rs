@@ -473,6 +473,20 @@ impl Cluster {
 }
 
 impl RateLimiter for Cluster {
+    /// Outages starting and ending, failovers and every instance's (or the
+    /// store's) clock steps.
+    fn changes(&self) -> Vec<Nanos> {
+        let mut at: Vec<Nanos> = self.clocks.iter().flat_map(Clock::step_times).collect();
+        if let Some(faults) = self.faults.as_ref().map(FaultState::faults) {
+            at.extend(faults.outages.iter().flat_map(|o| [o.at, o.end()]));
+            at.extend(faults.failovers.iter().map(|f| f.at));
+        }
+        if let Counter::StoreClock(store) = &self.counter {
+            at.extend(store.step_times());
+        }
+        at
+    }
+
     /// In local mode, as its instances' limiter; shared counters are global.
     fn keys_matter(&self) -> bool {
         match &self.counter {

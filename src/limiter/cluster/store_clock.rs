@@ -5,6 +5,7 @@
 use super::clock::Clock;
 use super::in_true_time;
 use crate::limiter::{Decision, Hint};
+use crate::time::Nanos;
 
 /// One counter, windows cut by the store's clock.
 #[derive(Clone, Debug)]
@@ -19,6 +20,11 @@ pub struct StoreClock {
 
 impl StoreClock {
     /// No key yet.
+    /// When the store's clock steps, in true time.
+    pub fn step_times(&self) -> Vec<Nanos> {
+        self.clock.step_times()
+    }
+
     pub fn new(window: u64, threshold: u64, clock: Clock, rtt: u64) -> StoreClock {
         StoreClock {
             window,
