@@ -402,7 +402,10 @@ fn limits_far_above_the_traffic_do_not_squash_the_charts() {
     // keys; a bound of 620 beside them), not near 10000.
     let ticks: Vec<f64> = bars.iter().filter_map(|t| t.parse().ok()).collect();
     let top = ticks.iter().copied().fold(0.0, f64::max);
-    assert!((400.0..1_000.0).contains(&top), "axis up to {top}: {ticks:?}");
+    assert!(
+        (400.0..1_000.0).contains(&top),
+        "axis up to {top}: {ticks:?}"
+    );
     let lines = texts(&read(&gateway.out.join("charts/overview-sale-opening.svg")));
     assert!(
         lines
