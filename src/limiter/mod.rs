@@ -186,7 +186,7 @@ pub trait RateLimiter {
     /// What one key's state costs where it is usually kept (a Redis key, an
     /// nginx zone), in bytes, when known: the figures are measured (Redis
     /// 7.0 with jemalloc, `INFO memory` over 10,000 keys; the test that
-    /// measures them is in `tests/redis_real.rs`) or documented (nginx).
+    /// measures them is in `tests/integration/redis_real.rs`) or documented (nginx).
     fn state_bytes(&self) -> Option<u64> {
         None
     }

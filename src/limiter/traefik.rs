@@ -23,7 +23,7 @@
 //! The arithmetic is the Go library's, in the same IEEE doubles in the same
 //! order — tokens, `Duration.Seconds()`, `durationFromTokens` truncated to
 //! whole nanoseconds — because the real limiter decides in floats: integers
-//! would disagree with it. `tests/xtime_rate.rs` runs a Go driver over the
+//! would disagree with it. `tests/integration/xtime_rate.rs` runs a Go driver over the
 //! real library and agrees request by request.
 
 use std::num::NonZeroU64;

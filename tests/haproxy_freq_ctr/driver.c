@@ -1,6 +1,6 @@
 /*
  * burstsim's test driver around HAProxy's own frequency counter: built by
- * tests/haproxy_freq_ctr.rs against the source of the installed HAProxy
+ * tests/integration/haproxy_freq_ctr.rs against the source of the installed HAProxy
  * (its include/ and src/freq_ctr.c, fetched by .ci/run), never committed
  * with it. It plays a stick-table entry's http_req_rate(P) with
  * `track-sc0` then `deny if { sc_http_req_rate(0) gt L }`: for each

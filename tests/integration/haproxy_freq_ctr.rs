@@ -6,11 +6,11 @@
 //! answer for every one: equal times, odd and even milliseconds of
 //! HAProxy's clock, odd periods, idle spells of two periods and the u32
 //! clock wrapping. The wall-clock test against the running HAProxy
-//! (`tests/haproxy_real.rs`) checks the whole path; this one checks every
+//! (`tests/integration/haproxy_real.rs`) checks the whole path; this one checks every
 //! edge to the millisecond. Skipped, with a message, where the source or a
 //! C compiler is missing.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

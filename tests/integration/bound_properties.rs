@@ -7,7 +7,7 @@ use burstsim::limiter::{Context, Limiter, LimiterConfig, RateLimiter};
 use burstsim::time::Nanos;
 use proptest::prelude::*;
 
-mod common;
+use crate::common;
 
 fn build(text: &str) -> Limiter {
     let table: toml::Table = toml::from_str(text).expect("valid TOML");

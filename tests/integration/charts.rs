@@ -2,7 +2,7 @@
 //! title, axis labels and every limiter; the shaded interval where the
 //! summary says; a report that needs nothing from the network.
 
-mod common;
+use crate::common;
 
 use common::skip_unless_ci;
 

@@ -10,7 +10,7 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-mod common;
+use crate::common;
 
 const PROMO: &str = "scenarios/sweep-promo.toml";
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
-mod common;
+use crate::common;
 use predicates::prelude::*;
 use serde_json::Value;
 

@@ -3,7 +3,7 @@
 //! delays to within scheduling noise). Skipped, with a message, where no
 //! `nginx` is installed; `.ci/run` installs Debian's nginx so CI runs it.
 
-mod common;
+use crate::common;
 
 use common::skip_unless_ci;
 

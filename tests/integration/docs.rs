@@ -5,7 +5,7 @@
 //! terminal shows them — must be the block's text. A change to a model moves
 //! the documented figures with it, or this test fails.
 //!
-//! `BURSTSIM_BLESS=1 cargo test --test docs` writes the printed output back
+//! `BURSTSIM_BLESS=1 cargo test --test integration docs::` writes the printed output back
 //! into the blocks; review the diff as a reviewer reads the docs.
 //!
 //! Blocks that cannot run here are listed in `SKIPPED` with the reason; any
@@ -19,11 +19,11 @@ use std::process::Command;
 const SKIPPED: [(&str, &str); 4] = [
     (
         "burstsim run bad.toml",
-        "bad.toml is the reader's own broken file; tests/cli.rs checks the error's form",
+        "bad.toml is the reader's own broken file; tests/integration/cli.rs checks the error's form",
     ),
     (
         "redis-server",
-        "needs a Redis server and wall-clock timing; tests/live_redis.rs runs the live replay",
+        "needs a Redis server and wall-clock timing; tests/integration/live_redis.rs runs the live replay",
     ),
     (
         "scripts/bench.sh",
@@ -31,7 +31,7 @@ const SKIPPED: [(&str, &str); 4] = [
     ),
     (
         "burstsim merge parts/",
-        "needs the shard folders the text describes; tests/sweep.rs checks each refusal",
+        "needs the shard folders the text describes; tests/integration/sweep.rs checks each refusal",
     ),
 ];
 

@@ -3,8 +3,6 @@
 //! construct it does not understand is an error at its line; `from = { … }`
 //! imports at run time to the same results as the pasted blocks.
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 

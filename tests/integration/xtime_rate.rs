@@ -9,7 +9,7 @@
 //! `golang-golang-x-time-dev` and `golang-github-mailgun-ttlmap-dev` so CI
 //! runs it.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

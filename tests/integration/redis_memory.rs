@@ -5,7 +5,7 @@
 
 use burstsim::limiter::{Context, LimiterConfig, RateLimiter};
 
-mod common;
+use crate::common;
 
 use common::{RedisServer, redis_server, skip_unless_ci};
 

@@ -2,7 +2,7 @@
 //! simulator (edges within timing jitter are followed and reported), and the
 //! non-atomic GET, INCR, PEXPIRE variant over-admits.
 
-mod common;
+use crate::common;
 
 use std::fs;
 

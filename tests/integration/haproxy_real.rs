@@ -6,7 +6,7 @@
 //! unexplained. Skipped, with a message, where no `haproxy` is installed;
 //! `.ci/run` installs Debian's so CI runs it.
 
-mod common;
+use crate::common;
 
 use common::skip_unless_ci;
 

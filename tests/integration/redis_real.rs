@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use burstsim::limiter::{Context, RateLimiter};
 use burstsim::time::Nanos;
 
-mod common;
+use crate::common;
 
 use common::{RedisServer, redis_server, skip_unless_ci};
 

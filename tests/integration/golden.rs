@@ -10,14 +10,14 @@
 //! column added later does not count as drift. Regenerate only on purpose, and say why in the
 //! commit:
 //!
-//!     BURSTSIM_BLESS=1 cargo test --test golden
+//!     BURSTSIM_BLESS=1 cargo test --test integration golden::
 
 use std::fs;
 use std::path::Path;
 
 use assert_cmd::Command;
 
-mod common;
+use crate::common;
 
 /// FNV-1a, 64 bits: a fixed, portable digest (std's hasher may change).
 fn fnv1a(bytes: &[u8]) -> u64 {
