@@ -1,8 +1,8 @@
 //! What `burstsim check` objects to in a run: more admitted in one second than
 //! the backend serves, or requests the backend had to drop.
 
-use crate::report::seconds;
 use crate::summary::RunSummary;
+use crate::time::seconds;
 
 /// One line per problem of `run`; none when it stays within the backend.
 pub fn failures(run: &RunSummary) -> Vec<String> {

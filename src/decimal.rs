@@ -5,6 +5,47 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer};
 
+/// A decimal number (`"1.5"`) of units worth `scale` each (`"1.5"` seconds
+/// at a scale of 10^9 is 1,500,000,000 ns), without floats: digits past the
+/// `digits`-th after the point are dropped. `None` for anything but digits
+/// around at most one point, or an overflow. Trace timestamps and import's
+/// durations are read with it.
+#[inline]
+pub fn scaled(text: &str, scale: u64, digits: usize) -> Option<u64> {
+    let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
+    if whole.is_empty() && frac.is_empty()
+        || !whole
+            .bytes()
+            .chain(frac.bytes())
+            .all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let whole: u64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().ok()?
+    };
+    let kept = &frac[..frac.len().min(digits)];
+    let frac: u64 = if kept.is_empty() {
+        0
+    } else {
+        kept.parse().ok()?
+    };
+    let frac = frac * 10u64.pow((digits - kept.len()) as u32);
+    whole.checked_mul(scale)?.checked_add(frac)
+}
+
+/// As [`scaled`], but `None` rather than dropping digits past the
+/// `digits`-th: for settings, which must mean exactly what they say.
+pub fn scaled_exactly(text: &str, scale: u64, digits: usize) -> Option<u64> {
+    let fraction = text.split_once('.').map_or("", |(_, f)| f);
+    if fraction.len() > digits {
+        return None;
+    }
+    scaled(text, scale, digits)
+}
+
 /// Most digits kept after the decimal point.
 const MAX_SCALE: u32 = 9;
 

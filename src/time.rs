@@ -95,6 +95,34 @@ impl serde::de::Visitor<'_> for DurationVisitor {
 }
 
 /// Prints the shortest exact form with a unit: `1s`, `100ms`, `1.5s`, `250us`, `7ns`.
+/// Seconds with millisecond precision, for times inside a run in reports
+/// and messages: `12.345s`.
+pub fn seconds(ns: u64) -> String {
+    format!("{:.3}s", ns as f64 / 1e9)
+}
+
+impl Nanos {
+    /// As a scenario writes it, in the largest unit that holds it exactly
+    /// (`1500ms`, not `1.5s`), so it reads back as the same nanoseconds:
+    /// what import and sweeps write into scenario files.
+    pub fn exact_text(self) -> String {
+        const UNITS: [(u64, &str); 4] = [
+            (NANOS_PER_SEC, "s"),
+            (1_000_000, "ms"),
+            (1_000, "us"),
+            (1, "ns"),
+        ];
+        if self.0 == 0 {
+            return "0s".into();
+        }
+        let (unit, name) = UNITS
+            .iter()
+            .find(|(unit, _)| self.0.is_multiple_of(*unit))
+            .expect("1 ns divides everything");
+        format!("{}{name}", self.0 / unit)
+    }
+}
+
 impl fmt::Display for Nanos {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const UNITS: [(u64, &str); 4] = [

@@ -12,8 +12,8 @@ use super::Chart;
 use super::style::{
     AXIS_SIZE, CAPACITY, FAINT, FONT, HEIGHT, LABEL_SIZE, TITLE_SIZE, WIDTH, limiter_colour,
 };
-use crate::report::sweep::{SweepResults, within_capacity, worst_second};
 use crate::summary::RunSummary;
+use crate::sweep::results::{SweepResults, within_capacity, worst_second};
 
 /// Most cells in one heat map panel (64 × 64): beyond, the SVG would be
 /// megabytes of rectangles no one can read; the files hold every point.

@@ -323,37 +323,12 @@ fn unique_names(mut blocks: Vec<Block>) -> Vec<Block> {
 
 /// A duration as a scenario writes it, in the largest unit that is exact.
 fn duration(ns: u64) -> String {
-    for (unit, name) in [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")] {
-        if ns.is_multiple_of(unit) && ns > 0 {
-            return format!("{}{name}", ns / unit);
-        }
-    }
-    format!("{ns}ns")
+    Nanos(ns).exact_text()
 }
 
 /// A decimal number of seconds (`"1.5"`, `"0.25"`) as nanoseconds, exactly.
 fn decimal_seconds(text: &str) -> Option<u64> {
-    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
-    if whole.is_empty() && fraction.is_empty()
-        || !whole
-            .chars()
-            .chain(fraction.chars())
-            .all(|c| c.is_ascii_digit())
-        || fraction.len() > 9
-    {
-        return None;
-    }
-    let whole: u64 = if whole.is_empty() {
-        0
-    } else {
-        whole.parse().ok()?
-    };
-    let fraction: u64 = if fraction.is_empty() {
-        0
-    } else {
-        format!("{fraction:0<9}").parse().ok()?
-    };
-    whole.checked_mul(1_000_000_000)?.checked_add(fraction)
+    crate::decimal::scaled_exactly(text, 1_000_000_000, 9)
 }
 
 /// A Go-style duration (`"1s"`, `"1m30s"`, `"500ms"`, `"1.5s"`), exactly.

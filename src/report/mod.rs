@@ -29,7 +29,4 @@ pub fn ratio(value: f64) -> String {
     format!("{value:.2}×")
 }
 
-/// Seconds with millisecond precision, for times inside a run: `12.345s`.
-pub fn seconds(ns: u64) -> String {
-    format!("{:.3}s", ns as f64 / 1e9)
-}
+pub use crate::time::seconds;

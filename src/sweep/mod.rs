@@ -5,6 +5,7 @@
 //! any scenario, so a mistake at a point names the file's own line.
 
 pub mod path;
+pub mod results;
 pub mod shard;
 pub mod values;
 
@@ -360,10 +361,5 @@ impl Base {
 /// A stable 64-bit FNV-1a hash of `bytes`, as 16 hex digits: the identity
 /// of a scenario's text in a sweep's results.
 pub fn fingerprint(bytes: &[u8]) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for &byte in bytes {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{hash:016x}")
+    format!("{:016x}", crate::random::fnv1a(bytes))
 }

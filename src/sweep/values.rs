@@ -137,9 +137,7 @@ fn range(spec: &str, start: &str, end: &str, step: &str) -> Result<Vec<Value>, S
         return Ok(numbers
             .into_iter()
             .map(|n| {
-                Value::from(exact_duration(
-                    u64::try_from(n).expect("between two u64 bounds"),
-                ))
+                Value::from(Nanos(u64::try_from(n).expect("between two u64 bounds")).exact_text())
             })
             .collect());
     }
@@ -222,25 +220,6 @@ fn geometric_steps(
     Ok(values)
 }
 
-/// A duration in the largest unit that holds it exactly (`1500ms`, not
-/// `1.5s`), so the scenario reads back the same number of nanoseconds.
-pub fn exact_duration(ns: u64) -> String {
-    const UNITS: [(u64, &str); 4] = [
-        (1_000_000_000, "s"),
-        (1_000_000, "ms"),
-        (1_000, "us"),
-        (1, "ns"),
-    ];
-    if ns == 0 {
-        return "0s".into();
-    }
-    let (unit, name) = UNITS
-        .iter()
-        .find(|(unit, _)| ns.is_multiple_of(*unit))
-        .expect("1 ns divides everything");
-    format!("{}{name}", ns / unit)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,7 +271,7 @@ mod tests {
     #[test]
     fn exact_durations_read_back_the_same() {
         for ns in [1, 999, 1_000, 1_500_000_000, 60_000_000_000, 7_000_001] {
-            assert_eq!(Nanos::parse(&exact_duration(ns)), Ok(Nanos(ns)));
+            assert_eq!(Nanos::parse(&Nanos(ns).exact_text()), Ok(Nanos(ns)));
         }
     }
 }

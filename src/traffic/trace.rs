@@ -386,8 +386,8 @@ fn parse_text(text: &str, unit: Unit) -> Option<u64> {
     let text = text.trim();
     match unit {
         Unit::Nanos => parse_nanos(text.as_bytes()),
-        Unit::Seconds => parse_decimal(text, NANOS_PER_SEC, 9),
-        Unit::Millis => parse_decimal(text, 1_000_000, 6),
+        Unit::Seconds => crate::decimal::scaled(text, NANOS_PER_SEC, 9),
+        Unit::Millis => crate::decimal::scaled(text, 1_000_000, 6),
         Unit::DateTime => logs::iso_time(text),
     }
 }
@@ -857,34 +857,7 @@ fn parse_nanos(field: &[u8]) -> Option<u64> {
 /// Decimal seconds to nanoseconds without floats; digits past the ninth are dropped.
 #[cfg(test)]
 fn parse_seconds(text: &str) -> Option<u64> {
-    parse_decimal(text, NANOS_PER_SEC, 9)
-}
-
-/// A decimal number of units of `scale` nanoseconds, without floats; digits
-/// past the `digits`-th after the point are dropped.
-fn parse_decimal(text: &str, scale: u64, digits: usize) -> Option<u64> {
-    let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
-    if whole.is_empty() && frac.is_empty()
-        || !whole
-            .bytes()
-            .chain(frac.bytes())
-            .all(|b| b.is_ascii_digit())
-    {
-        return None;
-    }
-    let whole: u64 = if whole.is_empty() {
-        0
-    } else {
-        whole.parse().ok()?
-    };
-    let kept = &frac[..frac.len().min(digits)];
-    let frac: u64 = if kept.is_empty() {
-        0
-    } else {
-        kept.parse().ok()?
-    };
-    let frac = frac * 10u64.pow((digits - kept.len()) as u32);
-    whole.checked_mul(scale)?.checked_add(frac)
+    crate::decimal::scaled(text, NANOS_PER_SEC, 9)
 }
 
 enum Rows {
