@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -135,4 +135,26 @@ impl Drop for RedisServer {
 pub fn skip_unless_ci(message: &str) {
     assert!(std::env::var_os("CI").is_none(), "CI is set but {message}");
     eprintln!("{message}");
+}
+
+/// What `driver` run with `args` prints for `lines` fed to its standard
+/// input, one a line: the differential tests' drivers around real libraries.
+pub fn piped(driver: &Path, args: &[String], lines: impl Iterator<Item = String>) -> String {
+    use std::io::Write;
+    let mut child = Command::new(driver)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input: String = lines.map(|line| format!("{line}\n")).collect();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{} failed", driver.display());
+    String::from_utf8(output.stdout).unwrap()
 }

@@ -12,9 +12,8 @@
 
 use crate::common;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use burstsim::limiter::{Context, LimiterConfig, RateLimiter};
 use burstsim::random::splitmix64;
@@ -93,22 +92,11 @@ fn haproxy_rate_decides_every_request_as_haproxys_freq_ctr() {
     ] {
         let times = times(&mut state, 4_000, period_ms);
         let clock = |t: u64| (t + within) / MS;
-        let mut child = Command::new(&driver)
-            .args([period_ms, limit, u64::from(start_ms)].map(|v| v.to_string()))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let input: String = times.iter().map(|&t| format!("{}\n", clock(t))).collect();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        let output = child.wait_with_output().unwrap();
-        assert!(output.status.success());
-        let answers = String::from_utf8(output.stdout).unwrap();
+        let answers = common::piped(
+            &driver,
+            &[period_ms, limit, u64::from(start_ms)].map(|v| v.to_string()),
+            times.iter().map(|&t| clock(t).to_string()),
+        );
         let offset = u64::from(start_ms % 2) * MS + within;
         let table: toml::Table = toml::from_str(&format!(
             "kind = \"haproxy-rate\"\nperiod = \"{period_ms}ms\"\nlimit = {limit}\nclock_offset = \"{offset}ns\""

@@ -11,9 +11,8 @@
 
 use crate::common;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use burstsim::limiter::{Context, Decision, LimiterConfig, RateLimiter};
 use burstsim::time::Nanos;
@@ -104,22 +103,11 @@ fn traefik_decides_every_request_as_x_time_rate_does() {
     ] {
         let scale = period_ns / average;
         let times = times(&mut mix, 3_000, scale, offset);
-        let mut child = Command::new(&driver)
-            .args([average, period_ns, burst, offset].map(|v| v.to_string()))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let input: String = times.iter().map(|t| format!("{t}\n")).collect();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        let output = child.wait_with_output().unwrap();
-        assert!(output.status.success());
-        let answers = String::from_utf8(output.stdout).unwrap();
+        let answers = common::piped(
+            &driver,
+            &[average, period_ns, burst, offset].map(|v| v.to_string()),
+            times.iter().map(u64::to_string),
+        );
         let table: toml::Table = toml::from_str(&format!(
             "kind = \"traefik\"\naverage = {average}\nperiod = \"{period_ns}ns\"\nburst = {burst}\nclock_offset = \"{offset}ns\""
         ))
