@@ -1,0 +1,174 @@
+//! The running trace: rows in time order (streamed when the file is
+//! sorted, else sorted in memory), whole seconds spread within their second.
+
+use super::*;
+
+pub(super) enum Rows {
+    Stream {
+        /// Boxed: the reader's buffers dwarf the other variant.
+        input: Box<Input>,
+        /// The hash of the file's bytes when it was checked.
+        checksum: u64,
+        layout: Layout,
+        path: PathBuf,
+        /// The last timestamp read, to catch a file that changed after it was checked.
+        previous: u64,
+        /// Whether the first pass found the file sorted.
+        sorted: bool,
+    },
+    Sorted(std::vec::IntoIter<(u64, Key)>),
+}
+
+/// Whole-second rows spread within their second: one second's rows at a
+/// time, drawn, then sorted (equal draws keep the file's order).
+pub(super) struct Spreader {
+    pub(super) rng: Rng,
+    pub(super) pending: VecDeque<(u64, Key)>,
+    /// The first row of the next second, read while gathering this one's.
+    pub(super) carry: Option<(u64, Key)>,
+}
+
+/// The running source. A row that fails to parse now (the file changed since
+/// it was checked) ends the stream and is kept in [`Arrivals::take_error`].
+pub struct Arrivals {
+    pub(super) rows: Rows,
+    pub(super) start: u64,
+    pub(super) end: u64,
+    pub(super) offset: i128,
+    pub(super) spread: Option<Spreader>,
+    pub(super) error: Option<String>,
+}
+
+impl Arrivals {
+    /// Arrivals already in time order (for tests and callers that hold them).
+    pub fn from_sorted(arrivals: Vec<Arrival>) -> Arrivals {
+        let rows: Vec<(u64, Key)> = arrivals.iter().map(|a| (a.time.get(), a.key)).collect();
+        Arrivals {
+            rows: Rows::Sorted(rows.into_iter()),
+            start: 0,
+            end: u64::MAX,
+            offset: 0,
+            spread: None,
+            error: None,
+        }
+    }
+
+    /// The error that cut the stream short, if any.
+    pub fn take_error(&mut self) -> Option<String> {
+        self.error.take()
+    }
+
+    /// The next timestamp as written, before shifting and filtering, and its key.
+    #[inline]
+    pub(super) fn next_raw(&mut self) -> Option<(u64, Key)> {
+        match &mut self.rows {
+            Rows::Sorted(times) => times.next(),
+            Rows::Stream {
+                input,
+                checksum,
+                layout,
+                path,
+                previous,
+                sorted,
+            } => {
+                let row = input.next(layout, path).and_then(|row| match row {
+                    None => verify(input, *checksum, path).map(|()| None),
+                    Some((time, _)) if *sorted && time < *previous => Err(format!(
+                        "{}:{}: the row is earlier than the one before it; the file changed while burstsim read it",
+                        path.display(),
+                        input.line()
+                    )),
+                    Some((time, key)) => {
+                        *previous = time;
+                        Ok(Some((time, key)))
+                    }
+                });
+                row.unwrap_or_else(|err| {
+                    self.error = Some(err);
+                    None
+                })
+            }
+        }
+    }
+
+    /// The next row, spread within its second when the trace's are whole seconds.
+    #[inline]
+    pub(super) fn next_spread(&mut self) -> Option<(u64, Key)> {
+        let Some(mut spread) = self.spread.take() else {
+            return self.next_raw();
+        };
+        if spread.pending.is_empty() {
+            let first = spread.carry.take().or_else(|| self.next_raw());
+            if let Some(first) = first {
+                let second = first.0 / NANOS_PER_SEC;
+                let mut rows = vec![first];
+                while let Some(row) = self.next_raw() {
+                    if row.0 / NANOS_PER_SEC != second {
+                        spread.carry = Some(row);
+                        break;
+                    }
+                    rows.push(row);
+                    if rows.len() > MAX_SPREAD_ROWS {
+                        self.error = Some(format!(
+                            "more than {MAX_SPREAD_ROWS} requests in one second of the trace are spread in memory, and more is refused; set spread = \"none\""
+                        ));
+                        return None;
+                    }
+                }
+                for row in &mut rows {
+                    row.0 += spread.rng.random_range(0..NANOS_PER_SEC);
+                }
+                rows.sort_by_key(|&(time, _)| time);
+                spread.pending.extend(rows);
+            }
+        }
+        let row = spread.pending.pop_front();
+        self.spread = Some(spread);
+        row
+    }
+
+    /// Ends a stream cut short at the run's end: the rest of the file is
+    /// read too, so the whole of it is checked against the first pass.
+    pub(super) fn finish_early(&mut self) {
+        if let Rows::Stream {
+            input,
+            checksum,
+            path,
+            ..
+        } = &mut self.rows
+            && let Err(err) = verify(input, *checksum, path)
+        {
+            self.error.get_or_insert(err);
+        }
+    }
+
+    pub(super) fn raw(&mut self) -> impl Iterator<Item = (u64, Key)> + '_ {
+        std::iter::from_fn(move || self.next_raw())
+    }
+}
+
+impl Iterator for Arrivals {
+    type Item = Arrival;
+
+    #[inline]
+    fn next(&mut self) -> Option<Arrival> {
+        loop {
+            let (raw, key) = self.next_spread()?;
+            let time = if self.offset == 0 {
+                raw
+            } else {
+                (i128::from(raw) + self.offset).clamp(0, i128::from(u64::MAX)) as u64
+            };
+            if time >= self.end {
+                self.finish_early();
+                return None;
+            }
+            if time >= self.start {
+                return Some(Arrival {
+                    time: Nanos(time),
+                    key,
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! A row's fields as times and keys: nanoseconds, decimal seconds or
+//! milliseconds, RFC 3339 date-times, and any text as a key.
+
+use super::*;
+
+pub(super) fn invalid(text: &str, unit: Unit) -> String {
+    format!(
+        "{:?} is not {}",
+        crate::input::quote_at_most(text, 64),
+        unit.expected()
+    )
+}
+
+impl Unit {
+    /// What a field in this unit looks like, in words.
+    pub(super) fn expected(self) -> &'static str {
+        match self {
+            Unit::Nanos => "a whole number of nanoseconds",
+            Unit::Seconds => "a non-negative number of seconds",
+            Unit::Millis => "a non-negative number of milliseconds",
+            Unit::DateTime => "an RFC 3339 date-time with an offset, like 2026-11-30T12:00:00.250Z",
+        }
+    }
+}
+
+/// A time written in `unit`, in nanoseconds.
+pub(super) fn parse_text(text: &str, unit: Unit) -> Option<u64> {
+    let text = text.trim();
+    match unit {
+        Unit::Nanos => parse_nanos(text.as_bytes()),
+        Unit::Seconds => crate::decimal::scaled(text, NANOS_PER_SEC, 9),
+        Unit::Millis => crate::decimal::scaled(text, 1_000_000, 6),
+        Unit::DateTime => logs::iso_time(text),
+    }
+}
+
+/// The key named in column `column`, any text (an empty field is a key too).
+pub(super) fn parse_key(
+    record: &csv::ByteRecord,
+    column: usize,
+    path: &Path,
+) -> Result<Key, String> {
+    record
+        .get(column)
+        .map(|field| Key::named(field.trim_ascii()))
+        .ok_or_else(|| {
+            let line = record.position().map_or(0, csv::Position::line);
+            format!(
+                "{}:{line}: the row has no key column {}",
+                path.display(),
+                column + 1
+            )
+        })
+}
+
+pub(super) fn parse(
+    record: &csv::ByteRecord,
+    column: usize,
+    unit: Unit,
+    path: &Path,
+) -> Result<u64, String> {
+    let field = record.get(column);
+    let parsed = field.and_then(|field| match unit {
+        Unit::Nanos => parse_nanos(field),
+        _ => std::str::from_utf8(field)
+            .ok()
+            .and_then(|text| parse_text(text, unit)),
+    });
+    parsed.ok_or_else(|| {
+        let line = record.position().map_or(0, csv::Position::line);
+        let Some(field) = field else {
+            return format!(
+                "{}:{line}: the row has no column {}",
+                path.display(),
+                column + 1
+            );
+        };
+        format!(
+            "{}:{line}: {}",
+            path.display(),
+            invalid(&String::from_utf8_lossy(field), unit)
+        )
+    })
+}
+
+/// Whole nanoseconds from ASCII digits (spaces around them allowed), without
+/// going through `str`: the hot path of replaying a trace.
+#[inline]
+pub(super) fn parse_nanos(field: &[u8]) -> Option<u64> {
+    let digits = field.trim_ascii();
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |value, &byte| {
+        let digit = byte.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        value.checked_mul(10)?.checked_add(u64::from(digit))
+    })
+}
+
+/// Decimal seconds to nanoseconds without floats; digits past the ninth are dropped.
+#[cfg(test)]
+pub(super) fn parse_seconds(text: &str) -> Option<u64> {
+    crate::decimal::scaled(text, NANOS_PER_SEC, 9)
+}

@@ -1,0 +1,266 @@
+//! Reading a trace file: what identifies it, every byte hashed as it is
+//! read (so a file changed after its check is caught), and its rows as CSV,
+//! JSON lines or a web server's log.
+
+use super::*;
+
+/// What tells one file's content from another's without reading it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Identity {
+    pub(super) device: u64,
+    pub(super) inode: u64,
+    pub(super) len: u64,
+    pub(super) modified: Option<SystemTime>,
+}
+
+impl Identity {
+    pub(super) fn of(meta: &std::fs::Metadata) -> Identity {
+        #[cfg(unix)]
+        let (device, inode) = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        };
+        #[cfg(not(unix))]
+        let (device, inode) = (0, 0);
+        Identity {
+            device,
+            inode,
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        }
+    }
+}
+
+/// The most bytes one row (a line, or a CSV record over several lines) may
+/// hold: a file with no line break (a JSON array exported on one line) or a
+/// row of 10^8 commas is refused as it is read, not once it fills memory.
+pub const MAX_ROW_BYTES: u64 = 1 << 20;
+/// What the reader holds ahead of the row it is reading.
+pub(super) const BUFFER_BYTES: usize = 1 << 16;
+
+/// The opened file, read no further than its length when opened, hashing
+/// every byte it hands out, and refusing to hand out more than a row's
+/// worth (and the buffer) before the row is done.
+pub(super) struct Hashing {
+    pub(super) file: std::io::Take<File>,
+    pub(super) hasher: DefaultHasher,
+    /// Bytes handed out since the last row was done: at most the row and
+    /// the buffer read ahead of it.
+    pub(super) since_row: u64,
+    /// Whether rows are capped (not while draining the rest for its hash).
+    pub(super) capped: bool,
+}
+
+impl Read for Hashing {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read(buf)?;
+        self.hasher.write(&buf[..n]);
+        self.since_row += n as u64;
+        if self.capped && self.since_row > MAX_ROW_BYTES + BUFFER_BYTES as u64 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "a row longer than {MAX_ROW_BYTES} bytes (1 MiB), the most a trace's line or record may hold"
+                ),
+            ));
+        }
+        Ok(n)
+    }
+}
+
+pub(super) type Reader = csv::Reader<BufReader<Hashing>>;
+
+/// The opened file, read as CSV records or as lines.
+pub(super) enum Input {
+    Csv {
+        reader: Box<Reader>,
+        /// Reused for every row, so streaming allocates nothing per row.
+        record: csv::ByteRecord,
+    },
+    Lines {
+        reader: Box<BufReader<Hashing>>,
+        line: String,
+        number: u64,
+    },
+}
+
+impl Input {
+    /// The line of the last row read.
+    pub(super) fn line(&self) -> u64 {
+        match self {
+            Input::Csv { record, .. } => record.position().map_or(0, csv::Position::line),
+            Input::Lines { number, .. } => *number,
+        }
+    }
+
+    pub(super) fn hashing(&mut self) -> &mut Hashing {
+        match self {
+            Input::Csv { reader, .. } => reader.get_mut().get_mut(),
+            Input::Lines { reader, .. } => reader.get_mut(),
+        }
+    }
+
+    /// Reads what is left of the file and returns the hash of all of it.
+    pub(super) fn drain(&mut self) -> std::io::Result<u64> {
+        self.hashing().capped = false;
+        match self {
+            Input::Csv { reader, .. } => std::io::copy(reader.get_mut(), &mut std::io::sink())?,
+            Input::Lines { reader, .. } => std::io::copy(reader, &mut std::io::sink())?,
+        };
+        Ok(self.hashing().hasher.finish())
+    }
+
+    /// The next row's time as written and its key; `None` at the end.
+    pub(super) fn next(
+        &mut self,
+        layout: &Layout,
+        path: &Path,
+    ) -> Result<Option<(u64, Key)>, String> {
+        match (self, layout) {
+            (Input::Csv { reader, record }, Layout::Csv { column, unit, key }) => {
+                let line = record.position().map_or(1, |p| p.line() + 1);
+                let more = reader
+                    .read_byte_record(record)
+                    .map_err(|err| match err.kind() {
+                        csv::ErrorKind::Io(io) => format!("{}:{line}: {io}", path.display()),
+                        _ => format!("{}: {err}", path.display()),
+                    })?;
+                if !more {
+                    return Ok(None);
+                }
+                reader.get_mut().get_mut().since_row = 0;
+                let time = parse(record, *column, *unit, path)?;
+                let key = match *key {
+                    Some(column) => parse_key(record, column, path)?,
+                    None => Key::DEFAULT,
+                };
+                Ok(Some((time, key)))
+            }
+            (
+                Input::Lines {
+                    reader,
+                    line,
+                    number,
+                },
+                layout,
+            ) => loop {
+                line.clear();
+                let read = reader
+                    .read_line(line)
+                    .map_err(|err| format!("{}:{}: {err}", path.display(), *number + 1))?;
+                if read == 0 {
+                    return Ok(None);
+                }
+                *number += 1;
+                reader.get_mut().since_row = 0;
+                let text = line.trim();
+                if text.is_empty() {
+                    continue;
+                }
+                let at = |what: String| format!("{}:{number}: {what}", path.display());
+                return match layout {
+                    Layout::Combined { key } => {
+                        let fields = Combined::parse(text).ok_or_else(|| {
+                            at(format!(
+                                "{:?} is not a combined log line (ADDR IDENT USER [TIME] \"REQUEST\" STATUS BYTES …)",
+                                crate::input::quote_at_most(text, 64)
+                            ))
+                        })?;
+                        let time = logs::combined_time(fields.time).ok_or_else(|| {
+                            at(format!(
+                                "[{}] is not a time like [10/Oct/2000:13:55:36 -0700]",
+                                fields.time
+                            ))
+                        })?;
+                        let key = key
+                            .and_then(|name| fields.field(name))
+                            .map_or(Key::DEFAULT, |k| Key::named(k.as_bytes()));
+                        Ok(Some((time, key)))
+                    }
+                    Layout::Json { time, unit, key } => json_row(text, time, *unit, key.as_deref())
+                        .map(Some)
+                        .map_err(at),
+                    Layout::Csv { .. } => unreachable!("CSV is read as records"),
+                };
+            },
+            (Input::Csv { .. }, _) => unreachable!("a CSV layout comes with CSV input"),
+        }
+    }
+}
+
+/// The time and key of one JSON line.
+pub(super) fn json_row(
+    text: &str,
+    field: &str,
+    unit: Option<Unit>,
+    key: Option<&str>,
+) -> Result<(u64, Key), String> {
+    // Values as written: a number of epoch seconds goes through the same
+    // decimal parser as CSV's time_s, never through a float (which would turn
+    // 1764460800.999999999 into 1764460801).
+    let object: std::collections::HashMap<String, &serde_json::value::RawValue> =
+        serde_json::from_str(text).map_err(|err| format!("not a JSON object ({err})"))?;
+    let value = object.get(field).ok_or_else(|| {
+        format!("no field {field:?}; set time_field to the field holding the time")
+    })?;
+    let time = match json_text(value) {
+        JsonText::String(text) => {
+            let unit = unit.unwrap_or(Unit::DateTime);
+            parse_text(&text, unit).ok_or_else(|| invalid(&text, unit))?
+        }
+        JsonText::Number(text) => {
+            let unit = unit.unwrap_or(Unit::Seconds);
+            parse_text(text, unit).ok_or_else(|| invalid(text, unit))?
+        }
+        JsonText::Other(text) => {
+            return Err(format!(
+                "{field}: {} is not a time",
+                crate::input::quote_at_most(text, 64)
+            ));
+        }
+    };
+    let key = match key {
+        None => Key::DEFAULT,
+        Some(name) => match object.get(name).map(|raw| json_text(raw)) {
+            Some(JsonText::String(text)) => Key::named(text.trim().as_bytes()),
+            Some(JsonText::Number(text) | JsonText::Other(text)) => Key::named(text.as_bytes()),
+            None => return Err(format!("no key field {name:?}")),
+        },
+    };
+    Ok((time, key))
+}
+
+/// A JSON value as written in the line.
+pub(super) enum JsonText<'a> {
+    /// A string, unescaped.
+    String(String),
+    /// A number, its digits as written.
+    Number(&'a str),
+    /// Anything else, as written.
+    Other(&'a str),
+}
+
+pub(super) fn json_text(raw: &serde_json::value::RawValue) -> JsonText<'_> {
+    let text = raw.get();
+    match text.as_bytes().first() {
+        Some(b'"') => serde_json::from_str(text).map_or(JsonText::Other(text), JsonText::String),
+        Some(b'-' | b'0'..=b'9') => JsonText::Number(text),
+        _ => JsonText::Other(text),
+    }
+}
+
+pub(super) fn changed(path: &Path) -> String {
+    format!(
+        "{}: the file changed after burstsim checked it; nothing was written, run again once it is stable",
+        path.display()
+    )
+}
+
+/// Fails unless the bytes read, to the end, are those checked at first.
+pub(super) fn verify(input: &mut Input, checksum: u64, path: &Path) -> Result<(), String> {
+    match input.drain() {
+        Ok(hash) if hash == checksum => Ok(()),
+        Ok(_) => Err(changed(path)),
+        Err(err) => Err(format!("{}: {err}", path.display())),
+    }
+}

@@ -1,0 +1,431 @@
+use super::*;
+use rand::SeedableRng as _;
+
+fn rng() -> Rng {
+    Rng::seed_from_u64(7)
+}
+
+fn trace(contents: &str, extra: &str) -> (tempfile::TempDir, Config) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.csv"), contents).unwrap();
+    let config: Config = toml::from_str(&format!("path = \"t.csv\"\n{extra}")).unwrap();
+    (dir, config)
+}
+
+fn times(contents: &str, extra: &str) -> Result<Vec<u64>, String> {
+    let (dir, config) = trace(contents, extra);
+    let arrivals = config.arrivals(dir.path(), Nanos(0), Nanos(u64::MAX), rng())?;
+    Ok(arrivals.map(|a| a.time.get()).collect())
+}
+
+fn file(name: &str, contents: &str, extra: &str) -> (tempfile::TempDir, Config) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(name), contents).unwrap();
+    let config: Config = toml::from_str(&format!("path = \"{name}\"\n{extra}")).unwrap();
+    (dir, config)
+}
+
+/// Times and keys as replayed.
+type Replayed = Vec<(u64, Key)>;
+
+/// Times and keys as replayed from `[0, end)`, and the first pass's warnings.
+fn replay(name: &str, contents: &str, extra: &str) -> Result<(Replayed, Vec<String>), String> {
+    let (dir, config) = file(name, contents, extra);
+    let warnings = config.validate(dir.path(), Nanos(0), Nanos(u64::MAX))?;
+    let mut arrivals = config.arrivals(dir.path(), Nanos(0), Nanos(u64::MAX), rng())?;
+    let rows: Vec<(u64, Key)> = arrivals.by_ref().map(|a| (a.time.get(), a.key)).collect();
+    arrivals.take_error().map_or(Ok((rows, warnings)), Err)
+}
+
+const COMBINED: &str = r#"198.51.100.1 - - [27/Nov/2026:09:00:00 +0100] "GET / HTTP/1.1" 200 5 "-" "a"
+198.51.100.2 - bob [27/Nov/2026:09:00:00 +0100] "POST /x HTTP/1.1" 429 0 "-" "b"
+
+203.0.113.7 - - [27/Nov/2026:08:00:02 +0000] "GET / HTTP/1.1" 200 5 "-" "c"
+"#;
+
+#[test]
+fn a_combined_log_replays_rebased_with_its_addresses_as_keys() {
+    let (rows, warnings) = replay(
+        "a.log",
+        COMBINED,
+        "format = \"combined\"\nkey_field = \"remote_addr\"\nspread = \"none\"",
+    )
+    .unwrap();
+    // 08:00:02 UTC is 09:00:02 +0100: two seconds after the first rows.
+    assert_eq!(
+        rows,
+        [
+            (0, Key::named(b"198.51.100.1")),
+            (0, Key::named(b"198.51.100.2")),
+            (2_000_000_000, Key::named(b"203.0.113.7")),
+        ]
+    );
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let (rows, _) = replay(
+        "a.log",
+        COMBINED,
+        "format = \"combined\"\nkey_field = \"remote_user\"\nspread = \"none\"",
+    )
+    .unwrap();
+    assert_eq!(rows[1].1, Key::named(b"bob"));
+}
+
+#[test]
+fn whole_seconds_of_a_log_are_spread_within_their_second_and_said_so() {
+    let (rows, warnings) = replay("a.log", COMBINED, "format = \"combined\"").unwrap();
+    assert!(
+        warnings.iter().any(|w| w.contains("whole seconds")),
+        "{warnings:?}"
+    );
+    let times: Vec<u64> = rows.iter().map(|r| r.0).collect();
+    assert!(times.is_sorted(), "{times:?}");
+    assert!(times[..2].iter().all(|&t| t < NANOS_PER_SEC), "{times:?}");
+    assert!(
+        (2 * NANOS_PER_SEC..3 * NANOS_PER_SEC).contains(&times[2]),
+        "{times:?}"
+    );
+    // Drawn, not left on the second (a draw of exactly 0 has chance 10^-9).
+    assert!(times.iter().all(|t| t % NANOS_PER_SEC != 0), "{times:?}");
+    // Seeded: the same seed, the same instants.
+    assert_eq!(
+        replay("a.log", COMBINED, "format = \"combined\"")
+            .unwrap()
+            .0,
+        rows
+    );
+}
+
+#[test]
+fn json_lines_and_date_times_in_csv_read_as_the_combined_log_does() {
+    let json = r#"{"time": "2026-11-27T09:00:00+01:00", "ip": "198.51.100.1"}
+{"time": "2026-11-27T08:00:00Z", "ip": "198.51.100.2"}
+{"time": "2026-11-27T09:00:02.000+01:00", "ip": "203.0.113.7"}
+"#;
+    let csv = "when,ip\n2026-11-27T09:00:00+01:00,198.51.100.1\n2026-11-27 08:00:00Z,198.51.100.2\n2026-11-27T08:00:02Z,203.0.113.7\n";
+    let combined = replay(
+        "a.log",
+        COMBINED,
+        "format = \"combined\"\nkey_field = \"remote_addr\"",
+    )
+    .unwrap()
+    .0;
+    let from_json = replay("a.jsonl", json, "format = \"jsonl\"\nkey_field = \"ip\"")
+        .unwrap()
+        .0;
+    let from_csv = replay(
+        "a.csv",
+        csv,
+        "time_field = \"when\"\nunit = \"rfc3339\"\nkey_field = \"ip\"",
+    )
+    .unwrap()
+    .0;
+    assert_eq!(from_json, combined);
+    assert_eq!(from_csv, combined);
+}
+
+#[test]
+fn a_row_longer_than_the_cap_is_refused_as_it_is_read() {
+    let long = "x".repeat(MAX_ROW_BYTES as usize + 200_000);
+    let cases = [
+        (
+            "a.jsonl",
+            format!("{{\"time\": 1.5}}\n[{long}"),
+            "format = \"jsonl\"",
+        ),
+        ("a.log", format!("{long}\n"), "format = \"combined\""),
+        (
+            "a.csv",
+            format!("time_ns,k\n1,a\n2,{}\n", ",".repeat(2 << 20)),
+            "",
+        ),
+        (
+            "a.csv",
+            format!("time_ns,k\n1,a\n2,\"{}\"\n", "ab\n".repeat(1 << 20)),
+            "",
+        ),
+    ];
+    for (name, contents, extra) in cases {
+        let err = replay(name, &contents, extra).unwrap_err();
+        assert!(
+            err.contains("a row longer than 1048576 bytes"),
+            "{name}: {err}"
+        );
+        assert!(err.contains(&format!("{name}:")), "{name}: {err}");
+    }
+    // Just under the cap is a row like any other.
+    let wide = format!(
+        "time_ns,k\n1,{}\n",
+        "k".repeat(MAX_ROW_BYTES as usize - 100)
+    );
+    assert_eq!(replay("a.csv", &wide, "key = \"k\"").unwrap().0.len(), 1);
+}
+
+#[test]
+fn epoch_seconds_in_json_are_as_exact_as_in_csv() {
+    let json = "{\"ts\": 1764460800.999999999}\n{\"ts\": 1764460801.000000001}\n";
+    let (rows, _) = replay("a.jsonl", json, "format = \"jsonl\"\ntime_field = \"ts\"").unwrap();
+    let csv = "time_s\n1764460800.999999999\n1764460801.000000001\n";
+    let (from_csv, _) = replay("a.csv", csv, "").unwrap();
+    assert_eq!(from_csv[1].0 - from_csv[0].0, 2, "{from_csv:?}");
+    // Through a float the first would be 1764460801.0, the same instant
+    // as the second, on the other side of a whole second.
+    assert_eq!(rows[1].0 - rows[0].0, 2, "{rows:?}");
+}
+
+#[test]
+fn epoch_numbers_in_json_and_milliseconds_in_csv() {
+    let json = "{\"ts\": 1764230400.5}\n{\"ts\": 1764230401}\n";
+    let (rows, _) = replay("a.jsonl", json, "format = \"jsonl\"\ntime_field = \"ts\"").unwrap();
+    assert_eq!(
+        rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+        [0, 500_000_000]
+    );
+    let json = "{\"ts\": 1764230400500}\n{\"ts\": 1764230401000}\n";
+    let (rows, _) = replay(
+        "a.jsonl",
+        json,
+        "format = \"jsonl\"\ntime_field = \"ts\"\nunit = \"ms\"",
+    )
+    .unwrap();
+    assert_eq!(
+        rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+        [0, 500_000_000]
+    );
+    let (rows, _) = replay("a.csv", "time_ms\n1.5\n3\n", "").unwrap();
+    assert_eq!(
+        rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+        [1_500_000, 3_000_000]
+    );
+}
+
+#[test]
+fn bad_log_lines_name_their_line_and_what_is_expected() {
+    for (name, contents, extra, expected) in [
+        (
+            "a.log",
+            "198.51.100.1 - - [27/Nov/2026:09:00:00 +0100] \"GET / HTTP/1.1\" 200 5\nnonsense\n",
+            "format = \"combined\"",
+            "a.log:2: \"nonsense\" is not a combined log line",
+        ),
+        (
+            "a.log",
+            "1.2.3.4 - - [27/Nov/2026:25:00:00 +0100] \"GET / HTTP/1.1\" 200 5\n",
+            "format = \"combined\"",
+            "a.log:1: [27/Nov/2026:25:00:00 +0100] is not a time",
+        ),
+        (
+            "a.log",
+            COMBINED,
+            "format = \"combined\"\nkey_field = \"client\"",
+            "a combined log has no field \"client\"",
+        ),
+        (
+            "a.log",
+            COMBINED,
+            "format = \"combined\"\nunit = \"s\"",
+            "a combined log's time is its",
+        ),
+        (
+            "a.jsonl",
+            "{\"time\": \"2026-11-27T09:00:00Z\"}\n[1]\n",
+            "format = \"jsonl\"",
+            "a.jsonl:2: not a JSON object",
+        ),
+        (
+            "a.jsonl",
+            "{\"t\": 1}\n",
+            "format = \"jsonl\"",
+            "a.jsonl:1: no field \"time\"; set time_field",
+        ),
+        (
+            "a.jsonl",
+            "{\"time\": \"noon\"}\n",
+            "format = \"jsonl\"",
+            "a.jsonl:1: \"noon\" is not an RFC 3339 date-time",
+        ),
+        (
+            "a.jsonl",
+            "{\"time\": 1, \"k\": 2}\n{\"time\": 2}\n",
+            "format = \"jsonl\"\nkey_field = \"k\"",
+            "a.jsonl:2: no key field \"k\"",
+        ),
+        (
+            "a.csv",
+            "time_s\n1.5\n",
+            "spread = \"uniform\"",
+            "spread: \"uniform\" spreads whole-second timestamps",
+        ),
+        (
+            "a.log",
+            "",
+            "format = \"combined\"",
+            "the trace has no rows",
+        ),
+    ] {
+        let err = replay(name, contents, extra).unwrap_err();
+        assert!(err.contains(expected), "{expected:?} not in {err}");
+    }
+}
+
+#[test]
+fn reads_nanoseconds_and_decimal_seconds() {
+    assert_eq!(times("time_ns\n5\n7\n", "").unwrap(), [5, 7]);
+    assert_eq!(
+        times("host,time_s\na,1.5\nb,2.000000001\n", "").unwrap(),
+        [1_500_000_000, 2_000_000_001]
+    );
+}
+
+#[test]
+fn sorts_an_unsorted_trace_and_says_so() {
+    let (dir, config) = trace("time_ns\n9\n3\n5\n", "");
+    let warnings = config.validate(dir.path(), Nanos(0), Nanos(100)).unwrap();
+    assert!(warnings[0].contains("1 of 3 rows"), "{warnings:?}");
+    assert_eq!(times("time_ns\n9\n3\n5\n", "").unwrap(), [3, 5, 9]);
+}
+
+#[test]
+fn names_the_line_of_a_bad_row() {
+    let (dir, config) = trace("time_ns\n1\n2\nsoon\n", "");
+    let err = config
+        .validate(dir.path(), Nanos(0), Nanos(100))
+        .unwrap_err();
+    assert!(err.contains("t.csv:4:") && err.contains("soon"), "{err}");
+}
+
+#[test]
+fn handles_a_byte_order_mark_crlf_and_extra_columns() {
+    assert_eq!(
+        times("\u{feff}time_ns,extra\r\n1,x\r\n2,y,z\r\n", "").unwrap(),
+        [1, 2]
+    );
+}
+
+#[test]
+fn rebases_absolute_timestamps_to_the_start() {
+    assert_eq!(
+        times("time_s\n1700000000.25\n1700000001\n", "rebase = true").unwrap(),
+        [0, 750_000_000]
+    );
+}
+
+/// Times and keys, both as replayed.
+fn keyed(contents: &str, extra: &str) -> Result<Vec<(u64, Key)>, String> {
+    let (dir, config) = trace(contents, extra);
+    config.validate(dir.path(), Nanos(0), Nanos(u64::MAX))?;
+    let arrivals = config.arrivals(dir.path(), Nanos(0), Nanos(u64::MAX), rng())?;
+    Ok(arrivals.map(|a| (a.time.get(), a.key)).collect())
+}
+
+#[test]
+fn a_key_column_names_each_requests_client() {
+    let (alice, bob) = (Key::named(b"alice"), Key::named(b"bob"));
+    assert_ne!(alice, bob);
+    assert_eq!(
+        keyed(
+            "time_ns,client\n5,alice\n7, bob \n9,alice\n",
+            "key = \"client\""
+        )
+        .unwrap(),
+        [(5, alice), (7, bob), (9, alice)]
+    );
+    assert_eq!(
+        keyed("time_ns,client\n5,alice\n", "").unwrap(),
+        [(5, Key::DEFAULT)],
+        "without `key`, every request is the default key's"
+    );
+}
+
+#[test]
+fn an_unsorted_keyed_trace_keeps_file_order_at_equal_times() {
+    let rows = keyed("time_ns,k\n9,c\n5,a\n5,b\n1,d\n", "key = \"k\"").unwrap();
+    let keys: Vec<Key> = [b"d", b"a", b"b", b"c"]
+        .iter()
+        .map(|k| Key::named(*k))
+        .collect();
+    assert_eq!(rows.iter().map(|r| r.1).collect::<Vec<_>>(), keys);
+}
+
+#[test]
+fn a_missing_key_column_or_field_is_an_error_with_its_line() {
+    let err = keyed("time_ns\n5\n", "key = \"client\"").unwrap_err();
+    assert!(err.contains(":1: no key column \"client\""), "{err}");
+    let err = keyed("time_ns,client\n5,a\n6\n", "key = \"client\"").unwrap_err();
+    assert!(err.contains(":3: the row has no key column 2"), "{err}");
+}
+
+#[test]
+fn parses_seconds_exactly() {
+    assert_eq!(parse_seconds("0.1"), Some(100_000_000));
+    assert_eq!(parse_seconds(".5"), Some(500_000_000));
+    assert_eq!(parse_seconds("3"), Some(3_000_000_000));
+    assert_eq!(parse_seconds("1.0000000019"), Some(1_000_000_001));
+    assert_eq!(parse_seconds("-1"), None);
+    assert_eq!(parse_seconds("1e3"), None);
+}
+
+/// Checks a trace, changes it as `change` does, and replays it.
+fn replay_after(change: impl Fn(&Path)) -> Result<Vec<u64>, String> {
+    let (dir, config) = trace("time_ns\n100\n200\n300\n", "");
+    config.validate(dir.path(), Nanos(0), Nanos(1000))?;
+    change(&dir.path().join("t.csv"));
+    let mut arrivals = config.arrivals(dir.path(), Nanos(0), Nanos(250), rng())?;
+    let times: Vec<u64> = arrivals.by_ref().map(|a| a.time.get()).collect();
+    arrivals.take_error().map_or(Ok(times), Err)
+}
+
+#[test]
+fn replays_an_unchanged_trace_cut_at_the_run_end() {
+    assert_eq!(replay_after(|_| {}).unwrap(), [100, 200]);
+}
+
+#[test]
+fn refuses_a_trace_that_changed_after_it_was_checked() {
+    let same_size_and_time = |path: &Path| {
+        let modified = std::fs::metadata(path).unwrap().modified().unwrap();
+        std::fs::write(path, "time_ns\n100\n201\n300\n").unwrap();
+        let file = std::fs::File::options().write(true).open(path).unwrap();
+        file.set_modified(modified).unwrap();
+    };
+    let appended = |path: &Path| {
+        let mut file = std::fs::File::options().append(true).open(path).unwrap();
+        std::io::Write::write_all(&mut file, b"1\n").unwrap();
+    };
+    let replaced = |path: &Path| {
+        std::fs::remove_file(path).unwrap();
+        std::fs::write(path, "time_ns\n100\n250\n300\n").unwrap();
+    };
+    let truncated = |path: &Path| std::fs::write(path, "time_ns\n").unwrap();
+    for (name, change) in [
+        ("same size and time", &same_size_and_time as &dyn Fn(&Path)),
+        ("appended", &appended),
+        ("replaced", &replaced),
+        ("truncated", &truncated),
+    ] {
+        let err = replay_after(change).unwrap_err();
+        assert!(
+            err.contains("changed after burstsim checked it"),
+            "{name}: {err}"
+        );
+    }
+}
+
+#[test]
+fn refuses_a_fifo_or_device_swapped_in_after_the_check_without_hanging() {
+    let fifo = |path: &Path| {
+        std::fs::remove_file(path).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+    };
+    let zero = |path: &Path| {
+        std::fs::remove_file(path).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", path).unwrap();
+    };
+    for change in [&fifo as &dyn Fn(&Path), &zero] {
+        let err = replay_after(change).unwrap_err();
+        assert!(err.contains("not a regular file"), "{err}");
+    }
+}
