@@ -1,8 +1,13 @@
 //! Rate limiters: one file per algorithm, each with its configuration, its
 //! state machine and its theoretical worst case over any traffic.
 
+mod align;
 pub mod cluster;
+mod decision;
 pub mod per_key;
+
+pub use self::align::Align;
+pub use self::decision::{Decision, Hint};
 
 use serde::Deserialize;
 
@@ -31,87 +36,6 @@ macro_rules! parameter_is {
 use crate::time::Nanos;
 use crate::traffic::Key;
 pub(crate) use parameter_is;
-
-/// The answer a limiter gives one request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Decision {
-    /// Admitted: the backend gets it now.
-    Admit,
-    /// Admitted, and held this long before the backend gets it (nginx's
-    /// `limit_req` without `nodelay`).
-    Delay(Nanos),
-    /// Rejected, with what the limiter tells the client.
-    Reject(Hint),
-}
-
-impl Decision {
-    /// Whether the request was admitted (now or after a delay).
-    #[inline]
-    pub fn admitted(self) -> bool {
-        !matches!(self, Decision::Reject(_))
-    }
-
-    /// How long an admitted request waits before the backend gets it.
-    #[inline]
-    pub fn delay(self) -> Nanos {
-        match self {
-            Decision::Delay(delay) => delay,
-            _ => Nanos::ZERO,
-        }
-    }
-
-    /// Admitted, or rejected with `hint` — worked out only when `HINTS`.
-    #[inline(always)]
-    pub fn admit_or<const HINTS: bool>(admit: bool, hint: impl FnOnce() -> Hint) -> Decision {
-        if admit {
-            Decision::Admit
-        } else {
-            Decision::reject::<HINTS>(hint)
-        }
-    }
-
-    /// Rejected with `hint` — worked out only when `HINTS`, since some hints
-    /// cost a division and the open-loop fast path never reads them.
-    #[inline(always)]
-    pub fn reject<const HINTS: bool>(hint: impl FnOnce() -> Hint) -> Decision {
-        Decision::Reject(if HINTS { hint() } else { Hint::NONE })
-    }
-}
-
-/// What a rejection tells the client, as instants on the limiter's clock:
-/// `Retry-After` and `RateLimit-Reset` are these minus the time of the
-/// answer. Each limiter's `decide` says what it sends; `None` where the real
-/// implementation sends nothing.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Hint {
-    /// `Retry-After`: the earliest instant a retry can be admitted, as the
-    /// limiter knows it at the rejection.
-    pub retry_at: Option<Nanos>,
-    /// `RateLimit-Reset`: when the limit's quota is whole again (the end of
-    /// the current window, or a full bucket).
-    pub reset_at: Option<Nanos>,
-}
-
-impl Hint {
-    /// No hint: the client is told only no (nginx's 503).
-    pub const NONE: Hint = Hint {
-        retry_at: None,
-        reset_at: None,
-    };
-
-    /// Retry at `retry`; the quota is whole again at `reset`.
-    pub fn new(retry: u64, reset: u64) -> Hint {
-        Hint {
-            retry_at: Some(Nanos(retry)),
-            reset_at: Some(Nanos(reset)),
-        }
-    }
-
-    /// Retry when the window resets, at `reset`.
-    pub fn at_reset(reset: u64) -> Hint {
-        Hint::new(reset, reset)
-    }
-}
 
 /// Bytes of a heap allocation of `len` items of `T`, grown by doubling, with
 /// the allocator's header: the most one `Vec` of that length can hold.
@@ -292,63 +216,6 @@ pub trait Kind: Clone + std::fmt::Debug + serde::de::DeserializeOwned {
     /// with windows of about a microsecond, different for each `choice`: the
     /// property tests check every kind's contract on many of these.
     fn example(choice: u64) -> String;
-}
-
-/// Where a window limiter's windows start.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Align {
-    /// Windows `[k·W, (k+1)·W)` from the scenario's start: `align = "epoch"`.
-    #[default]
-    Epoch,
-    /// A window starts at the first arrival after the previous one ended:
-    /// `align = "first-request"`.
-    FirstRequest,
-    /// Windows `[a + k·W, a + (k+1)·W)` for an anchor a (Bucket4j's aligned
-    /// refill, Resilience4j's cycles from process start):
-    /// `align = { anchor = "250ms" }`.
-    Anchor(Nanos),
-}
-
-impl Align {
-    /// How the alignment is written in scenario files.
-    pub fn name(self) -> String {
-        match self {
-            Align::Epoch => "epoch".into(),
-            Align::FirstRequest => "first-request".into(),
-            Align::Anchor(anchor) => format!("anchored at {anchor}"),
-        }
-    }
-
-    /// The fixed phase of the windows' edges, or `None` when they depend on traffic.
-    pub fn phase(self, window: u64) -> Option<u64> {
-        match self {
-            Align::Epoch => Some(0),
-            Align::FirstRequest => None,
-            Align::Anchor(anchor) => Some(anchor.get() % window),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Align {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(
-            untagged,
-            expecting = "\"epoch\", \"first-request\" or { anchor = \"250ms\" }"
-        )]
-        enum Raw {
-            Name(String),
-            Anchor { anchor: Nanos },
-        }
-        match Raw::deserialize(deserializer)? {
-            Raw::Name(name) if name == "epoch" => Ok(Align::Epoch),
-            Raw::Name(name) if name == "first-request" => Ok(Align::FirstRequest),
-            Raw::Name(name) => Err(serde::de::Error::custom(format!(
-                "unknown alignment {name:?}; expected \"epoch\", \"first-request\" or {{ anchor = \"250ms\" }}"
-            ))),
-            Raw::Anchor { anchor } => Ok(Align::Anchor(anchor)),
-        }
-    }
 }
 
 /// `per` and `evict_after`, taken out of a limiter's table before its kind
@@ -705,37 +572,4 @@ pub(crate) fn worst_in(admitted: &[u64], interval: Nanos) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(text: &str) -> Result<LimiterConfig, String> {
-        LimiterConfig::from_table(toml::from_str(text).unwrap())
-    }
-
-    #[test]
-    fn reads_each_kind_from_a_table() {
-        let config = parse("kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 100").unwrap();
-        assert_eq!(config.kind(), "fixed-window");
-    }
-
-    #[test]
-    fn names_the_misspelt_field() {
-        let err = parse("kind = \"fixed-window\"\nwindow = \"1s\"\nthreshhold = 100").unwrap_err();
-        assert!(err.contains("threshhold"), "{err}");
-    }
-
-    #[test]
-    fn names_the_field_with_a_bad_value() {
-        let err = parse("kind = \"sliding-log\"\nwindow = \"1s\"\nthreshold = 0").unwrap_err();
-        assert!(err.starts_with("threshold: "), "{err}");
-    }
-
-    #[test]
-    fn lists_the_kinds_for_an_unknown_kind() {
-        let err = parse("kind = \"leaky-bucket\"").unwrap_err();
-        assert!(
-            err.contains("leaky-bucket") && err.contains("token-bucket"),
-            "{err}"
-        );
-    }
-}
+mod tests;

@@ -1,0 +1,32 @@
+use super::*;
+
+fn parse(text: &str) -> Result<LimiterConfig, String> {
+    LimiterConfig::from_table(toml::from_str(text).unwrap())
+}
+
+#[test]
+fn reads_each_kind_from_a_table() {
+    let config = parse("kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 100").unwrap();
+    assert_eq!(config.kind(), "fixed-window");
+}
+
+#[test]
+fn names_the_misspelt_field() {
+    let err = parse("kind = \"fixed-window\"\nwindow = \"1s\"\nthreshhold = 100").unwrap_err();
+    assert!(err.contains("threshhold"), "{err}");
+}
+
+#[test]
+fn names_the_field_with_a_bad_value() {
+    let err = parse("kind = \"sliding-log\"\nwindow = \"1s\"\nthreshold = 0").unwrap_err();
+    assert!(err.starts_with("threshold: "), "{err}");
+}
+
+#[test]
+fn lists_the_kinds_for_an_unknown_kind() {
+    let err = parse("kind = \"leaky-bucket\"").unwrap_err();
+    assert!(
+        err.contains("leaky-bucket") && err.contains("token-bucket"),
+        "{err}"
+    );
+}
