@@ -1,0 +1,224 @@
+//! A cluster as a scenario writes it: instances, how requests are balanced,
+//! where the counter lives, the store (round trip, update, faults) and the
+//! clocks, checked before any instance is built.
+
+use super::*;
+
+/// How requests are spread over instances.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Balance {
+    /// Request i to instance i mod K.
+    #[default]
+    RoundRobin,
+    /// Uniformly at random (a fixed generator, so runs repeat).
+    Random,
+    /// By a hash of a client key drawn per request from `clients` keys.
+    Hash,
+}
+
+/// Where the counter lives and whose clock cuts its windows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Each instance has its own limiter, on its own clock.
+    #[default]
+    Local,
+    /// One shared counter per window, the window key computed from each
+    /// instance's clock (the envoyproxy/ratelimit design).
+    SharedInstanceClock,
+    /// One shared counter whose window starts at its first increment and
+    /// expires W later on the store's clock (Redis INCR + EXPIRE).
+    SharedStoreClock,
+}
+
+/// How a shared counter is updated.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Update {
+    /// INCR and decide on its reply: no request sees a stale count.
+    #[default]
+    Atomic,
+    /// GET, decide, then INCR: the increment lands one round trip later, so
+    /// requests within that round trip all see the count before it.
+    ReadThenIncrement,
+}
+
+/// The shared store.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Store {
+    /// Round-trip time to the store (default 0).
+    #[serde(default)]
+    pub rtt: Nanos,
+    /// How the counter is updated (default atomic).
+    #[serde(default)]
+    pub update: Update,
+    /// The store clock's offset from true time (default 0).
+    #[serde(default)]
+    pub offset: Offset,
+    /// Spans of time when no instance reaches the store.
+    #[serde(default)]
+    pub outages: Vec<Outage>,
+    /// What instances do then (default allow, as Kong, Envoy and Spring do).
+    #[serde(default)]
+    pub on_error: OnError,
+    /// Failovers that lose the increments of their last moments.
+    #[serde(default)]
+    pub failover: Vec<Failover>,
+}
+
+/// `[cluster]` in a scenario: applied to every limiter.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// How many instances.
+    pub instances: NonZeroU64,
+    /// How requests are spread (default round-robin).
+    #[serde(default)]
+    pub balance: Balance,
+    /// Client keys for `balance = "hash"` (default 1000).
+    pub clients: Option<NonZeroU64>,
+    /// Where the counter lives (default local).
+    #[serde(default)]
+    pub mode: Mode,
+    /// In local mode, give each instance threshold / instances (default false).
+    #[serde(default)]
+    pub divide: bool,
+    /// Each instance's clock offset (one value for all, or one per instance).
+    #[serde(default)]
+    pub offsets: Vec<Offset>,
+    /// Each instance's clock drift in parts per million (one, or one per instance).
+    #[serde(default)]
+    pub drift_ppm: Vec<i64>,
+    /// Clock corrections.
+    #[serde(default)]
+    pub steps: Vec<Step>,
+    /// The shared store.
+    #[serde(default)]
+    pub store: Store,
+    /// Instead of `offsets`: clock offsets drawn uniformly from ±spread/2
+    /// (a fixed generator, so runs repeat).
+    pub offset_spread: Option<Nanos>,
+    /// Batched counters (Kong's `sync_rate`): each instance counts locally and
+    /// adds its counts to the shared counter every `sync_interval`, deciding
+    /// on the shared count as of its last sync plus its own unsynced ones.
+    pub sync_interval: Option<Nanos>,
+}
+
+impl ClusterConfig {
+    /// Checks the lists against the number of instances and the mode against
+    /// `inner`, a limiter of kind `kind`.
+    pub fn check(&self, kind: &str, inner: &Limiter) -> Result<(), String> {
+        let k = self.instances.get() as usize;
+        if k > 10_000 {
+            return Err("cluster.instances: at most 10000".into());
+        }
+        for (field, len) in [
+            ("offsets", self.offsets.len()),
+            ("drift_ppm", self.drift_ppm.len()),
+        ] {
+            if len > 1 && len != k {
+                return Err(format!(
+                    "cluster.{field}: give one value or one per instance ({k}), not {len}"
+                ));
+            }
+        }
+        if let Some(step) = self
+            .steps
+            .iter()
+            .find(|s| matches!(s.on, Target::Instance(i) if i >= k))
+        {
+            return Err(format!(
+                "cluster.steps: instance {:?} does not exist (instances are numbered from 0)",
+                step.on
+            ));
+        }
+        if self.offset_spread.is_some() && !self.offsets.is_empty() {
+            return Err(
+                "cluster.offset_spread: give either `offsets` or `offset_spread`, not both".into(),
+            );
+        }
+        if self.store.update == Update::ReadThenIncrement && self.mode == Mode::SharedStoreClock {
+            return Err("cluster.store.update: \"read-then-increment\" models instances that read the counter, then increment it, on their own clocks; the store-clock mode is INCR + PEXPIRE in one step on the store: set mode = \"shared-instance-clock\" or drop `update`".into());
+        }
+        if self.sync_interval.is_some() && self.mode != Mode::SharedInstanceClock {
+            return Err("cluster.sync_interval: batched counters share a counter keyed by instance clocks; set mode = \"shared-instance-clock\"".into());
+        }
+        if self.sync_interval == Some(Nanos::ZERO) {
+            return Err("cluster.sync_interval: must be longer than 0".into());
+        }
+        if self.drift_ppm.iter().any(|d| d.abs() > 1_000_000) {
+            return Err("cluster.drift_ppm: at most ±1000000".into());
+        }
+        if self.mode != Mode::Local && inner.fixed_window().is_none() {
+            return Err(format!(
+                "cluster.mode: shared counters model fixed windows; a {kind} can only run locally"
+            ));
+        }
+        let faults = !self.store.outages.is_empty() || !self.store.failover.is_empty();
+        if faults && self.mode == Mode::Local {
+            return Err("cluster.store: outages and failovers are of a shared store; in mode = \"local\" there is none".into());
+        }
+        if !self.store.failover.is_empty()
+            && (self.sync_interval.is_some() || self.store.update == Update::ReadThenIncrement)
+        {
+            return Err("cluster.store.failover: modelled for atomic shared counters only; drop sync_interval and update = \"read-then-increment\", or the failover".into());
+        }
+        if self.mode != Mode::Local && inner.fixed_window().is_some_and(|f| f.counts_rejected()) {
+            return Err("cluster.mode: shared counters are modelled counting admitted requests only; drop count_rejected or use mode = \"local\"".into());
+        }
+        Ok(())
+    }
+
+    pub(super) fn clock(&self, instance: usize) -> Clock {
+        let pick = |values: &[Offset]| {
+            values
+                .get(instance)
+                .or(values.first())
+                .copied()
+                .unwrap_or_default()
+                .0
+        };
+        let drift = self
+            .drift_ppm
+            .get(instance)
+            .or(self.drift_ppm.first())
+            .copied()
+            .unwrap_or(0);
+        let steps = self
+            .steps
+            .iter()
+            .filter(|s| s.on == Target::Instance(instance))
+            .map(|s| (s.at.get(), s.by.0))
+            .collect();
+        let offset = match self.offset_spread {
+            // A draw in ±spread/2 from a fixed generator, so runs repeat.
+            Some(spread) => {
+                let half = i128::from(spread.get() / 2);
+                let unit = i128::from(random::mix(0x5eed ^ instance as u64) >> 11);
+                i64::try_from((unit * 2 * half) / (1i128 << 53) - half).unwrap_or(0)
+            }
+            None => pick(&self.offsets),
+        };
+        Clock {
+            offset,
+            drift_ppm: drift,
+            steps,
+        }
+    }
+
+    pub(super) fn store_clock(&self) -> Clock {
+        let steps = self
+            .steps
+            .iter()
+            .filter(|s| s.on == Target::Store)
+            .map(|s| (s.at.get(), s.by.0))
+            .collect();
+        Clock {
+            offset: self.store.offset.0,
+            drift_ppm: 0,
+            steps,
+        }
+    }
+}

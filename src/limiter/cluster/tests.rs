@@ -1,0 +1,226 @@
+use super::*;
+
+fn cluster(text: &str) -> Cluster {
+    let cluster: ClusterConfig = toml::from_str(text).unwrap();
+    let inner: toml::Table =
+        toml::from_str("kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 100").unwrap();
+    let config = Config {
+        inner: Box::new(LimiterConfig::from_table(inner).unwrap()),
+        cluster,
+        duration: Nanos(60_000_000_000),
+    };
+    config.build(Context::default()).unwrap()
+}
+
+const S: u64 = 1_000_000_000;
+
+fn admitted(cluster: &mut Cluster, times: &[u64]) -> usize {
+    times
+        .iter()
+        .filter(|&&t| cluster.decide(Nanos(t)).admitted())
+        .count()
+}
+
+#[test]
+fn local_counters_with_full_thresholds_reach_2_instances_n() {
+    let mut c = cluster("instances = 3");
+    let times: Vec<u64> = [vec![S - 1; 300], vec![S; 300]].concat();
+    assert_eq!(admitted(&mut c, &times), 600, "2 · 3 · 100");
+    assert_eq!(c.bound(Nanos(S)), 600);
+    assert_eq!(c.admitted_per_instance(), [200, 200, 200]);
+}
+
+#[test]
+fn a_shared_counter_keyed_by_skewed_clocks_reaches_3n() {
+    // Clocks 400 ms behind, on time and 400 ms ahead: a spread under W.
+    // At true 1.35 s they read 0.95 s, 1.35 s and 1.75 s (windows 0, 1, 1);
+    // at true 1.65 s, 1.25 s, 1.65 s and 2.05 s (windows 1, 1, 2).
+    let mut c = cluster(
+        "instances = 3\nmode = \"shared-instance-clock\"\noffsets = [\"-400ms\", \"0s\", \"+400ms\"]",
+    );
+    let times: Vec<u64> = [vec![1_350_000_000; 300], vec![1_650_000_000; 300]].concat();
+    assert_eq!(
+        admitted(&mut c, &times),
+        300,
+        "N in each of windows 0, 1 and 2 within 300 ms of true time"
+    );
+    assert_eq!(
+        c.bound(Nanos(S)),
+        300,
+        "W plus a 800 ms spread meets at most three windows"
+    );
+}
+
+#[test]
+fn a_forward_step_of_the_store_clock_ends_a_window_early() {
+    let mut c = cluster(
+        "instances = 2\nmode = \"shared-store-clock\"\nsteps = [{ at = \"1500ms\", by = \"+600ms\", on = \"store\" }]",
+    );
+    assert_eq!(admitted(&mut c, &[S; 150]), 100, "the window opened at 1 s");
+    // At 1.5 s the store's clock jumps to 2.1 s: the key expires, a new window opens.
+    assert_eq!(admitted(&mut c, &[1_600_000_000; 150]), 100);
+}
+
+#[test]
+fn batched_counters_let_each_instance_spend_the_limit_between_syncs() {
+    let mut c = cluster("instances = 3\nmode = \"shared-instance-clock\"\nsync_interval = \"2s\"");
+    // All within one window and one sync period: each instance sees only its own counts.
+    assert_eq!(admitted(&mut c, &[S / 2; 600]), 300);
+    // After the next sync (at 2 s) every instance sees window 2's count afresh.
+    assert_eq!(admitted(&mut c, &[2 * S + S / 2; 600]), 300);
+    assert_eq!(c.bound(Nanos(S)), 2 * 3 * 100);
+}
+
+#[test]
+fn an_offset_spread_draws_fixed_offsets_within_it() {
+    let c = cluster("instances = 4\noffset_spread = \"800ms\"");
+    let offsets: Vec<i64> = c.clocks.iter().map(|clock| clock.offset).collect();
+    assert!(
+        offsets.iter().all(|o| o.abs() <= 400_000_000),
+        "{offsets:?}"
+    );
+    assert!(
+        offsets.windows(2).any(|pair| pair[0] != pair[1]),
+        "{offsets:?}"
+    );
+    let again = cluster("instances = 4\noffset_spread = \"800ms\"");
+    assert_eq!(
+        offsets,
+        again
+            .clocks
+            .iter()
+            .map(|clock| clock.offset)
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn an_outage_is_answered_as_on_error_says() {
+    let outage = |on_error: &str| {
+        cluster(&format!(
+            "instances = 3\nmode = \"shared-instance-clock\"\nstore = {{ outages = [{{ at = \"2s\", for = \"1s\" }}], on_error = \"{on_error}\" }}"
+        ))
+    };
+    let down: Vec<u64> = (0..900).map(|i| 2 * S + i * 1_000_000).collect();
+    let mut allow = outage("allow");
+    assert_eq!(
+        admitted(&mut allow, &[S; 150]),
+        100,
+        "the store answers before"
+    );
+    assert_eq!(admitted(&mut allow, &down), 900, "fail open: everything");
+    assert_eq!(
+        admitted(&mut allow, &[3 * S; 150]),
+        100,
+        "the store is back at 3 s"
+    );
+    assert_eq!(allow.bound(Nanos(S)), u64::MAX);
+    let mut deny = outage("deny");
+    assert_eq!(admitted(&mut deny, &down), 0, "fail closed: nothing");
+    assert!(matches!(
+        deny.decide(Nanos(2 * S)),
+        Decision::Reject(Hint::NONE)
+    ));
+    assert_eq!(deny.bound(Nanos(S)), 200, "as without the outage");
+    let mut local = outage("local");
+    assert_eq!(
+        admitted(&mut local, &down),
+        300,
+        "each instance its own 100"
+    );
+    assert_eq!(local.bound(Nanos(S)), 200 + 3 * 200);
+}
+
+/// Ten 50 ms outages within a second: each instance's fallback window is
+/// the same one throughout, so one instance admits N in the second, not
+/// 10·N, and the bound holds.
+#[test]
+fn a_flapping_store_does_not_refill_the_local_fallback() {
+    let outages: Vec<String> = (0..10)
+        .map(|i| format!("{{ at = \"{}ms\", for = \"50ms\" }}", 1_000 + i * 100))
+        .collect();
+    let mut c = cluster(&format!(
+        "instances = 1\nmode = \"shared-instance-clock\"\nstore = {{ outages = [{}], on_error = \"local\" }}",
+        outages.join(", ")
+    ));
+    // 20 requests inside each outage, 2 ms apart.
+    let down: Vec<u64> = (0..10)
+        .flat_map(|i| (0..20).map(move |j| S + i * 100_000_000 + j * 2_000_000))
+        .collect();
+    let passed = admitted(&mut c, &down);
+    assert_eq!(passed, 100, "one fallback window of 100 over the second");
+    assert!(passed as u64 <= c.bound(Nanos(S)));
+}
+
+#[test]
+fn a_failover_loses_the_increments_of_its_last_moments() {
+    let mut c = cluster(
+        "instances = 2\nmode = \"shared-instance-clock\"\nstore = { failover = [{ at = \"1800ms\", lost = \"500ms\" }] }",
+    );
+    // Window 1: 40 admitted at 1.1 s, 60 at 1.5 s: full.
+    assert_eq!(admitted(&mut c, &[1_100_000_000; 40]), 40);
+    assert_eq!(admitted(&mut c, &[1_500_000_000; 60]), 60);
+    assert_eq!(admitted(&mut c, &[1_700_000_000; 10]), 0);
+    // The replica had only what landed by 1.3 s: 40; 60 more get in.
+    assert_eq!(admitted(&mut c, &[1_900_000_000; 100]), 60);
+    assert_eq!(
+        c.bound(Nanos(S)),
+        200 + 200,
+        "what the counter admits in 500 ms, once more"
+    );
+    let mut store = cluster(
+        "instances = 2\nmode = \"shared-store-clock\"\nstore = { failover = [{ at = \"1800ms\", lost = \"1s\" }] }",
+    );
+    assert_eq!(admitted(&mut store, &[S; 150]), 100, "the key opens at 1 s");
+    // The replica never had the key: a new window opens at 1.9 s.
+    assert_eq!(admitted(&mut store, &[1_900_000_000; 150]), 100);
+}
+
+#[test]
+fn store_faults_are_refused_where_they_cannot_apply() {
+    let err = |text: &str| {
+        let cluster: ClusterConfig = toml::from_str(text).unwrap();
+        let inner: toml::Table =
+            toml::from_str("kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 100").unwrap();
+        Config {
+            inner: Box::new(LimiterConfig::from_table(inner).unwrap()),
+            cluster,
+            duration: Nanos(60 * S),
+        }
+        .build(Context::default())
+        .unwrap_err()
+    };
+    assert!(
+        err("instances = 2\nstore = { outages = [{ at = \"1s\", for = \"1s\" }] }")
+            .contains("in mode = \"local\" there is none")
+    );
+    assert!(err("instances = 2\nmode = \"shared-instance-clock\"\nstore = { outages = [{ at = \"1s\", for = \"2s\" }, { at = \"2s\", for = \"1s\" }] }").contains("overlap"));
+    assert!(err("instances = 2\nmode = \"shared-instance-clock\"\nstore = { outages = [{ at = \"90s\", for = \"1s\" }] }").contains("after the end of the run"));
+    assert!(err("instances = 2\nmode = \"shared-instance-clock\"\nsync_interval = \"1s\"\nstore = { failover = [{ at = \"1s\", lost = \"1s\" }] }").contains("atomic shared counters only"));
+}
+
+#[test]
+fn read_then_increment_over_admits_by_the_rate_times_the_round_trip() {
+    // 100,000 per second for 10 ms, a 1 ms round trip: while the first
+    // increments are in flight, r · rtt = 100 more requests see a count
+    // below N; an increment landing exactly as a request arrives is seen
+    // by it, so the window admits N + r · rtt − 1.
+    let mut c = cluster(
+        "instances = 4\nmode = \"shared-instance-clock\"\nstore = { rtt = \"1ms\", update = \"read-then-increment\" }",
+    );
+    let times: Vec<u64> = (0..1_000).map(|i| S / 4 + i * 10_000).collect();
+    assert_eq!(admitted(&mut c, &times), 100 + 100 - 1);
+}
+
+#[test]
+fn read_then_increment_over_admits_within_a_round_trip() {
+    let mut c = cluster(
+        "instances = 4\nmode = \"shared-instance-clock\"\nstore = { rtt = \"2ms\", update = \"read-then-increment\" }",
+    );
+    // 400 requests within one millisecond: none sees another's increment.
+    let times: Vec<u64> = (0..400).map(|i| S / 2 + i * 2_000).collect();
+    assert_eq!(admitted(&mut c, &times), 400);
+    let mut atomic = cluster("instances = 4\nmode = \"shared-instance-clock\"");
+    assert_eq!(admitted(&mut atomic, &times), 100);
+    assert_eq!(c.bound(Nanos(S)), u64::MAX, "no bound over any traffic");
+}
