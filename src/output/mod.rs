@@ -1,6 +1,7 @@
 //! Result folders: written all at once, replacing only what burstsim provably
 //! wrote, and the decision files streamed into them.
 
+mod lock;
 mod ownership;
 mod staging;
 

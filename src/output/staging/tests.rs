@@ -1,4 +1,6 @@
 use super::*;
+use crate::output::lock::lock_file;
+use std::time::Duration;
 
 fn results(target: &Path, text: &str) -> Staging {
     let staging = Staging::new(target).unwrap();
