@@ -131,10 +131,12 @@ impl Drop for RedisServer {
     }
 }
 
-/// Says why a check is skipped; under CI (`CI` set) a missing server fails.
-pub fn skip_unless_ci(message: &str) {
-    assert!(std::env::var_os("CI").is_none(), "CI is set but {message}");
-    eprintln!("{message}");
+/// Fails a check against real software that is not installed, saying what
+/// to install: these checks are `#[ignore]`d, so `cargo test` lists them as
+/// ignored, and one that runs (`--include-ignored`, as `.ci/run` does) must
+/// find what it checks against.
+pub fn required(message: &str) {
+    panic!("{message}");
 }
 
 /// What `driver` run with `args` prints for `lines` fed to its standard
@@ -157,4 +159,14 @@ pub fn piped(driver: &Path, args: &[String], lines: impl Iterator<Item = String>
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success(), "{} failed", driver.display());
     String::from_utf8(output.stdout).unwrap()
+}
+
+/// Held by each check against real software for its whole run: they
+/// measure wall-clock time (a server's clock, a replay's pacing), so they
+/// run one at a time rather than all at once on a small machine.
+pub fn real_time() -> std::sync::MutexGuard<'static, ()> {
+    static REAL_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    REAL_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

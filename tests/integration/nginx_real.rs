@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::skip_unless_ci;
+use common::required;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -130,11 +130,11 @@ fn replay(server: &Server) -> Vec<(Duration, u16, Duration)> {
 }
 
 #[test]
+#[ignore = "needs nginx (Debian's nginx-light): run with --include-ignored, as .ci/run does"]
 fn nodelay_admits_and_rejects_exactly_as_nginx() {
+    let _alone = crate::common::real_time();
     let Some(binary) = nginx() else {
-        skip_unless_ci(
-            "SKIPPED: no nginx installed; .ci/run installs Debian's nginx so CI runs this check",
-        );
+        required("not installed: nginx; .ci/run installs Debian's nginx");
         return;
     };
     let server = Server::start(&binary, "10r/s", "burst=5 nodelay");
@@ -159,11 +159,11 @@ fn nodelay_admits_and_rejects_exactly_as_nginx() {
 }
 
 #[test]
+#[ignore = "needs nginx (Debian's nginx-light): run with --include-ignored, as .ci/run does"]
 fn without_nodelay_nginx_delays_as_the_model_says() {
+    let _alone = crate::common::real_time();
     let Some(binary) = nginx() else {
-        skip_unless_ci(
-            "SKIPPED: no nginx installed; .ci/run installs Debian's nginx so CI runs this check",
-        );
+        required("not installed: nginx; .ci/run installs Debian's nginx");
         return;
     };
     let server = Server::start(&binary, "20r/s", "burst=4");
@@ -190,11 +190,11 @@ fn without_nodelay_nginx_delays_as_the_model_says() {
 /// Whether `nginx -t` accepts a `limit_req` with `parameters`, and whether
 /// `burstsim import` does: the two must agree, directive by directive.
 #[test]
+#[ignore = "needs nginx (Debian's nginx-light): run with --include-ignored, as .ci/run does"]
 fn import_refuses_the_limit_req_parameters_nginx_refuses() {
+    let _alone = crate::common::real_time();
     let Some(binary) = nginx() else {
-        common::skip_unless_ci(
-            "SKIPPED: no nginx installed; .ci/run installs Debian's nginx so CI runs this check",
-        );
+        common::required("not installed: nginx; .ci/run installs Debian's nginx");
         return;
     };
     for parameters in [
