@@ -97,7 +97,7 @@ fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
 
 /// One step of a path into the scenario: a key or an array index.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Key {
+pub enum Step {
     /// A table key.
     Name(String),
     /// An array element.
@@ -106,13 +106,13 @@ pub enum Key {
 
 /// Where the value at `path` stands in the scenario `text`, or with
 /// `at_key` the last key itself (for a key that is not allowed there).
-pub fn locate(text: &str, path: &[Key], at_key: bool) -> Option<std::ops::Range<usize>> {
+pub fn locate(text: &str, path: &[Step], at_key: bool) -> Option<std::ops::Range<usize>> {
     let root = DeTable::parse(text).ok()?;
     let mut table = root.get_ref();
     let mut value: Option<&toml::Spanned<DeValue>> = None;
     for (i, key) in path.iter().enumerate() {
         let next = match (key, value.map(toml::Spanned::get_ref)) {
-            (Key::Name(name), None | Some(DeValue::Table(_))) => {
+            (Step::Name(name), None | Some(DeValue::Table(_))) => {
                 if let Some(DeValue::Table(inner)) = value.map(toml::Spanned::get_ref) {
                     table = inner;
                 }
@@ -124,7 +124,7 @@ pub fn locate(text: &str, path: &[Key], at_key: bool) -> Option<std::ops::Range<
                 }
                 v
             }
-            (Key::Index(index), Some(DeValue::Array(array))) => array.get(*index)?,
+            (Step::Index(index), Some(DeValue::Array(array))) => array.get(*index)?,
             _ => return None,
         };
         value = Some(next);
@@ -134,12 +134,12 @@ pub fn locate(text: &str, path: &[Key], at_key: bool) -> Option<std::ops::Range<
 
 /// The field path a configuration error starts with (`layers[1].window:
 /// …`), as keys; and for an unknown key (`unknown field \`x\``), that key.
-pub fn field_path(message: &str) -> Vec<Key> {
+pub fn field_path(message: &str) -> Vec<Step> {
     if let Some(rest) = message.split("unknown field `").nth(1) {
         return rest
             .split('`')
             .next()
-            .map(|k| vec![Key::Name(k.to_string())])
+            .map(|k| vec![Step::Name(k.to_string())])
             .unwrap_or_default();
     }
     let Some((prefix, _)) = message.split_once(": ") else {
@@ -152,10 +152,10 @@ pub fn field_path(message: &str) -> Vec<Key> {
         if name.is_empty() || !name.chars().all(valid) {
             return Vec::new();
         }
-        keys.push(Key::Name(name.to_string()));
+        keys.push(Step::Name(name.to_string()));
         for index in indices.split('[').filter(|s| !s.is_empty()) {
             match index.trim_end_matches(']').parse() {
-                Ok(index) => keys.push(Key::Index(index)),
+                Ok(index) => keys.push(Step::Index(index)),
                 Err(_) => return Vec::new(),
             }
         }
@@ -250,14 +250,14 @@ mod tests {
         assert_eq!(
             field_path("layers[1].window: expected a duration"),
             [
-                Key::Name("layers".into()),
-                Key::Index(1),
-                Key::Name("window".into())
+                Step::Name("layers".into()),
+                Step::Index(1),
+                Step::Name("window".into())
             ]
         );
         assert_eq!(
             field_path("unknown field `threshhold`, expected …"),
-            [Key::Name("threshhold".into())]
+            [Step::Name("threshhold".into())]
         );
         assert!(field_path("the name is used twice: pick another").is_empty());
     }
@@ -265,26 +265,26 @@ mod tests {
     #[test]
     fn locates_a_value_in_an_array_of_tables_and_an_inline_table() {
         let text = "[[limiter]]\nname = \"a\"\n\n[[limiter]]\nname = \"b\"\nthreshold = 0\n\n[[workload]]\nsources = [{ kind = \"x\", rate = 5 }]\n";
-        let name = |s: &str| Key::Name(s.into());
+        let name = |s: &str| Step::Name(s.into());
         let span = locate(
             text,
-            &[name("limiter"), Key::Index(1), name("threshold")],
+            &[name("limiter"), Step::Index(1), name("threshold")],
             false,
         )
         .unwrap();
         assert_eq!(&text[span], "0");
         let span = locate(
             text,
-            &[name("limiter"), Key::Index(1), name("threshold")],
+            &[name("limiter"), Step::Index(1), name("threshold")],
             true,
         )
         .unwrap();
         assert_eq!(&text[span], "threshold");
         let path = [
             name("workload"),
-            Key::Index(0),
+            Step::Index(0),
             name("sources"),
-            Key::Index(0),
+            Step::Index(0),
             name("rate"),
         ];
         assert_eq!(&text[locate(text, &path, false).unwrap()], "5");

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::error::{Key, ScenarioError, field_path, locate};
+use crate::error::{ScenarioError, Step, field_path, locate};
 use crate::limiter::cluster::{ClusterConfig, Config as ClusterRun};
 use crate::limiter::per_key::MAX_KEYS;
 use crate::limiter::{Context, Limiter, LimiterConfig, RateLimiter};
@@ -236,7 +236,7 @@ impl Validator<'_> {
     fn error_in(
         &self,
         span: std::ops::Range<usize>,
-        base: &[Key],
+        base: &[Step],
         prefix: &str,
         err: &str,
     ) -> ScenarioError {
@@ -292,7 +292,7 @@ impl Validator<'_> {
                 |err| {
                     self.error_in(
                         shared.span(),
-                        &[Key::Name("cluster".into())],
+                        &[Step::Name("cluster".into())],
                         "cluster",
                         &err,
                     )
@@ -314,9 +314,9 @@ impl Validator<'_> {
             };
             let Some(merged) = merged else { continue };
             let base = [
-                Key::Name("limiter".into()),
-                Key::Index(i),
-                Key::Name("cluster".into()),
+                Step::Name("limiter".into()),
+                Step::Index(i),
+                Step::Name("cluster".into()),
             ];
             let fail = |err: String| {
                 self.error_in(
@@ -428,7 +428,7 @@ impl Validator<'_> {
                     return Err(self.error(file.span(), format!("workload {name:?}: sources: needs at least one source")));
                 }
                 let sources = file.get_ref().sources.iter().enumerate().map(|(i, table)| {
-                    let base = [Key::Name("workload".into()), Key::Index(w), Key::Name("sources".into()), Key::Index(i)];
+                    let base = [Step::Name("workload".into()), Step::Index(w), Step::Name("sources".into()), Step::Index(i)];
                     let fail = |err: String| self.error_in(table.span(), &base, &format!("workload {name:?}, source {}", i + 1), &err);
                     let source = SourceConfig::from_table(table.get_ref().clone()).map_err(fail)?;
                     let fail = |err: String| self.error_in(table.span(), &base, &format!("workload {name:?}, source {} ({})", i + 1, source.kind_name()), &err);
@@ -450,7 +450,7 @@ impl Validator<'_> {
                         if sources.iter().any(|s| s.adversary_budget().is_some()) {
                             return Err(self.error(table.span(), format!("workload {name:?}: retry: an adversary's requests are a pattern, not clients; give retries to a workload of traffic")));
                         }
-                        let base = [Key::Name("workload".into()), Key::Index(w), Key::Name("retry".into())];
+                        let base = [Step::Name("workload".into()), Step::Index(w), Step::Name("retry".into())];
                         Some(Retry::from_table(table.get_ref().clone()).map_err(|err| self.error_in(table.span(), &base, &format!("workload {name:?}, retry"), &err))?)
                     }
                 };
@@ -517,7 +517,7 @@ impl Validator<'_> {
                         return Err(self.error(span, format!("limiter {}: name: missing", i + 1)));
                     }
                 };
-                let base = [Key::Name("limiter".into()), Key::Index(i)];
+                let base = [Step::Name("limiter".into()), Step::Index(i)];
                 let fail = |err: String| {
                     self.error_in(span.clone(), &base, &format!("limiter {name:?}"), &err)
                 };

@@ -64,7 +64,7 @@ pub fn for_limiter(
         let arrivals = super::arrivals(scenario, workload, replication)?;
         let rng =
             crate::traffic::stream(scenario.seed ^ RETRY_STREAM, &workload.name, 0, replication);
-        return Ok(Box::new(Clients::new(
+        return Ok(Box::new(RetryingClients::new(
             arrivals,
             retry,
             rng,
@@ -127,7 +127,7 @@ const RETRY_STREAM: u64 = 0x7265_7472_7921_2121;
 /// Clients that retry: their requests' first attempts come from the
 /// workload's sources, and a rejected request comes back as its retry
 /// policy says, until admitted, out of attempts or budget, or past the run.
-pub struct Clients {
+pub struct RetryingClients {
     arrivals: Merge,
     /// The next first attempt.
     head: Option<Arrival>,
@@ -142,11 +142,11 @@ pub struct Clients {
     unfinished: u64,
 }
 
-impl Clients {
+impl RetryingClients {
     /// Clients sending `arrivals` and retrying as `retry` says, over a run
     /// ending at `end`.
-    pub fn new(mut arrivals: Merge, retry: Retry, rng: Rng, end: Nanos) -> Clients {
-        Clients {
+    pub fn new(mut arrivals: Merge, retry: Retry, rng: Rng, end: Nanos) -> RetryingClients {
+        RetryingClients {
             head: arrivals.next(),
             arrivals,
             budget: retry.budget.map(Budget::new),
@@ -160,7 +160,7 @@ impl Clients {
     }
 }
 
-impl Driver for Clients {
+impl Driver for RetryingClients {
     fn next_time(&self) -> Option<Nanos> {
         self.head.map(|arrival| arrival.time)
     }

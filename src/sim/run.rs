@@ -25,11 +25,11 @@ use crate::traffic::{Arrival, Key, Timed};
 /// One limiter's state and metrics while a workload streams through it.
 pub(super) struct RunState {
     limiter: Limiter,
-    m: Metrics,
+    m: Counters,
 }
 
 /// Everything of a run but its limiter: what the decisions are counted into.
-struct Metrics {
+struct Counters {
     kind: &'static str,
     description: String,
     offered: u64,
@@ -86,7 +86,7 @@ impl RunState {
         if let Some(backend) = scenario.backend {
             rolling = rolling.with_overload(Nanos::SECOND, backend.capacity_per_sec.get());
         }
-        let mut m = Metrics {
+        let mut m = Counters {
             extras: false,
             kind: named.config.kind(),
             description: named.description.clone(),
@@ -345,14 +345,14 @@ impl RunState {
     }
 }
 
-impl crate::limiter::Decisions for Metrics {
+impl crate::limiter::Decisions for Counters {
     #[inline(always)]
     fn decided(&mut self, arrival: Arrival, decision: Decision) {
         self.record(arrival, decision.admitted(), decision.delay());
     }
 }
 
-impl Metrics {
+impl Counters {
     /// Counts one decision on `arrival`, released after `delay` if admitted.
     #[inline(always)]
     fn record(&mut self, arrival: Arrival, admitted: bool, delay: Nanos) {

@@ -94,7 +94,7 @@ impl Config {
         )?;
         Ok(Cluster {
             faults: (!faults.is_empty()).then(|| FaultState::new(faults, k, window, threshold)),
-            last_source: Source::Store,
+            last_source: Answerer::Store,
             balance: cluster.balance,
             clients: cluster.clients.map_or(1_000, NonZeroU64::get),
             next: 0,
@@ -113,7 +113,7 @@ impl Config {
 
 /// What answered the last admission, to take it back there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Source {
+enum Answerer {
     Store,
     /// The store was down and the request let through.
     Allowed,
@@ -155,7 +155,7 @@ pub struct Cluster {
     /// The store's outages and failovers, when it has any.
     faults: Option<FaultState>,
     /// What answered the last admission.
-    last_source: Source,
+    last_source: Answerer,
 }
 
 /// A hint given on a clock that read `clock` at true time `now`, in true time:
@@ -316,8 +316,8 @@ impl RateLimiter for Cluster {
                 self.admitted[instance] += 1;
                 self.last = instance;
                 self.last_source = match faults.faults().on_error {
-                    OnError::Local => Source::Fallback,
-                    _ => Source::Allowed,
+                    OnError::Local => Answerer::Fallback,
+                    _ => Answerer::Allowed,
                 };
             }
             return decision;
@@ -334,7 +334,7 @@ impl RateLimiter for Cluster {
         if decision.admitted() {
             self.admitted[instance] += 1;
             self.last = instance;
-            self.last_source = Source::Store;
+            self.last_source = Answerer::Store;
             if let Some(faults) = &mut self.faults {
                 let key = match &self.counter {
                     Counter::InstanceClock(shared) => shared.last_key(),
@@ -351,9 +351,9 @@ impl RateLimiter for Cluster {
         let instance = self.last;
         self.admitted[instance] -= 1;
         match self.last_source {
-            Source::Store => {}
-            Source::Allowed => return,
-            Source::Fallback => {
+            Answerer::Store => {}
+            Answerer::Allowed => return,
+            Answerer::Fallback => {
                 if let Some(faults) = &mut self.faults {
                     faults.refund(instance, self.last_clock[instance]);
                 }

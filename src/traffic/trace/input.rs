@@ -6,15 +6,15 @@ use super::*;
 
 /// What tells one file's content from another's without reading it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Identity {
+pub(super) struct FileIdentity {
     pub(super) device: u64,
     pub(super) inode: u64,
     pub(super) len: u64,
     pub(super) modified: Option<SystemTime>,
 }
 
-impl Identity {
-    pub(super) fn of(meta: &std::fs::Metadata) -> Identity {
+impl FileIdentity {
+    pub(super) fn of(meta: &std::fs::Metadata) -> FileIdentity {
         #[cfg(unix)]
         let (device, inode) = {
             use std::os::unix::fs::MetadataExt;
@@ -22,7 +22,7 @@ impl Identity {
         };
         #[cfg(not(unix))]
         let (device, inode) = (0, 0);
-        Identity {
+        FileIdentity {
             device,
             inode,
             len: meta.len(),

@@ -127,7 +127,7 @@ struct Scan {
     sorted: bool,
     rows: u64,
     /// The file as checked; a replay refuses any other.
-    identity: Identity,
+    identity: FileIdentity,
     /// A hash of every byte as checked; a replay that reads other bytes fails.
     checksum: u64,
 }
@@ -169,12 +169,12 @@ impl Config {
     fn open(
         &self,
         base_dir: &Path,
-        expected: Option<Identity>,
-    ) -> Result<(Input, Identity), String> {
+        expected: Option<FileIdentity>,
+    ) -> Result<(Input, FileIdentity), String> {
         let path = base_dir.join(&self.path);
         let (file, meta) = crate::input::open_regular(&path)
             .map_err(|err| format!("path: cannot replay {}: {err}", path.display()))?;
-        let identity = Identity::of(&meta);
+        let identity = FileIdentity::of(&meta);
         if expected.is_some_and(|expected| expected != identity) {
             return Err(changed(&path));
         }
@@ -326,7 +326,7 @@ impl Config {
             .drain()
             .map_err(|err| format!("{}: {err}", shown.display()))?;
         let now = input.hashing().file.get_ref().metadata();
-        if now.map(|meta| Identity::of(&meta)).ok() != Some(identity) {
+        if now.map(|meta| FileIdentity::of(&meta)).ok() != Some(identity) {
             return Err(changed(&shown));
         }
         let spreading = rows > 0 && whole_seconds && self.may_spread();
