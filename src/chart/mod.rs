@@ -319,3 +319,50 @@ fn interval_words(interval: Nanos) -> String {
         .unwrap_or(text.len());
     format!("{} {}", &text[..split], &text[split..])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A step line: each run of equal values is one flat segment, with a
+    /// vertical step where the value changes, ending at the last value's end.
+    #[test]
+    fn a_step_line_has_one_segment_per_run_of_equal_values() {
+        let points = step_points([1.0, 1.0, 3.0, 3.0, 3.0, 2.0], |j| j as f64 * 10.0);
+        assert_eq!(
+            points,
+            [
+                (0.0, 1.0),
+                (20.0, 1.0),
+                (20.0, 3.0),
+                (50.0, 3.0),
+                (50.0, 2.0),
+                (60.0, 2.0)
+            ]
+        );
+        assert!(step_points([], |j| j as f64).is_empty());
+    }
+
+    /// The note band keeps the chart whole and below it, escapes the note,
+    /// and leaves a document it cannot read as it was.
+    #[test]
+    fn the_note_band_moves_the_chart_down_and_escapes_the_note() {
+        let svg = "<svg width=\"400\" height=\"300\" viewBox=\"0 0 400 300\" xmlns=\"http://www.w3.org/2000/svg\">\n<rect x=\"1\"/>\n</svg>\n";
+        let banded = with_note_band(svg, "12 of 40 <limiters> & more");
+        assert!(banded.starts_with("<svg width=\"400\" height=\"328\" viewBox=\"0 0 400 328\""));
+        assert!(banded.contains("12 of 40 &lt;limiters&gt; &amp; more"));
+        assert!(banded.contains("<g transform=\"translate(0,28)\">\n<rect x=\"1\"/>\n</g>"));
+        assert_eq!(banded.matches("</svg>").count(), 1);
+        assert_eq!(with_note_band("not svg", "x"), "not svg");
+    }
+
+    #[test]
+    fn rates_and_intervals_read_as_words() {
+        assert_eq!(per_second(100.0), "100/s");
+        assert_eq!(per_second(99.96), "100.0/s");
+        assert_eq!(per_second(12.25), "12.2/s");
+        assert_eq!(interval_words(Nanos::SECOND), "1 s");
+        assert_eq!(interval_words(Nanos(100_000_000)), "100 ms");
+        assert_eq!(interval_words(Nanos(1_500_000_000)), "1.5 s");
+    }
+}

@@ -543,3 +543,22 @@ pub(super) fn escape(text: &str) -> String {
         .replace('>', "&gt;")
         .replace('"', "&quot;")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sentence names at most 12 limiters and counts the rest.
+    #[test]
+    fn a_list_in_a_sentence_joins_with_and_and_counts_past_twelve() {
+        let names = |n: usize| (1..=n).map(|i| format!("l{i}")).collect::<Vec<_>>();
+        assert_eq!(join(&[]), "");
+        assert_eq!(join(&names(1)), "l1");
+        assert_eq!(join(&names(3)), "l1, l2 and l3");
+        assert_eq!(join(&names(12)).matches(", ").count(), 10);
+        assert_eq!(
+            join(&names(15)),
+            "l1, l2, l3, l4, l5, l6, l7, l8, l9, l10, l11, l12 and 3 more"
+        );
+    }
+}

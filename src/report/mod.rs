@@ -30,3 +30,18 @@ pub fn ratio(value: f64) -> String {
 }
 
 pub use crate::time::seconds;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_ratios_and_seconds_print_as_the_table_shows_them() {
+        assert_eq!(bound(200), "200");
+        assert_eq!(bound(u64::MAX), "none");
+        assert_eq!(ratio(2.0), "2.00×");
+        assert_eq!(ratio(0.054), "0.05×");
+        assert_eq!(seconds(43_588_000_001), "43.588s");
+        assert_eq!(seconds(0), "0.000s");
+    }
+}

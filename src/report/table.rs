@@ -273,3 +273,17 @@ pub fn verdict(run: &RunSummary) -> String {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wait_is_written_in_the_unit_that_suits_it() {
+        assert_eq!(short_time(0), "0");
+        assert_eq!(short_time(850_000), "850µs");
+        assert_eq!(short_time(999_999), "999µs");
+        assert_eq!(short_time(12_000_000), "12ms");
+        assert_eq!(short_time(3_400_000_000), "3.4s");
+    }
+}
