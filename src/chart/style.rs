@@ -20,9 +20,12 @@ pub const AXIS_SIZE: u32 = 20;
 /// so 18 gives 14.5 px).
 pub const LABEL_SIZE: u32 = 18;
 
-/// Okabe–Ito: distinguishable with every common colour-vision deficiency.
-/// Limiter i is drawn in `PALETTE[i % 8]` in every chart.
-pub const PALETTE: [RGBColor; 8] = [
+/// Okabe–Ito's eight, distinguishable with every common colour-vision
+/// deficiency, then four darker hues from Paul Tol's palettes (wine, indigo,
+/// olive) and a brown: charts draw at most 12 limiters
+/// ([`crate::results::MAX_DRAWN_LIMITERS`]), so no two drawn limiters share a
+/// colour. Limiter i is drawn in `PALETTE[i % 12]` in every chart.
+pub const PALETTE: [RGBColor; 12] = [
     RGBColor(0, 114, 178),   // blue
     RGBColor(213, 94, 0),    // vermillion
     RGBColor(0, 158, 115),   // bluish green
@@ -31,6 +34,10 @@ pub const PALETTE: [RGBColor; 8] = [
     RGBColor(86, 180, 233),  // sky blue
     RGBColor(0, 0, 0),       // black
     RGBColor(240, 228, 66),  // yellow
+    RGBColor(136, 34, 85),   // wine
+    RGBColor(51, 34, 136),   // indigo
+    RGBColor(153, 153, 51),  // olive
+    RGBColor(120, 72, 20),   // brown
 ];
 
 /// The backend's capacity line.

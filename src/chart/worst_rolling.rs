@@ -14,7 +14,11 @@ use crate::time::Nanos;
 
 /// Share of a workload's slot covered by its bars.
 const GROUP_FILL: f64 = 0.84;
-const LEGEND_HEIGHT: u32 = 56;
+/// Height of one row of the legend.
+const LEGEND_ROW: i32 = 24;
+/// Where the legend's items start and must end, in pixels.
+const LEGEND_LEFT: i32 = 80;
+const LEGEND_RIGHT: i32 = WIDTH as i32 - 24;
 
 /// The chart.
 pub fn render(results: &Results) -> Result<Chart> {
@@ -51,8 +55,10 @@ pub fn render(results: &Results) -> Result<Chart> {
         let canvas = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         canvas.fill(&WHITE)?;
         let root = canvas.titled(&title, (FONT, TITLE_SIZE))?;
-        let (legend, body) = root.split_vertically(LEGEND_HEIGHT);
-        draw_legend(&legend, results)?;
+        let places = legend_places(results);
+        let rows = places.last().map_or(0, |&(_, row)| row) + 1;
+        let (legend, body) = root.split_vertically(((rows + 1) * LEGEND_ROW + 8) as u32);
+        draw_legend(&legend, results, &places)?;
         let mut chart = ChartBuilder::on(&body)
             .margin(16)
             .x_label_area_size(40)
@@ -74,6 +80,11 @@ pub fn render(results: &Results) -> Result<Chart> {
             .draw()?;
 
         let slot = GROUP_FILL / limiters as f64;
+        let widest = bars
+            .iter()
+            .map(|bar| bar.worst.to_string().len())
+            .max()
+            .unwrap_or(1);
         let small = (FONT, LABEL_SIZE).into_font();
         let placed = results.workloads.iter().enumerate().flat_map(|(group, w)| {
             w.runs
@@ -123,10 +134,19 @@ pub fn render(results: &Results) -> Result<Chart> {
             } else {
                 (top - 3, BLACK, VPos::Bottom)
             };
+            // Narrow bars (many limiters) get smaller counts, all the same
+            // size, so that neighbouring counts never run into one another.
+            let (left, _) = chart.backend_coord(&(x0, 0.0));
+            let (right, _) = chart.backend_coord(&(x1, 0.0));
+            let fits = (right - left) as f64 >= widest as f64 * 8.5 + 4.0;
+            let size = if fits { LABEL_SIZE } else { LABEL_SIZE * 3 / 4 };
             canvas.draw(&Text::new(
                 summary.worst.to_string(),
                 (x, y),
-                small.color(&colour).pos(Pos::new(HPos::Center, v)),
+                (FONT, size)
+                    .into_font()
+                    .color(&colour)
+                    .pos(Pos::new(HPos::Center, v)),
             ))?;
         }
         if let Some(capacity) = capacity {
@@ -194,41 +214,67 @@ impl Bar {
     }
 }
 
+/// Where each limiter's legend item goes: its x and its row, wrapping to a
+/// new row rather than running off the chart.
+fn legend_places(results: &Results) -> Vec<(i32, i32)> {
+    let (mut x, mut row) = (LEGEND_LEFT, 0);
+    results
+        .limiters
+        .iter()
+        .map(|limiter| {
+            // About 7.5 px a character at the label size, a 14 px swatch and a gap.
+            let width = 44 + (limiter.name.chars().count() as i32 * 15 + 1) / 2;
+            if x + width > LEGEND_RIGHT && x > LEGEND_LEFT {
+                (x, row) = (LEGEND_LEFT, row + 1);
+            }
+            let place = (x, row);
+            x += width;
+            place
+        })
+        .collect()
+}
+
 fn draw_legend(
     area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
     results: &Results,
+    places: &[(i32, i32)],
 ) -> Result<()> {
     let font = (FONT, LABEL_SIZE).into_font().color(&BLACK);
-    let mut x = 80;
-    for (index, limiter) in results.limiters.iter().enumerate() {
+    for ((index, limiter), &(x, row)) in results.limiters.iter().enumerate().zip(places) {
+        let y = 8 + row * LEGEND_ROW;
         area.draw(&Rectangle::new(
-            [(x, 8), (x + 14, 20)],
+            [(x, y), (x + 14, y + 12)],
             limiter_colour(index).filled(),
         ))?;
-        area.draw(&Text::new(limiter.name.clone(), (x + 20, 7), font.clone()))?;
-        x += 44 + limiter.name.len() as i32 * 7;
+        area.draw(&Text::new(
+            limiter.name.clone(),
+            (x + 20, y - 1),
+            font.clone(),
+        ))?;
     }
+    let rows = places.last().map_or(0, |&(_, row)| row) + 1;
+    let y = 8 + rows * LEGEND_ROW + 7;
     area.draw(&PathElement::new(
-        vec![(80, 40), (96, 40)],
+        vec![(80, y), (96, y)],
         BLACK.stroke_width(3),
     ))?;
-    area.draw(&Text::new("nominal allowance", (102, 33), font.clone()))?;
-    area.draw(&TriangleMarker::new((262, 40), 6, BLACK.filled()))?;
+    area.draw(&Text::new("nominal allowance", (102, y - 7), font.clone()))?;
+    area.draw(&TriangleMarker::new((262, y), 6, BLACK.filled()))?;
     area.draw(&Text::new(
         "bound over any traffic",
-        (272, 33),
+        (272, y - 7),
         font.clone(),
     ))?;
     if results.capacity().is_some() {
         area.draw(&PathElement::new(
-            vec![(462, 40), (486, 40)],
+            vec![(462, y), (486, y)],
             CAPACITY.stroke_width(2),
         ))?;
         let label = format!(
             "backend capacity ({} per second)",
             results.capacity().unwrap_or(0)
         );
-        area.draw(&Text::new(label, (492, 33), font))?;
+        area.draw(&Text::new(label, (492, y - 7), font))?;
     }
     Ok(())
 }

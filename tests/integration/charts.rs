@@ -415,3 +415,44 @@ fn limits_far_above_the_traffic_do_not_squash_the_charts() {
     );
     assert!(!lines.iter().any(|t| t == "limit 3190"), "{lines:?}");
 }
+
+/// Twelve limiters (the most a chart draws): every name in the bar chart's
+/// legend lies inside the chart, and no two limiters share a colour there.
+#[test]
+fn twelve_limiters_each_have_a_legend_entry_inside_the_chart_and_their_own_colour() {
+    let real = run("scenarios/real-limiters.toml", &[]);
+    let names = limiters(&real.summary);
+    assert_eq!(names.len(), 12);
+    let svg = read(&real.out.join("charts/worst-rolling.svg"));
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let width: f64 = doc
+        .root_element()
+        .attribute("width")
+        .unwrap()
+        .parse()
+        .unwrap();
+    for name in &names {
+        let text = doc
+            .descendants()
+            .find(|n| n.has_tag_name("text") && n.text().map(str::trim) == Some(name.as_str()))
+            .unwrap_or_else(|| panic!("{name} is in the legend"));
+        let x: f64 = text.attribute("x").unwrap().parse().unwrap();
+        // The name starts well inside the chart, with room for its letters.
+        assert!(
+            x + name.len() as f64 * 7.0 < width,
+            "{name} at x = {x} runs off a {width} px chart"
+        );
+    }
+    // The legend's swatches: one fill per limiter, all different.
+    let swatches: std::collections::BTreeSet<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect"))
+        .filter(|n| n.attribute("height") == Some("12") || n.attribute("height") == Some("13"))
+        .filter_map(|n| n.attribute("fill"))
+        .collect();
+    assert!(
+        swatches.len() >= 12,
+        "{} legend colours: {swatches:?}",
+        swatches.len()
+    );
+}
