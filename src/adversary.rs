@@ -153,7 +153,6 @@ fn keyed_worst(
         one.decide_keyed::<false>(t, Key(0));
     });
     let mut all = limiter.clone();
-    let mut counts = RollingCounts::new(&[rolling]);
     let mut released = Vec::new();
     for &t in arrivals {
         for key in 0..keys {
@@ -163,13 +162,8 @@ fn keyed_worst(
             }
         }
     }
-    released.sort_unstable();
-    released.iter().for_each(|&t| counts.push(Nanos(t)));
-    (
-        counts.worst()[0].count,
-        all.bound(rolling),
-        one.bound(rolling),
-    )
+    let bound = all.bound(rolling);
+    (worst_released(released, rolling), bound, one.bound(rolling))
 }
 
 /// The families at exactly `budget`, then the local search from the best.
@@ -354,8 +348,13 @@ fn admitted_worst(mut limiter: Limiter, arrivals: &[u64], rolling: u64) -> u64 {
             released.push(t.saturating_add(decision.delay().get()));
         }
     }
+    worst_released(released, Nanos(rolling))
+}
+
+/// The most of `released` (release times, any order) in one `rolling` interval.
+fn worst_released(mut released: Vec<u64>, rolling: Nanos) -> u64 {
     released.sort_unstable();
-    let mut counts = RollingCounts::new(&[Nanos(rolling)]);
+    let mut counts = RollingCounts::new(&[rolling]);
     released.iter().for_each(|&t| counts.push(Nanos(t)));
     counts.worst()[0].count
 }

@@ -262,6 +262,17 @@ impl Window {
 }
 
 impl Calendar {
+    /// A fixed-length period's window length and the run time of its first
+    /// edge; `None` for a month or a year.
+    fn edges(&self, period: Period) -> Option<(Nanos, Nanos)> {
+        let length = period.fixed_length()?;
+        let phase = (length - self.start.0.rem_euclid(length)) % length;
+        Some((
+            Nanos(length as u64 * NANOS_PER_SEC),
+            Nanos(phase as u64 * NANOS_PER_SEC),
+        ))
+    }
+
     /// Kong's whole-second clock at run time `now`.
     fn unix(&self, now: Nanos) -> i64 {
         self.start.0 + (now.get() / NANOS_PER_SEC) as i64
@@ -427,14 +438,7 @@ impl RateLimiter for Kong {
             Kong::Calendar(calendar) => calendar
                 .windows
                 .iter()
-                .filter_map(|w| {
-                    let length = w.period.fixed_length()?;
-                    let phase = (length - calendar.start.0.rem_euclid(length)) % length;
-                    Some((
-                        Nanos(length as u64 * NANOS_PER_SEC),
-                        Nanos(phase as u64 * NANOS_PER_SEC),
-                    ))
-                })
+                .filter_map(|w| calendar.edges(w.period))
                 .collect(),
         }
     }
@@ -443,14 +447,7 @@ impl RateLimiter for Kong {
     fn window_edges(&self) -> Option<(Nanos, Nanos)> {
         match self {
             Kong::Window(window, _) => window.window_edges(),
-            Kong::Calendar(calendar) => {
-                let length = calendar.windows.first()?.period.fixed_length()?;
-                let phase = (length - calendar.start.0.rem_euclid(length)) % length;
-                Some((
-                    Nanos(length as u64 * NANOS_PER_SEC),
-                    Nanos(phase as u64 * NANOS_PER_SEC),
-                ))
-            }
+            Kong::Calendar(calendar) => calendar.edges(calendar.windows.first()?.period),
         }
     }
 
