@@ -23,8 +23,8 @@
 //!
 //! Monotone in the budget by construction: the search runs at every budget
 //! of a fixed ladder up to the one given (1–16, then about 9% apart, and
-//! every multiple of 50) and keeps the best, so a larger budget tries
-//! everything a smaller one did.
+//! every multiple of 50 up to 1,000) and keeps the best, so a larger budget
+//! tries everything a smaller one did.
 //!
 //! A limiter that keeps state per client key is attacked from many keys:
 //! at each rung r of the ladder the best one-key pattern is sent by
@@ -42,6 +42,8 @@ use crate::traffic::Key;
 
 /// Phases tried per window.
 const PHASES: u64 = 16;
+/// Up to this budget the ladder holds every multiple of 50.
+const FINE_RUNGS_UP_TO: u64 = 1_000;
 /// Patterns the local search tries from each start.
 const LOCAL_TRIES: u32 = 300;
 /// The most instants of change (outages, failovers, clock steps) after which
@@ -74,7 +76,9 @@ fn ladder(budget: u64) -> Vec<u64> {
         x *= 2f64.powf(1.0 / 8.0);
         rungs.push(x as u64);
     }
-    rungs.extend((1..=budget / 50).map(|k| k * 50));
+    // Every multiple of 50 up to 1,000; past that the 9% steps alone, so a
+    // large budget costs tens of rungs, not thousands.
+    rungs.extend((1..=budget.min(FINE_RUNGS_UP_TO) / 50).map(|k| k * 50));
     rungs.retain(|&b| b <= budget);
     rungs.sort_unstable();
     rungs.dedup();

@@ -174,3 +174,15 @@ fn finds_exactly_n_for_the_sliding_log() {
     );
     assert_eq!((worst, bound), (100, 100), "{how}");
 }
+
+/// The ladder is fixed and cut at the budget (so a larger budget tries all a
+/// smaller one did), and a large budget costs tens of rungs, not thousands.
+#[test]
+fn the_ladder_stays_short_for_large_budgets_and_grows_monotonically() {
+    let small = ladder(400);
+    let large = ladder(1_000_000);
+    assert!(small.iter().all(|rung| large.contains(rung)));
+    assert_eq!(&large[..small.len()], &small[..]);
+    assert!(large.contains(&1_000) && !large.contains(&1_050));
+    assert!(large.len() < 200, "{} rungs", large.len());
+}

@@ -62,7 +62,7 @@ pub fn render(results: &Results) -> Result<Chart> {
         let mut chart = ChartBuilder::on(&body)
             .margin(16)
             .x_label_area_size(40)
-            .y_label_area_size(70)
+            .y_label_area_size(84)
             .build_cartesian_2d(0.0..groups as f64, 0.0..y_max)?;
         chart
             .configure_mesh()

@@ -32,7 +32,7 @@ pub fn render_sizing_table(report: &SizingReport) -> String {
             sizing.limiter.clone(),
             sizing.parameter.clone(),
             sizing.current.to_string(),
-            format!("{} {mark}", sizing.current_bound_1s),
+            format!("{} {mark}", super::bound(sizing.current_bound_1s)),
             safe_cell(&sizing.safe_any_traffic),
             safe_cell(&sizing.safe_on_workloads),
             rejected,
