@@ -5,6 +5,8 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer};
 
+use crate::error::FieldError;
+
 /// A decimal number (`"1.5"`) of units worth `scale` each (`"1.5"` seconds
 /// at a scale of 10^9 is 1,500,000,000 ns), without floats: digits past the
 /// `digits`-th after the point are dropped. `None` for anything but digits
@@ -99,21 +101,21 @@ impl Decimal {
     }
 
     /// Parses the decimal text of a non-negative number, like `"0.7"` or `"150"`.
-    pub fn parse(text: &str) -> Result<Decimal, String> {
+    pub fn parse(text: &str) -> Result<Decimal, FieldError> {
         let invalid = || format!("expected a non-negative number, got {text}");
         let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
         let frac = frac.trim_end_matches('0');
         if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(invalid());
+            return Err(invalid().into());
         }
         if !frac.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(invalid());
+            return Err(invalid().into());
         }
         let scale = u32::try_from(frac.len()).unwrap_or(u32::MAX);
         if scale > MAX_SCALE {
-            return Err(format!(
-                "{text} has more than {MAX_SCALE} digits after the decimal point"
-            ));
+            return Err(
+                format!("{text} has more than {MAX_SCALE} digits after the decimal point").into(),
+            );
         }
         let units = format!("{whole}{frac}")
             .parse::<u64>()
@@ -121,9 +123,9 @@ impl Decimal {
         Ok(Decimal { units, scale })
     }
 
-    fn from_f64(value: f64) -> Result<Decimal, String> {
+    fn from_f64(value: f64) -> Result<Decimal, FieldError> {
         if !value.is_finite() {
-            return Err(format!("expected a finite number, got {value}"));
+            return Err(format!("expected a finite number, got {value}").into());
         }
         // Display prints the shortest text that reads back as the same float:
         // 0.7 stays "0.7", not 0.6999999999999999555910790149937. Up to 15
@@ -135,7 +137,7 @@ impl Decimal {
         if significant > 15 {
             return Err(format!(
                 "{text} has more significant digits than a TOML number keeps exactly (15); write it as a string, like \"{text}\", to have it exact"
-            ));
+            ).into());
         }
         Decimal::parse(&text)
     }
@@ -166,9 +168,9 @@ impl<'de> Deserialize<'de> for Decimal {
         }
         let parsed = match Number::deserialize(deserializer)? {
             Number::Text(text) => Decimal::parse(text.trim()),
-            Number::Int(value) => u64::try_from(value)
-                .map(Decimal::whole)
-                .map_err(|_| format!("expected a non-negative number, got {value}")),
+            Number::Int(value) => u64::try_from(value).map(Decimal::whole).map_err(|_| {
+                FieldError::new(format!("expected a non-negative number, got {value}"))
+            }),
             Number::Float(value) => Decimal::from_f64(value),
         };
         parsed.map_err(serde::de::Error::custom)

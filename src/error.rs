@@ -132,36 +132,100 @@ pub fn locate(text: &str, path: &[Step], at_key: bool) -> Option<std::ops::Range
     value.map(toml::Spanned::span)
 }
 
-/// The field path a configuration error starts with (`layers[1].window:
-/// …`), as keys; and for an unknown key (`unknown field \`x\``), that key.
-pub fn field_path(message: &str) -> Vec<Step> {
-    if let Some(rest) = message.split("unknown field `").nth(1) {
-        return rest
-            .split('`')
-            .next()
-            .map(|k| vec![Step::Name(k.to_string())])
-            .unwrap_or_default();
-    }
-    let Some((prefix, _)) = message.split_once(": ") else {
-        return Vec::new();
-    };
-    let mut keys = Vec::new();
-    for part in prefix.split('.') {
-        let (name, indices) = part.split_once('[').unwrap_or((part, ""));
-        let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
-        if name.is_empty() || !name.chars().all(valid) {
-            return Vec::new();
+/// A value in a configuration that cannot be used: the path to it inside
+/// the table being read (empty: the table, or the value, as a whole) and
+/// what is wrong. Callers put the path in front as they hand it up, and the
+/// scenario reader turns it into a line, a column and a caret; no message
+/// text is ever read back for its path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldError {
+    /// Keys and indices from the table being read to the value at fault.
+    pub path: Vec<Step>,
+    /// What is wrong with it, and how to fix it.
+    pub message: String,
+    /// The fault is the path's last key itself (a key that is not allowed
+    /// there), not its value.
+    pub at_key: bool,
+}
+
+impl FieldError {
+    /// An error about the table or value as a whole.
+    pub fn new(message: impl Into<String>) -> FieldError {
+        FieldError {
+            path: Vec::new(),
+            message: message.into(),
+            at_key: false,
         }
-        keys.push(Step::Name(name.to_string()));
-        for index in indices.split('[').filter(|s| !s.is_empty()) {
-            match index.trim_end_matches(']').parse() {
-                Ok(index) => keys.push(Step::Index(index)),
-                Err(_) => return Vec::new(),
+    }
+
+    /// An error about the field `name` (a key, or keys joined by dots like
+    /// `metrics.bucket`).
+    pub fn at(name: &str, message: impl Into<String>) -> FieldError {
+        FieldError::new(message).within(name)
+    }
+
+    /// The same error seen from the table that holds `name`.
+    pub fn within(mut self, name: &str) -> FieldError {
+        let steps = name.split('.').map(|key| Step::Name(key.to_string()));
+        self.path.splice(0..0, steps);
+        self
+    }
+
+    /// The same error seen from the array that holds it at `index`.
+    pub fn at_index(mut self, index: usize) -> FieldError {
+        self.path.insert(0, Step::Index(index));
+        self
+    }
+
+    /// The path as a scenario writes it: `layers[1].window`.
+    pub fn path_text(&self) -> String {
+        let mut text = String::new();
+        for step in &self.path {
+            match step {
+                Step::Name(name) if text.is_empty() => text.push_str(name),
+                Step::Name(name) => {
+                    text.push('.');
+                    text.push_str(name);
+                }
+                Step::Index(index) => text.push_str(&format!("[{index}]")),
             }
         }
+        text
     }
-    keys
 }
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.path_text() {
+            path if path.is_empty() => f.write_str(&self.message),
+            path => write!(f, "{path}: {}", self.message),
+        }
+    }
+}
+
+impl std::error::Error for FieldError {}
+
+/// A message with no field: about the whole table or value.
+impl From<String> for FieldError {
+    fn from(message: String) -> FieldError {
+        FieldError::new(message)
+    }
+}
+
+impl From<&str> for FieldError {
+    fn from(message: &str) -> FieldError {
+        FieldError::new(message)
+    }
+}
+
+/// A [`FieldError`] at field `$name` with a `format!` message, or with no
+/// field: `field_error!("window", "must be longer than {min}")`.
+macro_rules! field_error {
+    ($name:literal, $($message:tt)+) => {
+        $crate::error::FieldError::at($name, format!($($message)+))
+    };
+}
+pub(crate) use field_error;
 
 /// serde's and toml's wording in the scenario's words: "expected a whole
 /// number ≥ 1, got 0" instead of "invalid value: integer `0`, expected a
@@ -246,20 +310,21 @@ mod tests {
     }
 
     #[test]
-    fn reads_the_field_path_a_message_starts_with() {
+    fn writes_its_path_in_front_of_its_message() {
+        let err = FieldError::at("window", "expected a duration")
+            .at_index(1)
+            .within("layers");
+        assert_eq!(err.to_string(), "layers[1].window: expected a duration");
         assert_eq!(
-            field_path("layers[1].window: expected a duration"),
+            err.path,
             [
                 Step::Name("layers".into()),
                 Step::Index(1),
                 Step::Name("window".into())
             ]
         );
-        assert_eq!(
-            field_path("unknown field `threshhold`, expected …"),
-            [Step::Name("threshhold".into())]
-        );
-        assert!(field_path("the name is used twice: pick another").is_empty());
+        assert_eq!(FieldError::at("metrics.bucket", "no").path.len(), 2);
+        assert_eq!(FieldError::new("used twice").to_string(), "used twice");
     }
 
     #[test]

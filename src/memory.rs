@@ -1,6 +1,7 @@
 //! What a run will hold in memory, estimated from the scenario before any
 //! work, so that a small scenario cannot ask for gigabytes: `--max-memory`.
 
+use crate::error::FieldError;
 use crate::limiter::RateLimiter;
 use crate::scenario::Scenario;
 use crate::time::Nanos;
@@ -163,7 +164,7 @@ pub fn estimate(
 }
 
 /// Reads a size like `2GB`, `512MiB`, `100MB` or a number of bytes.
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, FieldError> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
@@ -185,12 +186,13 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         other => {
             return Err(format!(
                 "{text:?}: unknown unit {other:?}; use B, KB, MB, GB, KiB, MiB or GiB"
-            ));
+            )
+            .into());
         }
     };
     number
         .checked_mul(scale)
-        .ok_or_else(|| format!("{text:?} is too large"))
+        .ok_or_else(|| FieldError::new(format!("{text:?} is too large")))
 }
 
 /// `1.5 GB`: bytes in words.

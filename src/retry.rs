@@ -8,6 +8,7 @@
 use rand::RngExt;
 use serde::Deserialize;
 
+use crate::error::{FieldError, field_error};
 use crate::limiter::Hint;
 use crate::time::Nanos;
 use crate::traffic::Rng;
@@ -160,25 +161,28 @@ pub struct Retry {
 
 impl Retry {
     /// Reads and checks `retry = { … }`.
-    pub fn from_table(table: toml::Table) -> Result<Retry, String> {
+    pub fn from_table(table: toml::Table) -> Result<Retry, FieldError> {
         let file: File = crate::config::parse_table(table)?;
         let base = file.base.unwrap_or(Nanos(100_000_000));
         let cap = file.cap.unwrap_or(Nanos(20 * crate::time::NANOS_PER_SEC));
         let max_attempts = file.max_attempts.unwrap_or(5);
         if !(1..=MAX_ATTEMPTS).contains(&max_attempts) {
-            return Err(format!(
-                "max_attempts: expected a whole number from 1 to {MAX_ATTEMPTS} (the first attempt included), got {max_attempts}"
+            return Err(field_error!(
+                "max_attempts",
+                "expected a whole number from 1 to {MAX_ATTEMPTS} (the first attempt included), got {max_attempts}"
             ));
         }
         let fallback = file.fallback.unwrap_or(Policy::Exponential);
         if fallback == Policy::HonourHint {
-            return Err(
-                "fallback: is what honour-hint does without a hint, so it cannot be honour-hint itself; use none, immediate, fixed or exponential".into(),
-            );
+            return Err(field_error!(
+                "fallback",
+                "is what honour-hint does without a hint, so it cannot be honour-hint itself; use none, immediate, fixed or exponential"
+            ));
         }
         if file.fallback.is_some() && file.policy != Policy::HonourHint {
-            return Err(format!(
-                "fallback: applies only to policy = \"honour-hint\", and the policy is {:?}",
+            return Err(field_error!(
+                "fallback",
+                "applies only to policy = \"honour-hint\", and the policy is {:?}",
                 file.policy.name()
             ));
         }
@@ -188,25 +192,27 @@ impl Retry {
             || file.jitter == Jitter::Decorrelated)
             && base == Nanos::ZERO
         {
-            return Err(
-                "base: must be longer than 0 for a backoff (use policy = \"immediate\" to retry at once)".into(),
-            );
+            return Err(field_error!(
+                "base",
+                "must be longer than 0 for a backoff (use policy = \"immediate\" to retry at once)"
+            ));
         }
         if cap < base {
-            return Err(format!("cap: {cap} is shorter than base ({base})"));
+            return Err(field_error!("cap", "{cap} is shorter than base ({base})"));
         }
         if let Some(budget) = file.budget
             && !(RETRY_COST..=MAX_BUDGET).contains(&budget)
         {
-            return Err(format!(
-                "budget: expected tokens from {RETRY_COST} (one retry) to {MAX_BUDGET}, got {budget}"
+            return Err(field_error!(
+                "budget",
+                "expected tokens from {RETRY_COST} (one retry) to {MAX_BUDGET}, got {budget}"
             ));
         }
         let lockout = file
             .lockout
             .unwrap_or(Nanos(5 * crate::time::NANOS_PER_SEC));
         if lockout == Nanos::ZERO {
-            return Err("lockout: must be longer than 0".into());
+            return Err(field_error!("lockout", "must be longer than 0"));
         }
         Ok(Retry {
             policy: file.policy,
@@ -380,7 +386,7 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
 
-    fn retry(fields: &str) -> Result<Retry, String> {
+    fn retry(fields: &str) -> Result<Retry, FieldError> {
         let table: toml::Table = toml::from_str(fields).unwrap();
         Retry::from_table(table)
     }
@@ -414,11 +420,13 @@ mod tests {
         assert!(
             retry("policy = \"exponential\"\nmultiplier = 1.0005")
                 .unwrap_err()
+                .to_string()
                 .contains("at most three decimals")
         );
         assert!(
             retry("policy = \"exponential\"\nmultiplier = 0")
                 .unwrap_err()
+                .to_string()
                 .starts_with("multiplier: ")
         );
     }
@@ -557,7 +565,7 @@ mod tests {
             ("policy = \"fixed\"\ntries = 3", "unknown field `tries`"),
         ] {
             let err = retry(fields).unwrap_err();
-            assert!(err.contains(expected), "{fields}: {err}");
+            assert!(err.to_string().contains(expected), "{fields}: {err}");
         }
     }
 

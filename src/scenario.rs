@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::error::{ScenarioError, Step, field_path, locate};
+use crate::error::{FieldError, ScenarioError, Step, field_error, locate};
 use crate::limiter::cluster::{ClusterConfig, Config as ClusterRun};
 use crate::limiter::per_key::MAX_KEYS;
 use crate::limiter::{Context, Limiter, LimiterConfig, RateLimiter};
@@ -118,13 +118,13 @@ impl NamedLimiter {
         config: LimiterConfig,
         context: Context,
         duration: Nanos,
-    ) -> Result<NamedLimiter, String> {
+    ) -> Result<NamedLimiter, FieldError> {
         let limiter = config.build(context)?;
         if duration > limiter.horizon() {
             return Err(format!(
                 "its time arithmetic is exact only for arrivals up to {} (delays and tolerances are added to them), and the run lasts {duration}; shorten the run",
                 limiter.horizon()
-            ));
+            ).into());
         }
         Ok(NamedLimiter {
             name,
@@ -145,7 +145,7 @@ impl Scenario {
 
     /// The same scenario in front of `backend`, its limiters built anew (a
     /// buffered threshold follows the backend's capacity).
-    pub fn with_backend(mut self, backend: Backend) -> Result<Scenario, String> {
+    pub fn with_backend(mut self, backend: Backend) -> Result<Scenario, FieldError> {
         self.backend = Some(backend);
         let (context, duration) = (self.context(), self.duration);
         self.limiters = std::mem::take(&mut self.limiters)
@@ -227,8 +227,12 @@ struct Validator<'a> {
 }
 
 impl Validator<'_> {
-    fn error(&self, span: std::ops::Range<usize>, message: String) -> ScenarioError {
-        ScenarioError::at(self.path, self.text, span.start, &message)
+    fn error(
+        &self,
+        span: std::ops::Range<usize>,
+        message: impl std::fmt::Display,
+    ) -> ScenarioError {
+        ScenarioError::at(self.path, self.text, span.start, &message.to_string())
     }
 
     /// An error from the table at `base` (spanning `span`), blamed on the
@@ -238,11 +242,11 @@ impl Validator<'_> {
         span: std::ops::Range<usize>,
         base: &[Step],
         prefix: &str,
-        err: &str,
+        err: &FieldError,
     ) -> ScenarioError {
         let mut path = base.to_vec();
-        path.extend(field_path(err));
-        let at = locate(self.text, &path, err.contains("unknown field `")).unwrap_or(span);
+        path.extend(err.path.iter().cloned());
+        let at = locate(self.text, &path, err.at_key).unwrap_or(span);
         self.error(at, format!("{prefix}: {err}"))
     }
 
@@ -250,7 +254,7 @@ impl Validator<'_> {
         let name = match &file.name {
             Some(name) => {
                 check_name(name.get_ref())
-                    .map_err(|err| self.error(name.span(), format!("name: {err}")))?;
+                    .map_err(|err| self.error(name.span(), err.within("name")))?;
                 name.get_ref().clone()
             }
             None => {
@@ -262,8 +266,9 @@ impl Validator<'_> {
                 check_name(&stem).map_err(|err| {
                     self.error(
                         0..0,
-                        format!(
-                            "name: none given, and the file name {stem:?} cannot stand in: {err}"
+                        field_error!(
+                            "name",
+                            "none given, and the file name {stem:?} cannot stand in: {err}"
                         ),
                     )
                 })?;
@@ -274,7 +279,7 @@ impl Validator<'_> {
         if duration == Nanos::ZERO {
             return Err(self.error(
                 file.duration.span(),
-                "duration: must be longer than 0".into(),
+                field_error!("duration", "must be longer than 0"),
             ));
         }
         let metrics = self.metrics(&file.metrics, duration)?;
@@ -318,7 +323,7 @@ impl Validator<'_> {
                 Step::Index(i),
                 Step::Name("cluster".into()),
             ];
-            let fail = |err: String| {
+            let fail = |err: FieldError| {
                 self.error_in(
                     span.clone(),
                     &base,
@@ -376,7 +381,7 @@ impl Validator<'_> {
         if duration.get().div_ceil(bucket.get()) > MAX_BUCKETS {
             let span = file.bucket.as_ref().map_or(0..0, Spanned::span);
             let smallest = Nanos(duration.get().div_ceil(MAX_BUCKETS));
-            return Err(self.error(span, format!("metrics.bucket: {bucket} makes more than {MAX_BUCKETS} timeline buckets over {duration}; use a bucket of at least {smallest}")));
+            return Err(self.error(span, field_error!("metrics.bucket", "{bucket} makes more than {MAX_BUCKETS} timeline buckets over {duration}; use a bucket of at least {smallest}")));
         }
         let profile = match &file.profile {
             None => DEFAULT_PROFILE.iter().map(|&ns| Nanos(ns)).collect(),
@@ -384,7 +389,7 @@ impl Validator<'_> {
                 if profile.get_ref().iter().any(|p| p.get() == 0) {
                     return Err(self.error(
                         profile.span(),
-                        "metrics.profile: every interval must be longer than 0".into(),
+                        field_error!("metrics.profile", "every interval must be longer than 0"),
                     ));
                 }
                 let mut intervals = profile.get_ref().clone();
@@ -410,7 +415,10 @@ impl Validator<'_> {
         if files.is_empty() {
             return Err(self.error(
                 0..0,
-                "workload: none given; add at least one [[workload]] with sources".into(),
+                field_error!(
+                    "workload",
+                    "none given; add at least one [[workload]] with sources"
+                ),
             ));
         }
         let mut names = HashSet::new();
@@ -429,9 +437,9 @@ impl Validator<'_> {
                 }
                 let sources = file.get_ref().sources.iter().enumerate().map(|(i, table)| {
                     let base = [Step::Name("workload".into()), Step::Index(w), Step::Name("sources".into()), Step::Index(i)];
-                    let fail = |err: String| self.error_in(table.span(), &base, &format!("workload {name:?}, source {}", i + 1), &err);
+                    let fail = |err: FieldError| self.error_in(table.span(), &base, &format!("workload {name:?}, source {}", i + 1), &err);
                     let source = SourceConfig::from_table(table.get_ref().clone()).map_err(fail)?;
-                    let fail = |err: String| self.error_in(table.span(), &base, &format!("workload {name:?}, source {} ({})", i + 1, source.kind_name()), &err);
+                    let fail = |err: FieldError| self.error_in(table.span(), &base, &format!("workload {name:?}, source {} ({})", i + 1, source.kind_name()), &err);
                     warnings.extend(source.validate(duration, base_dir).map_err(fail)?);
                     Ok(source)
                 });
@@ -477,7 +485,7 @@ impl Validator<'_> {
         if tables.is_empty() {
             return Err(self.error(
                 0..0,
-                "limiter: none given; add at least one [[limiter]]".into(),
+                field_error!("limiter", "none given; add at least one [[limiter]]"),
             ));
         }
         let mut names = HashSet::new();
@@ -518,10 +526,10 @@ impl Validator<'_> {
                     }
                 };
                 let base = [Step::Name("limiter".into()), Step::Index(i)];
-                let fail = |err: String| {
+                let fail = |err: FieldError| {
                     self.error_in(span.clone(), &base, &format!("limiter {name:?}"), &err)
                 };
-                check_name(&name).map_err(|err| fail(format!("name: {err}")))?;
+                check_name(&name).map_err(|err| fail(err.within("name")))?;
                 if !names.insert(name.clone()) {
                     return Err(fail(
                         "the name is used twice; limiter names must be unique".into(),
@@ -530,7 +538,7 @@ impl Validator<'_> {
                 // `from = { file, zone }`: the imported block, under the block's own fields.
                 if let Some(from) = table.remove("from") {
                     let imported = crate::import::from_table(from, base_dir)
-                        .map_err(|err| fail(format!("from: {err}")))?;
+                        .map_err(|err| fail(err.within("from")))?;
                     for (key, value) in imported {
                         table.entry(key).or_insert(value);
                     }
@@ -546,7 +554,7 @@ impl Validator<'_> {
 }
 
 /// Names become file and folder names, so they are kept to a safe alphabet.
-fn check_name(name: &str) -> Result<(), String> {
+fn check_name(name: &str) -> Result<(), FieldError> {
     let safe = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
     if name.is_empty() {
         Err("must not be empty".into())
@@ -554,12 +562,14 @@ fn check_name(name: &str) -> Result<(), String> {
         Err(format!(
             "{:?} is longer than 64 characters",
             crate::input::quote_at_most(name, 64)
-        ))
+        )
+        .into())
     } else if name.starts_with('.') || !name.chars().all(safe) {
         Err(format!(
             "{:?} may hold only letters, digits, '-', '_' and '.', and not start with '.'",
             crate::input::quote_at_most(name, 64)
-        ))
+        )
+        .into())
     } else {
         Ok(())
     }

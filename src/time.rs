@@ -6,6 +6,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::error::FieldError;
+
 /// Nanoseconds per second.
 pub const NANOS_PER_SEC: u64 = 1_000_000_000;
 
@@ -35,18 +37,20 @@ impl Nanos {
 
     /// Parses a duration with a unit: `"1s"`, `"100ms"`, `"250us"`, `"5m"`,
     /// `"1m 30s"`. A bare number is refused: the unit is never guessed.
-    pub fn parse(text: &str) -> Result<Nanos, String> {
+    pub fn parse(text: &str) -> Result<Nanos, FieldError> {
         let duration = humantime::parse_duration(text.trim()).map_err(|err| {
             format!("invalid duration {text:?} ({err}); expected a number with a unit, like \"1s\", \"100ms\", \"250us\" or \"5m\"")
         })?;
-        u64::try_from(duration.as_nanos())
-            .map(Nanos)
-            .map_err(|_| format!("duration {text:?} is too long (at most about 584 years)"))
+        u64::try_from(duration.as_nanos()).map(Nanos).map_err(|_| {
+            FieldError::new(format!(
+                "duration {text:?} is too long (at most about 584 years)"
+            ))
+        })
     }
 }
 
 impl FromStr for Nanos {
-    type Err = String;
+    type Err = FieldError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         Nanos::parse(text)
@@ -177,7 +181,7 @@ mod tests {
     #[test]
     fn refuses_durations_beyond_u64_nanoseconds() {
         let err = Nanos::parse("600years").unwrap_err();
-        assert!(err.contains("too long"), "{err}");
+        assert!(err.to_string().contains("too long"), "{err}");
     }
 
     #[test]

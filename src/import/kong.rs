@@ -146,7 +146,7 @@ fn plugin_block(
                 })?;
                 if rate > 0 {
                     let advice = crate::limiter::kong::sync_rate_advice(rate);
-                    return Err(value.error(source, advice));
+                    return Err(value.error(source, advice.to_string()));
                 }
                 block.set("sync_rate", rate, here);
             }

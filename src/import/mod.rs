@@ -17,7 +17,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::error::ScenarioError;
+use crate::error::{FieldError, ScenarioError, field_error};
 use crate::time::Nanos;
 
 /// The most limiters one file may turn into.
@@ -433,7 +433,7 @@ fn comment(text: &str) -> String {
 
 /// `from = { file = "…", zone = "…", format = "…" }` in a limiter block: the
 /// imported block's table, resolved against the scenario's folder.
-pub fn from_table(value: toml::Value, base_dir: &Path) -> Result<toml::Table, String> {
+pub fn from_table(value: toml::Value, base_dir: &Path) -> Result<toml::Table, FieldError> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct From {
@@ -447,7 +447,8 @@ pub fn from_table(value: toml::Value, base_dir: &Path) -> Result<toml::Table, St
             return Err(format!(
                 "expected a table like {{ file = \"nginx.conf\", zone = \"api\" }}, got {}",
                 other.type_str()
-            ));
+            )
+            .into());
         }
     })?;
     let path = base_dir.join(&from.file);
@@ -461,16 +462,18 @@ pub fn from_table(value: toml::Value, base_dir: &Path) -> Result<toml::Table, St
     };
     let block = match (&from.zone, blocks.len()) {
         (Some(zone), _) => blocks.iter().find(|b| &b.name == zone).ok_or_else(|| {
-            format!(
-                "zone: {} has no limiter {zone:?}; it has {}",
+            field_error!(
+                "zone",
+                "{} has no limiter {zone:?}; it has {}",
                 from.file.display(),
                 names()
             )
         })?,
         (None, 1) => &blocks[0],
         (None, _) => {
-            return Err(format!(
-                "zone: {} has {} limiters; say which with zone = one of {}",
+            return Err(field_error!(
+                "zone",
+                "{} has {} limiters; say which with zone = one of {}",
                 from.file.display(),
                 blocks.len(),
                 names()

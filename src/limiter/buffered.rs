@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use super::fixed_window::FixedWindow;
 use super::{Align, Context, Kind};
+use crate::error::{FieldError, field_error};
 use crate::decimal::Decimal;
 use crate::time::{NANOS_PER_SEC, Nanos};
 
@@ -53,9 +54,9 @@ impl Kind for Config {
     /// the default capacity, ⌊ρ · capacity_per_sec · W⌋ in one step, never
     /// flooring the capacity per window first (3/s over 1.5 s is 4.5, and
     /// ⌊0.7 × 4.5⌋ is 3).
-    fn build(&self, context: Context) -> Result<FixedWindow, String> {
+    fn build(&self, context: Context) -> Result<FixedWindow, FieldError> {
         let ratio = self.ratio.unwrap_or(DEFAULT_RATIO);
-        let too_large = || "capacity: too large".to_string();
+        let too_large = || field_error!("capacity", "too large");
         let (threshold, capacity) = match (self.capacity, context.backend_capacity_per_sec) {
             (Some(capacity), _) => (ratio.floor_mul(capacity), capacity.to_string()),
             (None, Some(per_sec)) => {
@@ -70,13 +71,12 @@ impl Kind for Config {
                 )
             }
             (None, None) => {
-                return Err("capacity: missing; give `capacity` (requests per window) or a [backend] capacity".into());
+                return Err(field_error!("capacity", "missing; give `capacity` (requests per window) or a [backend] capacity"));
             }
         };
         let threshold = u64::try_from(threshold).map_err(|_| too_large())?;
         if threshold == 0 {
-            return Err(format!(
-                "ratio: {ratio} × capacity {capacity} per window leaves a threshold of 0"
+            return Err(field_error!("ratio", "{ratio} × capacity {capacity} per window leaves a threshold of 0"
             ));
         }
         FixedWindow::new(self.window, threshold, self.align)
@@ -129,6 +129,6 @@ mod tests {
     #[test]
     fn needs_a_capacity_from_somewhere() {
         let err = config(None, None).build(Context::default()).unwrap_err();
-        assert!(err.contains("capacity"), "{err}");
+        assert!(err.to_string().contains("capacity"), "{err}");
     }
 }

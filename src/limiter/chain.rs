@@ -3,6 +3,7 @@
 use serde::Deserialize;
 
 use super::{Context, Decision, Kind, Limiter, LimiterConfig, RateLimiter, StoreOps};
+use crate::error::{FieldError, field_error};
 use crate::time::Nanos;
 use crate::traffic::Key;
 
@@ -70,9 +71,9 @@ impl Kind for Config {
     }
 
     /// Every layer, fresh.
-    fn build(&self, context: Context) -> Result<Chain, String> {
+    fn build(&self, context: Context) -> Result<Chain, FieldError> {
         if self.layers.is_empty() {
-            return Err("layers: a chain needs at least one layer".into());
+            return Err(field_error!("layers", "a chain needs at least one layer"));
         }
         let layers = self
             .layers
@@ -374,7 +375,7 @@ mod tests {
             toml::from_str(r#"layers = [{ kind = "fixed-window", window = "1s" }]"#).unwrap();
         let err = config::parse_table::<Config>(table).unwrap_err();
         assert!(
-            err.contains("layer 1") && err.contains("threshold"),
+            err.to_string().contains("layer 1") && err.to_string().contains("threshold"),
             "{err}"
         );
     }

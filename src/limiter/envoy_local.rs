@@ -8,6 +8,7 @@ use std::num::NonZeroU64;
 use serde::Deserialize;
 
 use super::{Context, Decision, Hint, Kind, RateLimiter};
+use crate::error::{FieldError, field_error};
 use crate::time::Nanos;
 
 /// `kind = "envoy-local"`.
@@ -35,14 +36,14 @@ impl Kind for Config {
     type State = EnvoyLocal;
 
     /// Full buckets.
-    fn build(&self, _: Context) -> Result<EnvoyLocal, String> {
+    fn build(&self, _: Context) -> Result<EnvoyLocal, FieldError> {
         if self.fill_interval == Nanos::ZERO {
-            return Err("fill_interval: must be longer than 0".into());
+            return Err(field_error!("fill_interval", "must be longer than 0"));
         }
         let instances = usize::try_from(self.instances.get())
             .ok()
             .filter(|&k| k <= 100_000);
-        let instances = instances.ok_or("instances: at most 100000")?;
+        let instances = instances.ok_or_else(|| FieldError::at("instances", "at most 100000"))?;
         Ok(EnvoyLocal {
             max_tokens: self.max_tokens.get(),
             per_fill: self.tokens_per_fill.get(),

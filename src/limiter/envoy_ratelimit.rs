@@ -21,6 +21,7 @@ use serde::Deserialize;
 
 use super::fixed_window::FixedWindow;
 use super::{Align, Context, Kind};
+use crate::error::FieldError;
 use crate::time::{NANOS_PER_SEC, Nanos};
 
 /// `kind = "envoy-ratelimit"`.
@@ -83,7 +84,7 @@ impl Kind for Config {
     const NAME: &'static str = "envoy-ratelimit";
     type State = FixedWindow;
 
-    fn build(&self, _: Context) -> Result<FixedWindow, String> {
+    fn build(&self, _: Context) -> Result<FixedWindow, FieldError> {
         let window = Nanos(self.unit.divider() * NANOS_PER_SEC);
         let align = if self.anchor == Nanos::ZERO {
             Align::Epoch

@@ -5,6 +5,7 @@ use std::num::NonZeroU64;
 use serde::Deserialize;
 
 use super::{Align, Context, Decision, Hint, Kind, RateLimiter, StoreOps};
+use crate::error::{FieldError, field_error};
 use crate::time::{NANOS_PER_SEC, Nanos};
 
 /// `kind = "fixed-window"`.
@@ -28,7 +29,7 @@ impl Kind for Config {
     const NAME: &'static str = "fixed-window";
     type State = FixedWindow;
 
-    fn build(&self, _: Context) -> Result<FixedWindow, String> {
+    fn build(&self, _: Context) -> Result<FixedWindow, FieldError> {
         Ok(FixedWindow::new(self.window, self.threshold.get(), self.align)?
             .counting_rejected(self.count_rejected))
     }
@@ -74,12 +75,12 @@ pub struct FixedWindow {
 
 impl FixedWindow {
     /// A counter of `threshold` per `window`.
-    pub fn new(window: Nanos, threshold: u64, align: Align) -> Result<FixedWindow, String> {
+    pub fn new(window: Nanos, threshold: u64, align: Align) -> Result<FixedWindow, FieldError> {
         if window == Nanos::ZERO {
-            return Err("window: must be longer than 0".into());
+            return Err(field_error!("window", "must be longer than 0"));
         }
         if threshold == 0 {
-            return Err("threshold: must be at least 1".into());
+            return Err(field_error!("threshold", "must be at least 1"));
         }
         Ok(FixedWindow {
             window: window.get(),

@@ -7,6 +7,7 @@ use std::num::NonZeroU64;
 use serde::Deserialize;
 
 use super::{Context, Decision, Hint, Kind, RateLimiter, StoreOps};
+use crate::error::{FieldError, field_error};
 use crate::decimal::Decimal;
 use crate::time::{NANOS_PER_SEC, Nanos};
 
@@ -29,11 +30,11 @@ impl Kind for Config {
     type State = Gcra;
 
     /// A limiter with no cell seen yet.
-    fn build(&self, _: Context) -> Result<Gcra, String> {
+    fn build(&self, _: Context) -> Result<Gcra, FieldError> {
         let (t, burst) = self.quota()?;
         let tau = t
             .checked_mul(burst - 1)
-            .ok_or("burst: too large for its interval")?;
+            .ok_or_else(|| FieldError::at("burst", "too large for its interval"))?;
         Ok(Gcra {
             t,
             tau,
@@ -70,15 +71,15 @@ impl Kind for Config {
 
 impl Config {
     /// The emission interval T (ns) and the burst, as governor computes them.
-    pub fn quota(&self) -> Result<(u64, u64), String> {
+    pub fn quota(&self) -> Result<(u64, u64), FieldError> {
         match (&self.quota, &self.rate) {
-            (Some(_), Some(_)) => Err("quota: give either `quota` or `rate`, not both".into()),
+            (Some(_), Some(_)) => Err(field_error!("quota", "give either `quota` or `rate`, not both")),
             (None, None) => {
-                Err("quota: missing; give `quota = \"per_second(N)\"` or `rate` and `burst`".into())
+                Err(field_error!("quota", "missing; give `quota = \"per_second(N)\"` or `rate` and `burst`"))
             }
             (None, Some(rate)) => {
                 if rate.is_zero() {
-                    return Err("rate: must be above 0 per second".into());
+                    return Err(field_error!("rate", "must be above 0 per second"));
                 }
                 let t = u128::from(NANOS_PER_SEC) * u128::from(rate.denominator())
                     / u128::from(rate.numerator());
@@ -90,17 +91,17 @@ impl Config {
             (Some(quota), None) => {
                 if self.burst.is_some() {
                     return Err(
-                        "burst: with `quota`, write `.allow_burst(N)` in the quota instead".into(),
+                        field_error!("burst", "with `quota`, write `.allow_burst(N)` in the quota instead"),
                     );
                 }
-                parse_quota(quota).map_err(|err| format!("quota: {err}"))
+                parse_quota(quota).map_err(|err| err.within("quota"))
             }
         }
     }
 }
 
 /// Parses governor's constructor syntax into (T in ns, burst).
-fn parse_quota(text: &str) -> Result<(u64, u64), String> {
+fn parse_quota(text: &str) -> Result<(u64, u64), FieldError> {
     let invalid = || {
         format!(
             "{text:?} is not a quota; expected per_second(N), per_minute(N), per_hour(N) or with_period(DURATION), optionally .allow_burst(N)"
@@ -141,7 +142,7 @@ fn parse_quota(text: &str) -> Result<(u64, u64), String> {
         }
         (period.get(), 1)
     } else {
-        return Err(invalid());
+        return Err(invalid().into());
     };
     let burst = burst.map(count).transpose()?.unwrap_or(default_burst);
     Ok((t.max(1), burst))

@@ -31,6 +31,7 @@ use std::num::NonZeroU64;
 use serde::Deserialize;
 
 use super::{Context, Decision, Hint, Kind, RateLimiter};
+use crate::error::{FieldError, field_error};
 use crate::time::Nanos;
 
 const NANOS_PER_MS: u64 = 1_000_000;
@@ -58,25 +59,23 @@ impl Kind for Config {
     const NAME: &'static str = "haproxy-rate";
     type State = HaproxyRate;
 
-    fn build(&self, _: Context) -> Result<HaproxyRate, String> {
+    fn build(&self, _: Context) -> Result<HaproxyRate, FieldError> {
         let period = self.period.get();
         if period == 0 || !period.is_multiple_of(NANOS_PER_MS) {
-            return Err(format!(
-                "period: HAProxy counts in whole milliseconds; {} is not a whole number of them",
+            return Err(field_error!("period", "HAProxy counts in whole milliseconds; {} is not a whole number of them",
                 self.period
             ));
         }
         if period == NANOS_PER_MS {
-            return Err("period: HAProxy's freq_ctr needs at least 2ms: its ticks are stored even, so with 1ms every request on an odd millisecond opens a new period and passes".into());
+            return Err(field_error!("period", "HAProxy's freq_ctr needs at least 2ms: its ticks are stored even, so with 1ms every request on an odd millisecond opens a new period and passes"));
         }
         if self.clock_offset.get() >= 2 * NANOS_PER_MS {
-            return Err(format!(
-                "clock_offset: HAProxy's clock at the run's start modulo 2ms (ticks are stored even), less than 2ms (got {})",
+            return Err(field_error!("clock_offset", "HAProxy's clock at the run's start modulo 2ms (ticks are stored even), less than 2ms (got {})",
                 self.clock_offset
             ));
         }
         if period / NANOS_PER_MS > u64::from(u32::MAX / 2) {
-            return Err("period: at most 24 days, as HAProxy's ticks allow".into());
+            return Err(field_error!("period", "at most 24 days, as HAProxy's ticks allow"));
         }
         Ok(HaproxyRate {
             period_ms: period / NANOS_PER_MS,
@@ -309,9 +308,9 @@ mod tests {
             .map(|_| ())
         };
         let error = build(NANOS_PER_MS, 0).unwrap_err();
-        assert!(error.contains("at least 2ms"), "{error}");
+        assert!(error.to_string().contains("at least 2ms"), "{error}");
         let error = build(NANOS_PER_MS * 2, 2 * NANOS_PER_MS).unwrap_err();
-        assert!(error.contains("clock_offset"), "{error}");
+        assert!(error.to_string().contains("clock_offset"), "{error}");
         assert!(build(NANOS_PER_MS * 2, 2 * NANOS_PER_MS - 1).is_ok());
     }
 

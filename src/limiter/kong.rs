@@ -47,6 +47,7 @@ use self::calendar::LAST_UNIX;
 
 use super::fixed_window::{FixedWindow, windows_met};
 use super::{Align, Context, Decision, Hint, Kind, RateLimiter, StoreOps};
+use crate::error::{FieldError, field_error};
 use crate::time::{NANOS_PER_SEC, Nanos};
 
 /// `kind = "kong"`.
@@ -78,9 +79,8 @@ pub struct Config {
 }
 
 /// Why `sync_rate > 0` is refused, and how to model it instead.
-pub fn sync_rate_advice(rate: i64) -> String {
-    format!(
-        "sync_rate: {rate} batches counters between Kong nodes; model it as the scenario's [cluster] with mode = \"shared-instance-clock\" and sync_interval = \"{rate}s\" around a kong limiter with policy = \"cluster\" and one second, minute, hour or day limit"
+pub fn sync_rate_advice(rate: i64) -> FieldError {
+    field_error!("sync_rate", "{rate} batches counters between Kong nodes; model it as the scenario's [cluster] with mode = \"shared-instance-clock\" and sync_interval = \"{rate}s\" around a kong limiter with policy = \"cluster\" and one second, minute, hour or day limit"
     )
 }
 
@@ -136,7 +136,7 @@ impl Kind for Config {
     const NAME: &'static str = "kong";
     type State = Kong;
 
-    fn build(&self, _: Context) -> Result<Kong, String> {
+    fn build(&self, _: Context) -> Result<Kong, FieldError> {
         let limits = self.limits();
         if limits.is_empty() {
             return Err(
@@ -148,8 +148,7 @@ impl Kind for Config {
             return Err(sync_rate_advice(self.sync_rate));
         }
         if self.sync_rate != -1 && self.sync_rate != 0 {
-            return Err(format!(
-                "sync_rate: {} is not one of Kong's: -1 (synchronous), 0 or a positive number of seconds",
+            return Err(field_error!("sync_rate", "{} is not one of Kong's: -1 (synchronous), 0 or a positive number of seconds",
                 self.sync_rate
             ));
         }

@@ -12,6 +12,7 @@ pub use self::decision::{Decision, Hint};
 use serde::Deserialize;
 
 use crate::config::KindTable;
+use crate::error::{FieldError, field_error};
 
 /// [`Kind::parameter`] and [`Kind::with_parameter`] for a configuration
 /// whose sizing parameter is its `NonZeroU64` field `$field` (by default
@@ -204,7 +205,7 @@ pub trait Kind: Clone + std::fmt::Debug + serde::de::DeserializeOwned {
     type State: RateLimiter + Clone + std::fmt::Debug;
 
     /// A fresh limiter in its initial state, or what is wrong with the configuration.
-    fn build(&self, context: Context) -> Result<Self::State, String>;
+    fn build(&self, context: Context) -> Result<Self::State, FieldError>;
 
     /// The parameter `burstsim size` varies (threshold, rate, burst…) and its value.
     fn parameter(&self, context: Context) -> (&'static str, u64);
@@ -226,24 +227,29 @@ struct PerKeyFields {
 
 impl PerKeyFields {
     /// `Some` for `per = "key"`; `None` for `per = "global"` or no `per`.
-    fn take(table: &mut toml::Table) -> Result<Option<PerKeyFields>, String> {
+    fn take(table: &mut toml::Table) -> Result<Option<PerKeyFields>, FieldError> {
         let per = match table.remove("per") {
             None => "global".to_string(),
             Some(toml::Value::String(per)) if per == "key" || per == "global" => per,
             Some(other) => {
-                return Err(format!("per: expected \"global\" or \"key\", got {other}"));
+                return Err(field_error!(
+                    "per",
+                    "expected \"global\" or \"key\", got {other}"
+                ));
             }
         };
         let evict_after = match table.remove("evict_after") {
             None => None,
-            Some(value) => {
-                Some(Nanos::deserialize(value).map_err(|err| format!("evict_after: {err}"))?)
-            }
+            Some(value) => Some(
+                Nanos::deserialize(value)
+                    .map_err(|err| FieldError::at("evict_after", err.to_string()))?,
+            ),
         };
         match (per.as_str(), evict_after) {
-            ("global", Some(_)) => Err(
-                "evict_after: forgets idle keys of a limiter with per = \"key\"; add it, or drop evict_after".into(),
-            ),
+            ("global", Some(_)) => Err(field_error!(
+                "evict_after",
+                "forgets idle keys of a limiter with per = \"key\"; add it, or drop evict_after"
+            )),
             ("global", None) => Ok(None),
             _ => Ok(Some(PerKeyFields { evict_after })),
         }
@@ -312,7 +318,7 @@ macro_rules! kinds {
             /// Reads a configuration from a TOML table holding `kind` and its
             /// fields, and `per` (`"global"`, the default, or `"key"`) with
             /// `evict_after`.
-            pub fn from_table(mut table: toml::Table) -> Result<LimiterConfig, String> {
+            pub fn from_table(mut table: toml::Table) -> Result<LimiterConfig, FieldError> {
                 if let Some(per) = PerKeyFields::take(&mut table)? {
                     let inner = LimiterConfig::from_table(table)?;
                     return Ok(LimiterConfig::PerKey(per_key::Config {
@@ -326,8 +332,7 @@ macro_rules! kinds {
                     && table.kind != "chain"
                     && !COUNTS_REJECTED.contains(&table.kind.as_str())
                 {
-                    return Err(format!(
-                        "count_rejected: only {} can count rejected requests (as HAProxy, Kong's redis policy and envoyproxy/ratelimit do); a {} has no such option",
+                    return Err(field_error!("count_rejected", "only {} can count rejected requests (as HAProxy, Kong's redis policy and envoyproxy/ratelimit do); a {} has no such option",
                         COUNTS_REJECTED.join(", "),
                         table.kind
                     ));
@@ -376,7 +381,7 @@ macro_rules! kinds {
             }
 
             /// A fresh limiter in its initial state, or what is wrong with the configuration.
-            pub fn build(&self, context: Context) -> Result<Limiter, String> {
+            pub fn build(&self, context: Context) -> Result<Limiter, FieldError> {
                 Ok(match self {
                     $(LimiterConfig::$variant(config) => Limiter::$variant(config.build(context)?),)+
                     LimiterConfig::Cluster(config) => {

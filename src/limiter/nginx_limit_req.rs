@@ -5,6 +5,7 @@
 use serde::Deserialize;
 
 use super::{Context, Decision, Hint, Kind, RateLimiter};
+use crate::error::{FieldError, field_error};
 use crate::time::Nanos;
 
 const NANOS_PER_MS: u64 = 1_000_000;
@@ -31,20 +32,19 @@ impl Kind for Config {
     type State = NginxLimitReq;
 
     /// A zone with no request seen yet.
-    fn build(&self, _: Context) -> Result<NginxLimitReq, String> {
+    fn build(&self, _: Context) -> Result<NginxLimitReq, FieldError> {
         let rate = self.rate()?;
         if rate == 0 {
-            return Err(format!(
-                "rate: {} rounds to 0 in nginx's arithmetic",
+            return Err(field_error!("rate", "{} rounds to 0 in nginx's arithmetic",
                 self.rate
             ));
         }
         if self.burst > 1_000_000_000 {
-            return Err("burst: at most 1000000000".into());
+            return Err(field_error!("burst", "at most 1000000000"));
         }
         let delay = match (self.nodelay, self.delay) {
             (true, Some(_)) => {
-                return Err("delay: give either `nodelay` or `delay`, not both".into());
+                return Err(field_error!("delay", "give either `nodelay` or `delay`, not both"));
             }
             (true, None) => i64::MAX,
             (false, Some(delay)) => i64::try_from(delay.min(self.burst)).unwrap_or(i64::MAX) * 1000,
@@ -91,14 +91,13 @@ impl Kind for Config {
 
 impl Config {
     /// nginx's `ctx->rate`: thousandths of a request per second.
-    fn rate(&self) -> Result<i64, String> {
+    fn rate(&self) -> Result<i64, FieldError> {
         let text = self.rate.trim();
         let (number, scale) = match (text.strip_suffix("r/s"), text.strip_suffix("r/m")) {
             (Some(number), _) => (number, 1),
             (_, Some(number)) => (number, 60),
             _ => {
-                return Err(format!(
-                    "rate: {text:?} is not nginx's notation; expected like \"10r/s\" or \"30r/m\""
+                return Err(field_error!("rate", "{text:?} is not nginx's notation; expected like \"10r/s\" or \"30r/m\""
                 ));
             }
         };
@@ -106,7 +105,7 @@ impl Config {
             .parse()
             .ok()
             .filter(|&r| r > 0 && r <= 1_000_000_000)
-            .ok_or_else(|| format!("rate: {text:?} needs a whole number of requests above 0"))?;
+            .ok_or_else(|| field_error!("rate", "{text:?} needs a whole number of requests above 0"))?;
         Ok(rate * 1000 / scale)
     }
 }

@@ -7,6 +7,7 @@
 use std::collections::BTreeSet;
 
 use super::{Context, Decision, Limiter, LimiterConfig, RateLimiter, StoreOps};
+use crate::error::{FieldError, field_error};
 use crate::time::Nanos;
 use crate::traffic::Key;
 use crate::traffic::slots::KeySlots;
@@ -26,9 +27,9 @@ pub struct Config {
 
 impl Config {
     /// No key seen yet.
-    pub fn build(&self, context: Context) -> Result<PerKey, String> {
+    pub fn build(&self, context: Context) -> Result<PerKey, FieldError> {
         if self.evict_after == Some(Nanos::ZERO) {
-            return Err("evict_after: must be longer than 0".into());
+            return Err(field_error!("evict_after", "must be longer than 0"));
         }
         Ok(PerKey {
             prototype: self.inner.build(context)?,

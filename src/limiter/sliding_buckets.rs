@@ -7,6 +7,7 @@ use std::num::NonZeroU64;
 use serde::Deserialize;
 
 use super::{Context, Decision, Hint, Kind, RateLimiter};
+use crate::error::{FieldError, field_error};
 use crate::time::Nanos;
 
 /// `kind = "sliding-buckets"`.
@@ -40,18 +41,16 @@ impl Kind for Config {
     }
 
     /// Empty buckets.
-    fn build(&self, _: Context) -> Result<SlidingBuckets, String> {
+    fn build(&self, _: Context) -> Result<SlidingBuckets, FieldError> {
         let buckets = self.buckets.get();
         if !self.window.get().is_multiple_of(buckets) || self.window.get() < buckets {
-            return Err(format!(
-                "window: {} does not split into {buckets} buckets of whole nanoseconds",
+            return Err(field_error!("window", "{} does not split into {buckets} buckets of whole nanoseconds",
                 self.window
             ));
         }
-        let slots = usize::try_from(buckets).map_err(|_| "buckets: too many".to_string())?;
+        let slots = usize::try_from(buckets).map_err(|_| field_error!("buckets", "too many"))?;
         if slots > 1 << 20 {
-            return Err(format!(
-                "buckets: at most {} per window (got {buckets})",
+            return Err(field_error!("buckets", "at most {} per window (got {buckets})",
                 1 << 20
             ));
         }

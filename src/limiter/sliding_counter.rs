@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use super::fixed_window::windows_met;
 use super::{Context, Decision, Hint, Kind, RateLimiter, StoreOps};
+use crate::error::{FieldError, field_error};
 use crate::time::Nanos;
 
 /// `kind = "sliding-counter"`.
@@ -40,9 +41,9 @@ impl Kind for Config {
     }
 
     /// A fresh counter.
-    fn build(&self, _: Context) -> Result<SlidingCounter, String> {
+    fn build(&self, _: Context) -> Result<SlidingCounter, FieldError> {
         if self.window == Nanos::ZERO {
-            return Err("window: must be longer than 0".into());
+            return Err(field_error!("window", "must be longer than 0"));
         }
         Ok(SlidingCounter {
             window: self.window.get(),

@@ -5,6 +5,7 @@ use std::num::NonZeroU64;
 use serde::Deserialize;
 
 use super::{Context, Decision, Hint, Kind, RateLimiter, StoreOps};
+use crate::error::{FieldError, field_error};
 use crate::time::Nanos;
 
 /// The largest threshold a sliding log accepts: its log holds N timestamps.
@@ -40,13 +41,12 @@ impl Kind for Config {
     }
 
     /// A fresh, empty log.
-    fn build(&self, _: Context) -> Result<SlidingLog, String> {
+    fn build(&self, _: Context) -> Result<SlidingLog, FieldError> {
         if self.window == Nanos::ZERO {
-            return Err("window: must be longer than 0".into());
+            return Err(field_error!("window", "must be longer than 0"));
         }
         if self.threshold.get() > MAX_LOG {
-            return Err(format!(
-                "threshold: a sliding log keeps up to N timestamps in memory; {} would need {} GB, and at most {MAX_LOG} (1 GiB) is allowed",
+            return Err(field_error!("threshold", "a sliding log keeps up to N timestamps in memory; {} would need {} GB, and at most {MAX_LOG} (1 GiB) is allowed",
                 self.threshold,
                 self.threshold.get() / 125_000_000
             ));

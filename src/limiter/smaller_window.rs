@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use super::fixed_window::FixedWindow;
 use super::{Align, Context, Kind};
+use crate::error::{FieldError, field_error};
 use crate::time::Nanos;
 
 /// `kind = "smaller-window"`: the nominal limit N per W, enforced as k windows.
@@ -45,18 +46,16 @@ impl Kind for Config {
     }
 
     /// The equivalent fixed window of W/k and ⌊N/k⌋ (its bound is (k + 1)·⌊N/k⌋ over W).
-    fn build(&self, _: Context) -> Result<FixedWindow, String> {
+    fn build(&self, _: Context) -> Result<FixedWindow, FieldError> {
         let splits = self.splits.get();
         if !self.window.get().is_multiple_of(splits) {
-            return Err(format!(
-                "window: {} does not split evenly into {splits} windows; choose a window or splits that divide exactly",
+            return Err(field_error!("window", "{} does not split evenly into {splits} windows; choose a window or splits that divide exactly",
                 self.window
             ));
         }
         let threshold = self.threshold.get() / splits;
         if threshold == 0 {
-            return Err(format!(
-                "threshold: {} split {splits} ways leaves 0 per window; use at most {} splits",
+            return Err(field_error!("threshold", "{} split {splits} ways leaves 0 per window; use at most {} splits",
                 self.threshold, self.threshold
             ));
         }
@@ -111,7 +110,7 @@ mod tests {
             config(5, 10)
                 .build(Context::default())
                 .unwrap_err()
-                .contains("leaves 0")
+                .to_string().contains("leaves 0")
         );
     }
 
@@ -121,7 +120,7 @@ mod tests {
             config(100, 7)
                 .build(Context::default())
                 .unwrap_err()
-                .contains("split evenly")
+                .to_string().contains("split evenly")
         );
     }
 }

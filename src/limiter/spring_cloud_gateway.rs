@@ -26,6 +26,7 @@ use std::num::NonZeroU64;
 use serde::Deserialize;
 
 use super::{Context, Decision, Hint, Kind, RateLimiter};
+use crate::error::{FieldError, field_error};
 use crate::time::{NANOS_PER_SEC, Nanos};
 
 /// `kind = "spring-cloud-gateway"`.
@@ -49,11 +50,10 @@ impl Kind for Config {
     const NAME: &'static str = "spring-cloud-gateway";
     type State = SpringCloudGateway;
 
-    fn build(&self, _: Context) -> Result<SpringCloudGateway, String> {
+    fn build(&self, _: Context) -> Result<SpringCloudGateway, FieldError> {
         let (rate, capacity) = (self.replenish_rate.get(), self.burst_capacity.get());
         if self.requested_tokens.get() > capacity {
-            return Err(format!(
-                "requested_tokens: {} is more than burst_capacity {capacity}: every request would be denied",
+            return Err(field_error!("requested_tokens", "{} is more than burst_capacity {capacity}: every request would be denied",
                 self.requested_tokens
             ));
         }

@@ -1,7 +1,7 @@
 use super::*;
 
 fn parse(text: &str) -> Result<LimiterConfig, String> {
-    LimiterConfig::from_table(toml::from_str(text).unwrap())
+    LimiterConfig::from_table(toml::from_str(text).unwrap()).map_err(|e| e.to_string())
 }
 
 #[test]

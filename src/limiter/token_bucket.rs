@@ -5,6 +5,7 @@ use std::num::NonZeroU64;
 use serde::Deserialize;
 
 use super::{Context, Decision, Hint, Kind, RateLimiter, StoreOps};
+use crate::error::{FieldError, field_error};
 use crate::decimal::Decimal;
 use crate::time::{NANOS_PER_SEC, Nanos};
 
@@ -36,7 +37,7 @@ impl Kind for Config {
     }
 
     /// A full bucket at t = 0.
-    fn build(&self, _: Context) -> Result<TokenBucket, String> {
+    fn build(&self, _: Context) -> Result<TokenBucket, FieldError> {
         self.build_shared(1)
     }
 
@@ -54,9 +55,9 @@ impl Kind for Config {
 impl Config {
     /// One of `shares` instances' buckets, refilled at rate/`shares`,
     /// exactly: a token is `shares` times as many units.
-    pub fn build_shared(&self, shares: u64) -> Result<TokenBucket, String> {
+    pub fn build_shared(&self, shares: u64) -> Result<TokenBucket, FieldError> {
         if self.rate.is_zero() {
-            return Err("rate: must be above 0 tokens per second".into());
+            return Err(field_error!("rate", "must be above 0 tokens per second"));
         }
         // One token is `rate denominator × 1e9` units, so refilling for Δt ns
         // adds exactly `rate numerator × Δt` units: no fraction is ever lost.

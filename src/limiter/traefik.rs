@@ -31,6 +31,7 @@ use std::num::NonZeroU64;
 use serde::Deserialize;
 
 use super::{Context, Decision, Hint, Kind, RateLimiter};
+use crate::error::{FieldError, field_error};
 use crate::time::{NANOS_PER_SEC, Nanos};
 
 /// `kind = "traefik"`.
@@ -66,23 +67,22 @@ impl Kind for Config {
     const NAME: &'static str = "traefik";
     type State = Traefik;
 
-    fn build(&self, _: Context) -> Result<Traefik, String> {
+    fn build(&self, _: Context) -> Result<Traefik, FieldError> {
         if self.period == Nanos::ZERO {
-            return Err("period: must be longer than 0".into());
+            return Err(field_error!("period", "must be longer than 0"));
         }
         if self.burst.get() > MAX_BURST {
-            return Err(format!("burst: at most {MAX_BURST}"));
+            return Err(field_error!("burst", "at most {MAX_BURST}"));
         }
         if self.clock_offset >= Nanos::SECOND {
-            return Err(format!(
-                "clock_offset: where within a second the run starts, less than 1s (got {})",
+            return Err(field_error!("clock_offset", "where within a second the run starts, less than 1s (got {})",
                 self.clock_offset
             ));
         }
         let average = i64::try_from(self.average.get())
             .ok()
             .and_then(|a| a.checked_mul(NANOS_PER_SEC as i64))
-            .ok_or("average: too large for Traefik's nanosecond arithmetic")?;
+            .ok_or_else(|| FieldError::at("average", "too large for Traefik's nanosecond arithmetic"))?;
         let rate = average as f64 / self.period.get() as f64;
         let max_delay = if rate < 1.0 {
             500_000_000

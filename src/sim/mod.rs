@@ -11,6 +11,7 @@ use rayon::prelude::*;
 pub use self::driver::Driver;
 pub use self::events::{Attempt, Event, Events};
 use self::run::RunState;
+use crate::error::FieldError;
 use crate::limiter::RateLimiter;
 use crate::results::{Results, RunResult, WorkloadResults};
 use crate::scenario::{Scenario, Workload};
@@ -417,7 +418,7 @@ pub fn arrivals(scenario: &Scenario, workload: &Workload, replication: u64) -> R
                 keys_stream(scenario.seed, &workload.name, i, replication),
             )
         })
-        .collect::<Result<Vec<Source>, String>>()
+        .collect::<Result<Vec<Source>, FieldError>>()
         .map_err(anyhow::Error::msg)
         .with_context(|| format!("workload {:?}", workload.name))?;
     Ok(Merge::new(sources))

@@ -14,7 +14,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use toml_edit::{DocumentMut, Value};
 
-use crate::error::ScenarioError;
+use crate::error::{FieldError, ScenarioError, field_error};
 use crate::scenario::Scenario;
 
 pub use self::path::ValuePath;
@@ -52,7 +52,7 @@ pub struct AxisSpec {
 impl Grid {
     /// A grid from `--vary PATH=VALUES` arguments, every one its own group
     /// unless `zip` puts them all in one.
-    pub fn from_args(vary: &[String], zip: bool) -> Result<Grid, String> {
+    pub fn from_args(vary: &[String], zip: bool) -> Result<Grid, FieldError> {
         let mut axes = Vec::with_capacity(vary.len());
         for arg in vary {
             let (path, spec) = arg.split_once('=').ok_or_else(|| {
@@ -81,74 +81,93 @@ impl Grid {
         let Some(item) = document.as_table().get("sweep") else {
             return Ok(None);
         };
-        let at = |span: Option<std::ops::Range<usize>>, message: String| {
-            ScenarioError::at(file, text, span.map_or(0, |s| s.start), &message)
+        let at = |span: Option<std::ops::Range<usize>>, err: FieldError| {
+            ScenarioError::at(file, text, span.map_or(0, |s| s.start), &err.to_string())
         };
         let Some(entries) = item.as_array_of_tables() else {
             return Err(at(
                 item.span(),
-                "sweep: expected [[sweep]] entries, each with vary = \"PATH\" and values = [...] or range = \"START..END:STEP\"".into(),
+                field_error!(
+                    "sweep",
+                    "expected [[sweep]] entries, each with vary = \"PATH\" and values = [...] or range = \"START..END:STEP\""
+                ),
             ));
         };
         let mut groups: Vec<Vec<Axis>> = Vec::new();
         for (i, entry) in entries.iter().enumerate() {
-            let fail = |span, why: &str| at(span, format!("sweep[{i}]: {why}"));
+            let fail = |span, err: FieldError| at(span, err.at_index(i).within("sweep"));
             for (key, value) in entry.iter() {
                 if !matches!(key, "vary" | "values" | "range" | "zip") {
                     return Err(fail(
                         value.span().or(entry.span()),
-                        &format!("unknown field {key:?}; expected vary, values, range or zip"),
+                        FieldError::new(format!(
+                            "unknown field {key:?}; expected vary, values, range or zip"
+                        )),
                     ));
                 }
             }
             let vary = entry.get("vary").ok_or_else(|| {
                 fail(
                     entry.span(),
-                    "no vary; give the value path, like vary = \"limiter.fixed-1s.threshold\"",
+                    "no vary; give the value path, like vary = \"limiter.fixed-1s.threshold\""
+                        .into(),
                 )
             })?;
             let path = vary
                 .as_str()
-                .ok_or_else(|| fail(vary.span(), "vary: expected a value path in quotes"))
-                .and_then(|p| ValuePath::parse(p).map_err(|err| fail(vary.span(), &err)))?;
+                .ok_or_else(|| {
+                    fail(
+                        vary.span(),
+                        field_error!("vary", "expected a value path in quotes"),
+                    )
+                })
+                .and_then(|p| ValuePath::parse(p).map_err(|err| fail(vary.span(), err)))?;
             let values = match (entry.get("values"), entry.get("range")) {
                 (Some(list), None) => list
                     .as_array()
                     .ok_or_else(|| {
-                        fail(list.span(), "values: expected a list, like [50, 100, 150]")
+                        fail(
+                            list.span(),
+                            field_error!("values", "expected a list, like [50, 100, 150]"),
+                        )
                     })
-                    .and_then(|a| values::from_array(a).map_err(|err| fail(list.span(), &err)))?,
+                    .and_then(|a| values::from_array(a).map_err(|err| fail(list.span(), err)))?,
                 (None, Some(range)) => range
                     .as_str()
                     .ok_or_else(|| {
                         fail(
                             range.span(),
-                            "range: expected a range in quotes, like \"50..200:25\"",
+                            field_error!(
+                                "range",
+                                "expected a range in quotes, like \"50..200:25\""
+                            ),
                         )
                     })
                     .and_then(|r| {
                         if r.contains("..") {
-                            values::parse(r)
-                                .map_err(|err| fail(range.span(), &format!("range: {err}")))
+                            values::parse(r).map_err(|err| fail(range.span(), err.within("range")))
                         } else {
                             Err(fail(
                                 range.span(),
-                                "range: expected START..END:STEP or START..END:*FACTOR",
+                                field_error!(
+                                    "range",
+                                    "expected START..END:STEP or START..END:*FACTOR"
+                                ),
                             ))
                         }
                     })?,
                 _ => {
                     return Err(fail(
                         entry.span(),
-                        "give either values = [...] or range = \"START..END:STEP\", not both or neither",
+                        "give either values = [...] or range = \"START..END:STEP\", not both or neither".into(),
                     ));
                 }
             };
             let zip = match entry.get("zip") {
                 None => false,
-                Some(zip) => zip
-                    .as_bool()
-                    .ok_or_else(|| fail(zip.span(), "zip: expected true or false"))?,
+                Some(zip) => zip.as_bool().ok_or_else(|| {
+                    fail(zip.span(), field_error!("zip", "expected true or false"))
+                })?,
             };
             let axis = Axis { path, values };
             match groups.last_mut() {
@@ -156,7 +175,8 @@ impl Grid {
                 None if zip => {
                     return Err(fail(
                         entry.span(),
-                        "zip = true on the first entry: there is no entry before it to move with",
+                        "zip = true on the first entry: there is no entry before it to move with"
+                            .into(),
                     ));
                 }
                 _ => groups.push(vec![axis]),
@@ -164,10 +184,10 @@ impl Grid {
         }
         Grid::checked(groups)
             .map(Some)
-            .map_err(|err| at(item.span(), format!("sweep: {err}")))
+            .map_err(|err| at(item.span(), err.within("sweep")))
     }
 
-    fn checked(groups: Vec<Vec<Axis>>) -> Result<Grid, String> {
+    fn checked(groups: Vec<Vec<Axis>>) -> Result<Grid, FieldError> {
         if groups.is_empty()
             || groups
                 .iter()
@@ -182,10 +202,10 @@ impl Grid {
                 if path.starts_with("metrics.profile") {
                     return Err(format!(
                         "{path}: the profile's intervals name columns of sweep.csv, so every point needs the same; vary metrics.rolling, or sweep each profile separately"
-                    ));
+                    ).into());
                 }
                 if seen.contains(&path) {
-                    return Err(format!("{path} is varied twice"));
+                    return Err(format!("{path} is varied twice").into());
                 }
                 seen.push(path);
                 if axis.values.len() != group[0].values.len() {
@@ -195,7 +215,7 @@ impl Grid {
                         group[0].values.len(),
                         axis.path,
                         axis.values.len()
-                    ));
+                    ).into());
                 }
             }
         }
@@ -206,13 +226,13 @@ impl Grid {
         if points.is_none() {
             return Err(format!(
                 "the grid has more than {MAX_POINTS} points; use fewer values, or zip axes that move together"
-            ));
+            ).into());
         }
         Ok(Grid { groups })
     }
 
     /// The grid recorded in results (by [`Grid::spec`]).
-    pub fn from_spec(spec: &[Vec<AxisSpec>]) -> Result<Grid, String> {
+    pub fn from_spec(spec: &[Vec<AxisSpec>]) -> Result<Grid, FieldError> {
         let groups = spec
             .iter()
             .map(|group| {
@@ -233,7 +253,7 @@ impl Grid {
                             values,
                         })
                     })
-                    .collect::<Result<Vec<_>, String>>()
+                    .collect::<Result<Vec<_>, FieldError>>()
             })
             .collect::<Result<Vec<_>, _>>()?;
         if groups.iter().any(Vec::is_empty) {
@@ -345,7 +365,7 @@ impl Base {
 
     /// The scenario at `point` of `grid`, validated: an error names the
     /// point's values and, through the file's own lines, what is wrong.
-    pub fn at(&self, grid: &Grid, point: usize) -> Result<Scenario, String> {
+    pub fn at(&self, grid: &Grid, point: usize) -> Result<Scenario, FieldError> {
         let mut document = self.document.clone();
         let values = grid.values_at(point);
         for (axis, value) in grid.axes().zip(&values) {
@@ -354,7 +374,7 @@ impl Base {
         // The grid's own entries are not part of any point's scenario.
         document.remove("sweep");
         crate::scenario::parse(&document.to_string(), &self.file)
-            .map_err(|err| format!("at {}: {err}", grid.named(point)))
+            .map_err(|err| FieldError::new(format!("at {}: {err}", grid.named(point))))
     }
 }
 

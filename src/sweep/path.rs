@@ -7,6 +7,8 @@ use std::fmt;
 
 use toml_edit::{DocumentMut, Item, Value};
 
+use crate::error::FieldError;
+
 /// One step of a path.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
@@ -26,11 +28,11 @@ impl ValuePath {
     /// Parses `text`: keys separated by `.`, each optionally followed by
     /// `[i]` indexes; a key holding `.` or `[` is written in double quotes
     /// (`limiter."api.v2".threshold`).
-    pub fn parse(text: &str) -> Result<ValuePath, String> {
+    pub fn parse(text: &str) -> Result<ValuePath, FieldError> {
         let fail = |why: &str| {
-            Err(format!(
+            Err(FieldError::new(format!(
                 "{text:?} is not a value path ({why}); write keys separated by '.', an array entry as [i], and a limiter or workload by its name, like limiter.fixed-1s.threshold or workload.edge-burst.sources[1].before"
-            ))
+            )))
         };
         let mut steps = Vec::new();
         let mut chars = text.chars().peekable();
@@ -104,7 +106,7 @@ impl ValuePath {
     /// Sets the value this path names in `document` to `value`, keeping the
     /// comment beside the old one. The last key may be new (a default made
     /// explicit); every step before it must exist.
-    pub fn set(&self, document: &mut DocumentMut, value: &Value) -> Result<(), String> {
+    pub fn set(&self, document: &mut DocumentMut, value: &Value) -> Result<(), FieldError> {
         set_in(
             Node::Item(document.as_item_mut()),
             &self.steps,
@@ -150,7 +152,7 @@ fn set_in(
     at: usize,
     path: &ValuePath,
     value: &Value,
-) -> Result<(), String> {
+) -> Result<(), FieldError> {
     let Some(step) = steps.get(at) else {
         // The end of the path: replace what is here, keeping its comments.
         match node {
@@ -163,7 +165,7 @@ fn set_in(
             Node::Item(_) | Node::Table(_) => {
                 return Err(format!(
                     "{path} names a table or an array of tables, not a value; name one of its fields"
-                ));
+                ).into());
             }
         }
         return Ok(());
@@ -179,7 +181,7 @@ fn set_in(
                 .iter_mut()
                 .find(|t| t.get("name").and_then(Item::as_str) == Some(name))
             else {
-                return Err(no_name(path, &where_, name, &names));
+                return Err(no_name(path, &where_, name, &names).into());
             };
             set_in(Node::Table(table), steps, at + 1, path, value)
         }
@@ -228,10 +230,10 @@ fn set_in(
             let table = item.as_table_like_mut().expect("checked: table-like");
             in_table(table, key, steps, at, path, value)
         }
-        (_, Step::Index(_)) => Err(format!("{path}: {where_} is not an array")),
-        (_, Step::Key(key)) => Err(format!(
-            "{path}: {where_} is a single value, not a table with {key:?}"
-        )),
+        (_, Step::Index(_)) => Err(format!("{path}: {where_} is not an array").into()),
+        (_, Step::Key(key)) => {
+            Err(format!("{path}: {where_} is a single value, not a table with {key:?}").into())
+        }
     }
 }
 
@@ -243,13 +245,14 @@ fn in_table(
     at: usize,
     path: &ValuePath,
     value: &Value,
-) -> Result<(), String> {
+) -> Result<(), FieldError> {
     if table.get(key).is_none() {
         if at + 1 < steps.len() {
             return Err(format!(
                 "{path}: {} has no {key:?}; a path may add only its last key",
                 prefix(steps, at)
-            ));
+            )
+            .into());
         }
         table.insert(key, Item::Value(value.clone()));
         return Ok(());
@@ -313,7 +316,7 @@ window = "1s"
 threshold = 100 # the limit
 "#;
 
-    fn set(path: &str, value: &str) -> Result<String, String> {
+    fn set(path: &str, value: &str) -> Result<String, FieldError> {
         let mut document: DocumentMut = SCENARIO.parse().unwrap();
         let value: Value = value.parse().unwrap();
         ValuePath::parse(path)?.set(&mut document, &value)?;
@@ -341,7 +344,10 @@ threshold = 100 # the limit
         let text = set("workload.burst.sources[0].start", "\"1s\"").unwrap();
         assert!(text.contains("start = \"1s\""), "{text}");
         let err = set("cluster.instances", "3").unwrap_err();
-        assert!(err.contains("the scenario has no \"cluster\""), "{err}");
+        assert!(
+            err.to_string().contains("the scenario has no \"cluster\""),
+            "{err}"
+        );
     }
 
     #[test]
@@ -363,7 +369,7 @@ threshold = 100 # the limit
             ("limiter.\"api", "a quote is not closed"),
         ] {
             let err = set(path, "1").unwrap_err();
-            assert!(err.contains(expect), "{path}: {err}");
+            assert!(err.to_string().contains(expect), "{path}: {err}");
         }
     }
 

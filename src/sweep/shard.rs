@@ -10,6 +10,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use super::AxisSpec;
+use crate::error::FieldError;
 use crate::summary::RunSummary;
 
 /// Most shards of one sweep.
@@ -135,7 +136,7 @@ impl FromStr for ShardArg {
 impl ShardArg {
     /// The shard, its index read from `variable` (like `std::env::var`) for
     /// `auto`.
-    pub fn resolve(self, variable: impl Fn(&str) -> Option<String>) -> Result<Shard, String> {
+    pub fn resolve(self, variable: impl Fn(&str) -> Option<String>) -> Result<Shard, FieldError> {
         let count = self.count;
         let index = match self.index {
             Some(index) => index,
@@ -204,12 +205,12 @@ pub fn partition(work: &[u128], count: u64) -> Vec<Vec<usize>> {
 /// Checks what a part says of itself before anything is sized from it: its
 /// shard within 1 to [`MAX_SHARDS`], its grid within the most points a sweep
 /// may have, its points within the grid.
-pub fn check_header(part: &Part) -> Result<(), String> {
+pub fn check_header(part: &Part) -> Result<(), FieldError> {
     let Shard { index, count } = part.shard;
     if count == 0 || count > MAX_SHARDS || index >= count {
-        return Err(format!(
-            "shard {index}/{count}: expected I/N with 0 ≤ I < N ≤ {MAX_SHARDS}"
-        ));
+        return Err(
+            format!("shard {index}/{count}: expected I/N with 0 ≤ I < N ≤ {MAX_SHARDS}").into(),
+        );
     }
     let grid = super::Grid::from_spec(&part.identity.grid)?;
     if let Some(point) = part.points.iter().find(|p| p.point >= grid.points()) {
@@ -217,14 +218,15 @@ pub fn check_header(part: &Part) -> Result<(), String> {
             "point {} is outside the grid of {}",
             point.point,
             grid.points()
-        ));
+        )
+        .into());
     }
     Ok(())
 }
 
 /// The parts' identity and every point's result in order, once each; or
 /// why the parts do not make one whole sweep.
-pub fn merge(parts: Vec<(PathBuf, Part)>) -> Result<(Identity, Vec<PointResult>), String> {
+pub fn merge(parts: Vec<(PathBuf, Part)>) -> Result<(Identity, Vec<PointResult>), FieldError> {
     let Some((first_path, first)) = parts.first() else {
         return Err("no parts to merge".into());
     };
@@ -240,7 +242,8 @@ pub fn merge(parts: Vec<(PathBuf, Part)>) -> Result<(Identity, Vec<PointResult>)
                 "{} is not part of the same sweep as {}: it has {difference}",
                 path.display(),
                 first_path.display()
-            ));
+            )
+            .into());
         }
         if part.shard.count != count {
             return Err(format!(
@@ -249,7 +252,8 @@ pub fn merge(parts: Vec<(PathBuf, Part)>) -> Result<(Identity, Vec<PointResult>)
                 part.shard,
                 first_path.display(),
                 first.shard
-            ));
+            )
+            .into());
         }
         let slot = usize::try_from(part.shard.index)
             .ok()
@@ -261,7 +265,8 @@ pub fn merge(parts: Vec<(PathBuf, Part)>) -> Result<(Identity, Vec<PointResult>)
                 part.shard,
                 other.display(),
                 path.display()
-            ));
+            )
+            .into());
         }
         *slot = Some(path.clone());
     }
@@ -276,7 +281,7 @@ pub fn merge(parts: Vec<(PathBuf, Part)>) -> Result<(Identity, Vec<PointResult>)
             "missing shard{} {} of {count}: run them (resuming skips the shards already complete), then merge again",
             if missing.len() == 1 { "" } else { "s" },
             missing.join(", ")
-        ));
+        ).into());
     }
     let total = identity.points();
     let mut points: Vec<Option<PointResult>> = (0..total).map(|_| None).collect();
@@ -290,11 +295,9 @@ pub fn merge(parts: Vec<(PathBuf, Part)>) -> Result<(Identity, Vec<PointResult>)
                 )
             })?;
             if slot.is_some() {
-                return Err(format!(
-                    "{}: point {} is in two parts",
-                    path.display(),
-                    result.point
-                ));
+                return Err(
+                    format!("{}: point {} is in two parts", path.display(), result.point).into(),
+                );
             }
             *slot = Some(result);
         }
@@ -353,10 +356,16 @@ mod tests {
         };
         assert_eq!(auto.resolve(env), Ok(Shard { index: 2, count: 4 }));
         let far = |_: &str| Some("4".to_string());
-        assert!(auto.resolve(far).unwrap_err().contains("--array=0-3"));
+        assert!(
+            auto.resolve(far)
+                .unwrap_err()
+                .to_string()
+                .contains("--array=0-3")
+        );
         assert!(
             auto.resolve(|_| None)
                 .unwrap_err()
+                .to_string()
                 .contains("JOB_COMPLETION_INDEX")
         );
     }

@@ -6,13 +6,14 @@
 use toml_edit::Value;
 
 use crate::decimal::Decimal;
+use crate::error::{FieldError, field_error};
 use crate::time::Nanos;
 
 /// Most values on one axis.
 pub const MAX_VALUES: usize = 10_000;
 
 /// Parses the values after `PATH=` on the command line.
-pub fn parse(spec: &str) -> Result<Vec<Value>, String> {
+pub fn parse(spec: &str) -> Result<Vec<Value>, FieldError> {
     let spec = spec.trim();
     if spec.is_empty() {
         return Err(
@@ -35,20 +36,21 @@ pub fn parse(spec: &str) -> Result<Vec<Value>, String> {
 }
 
 /// The values of a `[[sweep]]` entry's `values = [...]` array.
-pub fn from_array(array: &toml_edit::Array) -> Result<Vec<Value>, String> {
+pub fn from_array(array: &toml_edit::Array) -> Result<Vec<Value>, FieldError> {
     let values: Vec<Value> = array.iter().map(normalised).collect();
     if values.is_empty() {
-        return Err("values: the list is empty".into());
+        return Err(field_error!("values", "the list is empty"));
     }
     check_count("values", values)
 }
 
-fn check_count(spec: &str, values: Vec<Value>) -> Result<Vec<Value>, String> {
+fn check_count(spec: &str, values: Vec<Value>) -> Result<Vec<Value>, FieldError> {
     if values.len() > MAX_VALUES {
         return Err(format!(
             "{spec:?} gives {} values, more than {MAX_VALUES} on one axis; use a coarser step",
             values.len()
-        ));
+        )
+        .into());
     }
     Ok(values)
 }
@@ -81,7 +83,7 @@ pub fn json(value: &Value) -> serde_json::Value {
 
 /// One item of a list: a TOML value (`100`, `0.7`, `true`, `"epoch"`), or
 /// else the text as a string (`10ms`, `epoch`).
-fn literal(item: &str) -> Result<Value, String> {
+fn literal(item: &str) -> Result<Value, FieldError> {
     if item.is_empty() {
         return Err("an empty value in the list".into());
     }
@@ -90,7 +92,7 @@ fn literal(item: &str) -> Result<Value, String> {
         .map_or_else(|_| Value::from(item), |value| normalised(&value)))
 }
 
-fn range(spec: &str, start: &str, end: &str, step: &str) -> Result<Vec<Value>, String> {
+fn range(spec: &str, start: &str, end: &str, step: &str) -> Result<Vec<Value>, FieldError> {
     let (geometric, step) = match step.strip_prefix('*') {
         Some(factor) => (true, factor.trim()),
         None => (false, step),
@@ -151,7 +153,7 @@ fn range(spec: &str, start: &str, end: &str, step: &str) -> Result<Vec<Value>, S
         let scale = [a, b, s].iter().map(|d| d.denominator()).max().unwrap_or(1);
         let at = |d: Decimal| i128::from(d.numerator()) * i128::from(scale / d.denominator());
         if at(s) == 0 {
-            return Err(format!("{spec:?}: the step must be above 0"));
+            return Err(format!("{spec:?}: the step must be above 0").into());
         }
         let digits = scale.ilog10() as usize;
         return Ok(linear_steps(spec, at(a), at(b), at(s))?
@@ -168,18 +170,19 @@ fn range(spec: &str, start: &str, end: &str, step: &str) -> Result<Vec<Value>, S
     }
     Err(format!(
         "{spec:?}: the bounds and step must all be whole numbers (50..200:25), durations (10ms..1s:10ms) or decimals (0.5..0.9:0.1); a geometric range (*FACTOR) takes whole numbers or durations"
-    ))
+    ).into())
 }
 
-fn linear_steps(spec: &str, start: i128, end: i128, step: i128) -> Result<Vec<i128>, String> {
+fn linear_steps(spec: &str, start: i128, end: i128, step: i128) -> Result<Vec<i128>, FieldError> {
     if start > end {
-        return Err(format!("{spec:?}: the range ends before it starts"));
+        return Err(format!("{spec:?}: the range ends before it starts").into());
     }
     let count = (end - start) / step + 1;
     if count > MAX_VALUES as i128 {
         return Err(format!(
             "{spec:?} gives {count} values, more than {MAX_VALUES} on one axis; use a coarser step"
-        ));
+        )
+        .into());
     }
     Ok((0..count).map(|k| start + k * step).collect())
 }
@@ -190,12 +193,12 @@ fn geometric_steps(
     start: i128,
     end: i128,
     factor: Decimal,
-) -> Result<Vec<i128>, String> {
+) -> Result<Vec<i128>, FieldError> {
     if start <= 0 {
-        return Err(format!("{spec:?}: a geometric range must start above 0"));
+        return Err(format!("{spec:?}: a geometric range must start above 0").into());
     }
     if start > end {
-        return Err(format!("{spec:?}: the range ends before it starts"));
+        return Err(format!("{spec:?}: the range ends before it starts").into());
     }
     let (num, den) = (
         i128::from(factor.numerator()),
@@ -214,7 +217,8 @@ fn geometric_steps(
         if values.len() > MAX_VALUES {
             return Err(format!(
                 "{spec:?} gives more than {MAX_VALUES} values on one axis; use a larger factor"
-            ));
+            )
+            .into());
         }
     }
     Ok(values)
@@ -264,7 +268,7 @@ mod tests {
             ("a..b:c", "whole numbers"),
         ] {
             let err = parse(spec).unwrap_err();
-            assert!(err.contains(expect), "{spec}: {err}");
+            assert!(err.to_string().contains(expect), "{spec}: {err}");
         }
     }
 

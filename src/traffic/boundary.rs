@@ -9,6 +9,7 @@ use rand::RngExt;
 use serde::Deserialize;
 
 use super::{Arrival, Key, Rng};
+use crate::error::{FieldError, field_error};
 use crate::time::Nanos;
 
 /// `kind = "boundary"`.
@@ -47,16 +48,17 @@ fn default_every() -> NonZeroU64 {
 
 impl Config {
     /// Checks that bursts are non-empty and never overlap one another.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), FieldError> {
         if self.period == Nanos::ZERO {
-            return Err("period: must be longer than 0".into());
+            return Err(field_error!("period", "must be longer than 0"));
         }
         if self.spread == Nanos::ZERO {
-            return Err("spread: must be longer than 0".into());
+            return Err(field_error!("spread", "must be longer than 0"));
         }
         if self.before.saturating_add(self.after) > super::MAX_BURST {
-            return Err(format!(
-                "before: a burst pair of {} + {} is held in memory; at most {} in all",
+            return Err(field_error!(
+                "before",
+                "a burst pair of {} + {} is held in memory; at most {} in all",
                 self.before,
                 self.after,
                 super::MAX_BURST
@@ -64,8 +66,9 @@ impl Config {
         }
         let gap = u128::from(self.period.get()) * u128::from(self.every.get());
         if 2 * u128::from(self.spread.get()) > gap {
-            return Err(format!(
-                "spread: {} on each side of boundaries {} apart makes bursts overlap; use a spread of at most half that",
+            return Err(field_error!(
+                "spread",
+                "{} on each side of boundaries {} apart makes bursts overlap; use a spread of at most half that",
                 self.spread,
                 Nanos(u64::try_from(gap).unwrap_or(u64::MAX))
             ));
@@ -326,6 +329,6 @@ mod tests {
     fn refuses_bursts_that_would_overlap() {
         let mut wide = config(1, false);
         wide.spread = Nanos(600 * MS);
-        assert!(wide.validate().unwrap_err().contains("overlap"));
+        assert!(wide.validate().unwrap_err().to_string().contains("overlap"));
     }
 }

@@ -7,6 +7,8 @@ use serde::Deserialize;
 
 use super::{Key, Rng};
 
+use crate::error::{FieldError, field_error};
+
 /// The most clients one population may have.
 pub const MAX_CLIENTS: u64 = 10_000_000;
 
@@ -49,8 +51,9 @@ impl<'de> Deserialize<'de> for Weights {
             Raw::Zipf { zipf } if zipf.is_finite() && (0.0..=10.0).contains(&zipf) => {
                 Ok(Weights::Zipf(zipf))
             }
-            Raw::Zipf { zipf } => Err(serde::de::Error::custom(format!(
-                "zipf: the exponent must be between 0 and 10 (got {zipf})"
+            Raw::Zipf { zipf } => Err(serde::de::Error::custom(field_error!(
+                "zipf",
+                "the exponent must be between 0 and 10 (got {zipf})"
             ))),
         }
     }
@@ -58,10 +61,11 @@ impl<'de> Deserialize<'de> for Weights {
 
 impl Clients {
     /// Checks the population's size.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), FieldError> {
         if self.count.get() > MAX_CLIENTS {
-            return Err(format!(
-                "clients.count: at most {MAX_CLIENTS} (got {})",
+            return Err(field_error!(
+                "clients.count",
+                "at most {MAX_CLIENTS} (got {})",
                 self.count
             ));
         }

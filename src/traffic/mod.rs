@@ -18,6 +18,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Deserialize;
 
 use crate::config::{KindTable, parse_table};
+use crate::error::{FieldError, field_error};
 use crate::time::Nanos;
 
 /// Whose request it is: an API key, a user, an address. Synthetic sources
@@ -145,7 +146,7 @@ pub enum SourceKind {
 
 impl SourceConfig {
     /// Reads a source from a TOML table holding `kind`, its fields, `start` and `end`.
-    pub fn from_table(table: toml::Table) -> Result<SourceConfig, String> {
+    pub fn from_table(table: toml::Table) -> Result<SourceConfig, FieldError> {
         let mut table = KindTable::new(table, KINDS)?;
         let span = parse_table(table.take(&["start", "end"]))?;
         let clients = match table.take(&["clients"]).remove("clients") {
@@ -154,8 +155,9 @@ impl SourceConfig {
                 parse_table::<clients::Clients>(clients).map_err(|err| format!("clients.{err}"))?,
             ),
             Some(other) => {
-                return Err(format!(
-                    "clients: expected a table like {{ count = 1000, weights = {{ zipf = 1.1 }} }}, got {}",
+                return Err(field_error!(
+                    "clients",
+                    "expected a table like {{ count = 1000, weights = {{ zipf = 1.1 }} }}, got {}",
                     other.type_str()
                 ));
             }
@@ -173,13 +175,16 @@ impl SourceConfig {
         {
             match &clients {
                 None => {
-                    return Err("per_client: bursts per client need the source's clients, like clients = { count = 1000 }".into());
+                    return Err(FieldError::at(
+                        "per_client",
+                        "bursts per client need the source's clients, like clients = { count = 1000 }",
+                    ));
                 }
                 Some(c) if c.weights != clients::Weights::Uniform => {
-                    return Err(
-                        "per_client: every client bursts as often as the others; drop `weights`"
-                            .into(),
-                    );
+                    return Err(field_error!(
+                        "per_client",
+                        "every client bursts as often as the others; drop `weights`"
+                    ));
                 }
                 Some(c)
                     if c.count
@@ -187,19 +192,22 @@ impl SourceConfig {
                         .saturating_mul(boundary.before + boundary.after)
                         > MAX_BURST =>
                 {
-                    return Err(format!(
-                        "per_client: {} clients bursting {} + {} each is held in memory; at most {MAX_BURST} arrivals per boundary in all",
-                        c.count, boundary.before, boundary.after
+                    return Err(field_error!(
+                        "per_client",
+                        "{} clients bursting {} + {} each is held in memory; at most {MAX_BURST} arrivals per boundary in all",
+                        c.count,
+                        boundary.before,
+                        boundary.after
                     ));
                 }
                 Some(_) => {}
             }
         }
         if clients.is_some() && matches!(kind, SourceKind::Trace(_) | SourceKind::Adversary(_)) {
-            return Err(
-                "clients: a trace names its clients in a key column (`key = \"client\"`), and an adversary has none; drop `clients`"
-                    .into(),
-            );
+            return Err(field_error!(
+                "clients",
+                "a trace names its clients in a key column (`key = \"client\"`), and an adversary has none; drop `clients`"
+            ));
         }
         Ok(SourceConfig {
             span,
@@ -224,7 +232,7 @@ impl SourceConfig {
     }
 
     /// The most distinct client keys it can send (1 when it names none).
-    pub fn keys(&self, duration: Nanos, base_dir: &Path) -> Result<u64, String> {
+    pub fn keys(&self, duration: Nanos, base_dir: &Path) -> Result<u64, FieldError> {
         if let Some(clients) = &self.clients {
             return Ok(clients.count.get());
         }
@@ -239,7 +247,7 @@ impl SourceConfig {
 
     /// Bytes it holds to sort a trace whose rows are out of order (0 for
     /// anything else): each row's time and key, and the sort's scratch.
-    pub fn sort_bytes(&self, duration: Nanos, base_dir: &Path) -> Result<u64, String> {
+    pub fn sort_bytes(&self, duration: Nanos, base_dir: &Path) -> Result<u64, FieldError> {
         match &self.kind {
             SourceKind::Trace(trace) => {
                 let (start, end) = self.window(duration)?;
@@ -324,23 +332,27 @@ impl SourceConfig {
     }
 
     /// The active part of a run of `duration`, checked to lie inside it.
-    pub fn window(&self, duration: Nanos) -> Result<(Nanos, Nanos), String> {
+    pub fn window(&self, duration: Nanos) -> Result<(Nanos, Nanos), FieldError> {
         let start = self.span.start.unwrap_or(Nanos::ZERO);
         let end = self.span.end.unwrap_or(duration);
         if end > duration {
-            return Err(format!(
-                "end: {end} is after the end of the run ({duration})"
+            return Err(field_error!(
+                "end",
+                "{end} is after the end of the run ({duration})"
             ));
         }
         if start >= end {
-            return Err(format!("start: {start} is not before the end ({end})"));
+            return Err(field_error!(
+                "start",
+                "{start} is not before the end ({end})"
+            ));
         }
         Ok((start, end))
     }
 
     /// Checks what can be checked without generating traffic; for a trace,
     /// reads the file once. Returns warnings worth showing the user.
-    pub fn validate(&self, duration: Nanos, base_dir: &Path) -> Result<Vec<String>, String> {
+    pub fn validate(&self, duration: Nanos, base_dir: &Path) -> Result<Vec<String>, FieldError> {
         let (start, end) = self.window(duration)?;
         if let Some(clients) = &self.clients {
             clients.validate()?;
@@ -350,8 +362,9 @@ impl SourceConfig {
             SourceKind::Poisson(config) => config.validate(end).map(|()| Vec::new()),
             SourceKind::Boundary(config) => config.validate().map(|()| Vec::new()),
             SourceKind::Trace(config) => config.validate(base_dir, start, end),
-            SourceKind::Adversary(config) if config.budget.get() > MAX_BURST => Err(format!(
-                "budget: at most {MAX_BURST} requests per second (got {})",
+            SourceKind::Adversary(config) if config.budget.get() > MAX_BURST => Err(field_error!(
+                "budget",
+                "at most {MAX_BURST} requests per second (got {})",
                 config.budget
             )),
             SourceKind::Adversary(_) => Ok(Vec::new()),
@@ -360,7 +373,7 @@ impl SourceConfig {
 
     /// About how many arrivals the source makes in a run of `duration` (the
     /// mean, for random sources): to refuse runaway work before starting it.
-    pub fn estimated_arrivals(&self, duration: Nanos, base_dir: &Path) -> Result<u128, String> {
+    pub fn estimated_arrivals(&self, duration: Nanos, base_dir: &Path) -> Result<u128, FieldError> {
         let (start, end) = self.window(duration)?;
         let span = u128::from(end.get() - start.get());
         let per_second = |rate: &crate::decimal::Decimal| {
@@ -403,7 +416,7 @@ impl SourceConfig {
         base_dir: &Path,
         rng: Rng,
         keys: Rng,
-    ) -> Result<Source, String> {
+    ) -> Result<Source, FieldError> {
         let (start, end) = self.window(duration)?;
         let source = match &self.kind {
             SourceKind::Uniform(config) => Source::Uniform(config.arrivals(start, end, rng)),

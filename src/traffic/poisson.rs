@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use super::{Chunks, Rng, Timed};
 use crate::decimal::Decimal;
+use crate::error::{FieldError, field_error};
 use crate::time::{NANOS_PER_SEC, Nanos};
 
 /// `kind = "poisson"`: exactly one of `rate` or `schedule`.
@@ -42,22 +43,34 @@ impl Config {
     }
 
     /// Checks that exactly one of `rate` and `schedule` is given, and the schedule's order.
-    pub fn validate(&self, end: Nanos) -> Result<(), String> {
+    pub fn validate(&self, end: Nanos) -> Result<(), FieldError> {
         match (&self.rate, &self.schedule) {
-            (Some(_), Some(_)) => Err("rate: give either `rate` or `schedule`, not both".into()),
-            (None, None) => Err("rate: missing; give `rate` (per second) or `schedule`".into()),
-            (Some(rate), None) if rate.is_zero() => Err("rate: must be above 0 per second".into()),
+            (Some(_), Some(_)) => Err(field_error!(
+                "rate",
+                "give either `rate` or `schedule`, not both"
+            )),
+            (None, None) => Err(field_error!(
+                "rate",
+                "missing; give `rate` (per second) or `schedule`"
+            )),
+            (Some(rate), None) if rate.is_zero() => {
+                Err(field_error!("rate", "must be above 0 per second"))
+            }
             (Some(_), None) => Ok(()),
             (None, Some(schedule)) => {
                 if schedule.is_empty() {
-                    return Err("schedule: needs at least one [time, rate] entry".into());
+                    return Err(field_error!(
+                        "schedule",
+                        "needs at least one [time, rate] entry"
+                    ));
                 }
                 if !schedule.windows(2).all(|pair| pair[0].0 < pair[1].0) {
-                    return Err("schedule: times must increase".into());
+                    return Err(field_error!("schedule", "times must increase"));
                 }
                 if let Some((at, _)) = schedule.iter().find(|(at, _)| *at >= end) {
-                    return Err(format!(
-                        "schedule: {at} is not before the source's end ({end})"
+                    return Err(field_error!(
+                        "schedule",
+                        "{at} is not before the source's end ({end})"
                     ));
                 }
                 Ok(())

@@ -59,7 +59,7 @@ fn giving_a_source_clients_spreads_its_keys_and_keeps_its_times() {
         toml::from_str("kind = \"trace\"\npath = \"t.csv\"\nclients = { count = 5 }").unwrap(),
     )
     .unwrap_err();
-    assert!(err.contains("key column"), "{err}");
+    assert!(err.to_string().contains("key column"), "{err}");
 }
 
 #[test]
@@ -109,7 +109,7 @@ fn per_client_bursts_come_around_each_clients_own_boundaries() {
     )
     .unwrap_err();
     assert!(
-        err.contains("per_client") && err.contains("clients"),
+        err.to_string().contains("per_client") && err.to_string().contains("clients"),
         "{err}"
     );
 }

@@ -5,6 +5,7 @@ use serde::Deserialize;
 
 use super::Rng;
 use crate::decimal::Decimal;
+use crate::error::{FieldError, field_error};
 use crate::time::{NANOS_PER_SEC, Nanos};
 
 /// `kind = "uniform"`.
@@ -20,13 +21,14 @@ pub struct Config {
 
 impl Config {
     /// Checks the rate and the jitter.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), FieldError> {
         if self.rate.is_zero() {
-            return Err("rate: must be above 0 per second".into());
+            return Err(field_error!("rate", "must be above 0 per second"));
         }
         if !(0.0..=1.0).contains(&self.jitter) {
-            return Err(format!(
-                "jitter: must be between 0 and 1 (got {})",
+            return Err(field_error!(
+                "jitter",
+                "must be between 0 and 1 (got {})",
                 self.jitter
             ));
         }

@@ -287,13 +287,21 @@ fn a_bad_from_is_an_error_at_the_scenarios_line() {
     let text = scenario(&limiter);
     fs::write(&file, &text).unwrap();
     let line = text.lines().position(|l| l.starts_with("from")).unwrap() + 1;
+    // The caret stands under the zone's value itself, not the table.
+    let column = text
+        .lines()
+        .nth(line - 1)
+        .unwrap()
+        .find("\"nope\"")
+        .unwrap()
+        + 1;
     burstsim()
         .arg("validate")
         .arg(&file)
         .assert()
         .code(2)
         .stderr(predicate::str::contains(format!(
-            "s.toml:{line}:8: limiter \"x\": from: zone: "
+            "s.toml:{line}:{column}: limiter \"x\": from.zone: "
         )))
         .stderr(predicate::str::contains(
             "has no limiter \"nope\"; it has \"per_client\", \"site\"",

@@ -397,7 +397,7 @@ fn bad_paths_values_and_grids_are_refused_before_any_work() {
         "range = \"0..200:25\"",
         "range = \"0..200\"",
         &[],
-        &["s.toml:55:", "sweep[2]: range:", "has no step"],
+        &["s.toml:55:", "sweep[2].range:", "has no step"],
     );
     refused(
         "vary = \"limiter.sliding-log.threshold\"",

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Deserializer};
 
+use crate::error::field_error;
 use crate::time::Nanos;
 
 /// A signed duration with a unit, like `"-500ms"` or `"+150ms"`.
@@ -54,8 +55,9 @@ impl<'de> Deserialize<'de> for Target {
         }
         match Raw::deserialize(deserializer)? {
             Raw::Name(name) if name == "store" => Ok(Target::Store),
-            Raw::Name(name) => Err(serde::de::Error::custom(format!(
-                "on: expected \"store\" or an instance number, got {name:?}"
+            Raw::Name(name) => Err(serde::de::Error::custom(field_error!(
+                "on",
+                "expected \"store\" or an instance number, got {name:?}"
             ))),
             Raw::Index(index) => Ok(Target::Instance(index)),
         }

@@ -12,6 +12,7 @@ use std::collections::VecDeque;
 
 use serde::Deserialize;
 
+use crate::error::{FieldError, field_error};
 use crate::limiter::fixed_window::FixedWindow;
 use crate::limiter::{Align, Decision, Hint, RateLimiter};
 use crate::time::Nanos;
@@ -91,37 +92,43 @@ impl Faults {
         on_error: OnError,
         mut failovers: Vec<Failover>,
         duration: Nanos,
-    ) -> Result<Faults, String> {
+    ) -> Result<Faults, FieldError> {
         if outages.len() > MAX_EVENTS || failovers.len() > MAX_EVENTS {
-            return Err(format!(
-                "cluster.store: at most {MAX_EVENTS} outages and {MAX_EVENTS} failovers"
+            return Err(field_error!(
+                "cluster.store",
+                "at most {MAX_EVENTS} outages and {MAX_EVENTS} failovers"
             ));
         }
         outages.sort_by_key(|o| o.at);
         failovers.sort_by_key(|f| f.at);
         for outage in &outages {
             if outage.length == Nanos::ZERO {
-                return Err(format!(
-                    "cluster.store.outages: the outage at {} lasts 0; give `for` a length",
+                return Err(field_error!(
+                    "cluster.store.outages",
+                    "the outage at {} lasts 0; give `for` a length",
                     outage.at
                 ));
             }
             if outage.at >= duration {
-                return Err(format!(
-                    "cluster.store.outages: the outage at {} starts after the end of the run ({duration})",
+                return Err(field_error!(
+                    "cluster.store.outages",
+                    "the outage at {} starts after the end of the run ({duration})",
                     outage.at
                 ));
             }
         }
         if let Some(pair) = outages.windows(2).find(|p| p[1].at < p[0].end()) {
-            return Err(format!(
-                "cluster.store.outages: the outages at {} and {} overlap; merge them",
-                pair[0].at, pair[1].at
+            return Err(field_error!(
+                "cluster.store.outages",
+                "the outages at {} and {} overlap; merge them",
+                pair[0].at,
+                pair[1].at
             ));
         }
         if let Some(f) = failovers.iter().find(|f| f.at >= duration) {
-            return Err(format!(
-                "cluster.store.failover: the failover at {} is after the end of the run ({duration})",
+            return Err(field_error!(
+                "cluster.store.failover",
+                "the failover at {} is after the end of the run ({duration})",
                 f.at
             ));
         }

@@ -23,6 +23,7 @@ use self::local::Local;
 pub use self::settings::{Balance, ClusterConfig, Mode, Store, Update};
 use self::store_clock::StoreClock;
 use super::{Context, Decision, Hint, Limiter, LimiterConfig, RateLimiter};
+use crate::error::FieldError;
 use crate::random;
 use crate::time::Nanos;
 use crate::traffic::Key;
@@ -40,7 +41,7 @@ pub struct Config {
 
 impl Config {
     /// Fresh instances and an empty store.
-    pub fn build(&self, context: Context) -> Result<Cluster, String> {
+    pub fn build(&self, context: Context) -> Result<Cluster, FieldError> {
         let prototype = self.inner.build(context)?;
         let cluster = &self.cluster;
         cluster.check(self.inner.kind(), &prototype)?;

@@ -4,6 +4,8 @@
 
 use super::*;
 
+use crate::error::{FieldError, field_error};
+
 /// How requests are spread over instances.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -109,19 +111,21 @@ pub struct ClusterConfig {
 impl ClusterConfig {
     /// Checks the lists against the number of instances and the mode against
     /// `inner`, a limiter of kind `kind`.
-    pub fn check(&self, kind: &str, inner: &Limiter) -> Result<(), String> {
+    pub fn check(&self, kind: &str, inner: &Limiter) -> Result<(), FieldError> {
         let k = self.instances.get() as usize;
         if k > 10_000 {
-            return Err("cluster.instances: at most 10000".into());
+            return Err(field_error!("cluster.instances", "at most 10000"));
         }
         for (field, len) in [
             ("offsets", self.offsets.len()),
             ("drift_ppm", self.drift_ppm.len()),
         ] {
             if len > 1 && len != k {
-                return Err(format!(
-                    "cluster.{field}: give one value or one per instance ({k}), not {len}"
-                ));
+                return Err(FieldError::at(
+                    field,
+                    format!("give one value or one per instance ({k}), not {len}"),
+                )
+                .within("cluster"));
             }
         }
         if let Some(step) = self
@@ -129,44 +133,65 @@ impl ClusterConfig {
             .iter()
             .find(|s| matches!(s.on, Target::Instance(i) if i >= k))
         {
-            return Err(format!(
-                "cluster.steps: instance {:?} does not exist (instances are numbered from 0)",
+            return Err(field_error!(
+                "cluster.steps",
+                "instance {:?} does not exist (instances are numbered from 0)",
                 step.on
             ));
         }
         if self.offset_spread.is_some() && !self.offsets.is_empty() {
-            return Err(
-                "cluster.offset_spread: give either `offsets` or `offset_spread`, not both".into(),
-            );
+            return Err(field_error!(
+                "cluster.offset_spread",
+                "give either `offsets` or `offset_spread`, not both"
+            ));
         }
         if self.store.update == Update::ReadThenIncrement && self.mode == Mode::SharedStoreClock {
-            return Err("cluster.store.update: \"read-then-increment\" models instances that read the counter, then increment it, on their own clocks; the store-clock mode is INCR + PEXPIRE in one step on the store: set mode = \"shared-instance-clock\" or drop `update`".into());
+            return Err(field_error!(
+                "cluster.store.update",
+                "\"read-then-increment\" models instances that read the counter, then increment it, on their own clocks; the store-clock mode is INCR + PEXPIRE in one step on the store: set mode = \"shared-instance-clock\" or drop `update`"
+            ));
         }
         if self.sync_interval.is_some() && self.mode != Mode::SharedInstanceClock {
-            return Err("cluster.sync_interval: batched counters share a counter keyed by instance clocks; set mode = \"shared-instance-clock\"".into());
+            return Err(field_error!(
+                "cluster.sync_interval",
+                "batched counters share a counter keyed by instance clocks; set mode = \"shared-instance-clock\""
+            ));
         }
         if self.sync_interval == Some(Nanos::ZERO) {
-            return Err("cluster.sync_interval: must be longer than 0".into());
+            return Err(field_error!(
+                "cluster.sync_interval",
+                "must be longer than 0"
+            ));
         }
         if self.drift_ppm.iter().any(|d| d.abs() > 1_000_000) {
-            return Err("cluster.drift_ppm: at most ±1000000".into());
+            return Err(field_error!("cluster.drift_ppm", "at most ±1000000"));
         }
         if self.mode != Mode::Local && inner.fixed_window().is_none() {
-            return Err(format!(
-                "cluster.mode: shared counters model fixed windows; a {kind} can only run locally"
+            return Err(field_error!(
+                "cluster.mode",
+                "shared counters model fixed windows; a {kind} can only run locally"
             ));
         }
         let faults = !self.store.outages.is_empty() || !self.store.failover.is_empty();
         if faults && self.mode == Mode::Local {
-            return Err("cluster.store: outages and failovers are of a shared store; in mode = \"local\" there is none".into());
+            return Err(field_error!(
+                "cluster.store",
+                "outages and failovers are of a shared store; in mode = \"local\" there is none"
+            ));
         }
         if !self.store.failover.is_empty()
             && (self.sync_interval.is_some() || self.store.update == Update::ReadThenIncrement)
         {
-            return Err("cluster.store.failover: modelled for atomic shared counters only; drop sync_interval and update = \"read-then-increment\", or the failover".into());
+            return Err(field_error!(
+                "cluster.store.failover",
+                "modelled for atomic shared counters only; drop sync_interval and update = \"read-then-increment\", or the failover"
+            ));
         }
         if self.mode != Mode::Local && inner.fixed_window().is_some_and(|f| f.counts_rejected()) {
-            return Err("cluster.mode: shared counters are modelled counting admitted requests only; drop count_rejected or use mode = \"local\"".into());
+            return Err(field_error!(
+                "cluster.mode",
+                "shared counters are modelled counting admitted requests only; drop count_rejected or use mode = \"local\""
+            ));
         }
         Ok(())
     }

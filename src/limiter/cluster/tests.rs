@@ -192,11 +192,12 @@ fn store_faults_are_refused_where_they_cannot_apply() {
     };
     assert!(
         err("instances = 2\nstore = { outages = [{ at = \"1s\", for = \"1s\" }] }")
+            .to_string()
             .contains("in mode = \"local\" there is none")
     );
-    assert!(err("instances = 2\nmode = \"shared-instance-clock\"\nstore = { outages = [{ at = \"1s\", for = \"2s\" }, { at = \"2s\", for = \"1s\" }] }").contains("overlap"));
-    assert!(err("instances = 2\nmode = \"shared-instance-clock\"\nstore = { outages = [{ at = \"90s\", for = \"1s\" }] }").contains("after the end of the run"));
-    assert!(err("instances = 2\nmode = \"shared-instance-clock\"\nsync_interval = \"1s\"\nstore = { failover = [{ at = \"1s\", lost = \"1s\" }] }").contains("atomic shared counters only"));
+    assert!(err("instances = 2\nmode = \"shared-instance-clock\"\nstore = { outages = [{ at = \"1s\", for = \"2s\" }, { at = \"2s\", for = \"1s\" }] }").to_string().contains("overlap"));
+    assert!(err("instances = 2\nmode = \"shared-instance-clock\"\nstore = { outages = [{ at = \"90s\", for = \"1s\" }] }").to_string().contains("after the end of the run"));
+    assert!(err("instances = 2\nmode = \"shared-instance-clock\"\nsync_interval = \"1s\"\nstore = { failover = [{ at = \"1s\", lost = \"1s\" }] }").to_string().contains("atomic shared counters only"));
 }
 
 #[test]

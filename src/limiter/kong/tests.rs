@@ -153,7 +153,7 @@ fn sync_rate_and_empty_limits_are_refused_with_the_way_out() {
     let err = |text: &str| {
         toml::from_str::<Config>(text)
             .map_err(|e| e.to_string())
-            .and_then(|c| c.build(Context::default()).map(|_| ()))
+            .and_then(|c| c.build(Context::default()).map(|_| ()).map_err(|e| e.to_string()))
             .unwrap_err()
     };
     assert!(err("second = 1\nsync_rate = 10").contains("sync_interval = \"10s\""));

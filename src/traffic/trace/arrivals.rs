@@ -77,14 +77,14 @@ impl Arrivals {
                         "{}:{}: the row is earlier than the one before it; the file changed while burstsim read it",
                         path.display(),
                         input.line()
-                    )),
+                    ).into()),
                     Some((time, key)) => {
                         *previous = time;
                         Ok(Some((time, key)))
                     }
                 });
                 row.unwrap_or_else(|err| {
-                    self.error = Some(err);
+                    self.error = Some(err.to_string());
                     None
                 })
             }
@@ -138,7 +138,7 @@ impl Arrivals {
         } = &mut self.rows
             && let Err(err) = verify(input, *checksum, path)
         {
-            self.error.get_or_insert(err);
+            self.error.get_or_insert(err.to_string());
         }
     }
 

@@ -3,6 +3,8 @@
 
 use super::*;
 
+use crate::error::FieldError;
+
 pub(super) fn invalid(text: &str, unit: Unit) -> String {
     format!(
         "{:?} is not {}",
@@ -39,17 +41,17 @@ pub(super) fn parse_key(
     record: &csv::ByteRecord,
     column: usize,
     path: &Path,
-) -> Result<Key, String> {
+) -> Result<Key, FieldError> {
     record
         .get(column)
         .map(|field| Key::named(field.trim_ascii()))
         .ok_or_else(|| {
             let line = record.position().map_or(0, csv::Position::line);
-            format!(
+            FieldError::new(format!(
                 "{}:{line}: the row has no key column {}",
                 path.display(),
                 column + 1
-            )
+            ))
         })
 }
 
@@ -58,7 +60,7 @@ pub(super) fn parse(
     column: usize,
     unit: Unit,
     path: &Path,
-) -> Result<u64, String> {
+) -> Result<u64, FieldError> {
     let field = record.get(column);
     let parsed = field.and_then(|field| match unit {
         Unit::Nanos => parse_nanos(field),
@@ -69,17 +71,17 @@ pub(super) fn parse(
     parsed.ok_or_else(|| {
         let line = record.position().map_or(0, csv::Position::line);
         let Some(field) = field else {
-            return format!(
+            return FieldError::new(format!(
                 "{}:{line}: the row has no column {}",
                 path.display(),
                 column + 1
-            );
+            ));
         };
-        format!(
+        FieldError::new(format!(
             "{}:{line}: {}",
             path.display(),
             invalid(&String::from_utf8_lossy(field), unit)
-        )
+        ))
     })
 }
 

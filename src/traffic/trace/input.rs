@@ -4,6 +4,8 @@
 
 use super::*;
 
+use crate::error::FieldError;
+
 /// What tells one file's content from another's without reading it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct FileIdentity {
@@ -115,7 +117,7 @@ impl Input {
         &mut self,
         layout: &Layout,
         path: &Path,
-    ) -> Result<Option<(u64, Key)>, String> {
+    ) -> Result<Option<(u64, Key)>, FieldError> {
         match (self, layout) {
             (Input::Csv { reader, record }, Layout::Csv { column, unit, key }) => {
                 let line = record.position().map_or(1, |p| p.line() + 1);
@@ -157,20 +159,22 @@ impl Input {
                 if text.is_empty() {
                     continue;
                 }
-                let at = |what: String| format!("{}:{number}: {what}", path.display());
+                let at = |what: FieldError| {
+                    FieldError::new(format!("{}:{number}: {what}", path.display()))
+                };
                 return match layout {
                     Layout::Combined { key } => {
                         let fields = Combined::parse(text).ok_or_else(|| {
-                            at(format!(
+                            at(FieldError::new(format!(
                                 "{:?} is not a combined log line (ADDR IDENT USER [TIME] \"REQUEST\" STATUS BYTES …)",
                                 crate::input::quote_at_most(text, 64)
-                            ))
+                            )))
                         })?;
                         let time = logs::combined_time(fields.time).ok_or_else(|| {
-                            at(format!(
+                            at(FieldError::new(format!(
                                 "[{}] is not a time like [10/Oct/2000:13:55:36 -0700]",
                                 fields.time
-                            ))
+                            )))
                         })?;
                         let key = key
                             .and_then(|name| fields.field(name))
@@ -194,7 +198,7 @@ pub(super) fn json_row(
     field: &str,
     unit: Option<Unit>,
     key: Option<&str>,
-) -> Result<(u64, Key), String> {
+) -> Result<(u64, Key), FieldError> {
     // Values as written: a number of epoch seconds goes through the same
     // decimal parser as CSV's time_s, never through a float (which would turn
     // 1764460800.999999999 into 1764460801).
@@ -216,7 +220,8 @@ pub(super) fn json_row(
             return Err(format!(
                 "{field}: {} is not a time",
                 crate::input::quote_at_most(text, 64)
-            ));
+            )
+            .into());
         }
     };
     let key = match key {
@@ -224,7 +229,7 @@ pub(super) fn json_row(
         Some(name) => match object.get(name).map(|raw| json_text(raw)) {
             Some(JsonText::String(text)) => Key::named(text.trim().as_bytes()),
             Some(JsonText::Number(text) | JsonText::Other(text)) => Key::named(text.as_bytes()),
-            None => return Err(format!("no key field {name:?}")),
+            None => return Err(format!("no key field {name:?}").into()),
         },
     };
     Ok((time, key))
@@ -257,10 +262,10 @@ pub(super) fn changed(path: &Path) -> String {
 }
 
 /// Fails unless the bytes read, to the end, are those checked at first.
-pub(super) fn verify(input: &mut Input, checksum: u64, path: &Path) -> Result<(), String> {
+pub(super) fn verify(input: &mut Input, checksum: u64, path: &Path) -> Result<(), FieldError> {
     match input.drain() {
         Ok(hash) if hash == checksum => Ok(()),
-        Ok(_) => Err(changed(path)),
-        Err(err) => Err(format!("{}: {err}", path.display())),
+        Ok(_) => Err(changed(path).into()),
+        Err(err) => Err(format!("{}: {err}", path.display()).into()),
     }
 }

@@ -18,6 +18,7 @@ use rand::RngExt as _;
 
 use super::logs::{self, Combined, Format};
 use super::{Arrival, Key, Rng};
+use crate::error::{FieldError, field_error};
 use crate::time::{NANOS_PER_SEC, Nanos};
 
 mod arrivals;
@@ -170,13 +171,13 @@ impl Config {
         &self,
         base_dir: &Path,
         expected: Option<FileIdentity>,
-    ) -> Result<(Input, FileIdentity), String> {
+    ) -> Result<(Input, FileIdentity), FieldError> {
         let path = base_dir.join(&self.path);
         let (file, meta) = crate::input::open_regular(&path)
-            .map_err(|err| format!("path: cannot replay {}: {err}", path.display()))?;
+            .map_err(|err| field_error!("path", "cannot replay {}: {err}", path.display()))?;
         let identity = FileIdentity::of(&meta);
         if expected.is_some_and(|expected| expected != identity) {
-            return Err(changed(&path));
+            return Err(changed(&path).into());
         }
         let hashing = Hashing {
             file: file.take(identity.len),
@@ -205,7 +206,7 @@ impl Config {
 
     /// Where each row's time and key are: from the header of a CSV file,
     /// from the configuration for a log.
-    fn locate(&self, base_dir: &Path, input: &mut Input) -> Result<Layout, String> {
+    fn locate(&self, base_dir: &Path, input: &mut Input) -> Result<Layout, FieldError> {
         let shown = base_dir.join(&self.path);
         match (self.format, input) {
             (Format::Csv, Input::Csv { reader, .. }) => self.locate_csv(&shown, reader),
@@ -220,8 +221,9 @@ impl Config {
                             .iter()
                             .find(|f| **f == key.as_str())
                             .ok_or_else(|| {
-                                format!(
-                                    "key_field: a combined log has no field {key:?}; it has {}",
+                                field_error!(
+                                    "key_field",
+                                    "a combined log has no field {key:?}; it has {}",
                                     logs::COMBINED_FIELDS.join(", ")
                                 )
                             })?,
@@ -239,7 +241,7 @@ impl Config {
     }
 
     /// The time column, its unit and the key column, from a CSV header.
-    fn locate_csv(&self, shown: &Path, reader: &mut Reader) -> Result<Layout, String> {
+    fn locate_csv(&self, shown: &Path, reader: &mut Reader) -> Result<Layout, FieldError> {
         let headers = reader
             .headers()
             .map_err(|err| format!("{}: {err}", shown.display()))?;
@@ -275,8 +277,9 @@ impl Config {
             (None, name) if name.ends_with("_s") => Unit::Seconds,
             (None, name) if name.ends_with("_ms") => Unit::Millis,
             (None, name) => {
-                return Err(format!(
-                    "unit: the unit of column {name:?} is unknown; set unit = \"ns\", \"s\", \"ms\" or \"rfc3339\""
+                return Err(field_error!(
+                    "unit",
+                    "the unit of column {name:?} is unknown; set unit = \"ns\", \"s\", \"ms\" or \"rfc3339\""
                 ));
             }
         };
@@ -291,7 +294,7 @@ impl Config {
         base_dir: &Path,
         start: Nanos,
         end: Nanos,
-    ) -> Result<(Scan, Vec<String>), String> {
+    ) -> Result<(Scan, Vec<String>), FieldError> {
         let (mut input, identity) = self.open(base_dir, None)?;
         let layout = self.locate(base_dir, &mut input)?;
         let shown = base_dir.join(&self.path);
@@ -306,7 +309,7 @@ impl Config {
                     "{}: more than {MAX_KEYS} distinct keys in column {:?}; state is kept per key, and that many is refused",
                     shown.display(),
                     self.key.as_deref().unwrap_or_default()
-                ));
+                ).into());
             }
             unsorted += u64::from(time < previous);
             earliest = earliest.min(time);
@@ -327,12 +330,13 @@ impl Config {
             .map_err(|err| format!("{}: {err}", shown.display()))?;
         let now = input.hashing().file.get_ref().metadata();
         if now.map(|meta| FileIdentity::of(&meta)).ok() != Some(identity) {
-            return Err(changed(&shown));
+            return Err(changed(&shown).into());
         }
         let spreading = rows > 0 && whole_seconds && self.may_spread();
         if self.spread == Some(Spread::Uniform) && rows > 0 && !whole_seconds {
-            return Err(format!(
-                "spread: \"uniform\" spreads whole-second timestamps within their second, and {} has finer ones; remove it",
+            return Err(field_error!(
+                "spread",
+                "\"uniform\" spreads whole-second timestamps within their second, and {} has finer ones; remove it",
                 shown.display()
             ));
         }
@@ -350,7 +354,7 @@ impl Config {
             return Err(format!(
                 "{}: {unsorted} of {rows} rows are out of order, and sorting more than {MAX_UNSORTED_ROWS} rows in memory is refused; sort the file first (sort -t, -k1,1n)",
                 shown.display()
-            ));
+            ).into());
         }
         if unsorted > 0 {
             let offset = if self.rebased() {
@@ -372,7 +376,7 @@ impl Config {
                 } else {
                     ""
                 }
-            ));
+            ).into());
         }
         if outside == rows {
             let hint = if self.rebased() {
@@ -383,7 +387,7 @@ impl Config {
             return Err(format!(
                 "{}: all {rows} rows fall outside [{start}, {end}), so nothing would be replayed{hint}",
                 shown.display()
-            ));
+            ).into());
         }
         let mut warnings = Vec::new();
         if unsorted > 0 {
@@ -419,7 +423,7 @@ impl Config {
         base_dir: &Path,
         start: Nanos,
         end: Nanos,
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, FieldError> {
         let (scan, warnings) = self.scan(base_dir, start, end)?;
         let _ = self.scanned.set(scan);
         Ok(warnings)
@@ -427,18 +431,18 @@ impl Config {
 
     /// How many distinct keys the file names (1 without a key column); read
     /// once, then remembered.
-    pub fn keys(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<u64, String> {
+    pub fn keys(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<u64, FieldError> {
         Ok(self.scanned(base_dir, start, end)?.keys)
     }
 
     /// How many rows the file holds (read once, then remembered).
-    pub fn rows(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<u64, String> {
+    pub fn rows(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<u64, FieldError> {
         Ok(self.scanned(base_dir, start, end)?.rows)
     }
 
     /// Bytes held to sort the rows in memory when they are out of order:
     /// 16 a row and half as much again for the stable sort's scratch.
-    pub fn sort_bytes(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<u64, String> {
+    pub fn sort_bytes(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<u64, FieldError> {
         let scan = self.scanned(base_dir, start, end)?;
         Ok(if scan.sorted {
             0
@@ -448,7 +452,7 @@ impl Config {
     }
 
     /// The first pass's findings: remembered, or read now.
-    fn scanned(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<Scan, String> {
+    fn scanned(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<Scan, FieldError> {
         if let Some(scan) = self.scanned.get() {
             return Ok(scan.clone());
         }
@@ -465,7 +469,7 @@ impl Config {
         start: Nanos,
         end: Nanos,
         rng: Rng,
-    ) -> Result<Arrivals, String> {
+    ) -> Result<Arrivals, FieldError> {
         let scan = self.scanned(base_dir, start, end)?;
         let offset = if self.rebased() {
             i128::from(start.get()) - i128::from(scan.earliest)
@@ -500,7 +504,7 @@ impl Config {
         scan: &Scan,
         start: Nanos,
         end: Nanos,
-    ) -> Result<Arrivals, String> {
+    ) -> Result<Arrivals, FieldError> {
         let (mut input, _) = self.open(base_dir, Some(scan.identity))?;
         self.locate(base_dir, &mut input)?;
         Ok(Arrivals {

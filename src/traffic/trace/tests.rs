@@ -14,7 +14,9 @@ fn trace(contents: &str, extra: &str) -> (tempfile::TempDir, Config) {
 
 fn times(contents: &str, extra: &str) -> Result<Vec<u64>, String> {
     let (dir, config) = trace(contents, extra);
-    let arrivals = config.arrivals(dir.path(), Nanos(0), Nanos(u64::MAX), rng())?;
+    let arrivals = config
+        .arrivals(dir.path(), Nanos(0), Nanos(u64::MAX), rng())
+        .map_err(|e| e.to_string())?;
     Ok(arrivals.map(|a| a.time.get()).collect())
 }
 
@@ -31,8 +33,12 @@ type Replayed = Vec<(u64, Key)>;
 /// Times and keys as replayed from `[0, end)`, and the first pass's warnings.
 fn replay(name: &str, contents: &str, extra: &str) -> Result<(Replayed, Vec<String>), String> {
     let (dir, config) = file(name, contents, extra);
-    let warnings = config.validate(dir.path(), Nanos(0), Nanos(u64::MAX))?;
-    let mut arrivals = config.arrivals(dir.path(), Nanos(0), Nanos(u64::MAX), rng())?;
+    let warnings = config
+        .validate(dir.path(), Nanos(0), Nanos(u64::MAX))
+        .map_err(|e| e.to_string())?;
+    let mut arrivals = config
+        .arrivals(dir.path(), Nanos(0), Nanos(u64::MAX), rng())
+        .map_err(|e| e.to_string())?;
     let rows: Vec<(u64, Key)> = arrivals.by_ref().map(|a| (a.time.get(), a.key)).collect();
     arrivals.take_error().map_or(Ok((rows, warnings)), Err)
 }
@@ -290,7 +296,10 @@ fn names_the_line_of_a_bad_row() {
     let err = config
         .validate(dir.path(), Nanos(0), Nanos(100))
         .unwrap_err();
-    assert!(err.contains("t.csv:4:") && err.contains("soon"), "{err}");
+    assert!(
+        err.to_string().contains("t.csv:4:") && err.to_string().contains("soon"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -312,8 +321,12 @@ fn rebases_absolute_timestamps_to_the_start() {
 /// Times and keys, both as replayed.
 fn keyed(contents: &str, extra: &str) -> Result<Vec<(u64, Key)>, String> {
     let (dir, config) = trace(contents, extra);
-    config.validate(dir.path(), Nanos(0), Nanos(u64::MAX))?;
-    let arrivals = config.arrivals(dir.path(), Nanos(0), Nanos(u64::MAX), rng())?;
+    config
+        .validate(dir.path(), Nanos(0), Nanos(u64::MAX))
+        .map_err(|e| e.to_string())?;
+    let arrivals = config
+        .arrivals(dir.path(), Nanos(0), Nanos(u64::MAX), rng())
+        .map_err(|e| e.to_string())?;
     Ok(arrivals.map(|a| (a.time.get(), a.key)).collect())
 }
 
@@ -367,9 +380,13 @@ fn parses_seconds_exactly() {
 /// Checks a trace, changes it as `change` does, and replays it.
 fn replay_after(change: impl Fn(&Path)) -> Result<Vec<u64>, String> {
     let (dir, config) = trace("time_ns\n100\n200\n300\n", "");
-    config.validate(dir.path(), Nanos(0), Nanos(1000))?;
+    config
+        .validate(dir.path(), Nanos(0), Nanos(1000))
+        .map_err(|e| e.to_string())?;
     change(&dir.path().join("t.csv"));
-    let mut arrivals = config.arrivals(dir.path(), Nanos(0), Nanos(250), rng())?;
+    let mut arrivals = config
+        .arrivals(dir.path(), Nanos(0), Nanos(250), rng())
+        .map_err(|e| e.to_string())?;
     let times: Vec<u64> = arrivals.by_ref().map(|a| a.time.get()).collect();
     arrivals.take_error().map_or(Ok(times), Err)
 }
