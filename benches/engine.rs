@@ -164,7 +164,7 @@ fn generators(c: &mut Criterion) {
     group.bench_function("poisson-chunks", |b| {
         let mut chunk: Vec<Nanos> = Vec::with_capacity(4096);
         b.iter(|| {
-            let mut arrivals = poisson.arrivals(
+            let mut arrivals = poisson.stream(
                 Nanos::ZERO,
                 Nanos(1_000 * 1_000_000_000),
                 stream(1, "bench", 0, 0),

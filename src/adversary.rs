@@ -32,13 +32,38 @@
 //! holds in every second, and the keys' admissions add up. The pattern, the
 //! number of keys and the bound for that many keys are reported together.
 
+use std::num::NonZeroU64;
+
 use rand::{RngExt, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::Deserialize;
 
 use crate::limiter::{Limiter, RateLimiter};
 use crate::metrics::rolling::RollingCounts;
 use crate::time::{NANOS_PER_SEC, Nanos};
 use crate::traffic::Key;
+
+/// A workload's `sources = [{ kind = "adversary", budget = … }]`: not a
+/// stream but this search, run for each limiter; the workload's only source.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The most requests the adversary may send in any 1 s.
+    pub budget: NonZeroU64,
+}
+
+impl Config {
+    /// How `kind = "…"` names it.
+    pub const NAME: &'static str = "adversary";
+
+    /// The search in a few words.
+    pub fn describe(&self) -> String {
+        format!(
+            "adversary searching for each limiter's worst traffic, at most {} requests per second",
+            self.budget
+        )
+    }
+}
 
 /// Phases tried per window.
 const PHASES: u64 = 16;

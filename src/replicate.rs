@@ -17,13 +17,7 @@ pub fn units(scenario: &Scenario, replications: u64) -> u64 {
     scenario
         .workloads
         .iter()
-        .map(|w| {
-            if w.sources.iter().any(|s| s.is_stochastic()) {
-                replications
-            } else {
-                1
-            }
-        })
+        .map(|w| if w.is_stochastic() { replications } else { 1 })
         .sum()
 }
 
@@ -41,7 +35,7 @@ pub fn simulate_replicated(
         .iter()
         .enumerate()
         .flat_map(|(index, workload)| {
-            let count = if workload.sources.iter().any(|s| s.is_stochastic()) {
+            let count = if workload.is_stochastic() {
                 replications
             } else {
                 1

@@ -233,7 +233,7 @@ impl WorkloadResults {
     pub fn new(workload: &crate::scenario::Workload, runs: Vec<RunResult>) -> WorkloadResults {
         WorkloadResults {
             name: workload.name.clone(),
-            sources: workload.sources.iter().map(|s| s.describe()).collect(),
+            sources: workload.describe(),
             runs,
         }
     }

@@ -1,16 +1,12 @@
 //! Scenario files: read the TOML, check every field and every cross-field
 //! rule once, and hand the simulator a validated [`Scenario`].
 
-use std::collections::HashSet;
 use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use toml::Spanned;
 
-use crate::error::{FieldError, ScenarioError, Step, field_error, locate};
-use crate::limiter::cluster::{ClusterConfig, Config as ClusterRun};
-use crate::limiter::per_key::MAX_KEYS;
+use crate::error::{FieldError, ScenarioError};
 use crate::limiter::{Context, Limiter, LimiterConfig, RateLimiter};
 use crate::retry::Retry;
 use crate::time::Nanos;
@@ -82,17 +78,56 @@ pub struct Metrics {
 pub struct Workload {
     /// Unique name.
     pub name: String,
-    /// Sources, merged by time: with `retry`, the requests' first attempts.
-    pub sources: Vec<SourceConfig>,
+    /// What it sends.
+    pub traffic: Traffic,
     /// How its clients retry rejected requests, if they do.
     pub retry: Option<Retry>,
 }
 
+/// What a workload sends.
+#[derive(Clone, Debug)]
+pub enum Traffic {
+    /// Sources merged by time: with `retry`, the requests' first attempts.
+    Open(Vec<SourceConfig>),
+    /// A search, for each limiter, for the traffic it admits the most of
+    /// (written as the workload's only source, `kind = "adversary"`).
+    Adversary(crate::adversary::Config),
+}
+
 impl Workload {
+    /// Its sources (none for an adversary).
+    pub fn sources(&self) -> &[SourceConfig] {
+        match &self.traffic {
+            Traffic::Open(sources) => sources,
+            Traffic::Adversary(_) => &[],
+        }
+    }
+
+    /// Its adversary, if it is one.
+    pub fn adversary(&self) -> Option<&crate::adversary::Config> {
+        match &self.traffic {
+            Traffic::Open(_) => None,
+            Traffic::Adversary(adversary) => Some(adversary),
+        }
+    }
+
     /// Whether its requests name their clients (a source with `clients`, or
     /// a trace with a key column): then runs keep figures per key.
     pub fn is_keyed(&self) -> bool {
-        self.sources.iter().any(SourceConfig::is_keyed)
+        self.sources().iter().any(SourceConfig::is_keyed)
+    }
+
+    /// Whether it draws random numbers, so replications differ.
+    pub fn is_stochastic(&self) -> bool {
+        self.sources().iter().any(SourceConfig::is_stochastic)
+    }
+
+    /// What it sends, a few words a source.
+    pub fn describe(&self) -> Vec<String> {
+        match &self.traffic {
+            Traffic::Open(sources) => sources.iter().map(SourceConfig::describe).collect(),
+            Traffic::Adversary(adversary) => vec![adversary.describe()],
+        }
     }
 }
 
@@ -160,43 +195,6 @@ impl Scenario {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ScenarioFile {
-    name: Option<Spanned<String>>,
-    duration: Spanned<Nanos>,
-    #[serde(default)]
-    seed: u64,
-    replications: Option<NonZeroU64>,
-    backend: Option<Backend>,
-    cluster: Option<Spanned<toml::Table>>,
-    #[serde(default)]
-    metrics: MetricsFile,
-    #[serde(default)]
-    workload: Vec<Spanned<WorkloadFile>>,
-    #[serde(default)]
-    limiter: Vec<Spanned<toml::Table>>,
-    /// `[[sweep]]` entries: read by `burstsim sweep` alone.
-    #[serde(default, rename = "sweep")]
-    _sweep: Option<serde::de::IgnoredAny>,
-}
-
-#[derive(Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct MetricsFile {
-    rolling: Option<Spanned<Nanos>>,
-    profile: Option<Spanned<Vec<Nanos>>>,
-    bucket: Option<Spanned<Nanos>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WorkloadFile {
-    name: Spanned<String>,
-    sources: Vec<Spanned<toml::Table>>,
-    retry: Option<Spanned<toml::Table>>,
-}
-
 /// Reads and validates the scenario at `path`.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
     parse(&read(path)?, path)
@@ -214,366 +212,13 @@ pub fn read(path: &Path) -> Result<String, ScenarioError> {
 
 /// Validates scenario `text`, read from `path`.
 pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
-    let file: ScenarioFile = toml::from_str(text).map_err(|err| {
+    let file: validate::ScenarioFile = toml::from_str(text).map_err(|err| {
         let offset = err.span().map_or(0, |span| span.start);
         ScenarioError::at(path, text, offset, err.message().trim_end())
     })?;
-    Validator { text, path }.scenario(file)
-}
-
-struct Validator<'a> {
-    text: &'a str,
-    path: &'a Path,
-}
-
-impl Validator<'_> {
-    fn error(
-        &self,
-        span: std::ops::Range<usize>,
-        message: impl std::fmt::Display,
-    ) -> ScenarioError {
-        ScenarioError::at(self.path, self.text, span.start, &message.to_string())
-    }
-
-    /// An error from the table at `base` (spanning `span`), blamed on the
-    /// very value its message names when the file holds it there.
-    fn error_in(
-        &self,
-        span: std::ops::Range<usize>,
-        base: &[Step],
-        prefix: &str,
-        err: &FieldError,
-    ) -> ScenarioError {
-        let mut path = base.to_vec();
-        path.extend(err.path.iter().cloned());
-        let at = locate(self.text, &path, err.at_key).unwrap_or(span);
-        self.error(at, format!("{prefix}: {err}"))
-    }
-
-    fn scenario(&self, file: ScenarioFile) -> Result<Scenario, ScenarioError> {
-        let name = match &file.name {
-            Some(name) => {
-                check_name(name.get_ref())
-                    .map_err(|err| self.error(name.span(), err.within("name")))?;
-                name.get_ref().clone()
-            }
-            None => {
-                let stem = self
-                    .path
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                check_name(&stem).map_err(|err| {
-                    self.error(
-                        0..0,
-                        field_error!(
-                            "name",
-                            "none given, and the file name {stem:?} cannot stand in: {err}"
-                        ),
-                    )
-                })?;
-                stem
-            }
-        };
-        let duration = *file.duration.get_ref();
-        if duration == Nanos::ZERO {
-            return Err(self.error(
-                file.duration.span(),
-                field_error!("duration", "must be longer than 0"),
-            ));
-        }
-        let metrics = self.metrics(&file.metrics, duration)?;
-        let base_dir = self.path.parent().map(Path::to_owned).unwrap_or_default();
-        let mut warnings = Vec::new();
-        let workloads = self.workloads(&file.workload, duration, &base_dir, &mut warnings)?;
-        let context = Context {
-            backend_capacity_per_sec: file.backend.map(|b| b.capacity_per_sec.get()),
-        };
-        let (mut limiters, overrides) =
-            self.limiters(file.limiter, context, duration, &base_dir)?;
-        // The scenario's [cluster] alone first, so its mistakes are blamed on it.
-        if let Some(shared) = &file.cluster {
-            crate::config::parse_table::<ClusterConfig>(shared.get_ref().clone()).map_err(
-                |err| {
-                    self.error_in(
-                        shared.span(),
-                        &[Step::Name("cluster".into())],
-                        "cluster",
-                        &err,
-                    )
-                },
-            )?;
-        }
-        for (i, (limiter, (own, own_span))) in limiters.iter_mut().zip(overrides).enumerate() {
-            // The scenario's [cluster], with the limiter's own `cluster = { … }` over it.
-            let (mut table, span) = match &file.cluster {
-                Some(shared) => (shared.get_ref().clone(), shared.span()),
-                None => (toml::Table::new(), own_span.clone()),
-            };
-            let merged = match own {
-                Some(own) => {
-                    table.extend(own);
-                    Some(table)
-                }
-                None => file.cluster.is_some().then_some(table),
-            };
-            let Some(merged) = merged else { continue };
-            let base = [
-                Step::Name("limiter".into()),
-                Step::Index(i),
-                Step::Name("cluster".into()),
-            ];
-            let fail = |err: FieldError| {
-                self.error_in(
-                    span.clone(),
-                    &base,
-                    &format!("limiter {:?} in the cluster", limiter.name),
-                    &err,
-                )
-            };
-            let cluster: ClusterConfig = crate::config::parse_table(merged).map_err(fail)?;
-            let config = LimiterConfig::Cluster(ClusterRun {
-                inner: Box::new(limiter.config.clone()),
-                cluster,
-                duration,
-            });
-            *limiter = NamedLimiter::build(limiter.name.clone(), config, context, duration)
-                .map_err(fail)?;
-        }
-        Ok(Scenario {
-            name,
-            path: self.path.to_owned(),
-            base_dir,
-            duration,
-            seed: file.seed,
-            replications: file.replications.map_or(1, NonZeroU64::get),
-            backend: file.backend,
-            metrics,
-            workloads,
-            limiters,
-            warnings,
-        })
-    }
-
-    fn metrics(&self, file: &MetricsFile, duration: Nanos) -> Result<Metrics, ScenarioError> {
-        let positive = |value: &Spanned<Nanos>, field: &str| {
-            if value.get_ref().get() == 0 {
-                Err(self.error(
-                    value.span(),
-                    format!("metrics.{field}: must be longer than 0"),
-                ))
-            } else {
-                Ok(*value.get_ref())
-            }
-        };
-        let rolling = file
-            .rolling
-            .as_ref()
-            .map(|r| positive(r, "rolling"))
-            .transpose()?
-            .unwrap_or(Nanos::SECOND);
-        let bucket = file
-            .bucket
-            .as_ref()
-            .map(|b| positive(b, "bucket"))
-            .transpose()?
-            .unwrap_or(Nanos(10_000_000));
-        if duration.get().div_ceil(bucket.get()) > MAX_BUCKETS {
-            let span = file.bucket.as_ref().map_or(0..0, Spanned::span);
-            let smallest = Nanos(duration.get().div_ceil(MAX_BUCKETS));
-            return Err(self.error(span, field_error!("metrics.bucket", "{bucket} makes more than {MAX_BUCKETS} timeline buckets over {duration}; use a bucket of at least {smallest}")));
-        }
-        let profile = match &file.profile {
-            None => DEFAULT_PROFILE.iter().map(|&ns| Nanos(ns)).collect(),
-            Some(profile) => {
-                if profile.get_ref().iter().any(|p| p.get() == 0) {
-                    return Err(self.error(
-                        profile.span(),
-                        field_error!("metrics.profile", "every interval must be longer than 0"),
-                    ));
-                }
-                let mut intervals = profile.get_ref().clone();
-                intervals.sort_unstable();
-                intervals.dedup();
-                intervals
-            }
-        };
-        Ok(Metrics {
-            rolling,
-            profile,
-            bucket,
-        })
-    }
-
-    fn workloads(
-        &self,
-        files: &[Spanned<WorkloadFile>],
-        duration: Nanos,
-        base_dir: &Path,
-        warnings: &mut Vec<String>,
-    ) -> Result<Vec<Workload>, ScenarioError> {
-        if files.is_empty() {
-            return Err(self.error(
-                0..0,
-                field_error!(
-                    "workload",
-                    "none given; add at least one [[workload]] with sources"
-                ),
-            ));
-        }
-        let mut names = HashSet::new();
-        files
-            .iter()
-            .enumerate()
-            .map(|(w, file)| {
-                let name = file.get_ref().name.get_ref();
-                let at = file.get_ref().name.span();
-                check_name(name).map_err(|err| self.error(at.clone(), format!("workload name: {err}")))?;
-                if !names.insert(name.clone()) {
-                    return Err(self.error(at, format!("workload {name:?}: the name is used twice; workload names must be unique")));
-                }
-                if file.get_ref().sources.is_empty() {
-                    return Err(self.error(file.span(), format!("workload {name:?}: sources: needs at least one source")));
-                }
-                let sources = file.get_ref().sources.iter().enumerate().map(|(i, table)| {
-                    let base = [Step::Name("workload".into()), Step::Index(w), Step::Name("sources".into()), Step::Index(i)];
-                    let fail = |err: FieldError| self.error_in(table.span(), &base, &format!("workload {name:?}, source {}", i + 1), &err);
-                    let source = SourceConfig::from_table(table.get_ref().clone()).map_err(fail)?;
-                    let fail = |err: FieldError| self.error_in(table.span(), &base, &format!("workload {name:?}, source {} ({})", i + 1, source.kind_name()), &err);
-                    warnings.extend(source.validate(duration, base_dir).map_err(fail)?);
-                    Ok(source)
-                });
-                let sources: Vec<SourceConfig> = sources.collect::<Result<_, _>>()?;
-                // State is kept per key: the keys a workload can send are bounded before any work.
-                let keys = sources.iter().map(|s| s.keys(duration, base_dir).map_err(|err| self.error(file.span(), format!("workload {name:?}: {err}")))).sum::<Result<u64, _>>()?;
-                if keys > MAX_KEYS as u64 {
-                    return Err(self.error(file.span(), format!("workload {name:?}: its sources name up to {keys} distinct client keys; at most {MAX_KEYS} are allowed, since state is kept per key")));
-                }
-                if sources.len() > 1 && sources.iter().any(|s| s.adversary_budget().is_some()) {
-                    return Err(self.error(file.span(), format!("workload {name:?}: an adversary source must be the workload's only source")));
-                }
-                let retry = match &file.get_ref().retry {
-                    None => None,
-                    Some(table) => {
-                        if sources.iter().any(|s| s.adversary_budget().is_some()) {
-                            return Err(self.error(table.span(), format!("workload {name:?}: retry: an adversary's requests are a pattern, not clients; give retries to a workload of traffic")));
-                        }
-                        let base = [Step::Name("workload".into()), Step::Index(w), Step::Name("retry".into())];
-                        Some(Retry::from_table(table.get_ref().clone()).map_err(|err| self.error_in(table.span(), &base, &format!("workload {name:?}, retry"), &err))?)
-                    }
-                };
-                Ok(Workload { name: name.clone(), sources, retry })
-            })
-            .collect()
-    }
-
-    /// The limiters, and each one's own `cluster = { … }` table (with its span), if any.
-    #[allow(clippy::type_complexity)]
-    fn limiters(
-        &self,
-        tables: Vec<Spanned<toml::Table>>,
-        context: Context,
-        duration: Nanos,
-        base_dir: &Path,
-    ) -> Result<
-        (
-            Vec<NamedLimiter>,
-            Vec<(Option<toml::Table>, std::ops::Range<usize>)>,
-        ),
-        ScenarioError,
-    > {
-        if tables.is_empty() {
-            return Err(self.error(
-                0..0,
-                field_error!("limiter", "none given; add at least one [[limiter]]"),
-            ));
-        }
-        let mut names = HashSet::new();
-        tables
-            .into_iter()
-            .enumerate()
-            .map(|(i, table)| {
-                let span = table.span();
-                let mut table = table.into_inner();
-                let own_cluster = match table.remove("cluster") {
-                    Some(toml::Value::Table(cluster)) => Some(cluster),
-                    Some(other) => {
-                        return Err(self.error(
-                            span,
-                            format!(
-                                "limiter {}: cluster: expected a table, got {}",
-                                i + 1,
-                                other.type_str()
-                            ),
-                        ));
-                    }
-                    None => None,
-                };
-                let name = match table.remove("name") {
-                    Some(toml::Value::String(name)) => name,
-                    Some(other) => {
-                        return Err(self.error(
-                            span,
-                            format!(
-                                "limiter {}: name: expected a string, got {}",
-                                i + 1,
-                                other.type_str()
-                            ),
-                        ));
-                    }
-                    None => {
-                        return Err(self.error(span, format!("limiter {}: name: missing", i + 1)));
-                    }
-                };
-                let base = [Step::Name("limiter".into()), Step::Index(i)];
-                let fail = |err: FieldError| {
-                    self.error_in(span.clone(), &base, &format!("limiter {name:?}"), &err)
-                };
-                check_name(&name).map_err(|err| fail(err.within("name")))?;
-                if !names.insert(name.clone()) {
-                    return Err(fail(
-                        "the name is used twice; limiter names must be unique".into(),
-                    ));
-                }
-                // `from = { file, zone }`: the imported block, under the block's own fields.
-                if let Some(from) = table.remove("from") {
-                    let imported = crate::import::from_table(from, base_dir)
-                        .map_err(|err| fail(err.within("from")))?;
-                    for (key, value) in imported {
-                        table.entry(key).or_insert(value);
-                    }
-                }
-                let config = LimiterConfig::from_table(table).map_err(fail)?;
-                let named =
-                    NamedLimiter::build(name.clone(), config, context, duration).map_err(fail)?;
-                Ok((named, (own_cluster, span.clone())))
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(|pairs| pairs.into_iter().unzip())
-    }
-}
-
-/// Names become file and folder names, so they are kept to a safe alphabet.
-fn check_name(name: &str) -> Result<(), FieldError> {
-    let safe = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
-    if name.is_empty() {
-        Err("must not be empty".into())
-    } else if name.len() > 64 {
-        Err(format!(
-            "{:?} is longer than 64 characters",
-            crate::input::quote_at_most(name, 64)
-        )
-        .into())
-    } else if name.starts_with('.') || !name.chars().all(safe) {
-        Err(format!(
-            "{:?} may hold only letters, digits, '-', '_' and '.', and not start with '.'",
-            crate::input::quote_at_most(name, 64)
-        )
-        .into())
-    } else {
-        Ok(())
-    }
+    validate::Validator { text, path }.scenario(file)
 }
 
 #[cfg(test)]
 mod tests;
+mod validate;

@@ -169,7 +169,7 @@ impl Probe<'_> {
                 rejected: 0,
                 rejected_share: 0.0,
                 rejected_with_spare_capacity: 0,
-                adversary: w.sources.iter().any(|s| s.adversary_budget().is_some()),
+                adversary: w.adversary().is_some(),
             })
             .collect();
         let (mut worst, mut dropped) = (0, 0);

@@ -48,7 +48,7 @@ fn work(scenario: &Scenario, replications: u64, charts: bool) -> Result<Work> {
     let mut sorting: u128 = 0;
     for workload in &scenario.workloads {
         let (mut requests, mut keys): (u128, u128) = (0, 0);
-        for source in &workload.sources {
+        for source in workload.sources() {
             sorting += u128::from(
                 source
                     .sort_bytes(scenario.duration, &scenario.base_dir)
@@ -64,7 +64,7 @@ fn work(scenario: &Scenario, replications: u64, charts: bool) -> Result<Work> {
             );
         }
         keys_per_workload.push(if workload.is_keyed() { keys } else { 0 });
-        let runs = if workload.sources.iter().any(|s| s.is_stochastic()) {
+        let runs = if workload.is_stochastic() {
             u128::from(replications)
         } else {
             1

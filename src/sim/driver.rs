@@ -13,7 +13,7 @@ use crate::retry::{Budget, Retry};
 use crate::scenario::{NamedLimiter, Scenario, Workload};
 use crate::summary::RunSummary;
 use crate::time::Nanos;
-use crate::traffic::{Arrival, Merge, Rng, SourceConfig};
+use crate::traffic::{Arrival, Merge, Rng};
 
 /// A run's traffic, reacting to the limiter.
 pub trait Driver {
@@ -46,11 +46,7 @@ pub trait Driver {
 /// clients retry, or it holds an adversary (validation makes that the
 /// workload's only source).
 pub fn is_driven(workload: &Workload) -> bool {
-    workload.retry.is_some()
-        || workload
-            .sources
-            .iter()
-            .any(|s| s.adversary_budget().is_some())
+    workload.retry.is_some() || workload.adversary().is_some()
 }
 
 /// The driver of the driven `workload` for the limiter `named`.
@@ -72,10 +68,10 @@ pub fn for_limiter(
         )));
     }
     let budget = workload
-        .sources
-        .iter()
-        .find_map(SourceConfig::adversary_budget)
-        .context("an open-loop workload has no driver")?;
+        .adversary()
+        .context("an open-loop workload has no driver")?
+        .budget
+        .get();
     let found = adversary::search(&named.limiter, budget, scenario.metrics.rolling, scenario.duration)
         .with_context(|| format!("workload {:?}: the run ({}) is too short for an adversary; make it at least a few windows long", workload.name, scenario.duration))?;
     Ok(Box::new(Pattern::new(found)))

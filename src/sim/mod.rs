@@ -157,7 +157,7 @@ fn simulate_open(
         .iter()
         .map(|limiter| RunState::new(scenario, options, limiter, workload.is_keyed()))
         .collect::<Vec<_>>();
-    let big = workload.sources.iter().try_fold(0u128, |sum, source| {
+    let big = workload.sources().iter().try_fold(0u128, |sum, source| {
         source
             .estimated_arrivals(scenario.duration, &scenario.base_dir)
             .map(|n| sum + n)
@@ -353,11 +353,7 @@ fn simulate_driven(
     for (limiter, named) in scenario.limiters.iter().enumerate() {
         let mut driver = driver::for_limiter(scenario, workload, named, options.replication)?;
         // An adversary sends from many keys to a limiter that keeps state per key.
-        let adversary_keys = workload
-            .sources
-            .iter()
-            .any(|s| s.adversary_budget().is_some())
-            && named.limiter.keys_matter();
+        let adversary_keys = workload.adversary().is_some() && named.limiter.keys_matter();
         let mut run = RunState::new(
             scenario,
             options,
@@ -407,7 +403,7 @@ pub fn summarise(
 /// The time-merged arrivals of `workload`'s sources for one replication.
 pub fn arrivals(scenario: &Scenario, workload: &Workload, replication: u64) -> Result<Merge> {
     let sources = workload
-        .sources
+        .sources()
         .iter()
         .enumerate()
         .map(|(i, source)| {

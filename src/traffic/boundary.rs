@@ -8,7 +8,8 @@ use std::num::NonZeroU64;
 use rand::RngExt;
 use serde::Deserialize;
 
-use super::{Arrival, Key, Rng};
+use super::clients::{Clients, Weights};
+use super::{Arrival, Key, Kind, MAX_BURST, Place, Rng, Timed};
 use crate::error::{FieldError, field_error};
 use crate::time::Nanos;
 
@@ -48,7 +49,7 @@ fn default_every() -> NonZeroU64 {
 
 impl Config {
     /// Checks that bursts are non-empty and never overlap one another.
-    pub fn validate(&self) -> Result<(), FieldError> {
+    fn check(&self) -> Result<(), FieldError> {
         if self.period == Nanos::ZERO {
             return Err(field_error!("period", "must be longer than 0"));
         }
@@ -77,7 +78,7 @@ impl Config {
     }
 
     /// Arrivals in `[start, end)`.
-    pub fn arrivals(&self, start: Nanos, end: Nanos, rng: Rng) -> Arrivals {
+    pub fn stream(&self, start: Nanos, end: Nanos, rng: Rng) -> Arrivals {
         Arrivals {
             config: self.clone(),
             start: start.get(),
@@ -197,6 +198,108 @@ impl Iterator for PerClient {
     }
 }
 
+impl Kind for Config {
+    const NAME: &'static str = "boundary";
+    type Item = Arrival;
+    type Arrivals = Bursts;
+
+    fn validate(&self, place: Place) -> Result<Vec<String>, FieldError> {
+        self.check()?;
+        if self.per_client {
+            match place.clients {
+                None => {
+                    return Err(field_error!(
+                        "per_client",
+                        "bursts per client need the source's clients, like clients = {{ count = 1000 }}"
+                    ));
+                }
+                Some(c) if c.weights != Weights::Uniform => {
+                    return Err(field_error!(
+                        "per_client",
+                        "every client bursts as often as the others; drop `weights`"
+                    ));
+                }
+                Some(c) if c.count.get().saturating_mul(self.before + self.after) > MAX_BURST => {
+                    return Err(field_error!(
+                        "per_client",
+                        "{} clients bursting {} + {} each is held in memory; at most {MAX_BURST} arrivals per boundary in all",
+                        c.count,
+                        self.before,
+                        self.after
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(Vec::new())
+    }
+
+    fn is_stochastic(&self) -> bool {
+        !self.even
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "boundary bursts: {} before and {} after every {} boundary of {} (phase {}), within {}",
+            self.before,
+            self.after,
+            match self.every.get() {
+                1 => "".to_string(),
+                2 => "2nd".to_string(),
+                3 => "3rd".to_string(),
+                n => format!("{n}th"),
+            },
+            self.period,
+            self.phase,
+            self.spread
+        )
+        .replace("every  boundary", "every boundary")
+    }
+
+    fn estimated_arrivals(&self, place: Place) -> Result<u128, FieldError> {
+        let gap = u128::from(self.period.get()) * u128::from(self.every.get());
+        // Per client, every client bursts: one more boundary for their phases.
+        let (bursting, extra) = match place.clients {
+            Some(clients) if self.per_client => (u128::from(clients.count.get()), 1),
+            _ => (1, 0),
+        };
+        Ok((place.span() / gap.max(1) + 1 + extra) * u128::from(self.before + self.after) * bursting)
+    }
+
+    fn arrivals(&self, place: Place, rng: Rng, keys: Rng) -> Result<Bursts, FieldError> {
+        Ok(match place.clients {
+            Some(clients) if self.per_client => {
+                Bursts::PerClient(self.per_client(clients.count.get(), place.start, place.end, keys))
+            }
+            _ => Bursts::Shared(self.stream(place.start, place.end, rng)),
+        })
+    }
+
+    fn keys_itself(&self, clients: Option<&Clients>) -> bool {
+        self.per_client && clients.is_some()
+    }
+}
+
+/// The running source: bursts shared by everyone, or every client's own.
+pub enum Bursts {
+    /// Shared bursts (spread over the clients, if any, by the caller).
+    Shared(Arrivals),
+    /// Every client bursting around its own boundaries.
+    PerClient(PerClient),
+}
+
+impl Iterator for Bursts {
+    type Item = Arrival;
+
+    #[inline]
+    fn next(&mut self) -> Option<Arrival> {
+        match self {
+            Bursts::Shared(shared) => shared.next().map(Timed::arrival),
+            Bursts::PerClient(each) => each.next(),
+        }
+    }
+}
+
 /// The i-th of `count` points evenly spaced across `width`, starting at 0.
 fn evenly(i: u64, count: u64, width: u64) -> u64 {
     (u128::from(i) * u128::from(width) / u128::from(count)) as u64
@@ -258,7 +361,7 @@ mod tests {
 
     fn times(config: &Config, end_ms: u64) -> Vec<u64> {
         config
-            .arrivals(Nanos(0), Nanos(end_ms * MS), Rng::seed_from_u64(5))
+            .stream(Nanos(0), Nanos(end_ms * MS), Rng::seed_from_u64(5))
             .map(Nanos::get)
             .collect()
     }
@@ -275,7 +378,7 @@ mod tests {
         };
         let end = Nanos(u64::MAX);
         assert_eq!(
-            empty.arrivals(Nanos(0), end, Rng::seed_from_u64(1)).count(),
+            empty.stream(Nanos(0), end, Rng::seed_from_u64(1)).count(),
             0
         );
         assert_eq!(
@@ -329,6 +432,6 @@ mod tests {
     fn refuses_bursts_that_would_overlap() {
         let mut wide = config(1, false);
         wide.spread = Nanos(600 * MS);
-        assert!(wide.validate().unwrap_err().to_string().contains("overlap"));
+        assert!(wide.check().unwrap_err().to_string().contains("overlap"));
     }
 }

@@ -1,15 +1,16 @@
 //! Synthetic and replayed traffic: each source kind is an iterator of
 //! arrivals — a time and a client key — in non-decreasing time order; a
 //! workload merges its sources by time.
+//!
+//! A kind is its module plus one line in `sources!` below: the module's
+//! `Config` implements [`Kind`], and from the list come the module
+//! declarations, the configuration and running-stream enums, [`KINDS`],
+//! reading a kind from a table, and the dispatch of every [`Kind`] method.
 
-pub mod adversary;
-pub mod boundary;
 pub mod clients;
+pub mod kind;
 pub mod logs;
-pub mod poisson;
 pub mod slots;
-pub mod trace;
-pub mod uniform;
 
 use std::path::Path;
 
@@ -17,6 +18,7 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Deserialize;
 
+pub use self::kind::{Kind, Place};
 use crate::config::{KindTable, parse_table};
 use crate::error::{FieldError, field_error};
 use crate::time::Nanos;
@@ -105,9 +107,6 @@ pub type Rng = Xoshiro256PlusPlus;
 /// The most requests in one burst (or one adversary pattern), which is held in memory.
 pub const MAX_BURST: u64 = 50_000_000;
 
-/// The source kinds accepted in `kind = "…"`.
-pub const KINDS: &[&str] = &["uniform", "poisson", "boundary", "trace", "adversary"];
-
 /// The part of the run a source is active in, `[start, end)`.
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -129,30 +128,135 @@ pub struct SourceConfig {
     pub kind: SourceKind,
 }
 
-/// The kinds of traffic.
-#[derive(Clone, Debug)]
-pub enum SourceKind {
-    /// `uniform`.
-    Uniform(uniform::Config),
-    /// `poisson`.
-    Poisson(poisson::Config),
-    /// `boundary`.
-    Boundary(boundary::Config),
-    /// `trace`.
-    Trace(trace::Config),
-    /// `adversary`: a search per limiter, not a stream; see [`crate::adversary`].
-    Adversary(adversary::Config),
+/// Calls `$body` with `$inner` bound to the kind's configuration and `$K`
+/// to its type, for whichever kind `$self` holds.
+macro_rules! each_kind {
+    ($self:expr, ($($variant:ident = $module:ident)+), $inner:ident: $K:ident => $body:expr) => {
+        match $self {
+            $(SourceKind::$variant($inner) => {
+                #[allow(unused)]
+                type $K = $module::Config;
+                $body
+            })+
+        }
+    };
+}
+
+/// Declares every traffic source kind once: `Variant = module`, where
+/// `src/traffic/module.rs` holds a `Config` implementing [`Kind`].
+macro_rules! sources {
+    ($($variant:ident = $module:ident),+ $(,)?) => {
+        $(pub mod $module;)+
+
+        /// The source kinds accepted in `kind = "…"`.
+        pub const KINDS: &[&str] = &[$(<$module::Config as Kind>::NAME),+];
+
+        /// What a source produces, as written in a scenario file.
+        #[derive(Clone, Debug)]
+        pub enum SourceKind {
+            $(
+                #[doc = concat!("`", stringify!($module), "`.")]
+                $variant($module::Config),
+            )+
+        }
+
+        /// A running source: an iterator of arrivals (an enum rather than a
+        /// `Box<dyn Iterator>`, so each kind's loop is compiled for it).
+        pub enum Source {
+            $(
+                #[doc = concat!("`", stringify!($module), "`.")]
+                $variant(<$module::Config as Kind>::Arrivals),
+            )+
+            /// A source whose arrivals are spread over its clients.
+            Keyed(Box<Source>, clients::Draw),
+        }
+
+        impl SourceKind {
+            /// The kind named in `table`, read from its fields.
+            fn from_table(table: KindTable) -> Result<SourceKind, FieldError> {
+                $(
+                    if table.kind == <$module::Config as Kind>::NAME {
+                        return Ok(SourceKind::$variant(table.parse()?));
+                    }
+                )+
+                unreachable!("KindTable accepted an unlisted kind {}", table.kind)
+            }
+
+            /// Its stream for one run.
+            fn arrivals(&self, place: Place, rng: Rng, keys: Rng) -> Result<Source, FieldError> {
+                Ok(match self {
+                    $(SourceKind::$variant(config) => Source::$variant(config.arrivals(place, rng, keys)?),)+
+                })
+            }
+        }
+
+        impl Source {
+            /// Replaces what `out` holds with its next `count` arrivals, fewer
+            /// only at its end: one tight loop per kind, for the simulator's chunks.
+            fn refill(&mut self, out: &mut Vec<Arrival>, count: usize) {
+                match self {
+                    $(Source::$variant(source) => {
+                        <$module::Config as Kind>::refill(source, out, count)
+                    })+
+                    Source::Keyed(source, clients) => {
+                        source.refill(out, count);
+                        for arrival in out.iter_mut() {
+                            arrival.key = clients.next_key();
+                        }
+                    }
+                }
+            }
+
+            /// The error that cut the stream short, if any.
+            fn take_error(&mut self) -> Option<String> {
+                match self {
+                    $(Source::$variant(source) => <$module::Config as Kind>::take_error(source),)+
+                    Source::Keyed(source, _) => source.take_error(),
+                }
+            }
+        }
+
+        impl Iterator for Source {
+            type Item = Arrival;
+
+            #[inline]
+            fn next(&mut self) -> Option<Arrival> {
+                match self {
+                    $(Source::$variant(source) => source.next().map(Timed::arrival),)+
+                    Source::Keyed(source, clients) => source.next().map(|arrival| Arrival {
+                        key: clients.next_key(),
+                        ..arrival
+                    }),
+                }
+            }
+        }
+
+        /// [`each_kind!`] over this list.
+        macro_rules! with_kind {
+            ($self_:expr, $inner_:ident => $body_:expr) => {
+                each_kind!($self_, ($($variant = $module)+), $inner_: K => $body_)
+            };
+        }
+    };
+}
+
+sources! {
+    Uniform = uniform,
+    Poisson = poisson,
+    Boundary = boundary,
+    Trace = trace,
 }
 
 impl SourceConfig {
-    /// Reads a source from a TOML table holding `kind`, its fields, `start` and `end`.
+    /// Reads a source from a TOML table holding `kind`, its fields,
+    /// `clients`, `start` and `end`.
     pub fn from_table(table: toml::Table) -> Result<SourceConfig, FieldError> {
         let mut table = KindTable::new(table, KINDS)?;
         let span = parse_table(table.take(&["start", "end"]))?;
         let clients = match table.take(&["clients"]).remove("clients") {
             None => None,
             Some(toml::Value::Table(clients)) => Some(
-                parse_table::<clients::Clients>(clients).map_err(|err| format!("clients.{err}"))?,
+                parse_table::<clients::Clients>(clients).map_err(|err| err.within("clients"))?,
             ),
             Some(other) => {
                 return Err(field_error!(
@@ -162,73 +266,28 @@ impl SourceConfig {
                 ));
             }
         };
-        let kind = match table.kind.as_str() {
-            "uniform" => SourceKind::Uniform(table.parse()?),
-            "poisson" => SourceKind::Poisson(table.parse()?),
-            "boundary" => SourceKind::Boundary(table.parse()?),
-            "trace" => SourceKind::Trace(table.parse()?),
-            "adversary" => SourceKind::Adversary(table.parse()?),
-            other => unreachable!("KindTable accepted an unlisted kind {other}"),
-        };
-        if let SourceKind::Boundary(boundary) = &kind
-            && boundary.per_client
-        {
-            match &clients {
-                None => {
-                    return Err(FieldError::at(
-                        "per_client",
-                        "bursts per client need the source's clients, like clients = { count = 1000 }",
-                    ));
-                }
-                Some(c) if c.weights != clients::Weights::Uniform => {
-                    return Err(field_error!(
-                        "per_client",
-                        "every client bursts as often as the others; drop `weights`"
-                    ));
-                }
-                Some(c)
-                    if c.count
-                        .get()
-                        .saturating_mul(boundary.before + boundary.after)
-                        > MAX_BURST =>
-                {
-                    return Err(field_error!(
-                        "per_client",
-                        "{} clients bursting {} + {} each is held in memory; at most {MAX_BURST} arrivals per boundary in all",
-                        c.count,
-                        boundary.before,
-                        boundary.after
-                    ));
-                }
-                Some(_) => {}
-            }
-        }
-        if clients.is_some() && matches!(kind, SourceKind::Trace(_) | SourceKind::Adversary(_)) {
-            return Err(field_error!(
-                "clients",
-                "a trace names its clients in a key column (`key = \"client\"`), and an adversary has none; drop `clients`"
-            ));
-        }
         Ok(SourceConfig {
             span,
             clients,
-            kind,
+            kind: SourceKind::from_table(table)?,
+        })
+    }
+
+    /// Where it runs in a run of `duration`, checked to lie inside it.
+    fn place<'a>(&'a self, duration: Nanos, base_dir: &'a Path) -> Result<Place<'a>, FieldError> {
+        let (start, end) = self.window(duration)?;
+        Ok(Place {
+            start,
+            end,
+            base_dir,
+            clients: self.clients.as_ref(),
         })
     }
 
     /// True when the source draws random numbers, so replications differ.
     pub fn is_stochastic(&self) -> bool {
-        if self.clients.as_ref().is_some_and(|c| c.count.get() > 1) {
-            return true;
-        }
-        match &self.kind {
-            SourceKind::Uniform(config) => config.jitter > 0.0,
-            SourceKind::Poisson(_) => true,
-            SourceKind::Boundary(config) => !config.even,
-            // A log's whole-second timestamps are spread by a draw.
-            SourceKind::Trace(config) => config.may_spread(),
-            SourceKind::Adversary(_) => false,
-        }
+        self.clients.as_ref().is_some_and(|c| c.count.get() > 1)
+            || with_kind!(&self.kind, config => config.is_stochastic())
     }
 
     /// The most distinct client keys it can send (1 when it names none).
@@ -236,82 +295,29 @@ impl SourceConfig {
         if let Some(clients) = &self.clients {
             return Ok(clients.count.get());
         }
-        match &self.kind {
-            SourceKind::Trace(trace) => {
-                let (start, end) = self.window(duration)?;
-                trace.keys(base_dir, start, end)
-            }
-            _ => Ok(1),
-        }
+        let place = self.place(duration, base_dir)?;
+        with_kind!(&self.kind, config => config.keys(place))
     }
 
-    /// Bytes it holds to sort a trace whose rows are out of order (0 for
-    /// anything else): each row's time and key, and the sort's scratch.
+    /// Bytes it holds to sort its input in memory (0 for most kinds).
     pub fn sort_bytes(&self, duration: Nanos, base_dir: &Path) -> Result<u64, FieldError> {
-        match &self.kind {
-            SourceKind::Trace(trace) => {
-                let (start, end) = self.window(duration)?;
-                trace.sort_bytes(base_dir, start, end)
-            }
-            _ => Ok(0),
-        }
+        let place = self.place(duration, base_dir)?;
+        with_kind!(&self.kind, config => config.sort_bytes(place))
     }
 
     /// Whether its requests name their clients: `clients`, or a trace's key column.
     pub fn is_keyed(&self) -> bool {
-        self.clients.is_some()
-            || matches!(&self.kind, SourceKind::Trace(trace) if trace.key.is_some())
-    }
-
-    /// The budget of an adversary source (requests per second), if it is one.
-    pub fn adversary_budget(&self) -> Option<u64> {
-        match &self.kind {
-            SourceKind::Adversary(config) => Some(config.budget.get()),
-            _ => None,
-        }
+        self.clients.is_some() || with_kind!(&self.kind, config => config.names_keys())
     }
 
     /// The `kind` as written in scenario files.
     pub fn kind_name(&self) -> &'static str {
-        match self.kind {
-            SourceKind::Uniform(_) => "uniform",
-            SourceKind::Poisson(_) => "poisson",
-            SourceKind::Boundary(_) => "boundary",
-            SourceKind::Trace(_) => "trace",
-            SourceKind::Adversary(_) => "adversary",
-        }
+        with_kind!(&self.kind, _config => K::NAME)
     }
 
     /// The source in a few words, like `poisson 80/s` or `trace traces/log.csv`.
     pub fn describe(&self) -> String {
-        let what = match &self.kind {
-            SourceKind::Uniform(c) => format!("uniform {}/s", c.rate),
-            SourceKind::Poisson(c) => match (&c.rate, &c.schedule) {
-                (Some(rate), _) => format!("poisson {rate}/s"),
-                (None, Some(schedule)) => {
-                    let steps: Vec<String> = schedule.iter().map(|(at, rate)| format!("{rate}/s from {at}")).collect();
-                    format!("poisson {}", steps.join(", "))
-                }
-                (None, None) => "poisson".to_string(),
-            },
-            SourceKind::Boundary(c) => format!(
-                "boundary bursts: {} before and {} after every {} boundary of {} (phase {}), within {}",
-                c.before,
-                c.after,
-                match c.every.get() {
-                    1 => "".to_string(),
-                    2 => "2nd".to_string(),
-                    3 => "3rd".to_string(),
-                    n => format!("{n}th"),
-                },
-                c.period,
-                c.phase,
-                c.spread
-            )
-            .replace("every  boundary", "every boundary"),
-            SourceKind::Trace(c) => format!("trace {}", c.path.display()),
-            SourceKind::Adversary(c) => format!("adversary searching for each limiter's worst traffic, at most {} requests per second", c.budget),
-        };
+        let what = with_kind!(&self.kind, config => config.describe());
         let what = match &self.clients {
             None => what,
             Some(clients) => match clients.weights {
@@ -353,63 +359,22 @@ impl SourceConfig {
     /// Checks what can be checked without generating traffic; for a trace,
     /// reads the file once. Returns warnings worth showing the user.
     pub fn validate(&self, duration: Nanos, base_dir: &Path) -> Result<Vec<String>, FieldError> {
-        let (start, end) = self.window(duration)?;
+        let place = self.place(duration, base_dir)?;
         if let Some(clients) = &self.clients {
             clients.validate()?;
         }
-        match &self.kind {
-            SourceKind::Uniform(config) => config.validate().map(|()| Vec::new()),
-            SourceKind::Poisson(config) => config.validate(end).map(|()| Vec::new()),
-            SourceKind::Boundary(config) => config.validate().map(|()| Vec::new()),
-            SourceKind::Trace(config) => config.validate(base_dir, start, end),
-            SourceKind::Adversary(config) if config.budget.get() > MAX_BURST => Err(field_error!(
-                "budget",
-                "at most {MAX_BURST} requests per second (got {})",
-                config.budget
-            )),
-            SourceKind::Adversary(_) => Ok(Vec::new()),
-        }
+        with_kind!(&self.kind, config => config.validate(place))
     }
 
     /// About how many arrivals the source makes in a run of `duration` (the
     /// mean, for random sources): to refuse runaway work before starting it.
     pub fn estimated_arrivals(&self, duration: Nanos, base_dir: &Path) -> Result<u128, FieldError> {
-        let (start, end) = self.window(duration)?;
-        let span = u128::from(end.get() - start.get());
-        let per_second = |rate: &crate::decimal::Decimal| {
-            span * u128::from(rate.numerator()) / (u128::from(rate.denominator()) * 1_000_000_000)
-                + 1
-        };
-        Ok(match &self.kind {
-            SourceKind::Uniform(config) => per_second(&config.rate),
-            SourceKind::Poisson(config) => match (&config.rate, &config.schedule) {
-                (Some(rate), _) => per_second(rate),
-                // Bounded by the highest rate over the whole span.
-                (None, Some(schedule)) => schedule
-                    .iter()
-                    .map(|(_, rate)| per_second(rate))
-                    .max()
-                    .unwrap_or(0),
-                (None, None) => 0,
-            },
-            SourceKind::Boundary(config) => {
-                let gap = u128::from(config.period.get()) * u128::from(config.every.get());
-                // Per client, every client bursts: one more boundary for their phases.
-                let (bursting, extra) = match &self.clients {
-                    Some(clients) if config.per_client => (u128::from(clients.count.get()), 1),
-                    _ => (1, 0),
-                };
-                (span / gap.max(1) + 1 + extra)
-                    * u128::from(config.before + config.after)
-                    * bursting
-            }
-            SourceKind::Trace(config) => u128::from(config.rows(base_dir, start, end)?),
-            // About a thousand patterns of at most `budget` requests.
-            SourceKind::Adversary(config) => u128::from(config.budget.get()) * 1_000,
-        })
+        let place = self.place(duration, base_dir)?;
+        with_kind!(&self.kind, config => config.estimated_arrivals(place))
     }
 
-    /// The source's arrivals for one run, drawn from `rng`.
+    /// The source's arrivals for one run, drawn from `rng`; its clients'
+    /// keys from `keys`.
     pub fn arrivals(
         &self,
         duration: Nanos,
@@ -417,85 +382,33 @@ impl SourceConfig {
         rng: Rng,
         keys: Rng,
     ) -> Result<Source, FieldError> {
-        let (start, end) = self.window(duration)?;
-        let source = match &self.kind {
-            SourceKind::Uniform(config) => Source::Uniform(config.arrivals(start, end, rng)),
-            SourceKind::Poisson(config) => Source::Poisson(config.arrivals(start, end, rng)),
-            SourceKind::Boundary(config) => Source::Boundary(config.arrivals(start, end, rng)),
-            SourceKind::Trace(config) => Source::Trace(config.arrivals(base_dir, start, end, rng)?),
-            SourceKind::Adversary(_) => {
-                return Err("an adversary's traffic is searched per limiter, not generated".into());
+        let place = self.place(duration, base_dir)?;
+        let itself = with_kind!(&self.kind, config => config.keys_itself(place.clients));
+        match &self.clients {
+            Some(clients) if !itself => {
+                let draw = clients.draw(keys.clone());
+                Ok(Source::Keyed(
+                    Box::new(self.kind.arrivals(place, rng, keys)?),
+                    draw,
+                ))
             }
-        };
-        Ok(match (&self.clients, &self.kind) {
-            (None, _) => source,
-            (Some(clients), SourceKind::Boundary(config)) if config.per_client => {
-                Source::PerClient(config.per_client(clients.count.get(), start, end, keys))
-            }
-            (Some(clients), _) => Source::Keyed(Box::new(source), clients.draw(keys)),
-        })
-    }
-}
-
-/// A running source: an iterator of arrivals.
-pub enum Source {
-    /// `uniform`.
-    Uniform(uniform::Arrivals),
-    /// `poisson`.
-    Poisson(poisson::Arrivals),
-    /// `boundary`.
-    Boundary(boundary::Arrivals),
-    /// `trace`.
-    Trace(trace::Arrivals),
-    /// A synthetic source whose arrivals are spread over clients.
-    Keyed(Box<Source>, clients::Draw),
-    /// Bursts of every client around its own boundaries.
-    PerClient(boundary::PerClient),
-}
-
-impl Source {
-    /// Replaces what `out` holds with its next `count` arrivals, fewer only
-    /// at its end: one tight loop per kind, for the simulator's chunks.
-    fn refill(&mut self, out: &mut Vec<Arrival>, count: usize) {
-        match self {
-            Source::Poisson(source) => source.refill(out, count),
-            Source::Keyed(source, clients) => {
-                source.refill(out, count);
-                for arrival in out.iter_mut() {
-                    arrival.key = clients.next_key();
-                }
-            }
-            Source::Uniform(source) => refill(out, source.take(count).map(Arrival::at)),
-            Source::Boundary(source) => refill(out, source.take(count).map(Arrival::at)),
-            Source::Trace(source) => refill(out, source.take(count)),
-            Source::PerClient(source) => refill(out, source.take(count)),
+            _ => self.kind.arrivals(place, rng, keys),
         }
     }
+}
+
+/// Arrivals at `per_second` (a decimal rate) over `place`, rounded down,
+/// plus one: the count of a steady source, for [`Kind::estimated_arrivals`].
+pub fn at_rate(place: Place, per_second: &crate::decimal::Decimal) -> u128 {
+    place.span() * u128::from(per_second.numerator())
+        / (u128::from(per_second.denominator()) * 1_000_000_000)
+        + 1
 }
 
 /// Replaces what `out` holds with `arrivals`.
 fn refill(out: &mut Vec<Arrival>, arrivals: impl Iterator<Item = Arrival>) {
     out.clear();
     out.extend(arrivals);
-}
-
-impl Iterator for Source {
-    type Item = Arrival;
-
-    #[inline]
-    fn next(&mut self) -> Option<Arrival> {
-        match self {
-            Source::Uniform(source) => source.next().map(Arrival::at),
-            Source::Poisson(source) => source.next().map(Arrival::at),
-            Source::Boundary(source) => source.next().map(Arrival::at),
-            Source::Trace(source) => source.next(),
-            Source::PerClient(source) => source.next(),
-            Source::Keyed(source, clients) => source.next().map(|arrival| Arrival {
-                key: clients.next_key(),
-                ..arrival
-            }),
-        }
-    }
 }
 
 /// The time-merge of several sources. Simultaneous arrivals come in source
@@ -532,10 +445,7 @@ impl Merge {
 
     /// The error that cut a trace short while streaming, if any.
     pub fn take_error(&mut self) -> Option<String> {
-        self.sources.iter_mut().find_map(|source| match source {
-            Source::Trace(trace) => trace.take_error(),
-            _ => None,
-        })
+        self.sources.iter_mut().find_map(Source::take_error)
     }
 }
 

@@ -7,7 +7,7 @@ use rand::{Rng as _, TryRng};
 use rand_distr::{Distribution, Exp1};
 use serde::Deserialize;
 
-use super::{Chunks, Rng, Timed};
+use super::{Arrival, Chunks, Kind, Place, Rng, Timed};
 use crate::decimal::Decimal;
 use crate::error::{FieldError, field_error};
 use crate::time::{NANOS_PER_SEC, Nanos};
@@ -43,7 +43,7 @@ impl Config {
     }
 
     /// Checks that exactly one of `rate` and `schedule` is given, and the schedule's order.
-    pub fn validate(&self, end: Nanos) -> Result<(), FieldError> {
+    fn check(&self, end: Nanos) -> Result<(), FieldError> {
         match (&self.rate, &self.schedule) {
             (Some(_), Some(_)) => Err(field_error!(
                 "rate",
@@ -79,7 +79,7 @@ impl Config {
     }
 
     /// Arrivals in `[start, end)`.
-    pub fn arrivals(&self, start: Nanos, end: Nanos, rng: Rng) -> Arrivals {
+    pub fn stream(&self, start: Nanos, end: Nanos, rng: Rng) -> Arrivals {
         let mut segments = self.segments();
         // Before the first scheduled time the rate is 0.
         if segments
@@ -104,6 +104,55 @@ impl Config {
         };
         arrivals.enter(segment);
         arrivals
+    }
+}
+
+impl Kind for Config {
+    const NAME: &'static str = "poisson";
+    type Item = Nanos;
+    type Arrivals = Arrivals;
+
+    fn validate(&self, place: Place) -> Result<Vec<String>, FieldError> {
+        self.check(place.end).map(|()| Vec::new())
+    }
+
+    fn is_stochastic(&self) -> bool {
+        true
+    }
+
+    fn describe(&self) -> String {
+        match (&self.rate, &self.schedule) {
+            (Some(rate), _) => format!("poisson {rate}/s"),
+            (None, Some(schedule)) => {
+                let steps: Vec<String> = schedule
+                    .iter()
+                    .map(|(at, rate)| format!("{rate}/s from {at}"))
+                    .collect();
+                format!("poisson {}", steps.join(", "))
+            }
+            (None, None) => "poisson".to_string(),
+        }
+    }
+
+    fn estimated_arrivals(&self, place: Place) -> Result<u128, FieldError> {
+        Ok(match (&self.rate, &self.schedule) {
+            (Some(rate), _) => super::at_rate(place, rate),
+            // Bounded by the highest rate over the whole span.
+            (None, Some(schedule)) => schedule
+                .iter()
+                .map(|(_, rate)| super::at_rate(place, rate))
+                .max()
+                .unwrap_or(0),
+            (None, None) => 0,
+        })
+    }
+
+    fn arrivals(&self, place: Place, rng: Rng, _: Rng) -> Result<Arrivals, FieldError> {
+        Ok(self.stream(place.start, place.end, rng))
+    }
+
+    fn refill(arrivals: &mut Arrivals, out: &mut Vec<Arrival>, count: usize) {
+        Chunks::refill(arrivals, out, count);
     }
 }
 

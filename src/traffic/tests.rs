@@ -55,9 +55,12 @@ fn giving_a_source_clients_spreads_its_keys_and_keeps_its_times() {
     let keys: std::collections::BTreeSet<u64> = keyed.iter().map(|a| a.key.0).collect();
     assert!(keys.len() > 40 && keys.iter().all(|&k| k < 50), "{keys:?}");
     assert!(source("clients = { count = 50 }").is_stochastic());
+    // Refused where the source is checked in its place, before any file is read.
     let err = SourceConfig::from_table(
         toml::from_str("kind = \"trace\"\npath = \"t.csv\"\nclients = { count = 5 }").unwrap(),
     )
+    .unwrap()
+    .validate(Nanos(NANOS), Path::new("."))
     .unwrap_err();
     assert!(err.to_string().contains("key column"), "{err}");
 }
@@ -107,6 +110,8 @@ fn per_client_bursts_come_around_each_clients_own_boundaries() {
     let err = SourceConfig::from_table(
         toml::from_str("kind = \"boundary\"\nperiod = \"1s\"\nbefore = 2\nafter = 3\nspread = \"10ms\"\nper_client = true").unwrap(),
     )
+    .unwrap()
+    .validate(Nanos(5 * NANOS), Path::new("."))
     .unwrap_err();
     assert!(
         err.to_string().contains("per_client") && err.to_string().contains("clients"),

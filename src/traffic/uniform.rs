@@ -3,7 +3,7 @@
 use rand::RngExt;
 use serde::Deserialize;
 
-use super::Rng;
+use super::{Kind, Place, Rng};
 use crate::decimal::Decimal;
 use crate::error::{FieldError, field_error};
 use crate::time::{NANOS_PER_SEC, Nanos};
@@ -21,7 +21,7 @@ pub struct Config {
 
 impl Config {
     /// Checks the rate and the jitter.
-    pub fn validate(&self) -> Result<(), FieldError> {
+    fn check(&self) -> Result<(), FieldError> {
         if self.rate.is_zero() {
             return Err(field_error!("rate", "must be above 0 per second"));
         }
@@ -36,7 +36,7 @@ impl Config {
     }
 
     /// Arrival i at `start + i/rate`, moved by its jitter.
-    pub fn arrivals(&self, start: Nanos, end: Nanos, rng: Rng) -> Arrivals {
+    pub fn stream(&self, start: Nanos, end: Nanos, rng: Rng) -> Arrivals {
         Arrivals {
             rate: self.rate,
             jitter: self.jitter,
@@ -45,6 +45,32 @@ impl Config {
             index: 0,
             rng,
         }
+    }
+}
+
+impl Kind for Config {
+    const NAME: &'static str = "uniform";
+    type Item = Nanos;
+    type Arrivals = Arrivals;
+
+    fn validate(&self, _: Place) -> Result<Vec<String>, FieldError> {
+        self.check().map(|()| Vec::new())
+    }
+
+    fn is_stochastic(&self) -> bool {
+        self.jitter > 0.0
+    }
+
+    fn describe(&self) -> String {
+        format!("uniform {}/s", self.rate)
+    }
+
+    fn estimated_arrivals(&self, place: Place) -> Result<u128, FieldError> {
+        Ok(super::at_rate(place, &self.rate))
+    }
+
+    fn arrivals(&self, place: Place, rng: Rng, _: Rng) -> Result<Arrivals, FieldError> {
+        Ok(self.stream(place.start, place.end, rng))
     }
 }
 
@@ -95,7 +121,7 @@ mod tests {
     fn times(rate: Decimal, jitter: f64, end: u64) -> Vec<u64> {
         let config = Config { rate, jitter };
         config
-            .arrivals(Nanos(0), Nanos(end), Rng::seed_from_u64(1))
+            .stream(Nanos(0), Nanos(end), Rng::seed_from_u64(1))
             .map(Nanos::get)
             .collect()
     }

@@ -3,7 +3,7 @@ use crate::traffic::Arrival;
 use rand::SeedableRng;
 
 fn count(config: Config, from: u64, to: u64, end: u64) -> usize {
-    let arrivals = config.arrivals(Nanos(0), Nanos(end), Rng::seed_from_u64(7));
+    let arrivals = config.stream(Nanos(0), Nanos(end), Rng::seed_from_u64(7));
     arrivals.filter(|t| (from..to).contains(&t.get())).count()
 }
 
@@ -55,7 +55,7 @@ fn filling_chunks_gives_exactly_the_iterators_arrivals() {
         schedule: Some(schedule),
     };
     let (start, end) = (Nanos(NANOS_PER_SEC / 20), Nanos(NANOS_PER_SEC / 2));
-    let source = || config.arrivals(start, end, Rng::seed_from_u64(11));
+    let source = || config.stream(start, end, Rng::seed_from_u64(11));
     let expected: Vec<Nanos> = source().collect();
     assert!(expected.len() > 20_000, "{}", expected.len());
     for size in [1, 2, 63, 64, 65, 1000, 4096] {
@@ -96,7 +96,7 @@ fn filling_chunks_agrees_with_the_iterator_where_conversions_change() {
         spans.push((edge - 10_000_000, edge + 10_000_000));
     }
     for (start, end) in spans {
-        let source = || config.arrivals(Nanos(start), Nanos(end), Rng::seed_from_u64(5));
+        let source = || config.stream(Nanos(start), Nanos(end), Rng::seed_from_u64(5));
         let expected: Vec<Nanos> = source().collect();
         let mut slots = vec![Nanos::ZERO; 1000];
         let mut arrivals = source();
@@ -210,7 +210,7 @@ fn arrivals_are_sorted() {
         schedule: None,
     };
     let times: Vec<Nanos> = config
-        .arrivals(Nanos(0), Nanos(NANOS_PER_SEC), Rng::seed_from_u64(3))
+        .stream(Nanos(0), Nanos(NANOS_PER_SEC), Rng::seed_from_u64(3))
         .collect();
     assert!(times.is_sorted());
 }
@@ -221,10 +221,10 @@ fn refuses_both_or_neither_of_rate_and_schedule() {
         rate: None,
         schedule: None,
     };
-    assert!(neither.validate(Nanos::SECOND).is_err());
+    assert!(neither.check(Nanos::SECOND).is_err());
     let both = Config {
         rate: Some(Decimal::whole(1)),
         schedule: Some(vec![(Nanos(0), Decimal::whole(1))]),
     };
-    assert!(both.validate(Nanos::SECOND).is_err());
+    assert!(both.check(Nanos::SECOND).is_err());
 }

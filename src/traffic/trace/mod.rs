@@ -17,7 +17,7 @@ use serde::Deserialize;
 use rand::RngExt as _;
 
 use super::logs::{self, Combined, Format};
-use super::{Arrival, Key, Rng};
+use super::{Arrival, Key, Kind, Place, Rng};
 use crate::error::{FieldError, field_error};
 use crate::time::{NANOS_PER_SEC, Nanos};
 
@@ -418,7 +418,7 @@ impl Config {
 
     /// Checks the file, counts rows that fall outside `[start, end)`, and
     /// keeps what it learnt for the run.
-    pub fn validate(
+    pub fn check(
         &self,
         base_dir: &Path,
         start: Nanos,
@@ -431,7 +431,7 @@ impl Config {
 
     /// How many distinct keys the file names (1 without a key column); read
     /// once, then remembered.
-    pub fn keys(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<u64, FieldError> {
+    pub fn key_count(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<u64, FieldError> {
         Ok(self.scanned(base_dir, start, end)?.keys)
     }
 
@@ -442,7 +442,7 @@ impl Config {
 
     /// Bytes held to sort the rows in memory when they are out of order:
     /// 16 a row and half as much again for the stable sort's scratch.
-    pub fn sort_bytes(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<u64, FieldError> {
+    pub fn sorting_bytes(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<u64, FieldError> {
         let scan = self.scanned(base_dir, start, end)?;
         Ok(if scan.sorted {
             0
@@ -463,7 +463,7 @@ impl Config {
 
     /// The trace's arrivals in `[start, end)`, streamed from disk when the file
     /// is sorted, and otherwise sorted in memory; whole seconds spread with `rng`.
-    pub fn arrivals(
+    pub fn replay(
         &self,
         base_dir: &Path,
         start: Nanos,
@@ -522,5 +522,54 @@ impl Config {
             spread: None,
             error: None,
         })
+    }
+}
+
+impl Kind for Config {
+    const NAME: &'static str = "trace";
+    type Item = Arrival;
+    type Arrivals = Arrivals;
+
+    fn validate(&self, place: Place) -> Result<Vec<String>, FieldError> {
+        if place.clients.is_some() {
+            return Err(field_error!(
+                "clients",
+                "a trace names its clients in a key column (`key = \"client\"`); drop `clients`"
+            ));
+        }
+        self.check(place.base_dir, place.start, place.end)
+    }
+
+    /// A log's whole-second timestamps are spread by a draw.
+    fn is_stochastic(&self) -> bool {
+        self.may_spread()
+    }
+
+    fn describe(&self) -> String {
+        format!("trace {}", self.path.display())
+    }
+
+    fn estimated_arrivals(&self, place: Place) -> Result<u128, FieldError> {
+        Ok(u128::from(self.rows(place.base_dir, place.start, place.end)?))
+    }
+
+    fn arrivals(&self, place: Place, rng: Rng, _: Rng) -> Result<Arrivals, FieldError> {
+        self.replay(place.base_dir, place.start, place.end, rng)
+    }
+
+    fn names_keys(&self) -> bool {
+        self.key.is_some()
+    }
+
+    fn keys(&self, place: Place) -> Result<u64, FieldError> {
+        self.key_count(place.base_dir, place.start, place.end)
+    }
+
+    fn sort_bytes(&self, place: Place) -> Result<u64, FieldError> {
+        self.sorting_bytes(place.base_dir, place.start, place.end)
+    }
+
+    fn take_error(arrivals: &mut Arrivals) -> Option<String> {
+        arrivals.take_error()
     }
 }

@@ -15,7 +15,7 @@ fn trace(contents: &str, extra: &str) -> (tempfile::TempDir, Config) {
 fn times(contents: &str, extra: &str) -> Result<Vec<u64>, String> {
     let (dir, config) = trace(contents, extra);
     let arrivals = config
-        .arrivals(dir.path(), Nanos(0), Nanos(u64::MAX), rng())
+        .replay(dir.path(), Nanos(0), Nanos(u64::MAX), rng())
         .map_err(|e| e.to_string())?;
     Ok(arrivals.map(|a| a.time.get()).collect())
 }
@@ -34,10 +34,10 @@ type Replayed = Vec<(u64, Key)>;
 fn replay(name: &str, contents: &str, extra: &str) -> Result<(Replayed, Vec<String>), String> {
     let (dir, config) = file(name, contents, extra);
     let warnings = config
-        .validate(dir.path(), Nanos(0), Nanos(u64::MAX))
+        .check(dir.path(), Nanos(0), Nanos(u64::MAX))
         .map_err(|e| e.to_string())?;
     let mut arrivals = config
-        .arrivals(dir.path(), Nanos(0), Nanos(u64::MAX), rng())
+        .replay(dir.path(), Nanos(0), Nanos(u64::MAX), rng())
         .map_err(|e| e.to_string())?;
     let rows: Vec<(u64, Key)> = arrivals.by_ref().map(|a| (a.time.get(), a.key)).collect();
     arrivals.take_error().map_or(Ok((rows, warnings)), Err)
@@ -285,7 +285,7 @@ fn reads_nanoseconds_and_decimal_seconds() {
 #[test]
 fn sorts_an_unsorted_trace_and_says_so() {
     let (dir, config) = trace("time_ns\n9\n3\n5\n", "");
-    let warnings = config.validate(dir.path(), Nanos(0), Nanos(100)).unwrap();
+    let warnings = config.check(dir.path(), Nanos(0), Nanos(100)).unwrap();
     assert!(warnings[0].contains("1 of 3 rows"), "{warnings:?}");
     assert_eq!(times("time_ns\n9\n3\n5\n", "").unwrap(), [3, 5, 9]);
 }
@@ -294,7 +294,7 @@ fn sorts_an_unsorted_trace_and_says_so() {
 fn names_the_line_of_a_bad_row() {
     let (dir, config) = trace("time_ns\n1\n2\nsoon\n", "");
     let err = config
-        .validate(dir.path(), Nanos(0), Nanos(100))
+        .check(dir.path(), Nanos(0), Nanos(100))
         .unwrap_err();
     assert!(
         err.to_string().contains("t.csv:4:") && err.to_string().contains("soon"),
@@ -322,10 +322,10 @@ fn rebases_absolute_timestamps_to_the_start() {
 fn keyed(contents: &str, extra: &str) -> Result<Vec<(u64, Key)>, String> {
     let (dir, config) = trace(contents, extra);
     config
-        .validate(dir.path(), Nanos(0), Nanos(u64::MAX))
+        .check(dir.path(), Nanos(0), Nanos(u64::MAX))
         .map_err(|e| e.to_string())?;
     let arrivals = config
-        .arrivals(dir.path(), Nanos(0), Nanos(u64::MAX), rng())
+        .replay(dir.path(), Nanos(0), Nanos(u64::MAX), rng())
         .map_err(|e| e.to_string())?;
     Ok(arrivals.map(|a| (a.time.get(), a.key)).collect())
 }
@@ -381,11 +381,11 @@ fn parses_seconds_exactly() {
 fn replay_after(change: impl Fn(&Path)) -> Result<Vec<u64>, String> {
     let (dir, config) = trace("time_ns\n100\n200\n300\n", "");
     config
-        .validate(dir.path(), Nanos(0), Nanos(1000))
+        .check(dir.path(), Nanos(0), Nanos(1000))
         .map_err(|e| e.to_string())?;
     change(&dir.path().join("t.csv"));
     let mut arrivals = config
-        .arrivals(dir.path(), Nanos(0), Nanos(250), rng())
+        .replay(dir.path(), Nanos(0), Nanos(250), rng())
         .map_err(|e| e.to_string())?;
     let times: Vec<u64> = arrivals.by_ref().map(|a| a.time.get()).collect();
     arrivals.take_error().map_or(Ok(times), Err)
