@@ -35,7 +35,11 @@ pub fn size(args: &SizeArgs) -> Result<()> {
     // The run's report, if there is one, gains (or renews) its sizing
     // section: at the commit, from the run's results there then.
     let table = sizing::render_sizing_table(&report);
-    let section = html::sizing_section(&table, &chart);
+    let section = html::sizing_section(
+        &sizing::sizing_rows(&report),
+        &sizing::legend(&report),
+        &chart,
+    );
     staging.commit_with(|staging| {
         if let Ok(page) = std::fs::read_to_string(staging.path().join("report.html"))
             && let Some(page) = html::with_sizing(&page, &section)

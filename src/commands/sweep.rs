@@ -291,7 +291,7 @@ fn write_sweep(
         }
         // The report gains its sweep section at the commit, from the
         // results there then.
-        let section = render::section(&sweep, &table, &charts);
+        let section = render::section(&sweep, &charts);
         staging.commit_with(|staging| {
             let page = match std::fs::read_to_string(staging.path().join("report.html")) {
                 Ok(report) => render::with_section(&report, &section),

@@ -4,7 +4,6 @@
 
 use std::fmt::Write;
 
-use super::table::{state_columns, verdict};
 use super::{ratio, seconds};
 use crate::chart::Chart;
 use crate::results::Results;
@@ -21,7 +20,7 @@ td:nth-child(-n+3) { white-space: nowrap; }
 .over { color: #b00000; font-weight: 600; } .ok { color: #006b3c; }
 figure { margin: 2em 0; } figure svg { width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #444; margin-top: 0.4em; }
-.verdict { font-size: 1.15em; }
+.verdict { font-size: 1.15em; } .note { color: #555; font-size: 0.9em; margin-top: -0.5em; }
 pre { font-size: 0.85em; overflow-x: auto; }
 .meaning { background: #f5f7fa; border-left: 4px solid #0072b2; padding: 0.6em 1em; }
 @media print { body { max-width: none; margin: 0; } figure, table, .meaning { break-inside: avoid; } }
@@ -57,7 +56,7 @@ pub fn render_report(results: &Results, charts: &[Chart]) -> String {
             escape(left_out)
         );
     }
-    page.push_str(&results_table(&drawn, &drawn_runs));
+    page.push_str(&results_table(&drawn_runs));
     page.push_str(&closed_loop_section(&drawn, &drawn_runs));
     page.push_str(&outage_section(&drawn_runs));
     // The figure that shows the spike first, then the worst counts side by
@@ -110,11 +109,15 @@ pub fn with_sizing(report: &str, section: &str) -> Option<String> {
     Some(format!("{}{section}{}", &report[..start], &report[end..]))
 }
 
-/// The sizing section: the table as printed, and the chart.
-pub fn sizing_section(table: &str, chart: &Chart) -> String {
+/// The sizing section: the recommendation table, its legend and the chart.
+pub fn sizing_section(table: &super::rows::Rows, legend: &str, chart: &Chart) -> String {
+    let legend: String = legend
+        .lines()
+        .map(|line| format!("<li>{}</li>\n", escape(line)))
+        .collect();
     format!(
-        "\n<h2>Sizing</h2>\n<pre>{}</pre>\n{}",
-        escape(table),
+        "\n<h2>Sizing</h2>\n{}<ul class=\"note\">\n{legend}</ul>\n{}",
+        table.html(),
         figure(chart)
     )
 }
@@ -320,64 +323,24 @@ fn join(items: &[String]) -> String {
     }
 }
 
-fn results_table(results: &Results, runs: &[RunSummary]) -> String {
-    let rolling = results.metrics.rolling;
-    let per_key = runs
-        .iter()
-        .any(|run| run.keys.as_ref().is_some_and(|k| k.state.is_some()));
-    let mut html = format!(
-        "<h2>Results</h2>\n<table>\n<tr><th>workload</th><th>limiter</th><th>kind</th><th>admitted / offered</th><th>worst {rolling}</th><th>from</th><th>× limit</th><th>bound (theory)</th><th>worst 1 s vs backend</th><th>time over capacity</th><th>dropped by the backend</th>{}</tr>\n",
-        if per_key {
-            "<th>keys</th><th>state kept</th><th>store ops / request</th><th>counter resets / s</th>"
-        } else {
-            ""
-        }
-    );
-    for (i, run) in runs.iter().enumerate() {
-        let verdict = verdict(run);
-        let first_of_workload = i == 0 || runs[i - 1].workload != run.workload;
-        let workload = if first_of_workload {
-            escape(&run.workload)
-        } else {
-            String::new()
-        };
-        let class = if run.exceeds_capacity() { "over" } else { "ok" };
-        let dropped = run.dropped_max().map_or("-".to_string(), |d| d.to_string());
-        let over_time = run.backend.as_ref().map_or("-".to_string(), |b| {
-            format!("{:.2} s", b.seconds_over_capacity)
-        });
-        let _ = writeln!(
-            html,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{} / {}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{class}\">{}</td><td class=\"n\">{over_time}</td><td class=\"n\">{dropped}</td>{}</tr>",
-            workload,
-            escape(&run.limiter),
-            escape(&run.kind),
-            run.admitted,
-            run.offered,
-            run.worst_rolling,
-            seconds(run.worst_rolling_start_ns),
-            ratio(run.spike_ratio),
-            super::bound(run.bound),
-            escape(&verdict),
-            if per_key {
-                state_cells(run)
-            } else {
-                String::new()
-            },
-        );
-    }
-    html.push_str("</table>\n");
-    html
+fn results_table(runs: &[RunSummary]) -> String {
+    let table = super::columns::rows(runs, super::columns::Format::Html);
+    format!("<h2>Results</h2>\n{}", table.grouped().html())
 }
 
 /// Clusters whose store goes down: what got through meanwhile, in a table
 /// and in words.
 fn outage_section(runs: &[RunSummary]) -> String {
-    let Some(table) = super::table::render_outages(runs) else {
+    let Some(table) = super::table::outage_rows(runs) else {
         return String::new();
     };
     let mut html = String::from("<h2>When the store is down</h2>\n");
-    let _ = writeln!(html, "<pre>{}</pre>\n<ul>", escape(&table));
+    let _ = writeln!(
+        html,
+        "{}<p class=\"note\">{}</p>\n<ul>",
+        table.html(),
+        escape(super::table::OUTAGE_NOTE.trim())
+    );
     for run in runs {
         for outage in run.outages.iter().flatten() {
             let what = match outage.on_error.as_str() {
@@ -418,7 +381,7 @@ fn outage_section(runs: &[RunSummary]) -> String {
 
 /// Workloads whose clients retry: their table, and what it shows in words.
 fn closed_loop_section(results: &Results, runs: &[RunSummary]) -> String {
-    let Some(table) = super::table::render_closed_loop(runs) else {
+    let Some(table) = super::table::closed_loop_rows(runs) else {
         return String::new();
     };
     let rolling = results.metrics.rolling;
@@ -464,7 +427,17 @@ fn closed_loop_section(results: &Results, runs: &[RunSummary]) -> String {
         }
     }
     html.push_str("</ul>\n");
-    let _ = writeln!(html, "<pre>{}</pre>", escape(&table));
+    let note = super::table::CLOSED_LOOP_NOTE
+        .lines()
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let _ = writeln!(
+        html,
+        "{}<p class=\"note\">{}</p>",
+        table.html(),
+        escape(&note)
+    );
     if !findings.is_empty() {
         html.push_str("<ul>\n");
         for finding in findings {
@@ -473,14 +446,6 @@ fn closed_loop_section(results: &Results, runs: &[RunSummary]) -> String {
         html.push_str("</ul>\n");
     }
     html
-}
-
-/// The keys, state and store-operations cells of a per-key limiter's row.
-fn state_cells(run: &RunSummary) -> String {
-    state_columns(run)
-        .iter()
-        .map(|cell| format!("<td class=\"n\">{}</td>", escape(cell)))
-        .collect()
 }
 
 fn parameters(results: &Results) -> String {

@@ -1,7 +1,9 @@
 //! Output formats: small pure functions from results to text.
 
+pub mod columns;
 pub mod csv;
 pub mod html;
+pub mod rows;
 pub mod sizing;
 pub mod sweep;
 pub mod table;

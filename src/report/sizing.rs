@@ -1,26 +1,29 @@
 //! `burstsim size` output: the recommendation table, and sizing.csv.
 
-use comfy_table::{CellAlignment, ContentArrangement, Table};
-
-use super::table::STYLE;
+use super::rows::{Align, Rows};
 use crate::size::{Safe, Sizing, SizingReport};
 
 /// The recommendation table, with a legend under it.
 pub fn render_sizing_table(report: &SizingReport) -> String {
-    let mut table = Table::new();
-    table
-        .load_style(STYLE)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(vec![
-            "limiter",
-            "parameter",
-            "now",
-            "bound now",
-            "any traffic",
-            "on workloads",
-            "rejected",
-            "spare",
-        ]);
+    format!("{}\n{}", sizing_rows(report).terminal(), legend(report))
+}
+
+/// The recommendation table as rows: one per limiter.
+pub fn sizing_rows(report: &SizingReport) -> Rows {
+    let header = [
+        "limiter",
+        "parameter",
+        "now",
+        "bound now",
+        "any traffic",
+        "on workloads",
+        "rejected",
+        "spare",
+    ];
+    let mut rows = Rows::new(header.into_iter().enumerate().map(|(i, h)| {
+        let align = if i >= 2 { Align::Right } else { Align::Left };
+        (h.to_string(), align)
+    }));
     for sizing in &report.limiters {
         let mark = if sizing.current_bound_1s > report.capacity {
             "✗"
@@ -28,7 +31,7 @@ pub fn render_sizing_table(report: &SizingReport) -> String {
             "✓"
         };
         let (rejected, spare) = cost(sizing, report.replications);
-        table.add_row(vec![
+        let cells = vec![
             sizing.limiter.clone(),
             sizing.parameter.clone(),
             sizing.current.to_string(),
@@ -37,24 +40,22 @@ pub fn render_sizing_table(report: &SizingReport) -> String {
             safe_cell(&sizing.safe_on_workloads),
             rejected,
             spare,
-        ]);
+        ];
+        rows.push(cells, false);
     }
-    for (index, column) in table.column_iter_mut().enumerate() {
-        column.set_padding((0, 1));
-        if index >= 2 {
-            column.set_cell_alignment(CellAlignment::Right);
-        }
-    }
+    rows
+}
+
+/// What the recommendation table's columns mean.
+pub fn legend(report: &SizingReport) -> String {
     format!(
-        "{}\n\
-         Sized against {capacity} requests per second; simulated over {replications} replication(s).\n\
+        "Sized against {capacity} requests per second; simulated over {replications} replication(s).\n\
          bound now     the most the current setting can admit in 1 s, for any traffic (✗: above {capacity})\n\
          any traffic   the largest setting whose bound over 1 s is at most {capacity}, and that bound\n\
          on workloads  the largest setting whose simulated worst second stays at most {capacity}, and that worst\n\
          rejected      at the any-traffic setting: the largest share of a workload's requests rejected (never admitted, for clients that retry), over all replications\n\
          spare         at the any-traffic setting: requests rejected while the backend had room for them, per replication (mean), all workloads together\n\
          Adversary workloads are patterns, not traffic: rejected and spare leave them out.\n",
-        table.trim_fmt(),
         capacity = report.capacity,
         replications = report.replications
     )

@@ -6,11 +6,10 @@
 
 use std::fmt::Write as _;
 
-use comfy_table::{CellAlignment, ContentArrangement, Table};
 use serde::Serialize;
 use serde::ser::SerializeMap;
 
-use super::table::STYLE;
+use super::rows::{Align, Rows};
 use crate::chart::Chart;
 use crate::summary::RunSummary;
 use crate::sweep::results::{SweepResults, within_capacity, worst_second};
@@ -118,12 +117,31 @@ pub fn render_csv(sweep: &SweepResults) -> String {
     String::from_utf8(writer.into_inner().expect("writing to memory")).expect("CSV of UTF-8 text")
 }
 
+/// A piece of the sweep's tables: words, or a table.
+pub enum Part {
+    /// A line or more of words.
+    Text(String),
+    /// A table.
+    Table(Rows),
+}
+
 /// The terminal table: per workload, a row per point (the first
 /// [`TABLE_ROWS`]), each limiter's worst second against the backend.
 pub fn render_table(sweep: &SweepResults) -> String {
+    tables(sweep)
+        .iter()
+        .map(|part| match part {
+            Part::Text(text) => text.clone(),
+            Part::Table(rows) => format!("{}\n", rows.terminal()),
+        })
+        .collect()
+}
+
+/// The sweep's tables with the words around them.
+pub fn tables(sweep: &SweepResults) -> Vec<Part> {
     let limiters = sweep.limiters();
     let backend = sweep.rows().any(|(_, run)| run.backend.is_some());
-    let mut out = String::new();
+    let mut parts = Vec::new();
     for workload in sweep.workloads() {
         let groups = &sweep.grid.groups;
         if groups.len() == 2
@@ -131,10 +149,19 @@ pub fn render_table(sweep: &SweepResults) -> String {
             && groups[1][0].values.len() <= TABLE_ROWS
         {
             for limiter in &limiters {
-                out.push_str(&matrix(sweep, workload, limiter));
+                parts.push(Part::Text(format!("{workload} × {limiter}\n")));
+                parts.push(Part::Table(matrix(sweep, workload, limiter)));
+                parts.push(Part::Text("\n".to_string()));
             }
         } else {
-            out.push_str(&point_rows(sweep, workload, &limiters));
+            parts.push(Part::Text(format!("{workload}\n")));
+            parts.push(Part::Table(point_rows(sweep, workload, &limiters)));
+            if sweep.points.len() > TABLE_ROWS {
+                parts.push(Part::Text(format!(
+                    "… {} more points in sweep.csv\n",
+                    sweep.points.len() - TABLE_ROWS
+                )));
+            }
         }
         if backend {
             let safe: Vec<String> = limiters
@@ -153,32 +180,33 @@ pub fn render_table(sweep: &SweepResults) -> String {
                     format!("{limiter} {ok}/{}", sweep.points.len())
                 })
                 .collect();
-            let _ = writeln!(out, "{workload} within the backend at: {}", safe.join(", "));
+            parts.push(Part::Text(format!(
+                "{workload} within the backend at: {}\n",
+                safe.join(", ")
+            )));
         }
-        out.push('\n');
+        parts.push(Part::Text("\n".to_string()));
     }
+    let mut legend = String::new();
     for g in 0..sweep.grid.groups.len() {
-        let _ = writeln!(out, "v{}  {}", g + 1, sweep.group_name(g));
+        let _ = writeln!(legend, "v{}  {}", g + 1, sweep.group_name(g));
     }
     if backend {
-        out.push_str("Each cell: the most admitted in any second (the worst over replications) — ✓ within the backend's capacity, ✗ over it or dropping requests.\n");
+        legend.push_str("Each cell: the most admitted in any second (the worst over replications) — ✓ within the backend's capacity, ✗ over it or dropping requests.\n");
     } else {
-        out.push_str("Each cell: the most admitted in any rolling interval (no [backend] to judge it against).\n");
+        legend.push_str("Each cell: the most admitted in any rolling interval (no [backend] to judge it against).\n");
     }
-    out
+    parts.push(Part::Text(legend));
+    parts
 }
 
 /// Two varied groups: one matrix per limiter, v1 across and v2 up, as in the heat map.
-fn matrix(sweep: &SweepResults, workload: &str, limiter: &str) -> String {
+fn matrix(sweep: &SweepResults, workload: &str, limiter: &str) -> Rows {
     let (x, y) = (&sweep.grid.groups[0][0], &sweep.grid.groups[1][0]);
     let (nx, ny) = (x.values.len(), y.values.len());
-    let mut table = Table::new();
-    let mut header = vec!["v2 \\ v1".to_string()];
-    header.extend(x.values.iter().map(values::label));
-    table
-        .load_style(STYLE)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(header);
+    let header = std::iter::once("v2 \\ v1".to_string()).chain(x.values.iter().map(values::label));
+    let mut rows = Rows::new(header.map(|h| (h, Align::Right)));
+    rows.gap = 2;
     for j in (0..ny).rev() {
         let mut row = vec![values::label(&y.values[j])];
         for i in 0..nx {
@@ -188,53 +216,30 @@ fn matrix(sweep: &SweepResults, workload: &str, limiter: &str) -> String {
                     .map_or(String::new(), cell),
             );
         }
-        table.add_row(row);
+        rows.push(row, false);
     }
-    for column in table.column_iter_mut() {
-        column.set_padding((0, 2));
-        column.set_cell_alignment(CellAlignment::Right);
-    }
-    format!("{workload} × {limiter}\n{}\n\n", table.trim_fmt())
+    rows
 }
 
 /// One row per point (the first [`TABLE_ROWS`]), a column per limiter.
-fn point_rows(sweep: &SweepResults, workload: &str, limiters: &[&str]) -> String {
-    let mut out = String::new();
-    let mut table = Table::new();
-    {
-        let mut header: Vec<String> = (0..sweep.grid.groups.len())
-            .map(|g| format!("v{}", g + 1))
-            .collect();
-        header.extend(limiters.iter().map(|l| (*l).to_string()));
-        table
-            .load_style(STYLE)
-            .set_content_arrangement(ContentArrangement::Disabled)
-            .set_header(header);
-        for point in sweep.points.iter().take(TABLE_ROWS) {
-            let mut row = sweep.group_labels(point.point);
-            for limiter in limiters {
-                row.push(
-                    sweep
-                        .run(point.point, workload, limiter)
-                        .map_or(String::new(), cell),
-                );
-            }
-            table.add_row(row);
-        }
-        for column in table.column_iter_mut() {
-            column.set_padding((0, 2));
-            column.set_cell_alignment(CellAlignment::Right);
-        }
-        let _ = writeln!(out, "{workload}\n{}", table.trim_fmt());
-        if sweep.points.len() > TABLE_ROWS {
-            let _ = writeln!(
-                out,
-                "… {} more points in sweep.csv",
-                sweep.points.len() - TABLE_ROWS
+fn point_rows(sweep: &SweepResults, workload: &str, limiters: &[&str]) -> Rows {
+    let header = (0..sweep.grid.groups.len())
+        .map(|g| format!("v{}", g + 1))
+        .chain(limiters.iter().map(|l| (*l).to_string()));
+    let mut rows = Rows::new(header.map(|h| (h, Align::Right)));
+    rows.gap = 2;
+    for point in sweep.points.iter().take(TABLE_ROWS) {
+        let mut row = sweep.group_labels(point.point);
+        for limiter in limiters {
+            row.push(
+                sweep
+                    .run(point.point, workload, limiter)
+                    .map_or(String::new(), cell),
             );
         }
+        rows.push(row, false);
     }
-    out
+    rows
 }
 
 fn cell(run: &RunSummary) -> String {
@@ -252,7 +257,7 @@ const SWEEP_START: &str = "<!-- burstsim:sweep -->";
 const SWEEP_END: &str = "<!-- /burstsim:sweep -->";
 
 /// The report's sweep section: what was varied, the charts, the table.
-pub fn section(sweep: &SweepResults, table: &str, charts: &[Chart]) -> String {
+pub fn section(sweep: &SweepResults, charts: &[Chart]) -> String {
     let id = sweep.identity;
     let mut html = format!(
         "{SWEEP_START}\n<h2>Sweep</h2>\n<p>{} points × {} workload(s) × {} limiter(s), seed {}, {} replication(s); scenario fingerprint {}.</p>\n<ul>\n",
@@ -284,11 +289,17 @@ pub fn section(sweep: &SweepResults, table: &str, charts: &[Chart]) -> String {
     for chart in charts {
         html.push_str(&super::html::figure(chart));
     }
-    let _ = writeln!(
-        html,
-        "<pre>{}</pre>\n{SWEEP_END}",
-        super::html::escape(table)
-    );
+    for part in tables(sweep) {
+        match part {
+            Part::Text(text) => {
+                for line in text.lines().filter(|line| !line.trim().is_empty()) {
+                    let _ = writeln!(html, "<p>{}</p>", super::html::escape(line));
+                }
+            }
+            Part::Table(rows) => html.push_str(&rows.html()),
+        }
+    }
+    let _ = writeln!(html, "{SWEEP_END}");
     html
 }
 
