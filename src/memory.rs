@@ -6,9 +6,6 @@ use crate::limiter::RateLimiter;
 use crate::scenario::Scenario;
 use crate::time::Nanos;
 
-/// The default `--max-memory`: 2 GiB.
-pub const DEFAULT_MAX_MEMORY: u64 = 2 << 30;
-
 /// The parts of the estimate, in bytes.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Estimate {

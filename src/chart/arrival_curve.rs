@@ -162,7 +162,6 @@ pub fn render(results: &Results) -> Result<Chart> {
     );
     Ok(Chart {
         file: "arrival-curve.svg".into(),
-        title,
         caption,
         svg,
     })

@@ -30,8 +30,6 @@ use crate::time::Nanos;
 pub struct Chart {
     /// File name, like `timeline-edge-burst.svg`.
     pub file: String,
-    /// Its title, as drawn.
-    pub title: String,
     /// What to look at, for the report.
     pub caption: String,
     /// The SVG document.

@@ -82,7 +82,6 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
     );
     Ok(Chart {
         file: format!("overview-{name}.svg"),
-        title,
         caption,
         svg,
     })

@@ -113,7 +113,6 @@ pub fn render_sizing(report: &SizingReport) -> Result<Chart> {
     let caption = "The settings printed under the chart are the largest that keep the worst second within capacity: for any traffic (from each limiter's bound), and on these workloads (simulated). Each line is one limiter's worst second as its threshold (or rate) varies; settings left of where a line crosses the red capacity line keep these workloads safe, the filled dot keeps any traffic safe.".to_string();
     Ok(Chart {
         file: "sizing.svg".into(),
-        title,
         caption,
         svg,
     })

@@ -256,7 +256,6 @@ fn heat_map(sweep: &SweepResults, workload: &str) -> Result<Chart> {
     };
     Ok(Chart {
         file: format!("sweep-{workload}.svg"),
-        title,
         caption: caption.into(),
         svg,
     })
@@ -479,7 +478,6 @@ fn lines(sweep: &SweepResults, workload: &str) -> Result<Chart> {
     };
     Ok(Chart {
         file: format!("sweep-{workload}.svg"),
-        title,
         caption: caption.into(),
         svg,
     })

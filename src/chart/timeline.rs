@@ -184,7 +184,6 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
     );
     Ok(Chart {
         file: format!("timeline-{name}.svg"),
-        title,
         caption,
         svg,
     })

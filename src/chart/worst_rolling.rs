@@ -176,7 +176,6 @@ pub fn render(results: &Results) -> Result<Chart> {
     );
     Ok(Chart {
         file: "worst-rolling.svg".into(),
-        title,
         caption,
         svg,
     })

@@ -230,10 +230,14 @@ fn print_results(
     json: &str,
     csv: &str,
 ) -> Result<()> {
-    let table = || format!("{}results in {}\n", coloured(table), target.display());
-    match format {
-        Format::Table => print(quiet, &table()),
-        Format::Json => print(quiet, json),
-        Format::Csv => print(quiet, csv),
+    if quiet {
+        return Ok(());
     }
+    let text = match format {
+        Format::Table => format!("{}results in {}\n", coloured(table), target.display()),
+        Format::Json => json.to_string(),
+        Format::Csv => csv.to_string(),
+    };
+    std::io::stdout().write_all(text.as_bytes())?;
+    Ok(())
 }

@@ -24,17 +24,17 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let target = results_folder(args.out.as_deref(), &scenario.name);
     let staging = Staging::new(&target)?;
     warn(staging.notes());
-    let options = if args.no_charts {
-        sim::Options::default()
-    } else {
-        sim::for_charts(&scenario)
-    };
     if args.decisions {
         // Decisions are replication 0's, streamed in a pass of their own.
         let mut files = DecisionFiles::create(staging.path(), &scenario)?;
         sim::simulate(&scenario, &sim::Options::default(), Some(&mut files))?;
         files.finish()?;
     }
+    let options = if args.no_charts {
+        sim::Options::default()
+    } else {
+        sim::for_charts(&scenario)
+    };
     let started = std::time::Instant::now();
     let bar = progress_bar(
         replicate::units(&scenario, replications),

@@ -5,7 +5,6 @@ mod lock;
 mod ownership;
 mod staging;
 
-pub use ownership::{MARKER, Ownership, ownership};
 pub use staging::Staging;
 
 use std::fs;

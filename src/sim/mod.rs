@@ -16,7 +16,7 @@ use crate::limiter::RateLimiter;
 use crate::results::{Results, RunResult, WorkloadResults};
 use crate::scenario::{Scenario, Workload};
 use crate::time::Nanos;
-use crate::traffic::{Arrival, Chunks, Merge, Source, Timed, keys_stream, stream};
+use crate::traffic::{Arrival, Chunks, Merge, Source, Timed, streams};
 
 /// Arrivals generated at a time and shared by every limiter of a workload.
 const CHUNK: usize = 4096;
@@ -407,12 +407,8 @@ pub fn arrivals(scenario: &Scenario, workload: &Workload, replication: u64) -> R
         .iter()
         .enumerate()
         .map(|(i, source)| {
-            source.arrivals(
-                scenario.duration,
-                &scenario.base_dir,
-                stream(scenario.seed, &workload.name, i, replication),
-                keys_stream(scenario.seed, &workload.name, i, replication),
-            )
+            let (times, keys) = streams(scenario.seed, &workload.name, i, replication);
+            source.arrivals(scenario.duration, &scenario.base_dir, times, keys)
         })
         .collect::<Result<Vec<Source>, FieldError>>()
         .map_err(anyhow::Error::msg)

@@ -339,7 +339,6 @@ impl Grid {
 
 /// A scenario file ready to be set at any point of a grid.
 pub struct Base {
-    text: String,
     file: std::path::PathBuf,
     document: DocumentMut,
 }
@@ -352,15 +351,9 @@ impl Base {
             ScenarioError::at(file, &text, offset, err.message().trim_end())
         })?;
         Ok(Base {
-            text,
             file: file.to_owned(),
             document,
         })
-    }
-
-    /// The file's text, as read.
-    pub fn text(&self) -> &str {
-        &self.text
     }
 
     /// The scenario at `point` of `grid`, validated: an error names the

@@ -484,6 +484,14 @@ pub fn keys_stream(seed: u64, workload: &str, source: usize, replication: u64) -
     stream(seed ^ 0x6b65_7973_6b65_7973, workload, source, replication)
 }
 
+/// A source's two streams, of times and of clients: ([`stream`], [`keys_stream`]).
+pub fn streams(seed: u64, workload: &str, source: usize, replication: u64) -> (Rng, Rng) {
+    (
+        stream(seed, workload, source, replication),
+        keys_stream(seed, workload, source, replication),
+    )
+}
+
 /// The random stream of one source of one workload, derived from the scenario
 /// seed, the workload's name and the source's position, so that adding a
 /// workload or a source leaves the others' traffic unchanged.
