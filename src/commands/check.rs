@@ -19,8 +19,12 @@ pub fn check(args: &CheckArgs) -> Result<bool> {
     let runs = results.runs().count();
     let failures: Vec<(&RunResult, Vec<String>)> = results
         .runs()
-        .map(|run| (run, crate::check::failures(&run.summary)))
-        .filter(|(_, lines)| !lines.is_empty())
+        .map(|run| {
+            let failures = crate::check::failures(&run.summary);
+            let lines = failures.iter().map(|f| f.line(&run.summary)).collect();
+            (run, lines)
+        })
+        .filter(|(_, lines): &(_, Vec<String>)| !lines.is_empty())
         .collect();
     let ok = failures.is_empty();
     let text = match args.format {

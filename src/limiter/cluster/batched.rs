@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use super::mode::{Mode, Reading, Stretch};
 use super::window_decision;
 use crate::limiter::Decision;
 
@@ -40,9 +41,17 @@ impl Batched {
             last: (0, 0),
         }
     }
+}
 
+impl Mode for Batched {
     /// Instance `instance`'s answer at true time `now`, its clock reading `clock`.
-    pub fn decide<const HINTS: bool>(&mut self, instance: usize, clock: u64, now: u64) -> Decision {
+    fn decide<const HINTS: bool>(&mut self, at: Reading) -> Decision {
+        let Reading {
+            instance,
+            clock,
+            now,
+            ..
+        } = at;
         let key = clock / self.window;
         if now >= self.next_sync[instance] {
             for (k, count) in std::mem::take(&mut self.unsynced[instance]) {
@@ -66,7 +75,7 @@ impl Batched {
     }
 
     /// Takes back the last admission, not yet synced.
-    pub fn refund(&mut self) {
+    fn refund(&mut self, _: usize, _: u64) {
         let (instance, key) = self.last;
         if let Some(count) = self.unsynced[instance].get_mut(&key) {
             *count -= 1;
@@ -75,8 +84,16 @@ impl Batched {
 
     /// Each instance may spend N per key before it sees the others' counts:
     /// K·N per window key, over every key the clocks can read in `span`.
-    pub fn bound(&self, span: u64) -> u64 {
+    fn bound(&self, stretch: &Stretch) -> u64 {
+        let span = stretch.instance_span;
         let per_key = self.threshold.saturating_mul(self.unsynced.len() as u64);
         crate::limiter::fixed_window::windows_met(span, self.window).saturating_mul(per_key)
+    }
+
+    fn describe(&self, shared: String) -> (String, &'static str) {
+        (
+            shared,
+            "one shared counter, windows by each instance's clock",
+        )
     }
 }

@@ -5,6 +5,8 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use super::faults::Increment;
+use super::mode::{Mode, Reading, Stretch};
 use super::{Update, window_decision};
 use crate::limiter::Decision;
 
@@ -36,10 +38,15 @@ impl InstanceClock {
             last: 0,
         }
     }
+}
 
+impl Mode for InstanceClock {
     /// The answer to a request at true time `now`, on an instance whose
     /// clock reads `clock`; `oldest` is the furthest-behind instance clock.
-    pub fn decide<const HINTS: bool>(&mut self, clock: u64, now: u64, oldest: u64) -> Decision {
+    fn decide<const HINTS: bool>(&mut self, at: Reading) -> Decision {
+        let Reading {
+            clock, now, oldest, ..
+        } = at;
         // Increments that have landed by now are visible.
         while let Some(&(_, key)) = self.in_flight.front().filter(|(lands, _)| *lands <= now) {
             self.in_flight.pop_front();
@@ -69,19 +76,21 @@ impl InstanceClock {
     }
 
     /// The window key of the last admission.
-    pub fn last_key(&self) -> u64 {
+    fn last_key(&self) -> u64 {
         self.last
     }
 
-    /// A failover loses one landed increment of window `key`.
-    pub fn lose(&mut self, key: u64) {
-        if let Some(count) = self.counts.get_mut(&key) {
-            *count = count.saturating_sub(1);
+    /// A failover loses one landed increment of each window key it names.
+    fn lose(&mut self, increments: &[Increment]) {
+        for &(_, key) in increments {
+            if let Some(count) = self.counts.get_mut(&key) {
+                *count = count.saturating_sub(1);
+            }
         }
     }
 
     /// Takes back the last admission, landed or still in flight.
-    pub fn refund(&mut self) {
+    fn refund(&mut self, _: usize, _: u64) {
         let key = self.last;
         match self.in_flight.iter().rposition(|&(_, k)| k == key) {
             Some(position) => {
@@ -94,10 +103,18 @@ impl InstanceClock {
     /// N per window key, over every key the clocks can read in an interval
     /// (`span` of instance-clock time); none at all for a read-then-increment
     /// counter with a round trip: every request within it sees the same count.
-    pub fn bound(&self, span: u64) -> u64 {
+    fn bound(&self, stretch: &Stretch) -> u64 {
+        let span = stretch.instance_span;
         if self.update == Update::ReadThenIncrement && self.rtt > 0 {
             return u64::MAX;
         }
         crate::limiter::fixed_window::windows_met(span, self.window).saturating_mul(self.threshold)
+    }
+
+    fn describe(&self, shared: String) -> (String, &'static str) {
+        (
+            shared,
+            "one shared counter, windows by each instance's clock",
+        )
     }
 }

@@ -1,9 +1,9 @@
 //! `mode = "local"`: each instance runs its own limiter on its own clock.
 
 use super::in_true_time;
+use super::mode::{Mode, Reading, Stretch};
 use crate::limiter::{Decision, Limiter, RateLimiter};
 use crate::time::Nanos;
-use crate::traffic::Key;
 
 /// K independent limiters.
 #[derive(Clone, Debug)]
@@ -12,10 +12,52 @@ pub struct Local {
 }
 
 impl Local {
+    /// `instances`, each in its initial state.
+    pub fn new(instances: Vec<Limiter>) -> Local {
+        Local { instances }
+    }
+
+    /// One instance's limiter.
+    pub fn first(&self) -> &Limiter {
+        &self.instances[0]
+    }
+}
+
+impl Mode for Local {
+    /// The instance's own limiter decides on its own clock; its hint is
+    /// converted to true time.
+    fn decide<const HINTS: bool>(&mut self, at: Reading) -> Decision {
+        match self.instances[at.instance].decide_keyed::<HINTS>(Nanos(at.clock), at.key) {
+            Decision::Reject(hint) => Decision::Reject(in_true_time(hint, at.clock, at.now)),
+            other => other,
+        }
+    }
+
+    fn refund(&mut self, instance: usize, clock: u64) {
+        self.instances[instance].refund(Nanos(clock));
+    }
+
+    /// Each instance's bound over the longest stretch of its own clock an
+    /// interval can cover, summed.
+    fn bound(&self, stretch: &Stretch) -> u64 {
+        self.instances
+            .iter()
+            .zip(stretch.clocks)
+            .map(|(limiter, clock)| {
+                limiter.bound(Nanos(clock.stretch(stretch.interval, stretch.duration)))
+            })
+            .fold(0, u64::saturating_add)
+    }
+
+    /// As its instances' limiter.
+    fn keys_matter(&self) -> bool {
+        self.first().keys_matter()
+    }
+
     /// The most memory the instances' limiters can take, each seeing any of
     /// `keys` keys in its share of `requests` (balancing may be uneven: the
     /// share is counted twice).
-    pub fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
+    fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
         let share = requests
             .div_ceil(self.instances.len().max(1) as u64)
             .saturating_mul(2);
@@ -27,42 +69,11 @@ impl Local {
             + self.instances.len() as u128 * each
     }
 
-    /// `instances`, each in its initial state.
-    pub fn new(instances: Vec<Limiter>) -> Local {
-        Local { instances }
+    fn nominal(&self, interval: Nanos) -> Option<f64> {
+        Some(self.first().nominal(interval))
     }
 
-    /// Instance `instance`'s answer at its clock reading `clock` (true time `now`).
-    pub fn decide<const HINTS: bool>(
-        &mut self,
-        instance: usize,
-        clock: u64,
-        now: u64,
-        key: Key,
-    ) -> Decision {
-        match self.instances[instance].decide_keyed::<HINTS>(Nanos(clock), key) {
-            Decision::Reject(hint) => Decision::Reject(in_true_time(hint, clock, now)),
-            other => other,
-        }
-    }
-
-    /// Takes back instance `instance`'s last admission, made at its clock reading `clock`.
-    pub fn refund(&mut self, instance: usize, clock: u64) {
-        self.instances[instance].refund(Nanos(clock));
-    }
-
-    /// Each instance's bound over the longest stretch of its own clock an
-    /// interval can cover, summed.
-    pub fn bound(&self, stretches: impl Iterator<Item = u64>) -> u64 {
-        self.instances
-            .iter()
-            .zip(stretches)
-            .map(|(limiter, stretch)| limiter.bound(Nanos(stretch)))
-            .fold(0, u64::saturating_add)
-    }
-
-    /// One instance's limiter.
-    pub fn first(&self) -> &Limiter {
-        &self.instances[0]
+    fn describe(&self, _: String) -> (String, &'static str) {
+        (self.first().describe(), "each with its own counter")
     }
 }

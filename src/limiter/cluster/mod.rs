@@ -8,6 +8,7 @@ mod clock;
 pub mod faults;
 mod instance_clock;
 mod local;
+mod mode;
 mod settings;
 mod store_clock;
 
@@ -20,6 +21,7 @@ pub use self::clock::{Clock, Offset, Step, Target};
 use self::faults::{Failover, FaultState, Faults, OnError, Outage, Reach};
 use self::instance_clock::InstanceClock;
 use self::local::Local;
+use self::mode::{Counter, Reading, Stretch};
 pub use self::settings::{Balance, ClusterConfig, Mode, Store, Update};
 use self::store_clock::StoreClock;
 use super::{Context, Decision, Hint, Limiter, LimiterConfig, RateLimiter};
@@ -122,15 +124,6 @@ enum Answerer {
     Fallback,
 }
 
-/// Where the count lives: one small type per mode.
-#[derive(Clone, Debug)]
-enum Counter {
-    Local(Local),
-    InstanceClock(InstanceClock),
-    Batched(Batched),
-    StoreClock(StoreClock),
-}
-
 /// The running cluster: requests balanced over instances, each reading its
 /// own clock, deciding on the counter of the cluster's mode.
 #[derive(Clone, Debug)]
@@ -200,16 +193,9 @@ impl Cluster {
     /// The shared counter loses `increments` (window key, for instance-clock
     /// counters) in a failover.
     fn lose(&mut self, increments: &[faults::Increment]) {
-        match &mut self.counter {
-            Counter::InstanceClock(shared) => {
-                for &(_, key) in increments {
-                    shared.lose(key);
-                }
-            }
-            Counter::StoreClock(store) => store.lose(increments),
-            // Refused by the configuration check.
-            Counter::Local(_) | Counter::Batched(_) => {}
-        }
+        // Local and batched counters have no failovers: the configuration
+        // check refuses them.
+        self.counter.lose(increments);
     }
 
     fn pick(&mut self) -> usize {
@@ -265,29 +251,20 @@ impl RateLimiter for Cluster {
             at.extend(faults.outages.iter().flat_map(|o| [o.at, o.end()]));
             at.extend(faults.failovers.iter().map(|f| f.at));
         }
-        if let Counter::StoreClock(store) = &self.counter {
-            at.extend(store.step_times());
-        }
+        at.extend(self.counter.step_times());
         at
     }
 
     /// In local mode, as its instances' limiter; shared counters are global.
     fn keys_matter(&self) -> bool {
-        match &self.counter {
-            Counter::Local(local) => local.first().keys_matter(),
-            _ => false,
-        }
+        self.counter.keys_matter()
     }
 
     /// Every instance: its clock, its figures and, in local mode, its own
     /// limiter, which may see any key and its share of the requests.
     fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
         let instances = self.clocks.len() as u128;
-        let own = match &self.counter {
-            Counter::Local(local) => local.memory_at_most(keys, requests),
-            _ => 0,
-        };
-        instances * 64 + own
+        instances * 64 + self.counter.memory_at_most(keys, requests)
     }
 
     /// Rejects with the hint of whatever decided — the instance's limiter,
@@ -323,26 +300,23 @@ impl RateLimiter for Cluster {
             }
             return decision;
         }
-        let decision = match &mut self.counter {
-            Counter::Local(local) => local.decide::<HINTS>(instance, clock, now, key),
-            Counter::InstanceClock(shared) => {
-                let oldest = self.last_clock.iter().min().copied().unwrap_or(0);
-                shared.decide::<HINTS>(clock, now, oldest)
-            }
-            Counter::Batched(batched) => batched.decide::<HINTS>(instance, clock, now),
-            Counter::StoreClock(store) => store.decide::<HINTS>(now),
+        let oldest = match self.counter {
+            Counter::InstanceClock(_) => self.last_clock.iter().min().copied().unwrap_or(0),
+            _ => 0,
         };
+        let decision = self.counter.decide::<HINTS>(Reading {
+            instance,
+            clock,
+            now,
+            key,
+            oldest,
+        });
         if decision.admitted() {
             self.admitted[instance] += 1;
             self.last = instance;
             self.last_source = Answerer::Store;
             if let Some(faults) = &mut self.faults {
-                let key = match &self.counter {
-                    Counter::InstanceClock(shared) => shared.last_key(),
-                    Counter::StoreClock(store) => store.current_key(),
-                    Counter::Local(_) | Counter::Batched(_) => 0,
-                };
-                faults.journal(now, key);
+                faults.journal(now, self.counter.last_key());
             }
         }
         decision
@@ -361,12 +335,7 @@ impl RateLimiter for Cluster {
                 return;
             }
         }
-        match &mut self.counter {
-            Counter::Local(local) => local.refund(instance, self.last_clock[instance]),
-            Counter::InstanceClock(shared) => shared.refund(),
-            Counter::Batched(batched) => batched.refund(),
-            Counter::StoreClock(store) => store.refund(),
-        }
+        self.counter.refund(instance, self.last_clock[instance]);
     }
 
     /// Local: each instance's bound over the longest stretch of its own
@@ -409,25 +378,15 @@ impl RateLimiter for Cluster {
     }
 
     fn nominal(&self, interval: Nanos) -> f64 {
-        match &self.counter {
-            Counter::Local(local) => local.first().nominal(interval),
-            _ => self.threshold as f64 * interval.get() as f64 / self.window.max(1) as f64,
-        }
+        self.counter.nominal(interval).unwrap_or_else(|| {
+            self.threshold as f64 * interval.get() as f64 / self.window.max(1) as f64
+        })
     }
 
     fn describe(&self) -> String {
         let k = self.clocks.len();
         let shared = || format!("{} per {}", self.threshold, Nanos(self.window));
-        let (what, mode) = match &self.counter {
-            Counter::Local(local) => (local.first().describe(), "each with its own counter"),
-            Counter::InstanceClock(_) | Counter::Batched(_) => (
-                shared(),
-                "one shared counter, windows by each instance's clock",
-            ),
-            Counter::StoreClock(_) => {
-                (shared(), "one shared counter, windows by the store's clock")
-            }
-        };
+        let (what, mode) = self.counter.describe(shared());
         let mut words = format!("{what}, {k} instances, {mode}");
         if let Some(faults) = self.faults.as_ref().map(FaultState::faults) {
             if !faults.outages.is_empty() {
@@ -448,16 +407,12 @@ impl RateLimiter for Cluster {
 impl Cluster {
     /// The shared counter's bound over `l`, faults aside.
     fn store_bound(&self, l: u64) -> u64 {
-        match &self.counter {
-            Counter::Local(local) => local.bound(
-                self.clocks
-                    .iter()
-                    .map(|clock| clock.stretch(l, self.duration)),
-            ),
-            Counter::InstanceClock(shared) => shared.bound(self.instance_clock_span(l)),
-            Counter::Batched(batched) => batched.bound(self.instance_clock_span(l)),
-            Counter::StoreClock(store) => store.bound(l, self.duration),
-        }
+        self.counter.bound(&Stretch {
+            interval: l,
+            duration: self.duration,
+            clocks: &self.clocks,
+            instance_span: self.instance_clock_span(l),
+        })
     }
 }
 

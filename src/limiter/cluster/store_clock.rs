@@ -3,7 +3,9 @@
 //! `INCR` + `PEXPIRE`).
 
 use super::clock::Clock;
+use super::faults::Increment;
 use super::in_true_time;
+use super::mode::{Mode, Reading, Stretch};
 use crate::limiter::{Decision, Hint};
 use crate::time::Nanos;
 
@@ -20,11 +22,6 @@ pub struct StoreClock {
 
 impl StoreClock {
     /// No key yet.
-    /// When the store's clock steps, in true time.
-    pub fn step_times(&self) -> Vec<Nanos> {
-        self.clock.step_times()
-    }
-
     pub fn new(window: u64, threshold: u64, clock: Clock, rtt: u64) -> StoreClock {
         StoreClock {
             window,
@@ -34,9 +31,12 @@ impl StoreClock {
             current: None,
         }
     }
+}
 
+impl Mode for StoreClock {
     /// The answer to a request sent at true time `now`.
-    pub fn decide<const HINTS: bool>(&mut self, now: u64) -> Decision {
+    fn decide<const HINTS: bool>(&mut self, at: Reading) -> Decision {
+        let now = at.now;
         // The command reaches the store half a round trip later.
         let store_now = self.clock.read(now.saturating_add(self.rtt / 2));
         // The key expires W after it was created, on the store's clock: a
@@ -52,14 +52,14 @@ impl StoreClock {
     }
 
     /// The current key's start on the store's clock, which names it.
-    pub fn current_key(&self) -> u64 {
+    fn last_key(&self) -> u64 {
         self.current.map_or(0, |(start, _)| start)
     }
 
     /// A failover loses `increments` (each naming its key by its start):
     /// those of the current key come off its count; when they were all it
     /// had, the replica never had the key, and the window is gone.
-    pub fn lose(&mut self, increments: &[super::faults::Increment]) {
+    fn lose(&mut self, increments: &[Increment]) {
         if let Some((start, count)) = &mut self.current {
             let lost = increments.iter().filter(|&&(_, key)| key == *start).count() as u64;
             *count = count.saturating_sub(lost);
@@ -70,18 +70,27 @@ impl StoreClock {
     }
 
     /// Takes back the last admission.
-    pub fn refund(&mut self) {
+    fn refund(&mut self, _: usize, _: u64) {
         if let Some((_, count)) = &mut self.current {
             *count -= 1;
         }
     }
 
     /// N per store window met, with forward steps shortening windows.
-    pub fn bound(&self, interval: u64, duration: u64) -> u64 {
+    fn bound(&self, stretch: &Stretch) -> u64 {
         crate::limiter::fixed_window::windows_met(
-            self.clock.stretch(interval, duration),
+            self.clock.stretch(stretch.interval, stretch.duration),
             self.window,
         )
         .saturating_mul(self.threshold)
+    }
+
+    /// When the store's clock steps, in true time.
+    fn step_times(&self) -> Vec<Nanos> {
+        self.clock.step_times()
+    }
+
+    fn describe(&self, shared: String) -> (String, &'static str) {
+        (shared, "one shared counter, windows by the store's clock")
     }
 }

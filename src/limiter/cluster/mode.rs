@@ -1,0 +1,169 @@
+//! What a cluster's mode does with the requests its instances pass on — the
+//! contract [`super::Cluster`] relies on, implemented in each mode's file —
+//! and the one enum that holds whichever mode a cluster runs.
+
+use super::batched::Batched;
+use super::clock::Clock;
+use super::faults::Increment;
+use super::instance_clock::InstanceClock;
+use super::local::Local;
+use super::store_clock::StoreClock;
+use crate::limiter::Decision;
+use crate::time::Nanos;
+use crate::traffic::Key;
+
+/// One request as the instance that took it sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct Reading {
+    /// The instance.
+    pub instance: usize,
+    /// Its clock's reading.
+    pub clock: u64,
+    /// True time.
+    pub now: u64,
+    /// The client's key.
+    pub key: Key,
+    /// The oldest reading among every instance's last.
+    pub oldest: u64,
+}
+
+/// What a bound over an interval of true time may depend on.
+#[derive(Clone, Copy, Debug)]
+pub struct Stretch<'a> {
+    /// The interval, in true nanoseconds.
+    pub interval: u64,
+    /// The run's length.
+    pub duration: u64,
+    /// Every instance's clock.
+    pub clocks: &'a [Clock],
+    /// The span of instance-clock time the interval can cover on some clock.
+    pub instance_span: u64,
+}
+
+/// Where a cluster's count lives and how it decides.
+pub trait Mode {
+    /// The answer to `at`'s request.
+    fn decide<const HINTS: bool>(&mut self, at: Reading) -> Decision;
+
+    /// Takes back the last admission, which `instance` made at its clock
+    /// reading `clock`.
+    fn refund(&mut self, instance: usize, clock: u64);
+
+    /// The most it admits over `stretch`, faults aside.
+    fn bound(&self, stretch: &Stretch) -> u64;
+
+    /// The window key of the last admission, for the failover journal.
+    fn last_key(&self) -> u64 {
+        0
+    }
+
+    /// Forgets the increments a failover loses.
+    fn lose(&mut self, increments: &[Increment]) {
+        let _ = increments;
+    }
+
+    /// When its own clock steps, in true time.
+    fn step_times(&self) -> Vec<Nanos> {
+        Vec::new()
+    }
+
+    /// Whether its decisions depend on the client's key.
+    fn keys_matter(&self) -> bool {
+        false
+    }
+
+    /// Memory it holds beyond the cluster's own figures.
+    fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
+        let _ = (keys, requests);
+        0
+    }
+
+    /// Its nominal count over `interval`, when not the shared window's.
+    fn nominal(&self, interval: Nanos) -> Option<f64> {
+        let _ = interval;
+        None
+    }
+
+    /// Its limit in words (given the shared window's, `shared`) and how the
+    /// instances count.
+    fn describe(&self, shared: String) -> (String, &'static str);
+}
+
+/// Whichever mode a cluster runs (an enum, so the per-request call is a
+/// jump the compiler can inline).
+#[derive(Clone, Debug)]
+pub enum Counter {
+    /// `local`.
+    Local(Local),
+    /// `shared-instance-clock`.
+    InstanceClock(InstanceClock),
+    /// `shared-instance-clock` with `sync_interval`.
+    Batched(Batched),
+    /// `shared-store-clock`.
+    StoreClock(StoreClock),
+}
+
+/// `$body` with `$mode` bound to whichever mode `$counter` holds.
+macro_rules! each_mode {
+    ($counter:expr, $mode:ident => $body:expr) => {
+        match $counter {
+            Counter::Local($mode) => $body,
+            Counter::InstanceClock($mode) => $body,
+            Counter::Batched($mode) => $body,
+            Counter::StoreClock($mode) => $body,
+        }
+    };
+}
+
+impl Counter {
+    /// See [`Mode::decide`].
+    #[inline]
+    pub fn decide<const HINTS: bool>(&mut self, at: Reading) -> Decision {
+        each_mode!(self, mode => mode.decide::<HINTS>(at))
+    }
+
+    /// See [`Mode::refund`].
+    pub fn refund(&mut self, instance: usize, clock: u64) {
+        each_mode!(self, mode => mode.refund(instance, clock))
+    }
+
+    /// See [`Mode::bound`].
+    pub fn bound(&self, stretch: &Stretch) -> u64 {
+        each_mode!(self, mode => mode.bound(stretch))
+    }
+
+    /// See [`Mode::last_key`].
+    pub fn last_key(&self) -> u64 {
+        each_mode!(self, mode => mode.last_key())
+    }
+
+    /// See [`Mode::lose`].
+    pub fn lose(&mut self, increments: &[Increment]) {
+        each_mode!(self, mode => mode.lose(increments))
+    }
+
+    /// See [`Mode::step_times`].
+    pub fn step_times(&self) -> Vec<Nanos> {
+        each_mode!(self, mode => mode.step_times())
+    }
+
+    /// See [`Mode::keys_matter`].
+    pub fn keys_matter(&self) -> bool {
+        each_mode!(self, mode => mode.keys_matter())
+    }
+
+    /// See [`Mode::memory_at_most`].
+    pub fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
+        each_mode!(self, mode => mode.memory_at_most(keys, requests))
+    }
+
+    /// See [`Mode::nominal`].
+    pub fn nominal(&self, interval: Nanos) -> Option<f64> {
+        each_mode!(self, mode => mode.nominal(interval))
+    }
+
+    /// See [`Mode::describe`].
+    pub fn describe(&self, shared: String) -> (String, &'static str) {
+        each_mode!(self, mode => mode.describe(shared))
+    }
+}
