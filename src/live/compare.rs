@@ -13,19 +13,10 @@ pub(super) fn compare(
     threshold: u64,
     speed: f64,
 ) -> LiveResult {
-    let mut model = match variant {
-        // The script is the scenario's sliding log.
-        Variant::SlidingLog => named.limiter.clone(),
-        // Redis's key opens at its first INCR and expires W later: a window that starts at its first request.
-        _ => Limiter::FixedWindow(
-            crate::limiter::fixed_window::FixedWindow::new(
-                Nanos(window),
-                threshold,
-                Align::FirstRequest,
-            )
-            .expect("a valid window"),
-        ),
-    };
+    let mut model = model(named, variant, window, threshold);
+    // The atomic script's window, fresh: the model starts over from it
+    // where it follows Redis's opening of a window.
+    let fresh = model.clone();
     let all = sent;
     // The comparison is of the requests Redis answered.
     let sent: Vec<Sent> = all
@@ -52,7 +43,6 @@ pub(super) fn compare(
     );
     let (mut admitted_live, mut admitted_model) = (0, 0);
     let mut window_start: Option<u64> = None;
-    let mut count = 0;
     let mut edges_followed = 0;
     let mut last_followed = None;
     // (time, Redis admitted it, time since the model's window opened)
@@ -78,13 +68,21 @@ pub(super) fn compare(
                 last_followed = Some(edge);
             }
             let opens = if follow { replied == 1 } else { model_opens };
+            // The model decides; where it follows Redis, at the instant
+            // Redis's order puts the request: a window opened afresh, or
+            // the last nanosecond of the window still running.
+            let decided_at = match (opens, model_opens) {
+                (true, false) => {
+                    model = fresh.clone();
+                    at
+                }
+                (false, true) => window_start.map_or(at, |start| start + window - 1),
+                _ => at,
+            };
             if opens {
                 window_start = Some(at);
-                count = 0;
             }
-            let admit = count < threshold;
-            count += u64::from(admit);
-            admit
+            model.decide(Nanos(decided_at)).admitted()
         } else {
             if window_start.is_none_or(|start| at.saturating_sub(start) >= window) {
                 window_start = Some(at);
@@ -196,5 +194,22 @@ pub(super) fn on_error(sent: &[Sent], window: u64, threshold: u64) -> OnErrorFig
         allow: figures(&mut |_| true),
         deny: figures(&mut |_| false),
         local: figures(&mut local),
+    }
+}
+
+/// The simulator's model of `variant`'s script: the scenario's sliding log,
+/// or a fixed window opening at its first request and lasting W, as Redis's
+/// key does from its first INCR to its expiry.
+fn model(named: &NamedLimiter, variant: Variant, window: u64, threshold: u64) -> Limiter {
+    match variant {
+        Variant::SlidingLog => named.limiter.clone(),
+        _ => Limiter::FixedWindow(
+            crate::limiter::fixed_window::FixedWindow::new(
+                Nanos(window),
+                threshold,
+                Align::FirstRequest,
+            )
+            .expect("a valid window"),
+        ),
     }
 }
