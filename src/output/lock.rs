@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::staging::no_follow;
 use crate::interrupt;
 
 /// How long a command waits for another one writing beside the same target
@@ -74,4 +73,14 @@ pub(super) fn wait_for_lock(file: &File, parent: &Path) -> Result<Option<std::io
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// `options` that refuse to open a symbolic link (where the system can say so).
+pub(super) fn no_follow(options: &mut fs::OpenOptions) -> &mut fs::OpenOptions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    options
 }

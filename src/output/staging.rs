@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::lock::lock_beside;
+use super::lock::{lock_beside, no_follow};
 use super::ownership::{
     MARKER, Ownership, STAGING, finished_marker, marker_text, ownership, staging_ownership,
 };
@@ -386,16 +386,6 @@ fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
         }
         other => other,
     }
-}
-
-/// `options` that refuse to open a symbolic link (where the system can say so).
-pub(super) fn no_follow(options: &mut fs::OpenOptions) -> &mut fs::OpenOptions {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.custom_flags(libc::O_NOFOLLOW);
-    }
-    options
 }
 
 /// What tells one file from another: its inode where there is one, else its

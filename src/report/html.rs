@@ -4,6 +4,7 @@
 
 use std::fmt::Write;
 
+pub(super) use super::rows::escape;
 use super::{ratio, seconds};
 use crate::chart::Chart;
 use crate::results::Results;
@@ -500,13 +501,6 @@ fn parameters(results: &Results) -> String {
 fn inline_svg(svg: &str) -> String {
     let svg = svg.find("<svg").map_or(svg, |start| &svg[start..]);
     svg.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1)
-}
-
-pub(super) fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 #[cfg(test)]

@@ -6,8 +6,6 @@ use std::fmt::Write as _;
 
 use comfy_table::{CellAlignment, ContentArrangement, LineStyle, Table, TableStyle};
 
-use super::html::escape;
-
 /// No borders, one rule under the header: quiet enough to read 28 rows.
 pub const STYLE: TableStyle =
     TableStyle::new().header_separator(LineStyle::none().fill('─').junction('─'));
@@ -123,6 +121,14 @@ impl Rows {
         html.push_str("</table>\n");
         html
     }
+}
+
+/// `text` safe inside HTML text and attribute values.
+pub fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 mod batched;
 mod clock;
+mod counter;
 pub mod faults;
 mod instance_clock;
 mod local;
@@ -18,10 +19,11 @@ use serde::Deserialize;
 
 use self::batched::Batched;
 pub use self::clock::{Clock, Offset, Step, Target};
+use self::counter::Counter;
 use self::faults::{Failover, FaultState, Faults, OnError, Outage, Reach};
 use self::instance_clock::InstanceClock;
 use self::local::Local;
-use self::mode::{Counter, Reading, Stretch};
+use self::mode::{Reading, Stretch};
 pub use self::settings::{Balance, ClusterConfig, Mode, Store, Update};
 use self::store_clock::StoreClock;
 use super::{Context, Decision, Hint, Limiter, LimiterConfig, RateLimiter};

@@ -1,13 +1,8 @@
-//! What a cluster's mode does with the requests its instances pass on — the
-//! contract [`super::Cluster`] relies on, implemented in each mode's file —
-//! and the one enum that holds whichever mode a cluster runs.
+//! What a cluster's mode does with the requests its instances pass on: the
+//! contract [`super::Cluster`] relies on, implemented in each mode's file.
 
-use super::batched::Batched;
 use super::clock::Clock;
 use super::faults::Increment;
-use super::instance_clock::InstanceClock;
-use super::local::Local;
-use super::store_clock::StoreClock;
 use crate::limiter::Decision;
 use crate::time::Nanos;
 use crate::traffic::Key;
@@ -87,83 +82,4 @@ pub trait Mode {
     /// Its limit in words (given the shared window's, `shared`) and how the
     /// instances count.
     fn describe(&self, shared: String) -> (String, &'static str);
-}
-
-/// Whichever mode a cluster runs (an enum, so the per-request call is a
-/// jump the compiler can inline).
-#[derive(Clone, Debug)]
-pub enum Counter {
-    /// `local`.
-    Local(Local),
-    /// `shared-instance-clock`.
-    InstanceClock(InstanceClock),
-    /// `shared-instance-clock` with `sync_interval`.
-    Batched(Batched),
-    /// `shared-store-clock`.
-    StoreClock(StoreClock),
-}
-
-/// `$body` with `$mode` bound to whichever mode `$counter` holds.
-macro_rules! each_mode {
-    ($counter:expr, $mode:ident => $body:expr) => {
-        match $counter {
-            Counter::Local($mode) => $body,
-            Counter::InstanceClock($mode) => $body,
-            Counter::Batched($mode) => $body,
-            Counter::StoreClock($mode) => $body,
-        }
-    };
-}
-
-impl Counter {
-    /// See [`Mode::decide`].
-    #[inline]
-    pub fn decide<const HINTS: bool>(&mut self, at: Reading) -> Decision {
-        each_mode!(self, mode => mode.decide::<HINTS>(at))
-    }
-
-    /// See [`Mode::refund`].
-    pub fn refund(&mut self, instance: usize, clock: u64) {
-        each_mode!(self, mode => mode.refund(instance, clock))
-    }
-
-    /// See [`Mode::bound`].
-    pub fn bound(&self, stretch: &Stretch) -> u64 {
-        each_mode!(self, mode => mode.bound(stretch))
-    }
-
-    /// See [`Mode::last_key`].
-    pub fn last_key(&self) -> u64 {
-        each_mode!(self, mode => mode.last_key())
-    }
-
-    /// See [`Mode::lose`].
-    pub fn lose(&mut self, increments: &[Increment]) {
-        each_mode!(self, mode => mode.lose(increments))
-    }
-
-    /// See [`Mode::step_times`].
-    pub fn step_times(&self) -> Vec<Nanos> {
-        each_mode!(self, mode => mode.step_times())
-    }
-
-    /// See [`Mode::keys_matter`].
-    pub fn keys_matter(&self) -> bool {
-        each_mode!(self, mode => mode.keys_matter())
-    }
-
-    /// See [`Mode::memory_at_most`].
-    pub fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
-        each_mode!(self, mode => mode.memory_at_most(keys, requests))
-    }
-
-    /// See [`Mode::nominal`].
-    pub fn nominal(&self, interval: Nanos) -> Option<f64> {
-        each_mode!(self, mode => mode.nominal(interval))
-    }
-
-    /// See [`Mode::describe`].
-    pub fn describe(&self, shared: String) -> (String, &'static str) {
-        each_mode!(self, mode => mode.describe(shared))
-    }
 }
