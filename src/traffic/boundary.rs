@@ -278,6 +278,15 @@ impl Kind for Config {
     fn keys_itself(&self, clients: Option<&Clients>) -> bool {
         self.per_client && clients.is_some()
     }
+
+    /// The kind of bursts matched once a chunk, not once an arrival.
+    fn refill(arrivals: &mut Bursts, out: &mut Vec<Arrival>, count: usize) {
+        out.clear();
+        match arrivals {
+            Bursts::Shared(shared) => out.extend(shared.take(count).map(Arrival::at)),
+            Bursts::PerClient(each) => out.extend(each.take(count)),
+        }
+    }
 }
 
 /// The running source: bursts shared by everyone, or every client's own.
