@@ -36,12 +36,11 @@ pub struct Chart {
     pub svg: String,
 }
 
-/// Every chart for a scenario's results: of a scenario too large to draw
-/// whole, the limiters and workloads with the largest worst counts, said in
-/// every title and caption.
-pub fn render_charts(results: &Results) -> Result<Vec<Chart>> {
-    let drawn = results.drawn();
-    let results = &*drawn;
+/// Every chart for `drawn`, a scenario's results as [`Results::drawn`]
+/// selects them: of a scenario too large to draw whole, the limiters and
+/// workloads with the largest worst counts, said in every title and caption.
+pub fn render_charts(drawn: &Results) -> Result<Vec<Chart>> {
+    let results = drawn;
     let mut charts = Vec::new();
     for workload in &results.workloads {
         charts.push(timeline::render(results, workload)?);

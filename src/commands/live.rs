@@ -111,11 +111,15 @@ pub fn live(args: &LiveArgs) -> Result<()> {
     let summarised = live_results(&scenario, workload, &results)?;
     let summary = summarised.summary();
     staging.write("summary.json", &report::render_json(&summary))?;
-    let charts = chart::render_charts(&summarised)?;
+    let drawn = summarised.drawn();
+    let charts = chart::render_charts(&drawn)?;
     for chart in &charts {
         staging.write(&format!("charts/{}", chart.file), &chart.svg)?;
     }
-    staging.write("report.html", &html::render_report(&summarised, &charts))?;
+    staging.write(
+        "report.html",
+        &html::render_report(&summarised, &drawn, &charts),
+    )?;
     staging.commit()?;
     let mut table = comfy_table::Table::new();
     table.load_style(table::STYLE).set_header(vec![

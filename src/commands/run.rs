@@ -55,27 +55,34 @@ pub fn run(args: &RunArgs) -> Result<()> {
     csv::write_timeline(results.runs(), staging.create("timeline.csv")?)
         .context("writing timeline.csv")?;
     if !args.no_charts {
-        let charts = chart::render_charts(&results)?;
+        // The charts and the report's tables draw the same selection.
+        let drawn = results.drawn();
+        let charts = chart::render_charts(&drawn)?;
         for chart in &charts {
             staging.write(&format!("charts/{}", chart.file), &chart.svg)?;
         }
-        staging.write("report.html", &html::render_report(&results, &charts))?;
+        staging.write(
+            "report.html",
+            &html::render_report(&results, &drawn, &charts),
+        )?;
     }
     staging.commit()?;
-    print_results(
-        args.quiet,
-        args.format,
-        &target,
-        [
-            Some(table::render_table(&summary.runs)),
-            table::render_closed_loop(&summary.runs),
-            table::render_outages(&summary.runs),
-        ]
+    let tables = [
+        Some(table::render_table(&summary.runs)),
+        table::render_closed_loop(&summary.runs),
+        table::render_outages(&summary.runs),
+    ];
+    let tables = tables
         .into_iter()
         .flatten()
         .collect::<Vec<_>>()
         .join("\n\n")
-            + "\n",
+        + "\n";
+    print_results(
+        args.quiet,
+        args.format,
+        &target,
+        tables,
         &json,
         &summary_csv,
     )

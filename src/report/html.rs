@@ -27,8 +27,9 @@ pre { font-size: 0.85em; overflow-x: auto; }
 @media print { body { max-width: none; margin: 0; } figure, table, .meaning { break-inside: avoid; } }
 ";
 
-/// The whole page.
-pub fn render_report(results: &Results, charts: &[Chart]) -> String {
+/// The whole page: the verdict over every run of `results`, the tables of
+/// `drawn` (what [`Results::drawn`] selected for the charts), the `charts`.
+pub fn render_report(results: &Results, drawn: &Results, charts: &[Chart]) -> String {
     let summary = results.summary();
     let mut page = String::new();
     let _ = write!(
@@ -47,7 +48,6 @@ pub fn render_report(results: &Results, charts: &[Chart]) -> String {
     );
     // The tables show what the charts draw: of a scenario too large, the
     // limiters and workloads with the largest worst counts, said so.
-    let drawn = results.drawn();
     let drawn_runs = drawn.summary().runs;
     if let Some(left_out) = &drawn.left_out {
         let _ = writeln!(
@@ -58,7 +58,7 @@ pub fn render_report(results: &Results, charts: &[Chart]) -> String {
         );
     }
     page.push_str(&results_table(&drawn_runs));
-    page.push_str(&closed_loop_section(&drawn, &drawn_runs));
+    page.push_str(&closed_loop_section(drawn, &drawn_runs));
     page.push_str(&outage_section(&drawn_runs));
     // The figure that shows the spike first, then the worst counts side by
     // side; everything else after the explanation.
@@ -84,7 +84,7 @@ pub fn render_report(results: &Results, charts: &[Chart]) -> String {
     {
         page.push_str(&figure(chart));
     }
-    page.push_str(&parameters(&drawn));
+    page.push_str(&parameters(drawn));
     page.push_str("</body>\n</html>\n");
     page
 }

@@ -478,17 +478,20 @@ impl Iterator for Merge {
     }
 }
 
+/// What sets a source's clients' stream apart from its times' ("keyskeys").
+const KEYS_SEED: u64 = 0x6b65_7973_6b65_7973;
+
 /// The stream a source's clients are drawn from: apart from its arrival
 /// times' stream, so giving a source clients leaves its times unchanged.
 pub fn keys_stream(seed: u64, workload: &str, source: usize, replication: u64) -> Rng {
-    stream(seed ^ 0x6b65_7973_6b65_7973, workload, source, replication)
+    stream(seed ^ KEYS_SEED, workload, source, replication)
 }
 
 /// A source's two streams, of times and of clients: ([`stream`], [`keys_stream`]).
 pub fn streams(seed: u64, workload: &str, source: usize, replication: u64) -> (Rng, Rng) {
     (
         stream(seed, workload, source, replication),
-        keys_stream(seed, workload, source, replication),
+        stream(seed ^ KEYS_SEED, workload, source, replication),
     )
 }
 
