@@ -67,14 +67,29 @@ pub struct Sizing {
     /// The parameter's value in the scenario.
     pub current: u64,
     /// Its bound over 1 s at the current value.
+    #[serde(serialize_with = "crate::summary::unbounded::serialize")]
     pub current_bound_1s: u64,
     /// Largest value whose bound over 1 s is within capacity.
     pub safe_any_traffic: Safe,
     /// Largest value whose simulated worst second is within capacity on every
     /// workload, and (with a queue) with no request dropped.
     pub safe_on_workloads: Safe,
-    /// (value, simulated worst 1 s, bound over 1 s) over a range of values, for the chart.
+    /// (value, simulated worst 1 s, bound over 1 s) over a range of values,
+    /// for the chart; no bound is `null` in JSON.
+    #[serde(serialize_with = "sweep_points")]
     pub sweep: Vec<(u64, u64, u64)>,
+}
+
+/// The sizing sweep's points, their bounds as [`crate::summary::unbounded`] writes them.
+fn sweep_points<S: serde::Serializer>(
+    points: &[(u64, u64, u64)],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(
+        points
+            .iter()
+            .map(|&(value, worst, bound)| (value, worst, Some(bound).filter(|&b| b != u64::MAX))),
+    )
 }
 
 /// The whole sizing report.

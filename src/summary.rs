@@ -30,6 +30,7 @@ pub struct RunSummary {
     /// `worst_rolling / nominal`: the "2×".
     pub spike_ratio: f64,
     /// The most this limiter can admit in any interval of L, over any traffic.
+    #[serde(with = "unbounded")]
     pub bound: u64,
     /// The worst count for each interval of the profile (the arrival curve).
     pub profile: Vec<ProfilePoint>,
@@ -130,6 +131,7 @@ pub struct ProfilePoint {
     /// Start (ns) of the first such interval: the time of its first admitted request.
     pub worst_start_ns: u64,
     /// The limiter's bound for that length, over any traffic.
+    #[serde(with = "unbounded")]
     pub bound: u64,
 }
 
@@ -154,6 +156,7 @@ pub struct BackendSummary {
     /// The most admitted in any 1 s interval.
     pub worst_1s: u64,
     /// The limiter's bound over 1 s: what it could admit in a second for any traffic.
+    #[serde(with = "unbounded")]
     pub bound_1s: u64,
     /// The limiter's nominal allowance over 1 s.
     pub nominal_1s: f64,
@@ -229,4 +232,23 @@ pub struct Summary {
     pub duration_ns: u64,
     /// One entry per workload × limiter, workloads in file order, then limiters.
     pub runs: Vec<RunSummary>,
+}
+
+/// A bound in JSON: a number, or `null` for none over any traffic (held
+/// inside as `u64::MAX`, written nowhere as that number).
+pub mod unbounded {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// `null` for `u64::MAX`, else the number.
+    pub fn serialize<S: Serializer>(bound: &u64, serializer: S) -> Result<S::Ok, S::Error> {
+        match *bound {
+            u64::MAX => serializer.serialize_none(),
+            bound => serializer.serialize_some(&bound),
+        }
+    }
+
+    /// `u64::MAX` for `null`, else the number.
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+        Ok(Option::<u64>::deserialize(deserializer)?.unwrap_or(u64::MAX))
+    }
 }

@@ -113,11 +113,16 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
         .max()
         .unwrap_or(0) as f64
         * per_sec;
-    let nominal_max = runs
-        .iter()
-        .map(|run| run.summary.nominal * NANOS_PER_SEC as f64 / rolling as f64)
-        .fold(0.0, f64::max);
-    let y_max = (tallest.max(nominal_max).max(capacity.unwrap_or(0.0)) * HEADROOM).max(1.0);
+    // A limit joins the scale unless it would squash the bars: a limit per
+    // key summed over a thousand keys is no line to read a spike against.
+    let data_top = tallest.max(capacity.unwrap_or(0.0));
+    let limit = |run: &RunResult| {
+        Some(run.summary.nominal * NANOS_PER_SEC as f64 / rolling as f64)
+            .filter(|&limit| limit <= data_top * 2.5)
+            .filter(|_| !is_per_key(run))
+    };
+    let nominal_max = runs.iter().filter_map(|run| limit(run)).fold(0.0, f64::max);
+    let y_max = (data_top.max(nominal_max) * HEADROOM).max(1.0);
 
     let title = format!(
         "{name}: {} per second, in {} buckets, around the worst {}",
@@ -150,7 +155,7 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
                 group,
                 rolling,
                 per_sec,
-                nominal: run.summary.nominal * NANOS_PER_SEC as f64 / rolling as f64,
+                nominal: limit(run),
                 capacity,
                 last: i + 1 == runs.len(),
                 y_desc: (i == runs.len() / 2).then(|| {
@@ -255,7 +260,9 @@ struct Panel<'a> {
     rolling: u64,
     /// Bars per second: a bar's count times this is its rate.
     per_sec: f64,
-    nominal: f64,
+    /// The limit's line, per second; none where it would squash the bars
+    /// or is a per-key limit summed over keys.
+    nominal: Option<f64>,
     capacity: Option<f64>,
     last: bool,
     y_desc: Option<String>,
@@ -357,12 +364,16 @@ impl Panel<'_> {
             chart.draw_series(LineSeries::new(steps, TRAILING.stroke_width(2)))?;
         }
 
-        let mut references = vec![Reference {
-            level: self.nominal,
-            label: format!("limit {}", per_second(self.nominal)),
-            colour: REFERENCE,
-            dash: DASHED,
-        }];
+        let mut references: Vec<Reference> = self
+            .nominal
+            .map(|nominal| Reference {
+                level: nominal,
+                label: format!("limit {}", per_second(nominal)),
+                colour: REFERENCE,
+                dash: DASHED,
+            })
+            .into_iter()
+            .collect();
         if let Some(capacity) = self.capacity {
             references.push(Reference {
                 level: capacity,
@@ -390,14 +401,25 @@ impl Panel<'_> {
     fn annotation(&self) -> String {
         let summary = &self.run.summary;
         let rolling_secs = secs(self.rolling);
+        let against = match summary.keys.as_ref().and_then(|k| k.spike_ratio) {
+            Some(per_key) => format!("its worst client at {:.2}× its own quota", per_key.max),
+            None => format!(
+                "{:.2}× the limit of {}{}",
+                summary.spike_ratio,
+                per_second(summary.nominal / rolling_secs),
+                if self.nominal.is_none() {
+                    ", above this scale"
+                } else {
+                    ""
+                }
+            ),
+        };
         let mut note = format!(
-            "{}: {} admitted in {} from {:.3} s — {:.2}× the limit of {}",
+            "{}: {} admitted in {} from {:.3} s — {against}",
             summary.limiter,
             summary.worst_rolling,
             interval_words(Nanos(self.rolling)),
             secs(summary.worst_rolling_start_ns),
-            summary.spike_ratio,
-            per_second(summary.nominal / rolling_secs),
         );
         if let Some(backend) = &summary.backend {
             let times = |count: u64| count as f64 / backend.capacity as f64;
@@ -416,4 +438,12 @@ impl Panel<'_> {
         }
         note
     }
+}
+
+/// Whether `run`'s limiter keeps a limit per client key.
+fn is_per_key(run: &RunResult) -> bool {
+    run.summary
+        .keys
+        .as_ref()
+        .is_some_and(|k| k.spike_ratio.is_some())
 }

@@ -4,7 +4,7 @@
 //! (serde); a new figure is its field in [`RunSummary`] plus one line here.
 
 use super::rows::{Align, Rows};
-use super::{bound, ratio, seconds};
+use super::{bound, csv_bound, ratio, seconds};
 use crate::summary::RunSummary;
 use crate::time::Nanos;
 
@@ -238,9 +238,8 @@ pub const COLUMNS: &[Column] = &[
         .in_html(Fixed("from"), |r| seconds(r.worst_rolling_start_ns)),
     Column::csv("nominal", |r| r.nominal.to_string()),
     Column::csv("spike_ratio", |r| r.spike_ratio.to_string()),
-    Column::shown(Fixed("×limit"), times_limit)
-        .in_html(Fixed("× limit"), |r| ratio(r.spike_ratio)),
-    Column::csv("bound", |r| r.bound.to_string())
+    Column::shown(Fixed("×limit"), times_limit).in_html(Fixed("× limit"), times_limit),
+    Column::csv("bound", |r| csv_bound(r.bound))
         .and_shown(Fixed("bound"), |r| bound(r.bound))
         .in_html(Fixed("bound (theory)"), |r| bound(r.bound)),
     Column::shown(From(backend_header), verdict)
@@ -421,8 +420,13 @@ fn from(run: &RunSummary) -> String {
     }
 }
 
-/// The worst interval against the limit's nominal count.
+/// The worst interval against the limit's nominal count; for a limit per
+/// key, the worst key's against its own quota (`2.20×/key`): the sum of
+/// every key's quota says nothing of a spike.
 fn times_limit(run: &RunSummary) -> String {
+    if let Some(per_key) = run.keys.as_ref().and_then(|k| k.spike_ratio) {
+        return format!("{}/key", ratio(per_key.max));
+    }
     match &run.replications {
         Some(r) => ratio(r.worst_rolling.max / run.nominal),
         None => ratio(run.spike_ratio),

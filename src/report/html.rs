@@ -196,20 +196,35 @@ fn verdict_sentence(results: &Results, runs: &[RunSummary]) -> String {
 fn meaning(results: &Results, runs: &[RunSummary]) -> String {
     let rolling = results.metrics.rolling;
     let mut text = String::new();
-    if let Some(top) = runs
-        .iter()
-        .reduce(|a, b| if b.spike_ratio > a.spike_ratio { b } else { a })
-    {
+    // The largest spike is the most requests through in one interval (a
+    // ratio to a limit summed over thousands of keys would name the wrong
+    // limiter); on a tie, the larger ratio.
+    if let Some(top) = runs.iter().reduce(|a, b| {
+        if (b.worst_rolling, b.spike_ratio) > (a.worst_rolling, a.spike_ratio) {
+            b
+        } else {
+            a
+        }
+    }) {
+        let against = match top.keys.as_ref().and_then(|k| k.spike_ratio) {
+            Some(per_key) => format!("its worst client at {} its own quota", ratio(per_key.max)),
+            None => format!("{} its advertised limit", ratio(top.spike_ratio)),
+        };
         let _ = write!(
             text,
-            "<p>The largest spike: <b>{}</b> let <b>{}</b> requests through in {} on <i>{}</i>, {} its advertised limit ({}).</p>",
+            "<p>The largest spike: <b>{}</b> let <b>{}</b> requests through in {} on <i>{}</i>, {against} ({}).</p>",
             escape(&top.limiter),
             top.worst_rolling,
             Nanos(top.rolling_ns),
             escape(&top.workload),
-            ratio(top.spike_ratio),
             if top.bound == u64::MAX {
                 "it has no bound over any traffic".to_string()
+            } else if let Some(keys) = top.keys.as_ref().filter(|k| k.spike_ratio.is_some()) {
+                // A limit per key has a bound per key: over its keys, this many.
+                format!(
+                    "its bound for any traffic of these {} clients is {}; with more clients, more",
+                    keys.keys, top.bound
+                )
             } else {
                 format!("its bound for any traffic is {}", top.bound)
             }

@@ -20,9 +20,17 @@ pub fn render_json(summary: &Summary) -> String {
 /// A bound as printed: `u64::MAX` means no bound over any traffic.
 pub fn bound(value: u64) -> String {
     if value == u64::MAX {
-        "none".to_string()
+        "unbounded".to_string()
     } else {
         value.to_string()
+    }
+}
+
+/// A bound in a CSV file: empty where there is none over any traffic.
+pub fn csv_bound(value: u64) -> String {
+    match value {
+        u64::MAX => String::new(),
+        value => value.to_string(),
     }
 }
 
@@ -40,7 +48,7 @@ mod tests {
     #[test]
     fn bounds_ratios_and_seconds_print_as_the_table_shows_them() {
         assert_eq!(bound(200), "200");
-        assert_eq!(bound(u64::MAX), "none");
+        assert_eq!(bound(u64::MAX), "unbounded");
         assert_eq!(ratio(2.0), "2.00×");
         assert_eq!(ratio(0.054), "0.05×");
         assert_eq!(seconds(43_588_000_001), "43.588s");

@@ -126,7 +126,7 @@ pub fn render_sizing_csv(report: &SizingReport) -> String {
                 sizing.kind.clone(),
                 sizing.parameter.clone(),
                 sizing.current.to_string(),
-                sizing.current_bound_1s.to_string(),
+                super::csv_bound(sizing.current_bound_1s),
                 choice.to_string(),
             ];
             let rows: Vec<Vec<String>> = match safe {
