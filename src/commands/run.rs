@@ -72,12 +72,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
         table::render_closed_loop(&summary.runs),
         table::render_outages(&summary.runs),
     ];
-    let tables = tables
+    let mut tables = tables
         .into_iter()
         .flatten()
         .collect::<Vec<_>>()
         .join("\n\n")
         + "\n";
+    tables.extend(verdict(&summary.runs));
     print_results(
         args.quiet,
         args.format,
@@ -86,6 +87,26 @@ pub fn run(args: &RunArgs) -> Result<()> {
         &json,
         &summary_csv,
     )
+}
+
+/// The run in one line, as `check` judges it: `3 of 28 runs exceed the
+/// backend's 150/s`, or that all stay within it; none without a backend.
+fn verdict(runs: &[crate::summary::RunSummary]) -> Option<String> {
+    let capacity = runs.iter().find_map(|run| run.backend.as_ref())?.capacity;
+    let failing = runs
+        .iter()
+        .filter(|run| !crate::check::failures(run).is_empty())
+        .count();
+    Some(match failing {
+        0 => format!(
+            "ok: all {} runs stay within the backend's {capacity}/s\n",
+            runs.len()
+        ),
+        n => format!(
+            "{n} of {} runs exceed the backend's {capacity}/s or make it drop requests\n",
+            runs.len()
+        ),
+    })
 }
 
 /// "simulated 100000000 requests (100000000 decisions) in 1.90 s: …; peak memory 12.8 MB"

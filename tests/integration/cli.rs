@@ -70,7 +70,9 @@ fn every_shipped_scenario_runs_and_writes_its_files() {
             serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
         for run in summary["runs"].as_array().unwrap() {
             // A bound is a number, or null where there is none.
-            let bound = run["bound"].as_u64().or(run["bound"].is_null().then_some(u64::MAX));
+            let bound = run["bound"]
+                .as_u64()
+                .or(run["bound"].is_null().then_some(u64::MAX));
             assert!(
                 run["worst_rolling"].as_u64() <= bound,
                 "{} exceeds its bound: {run}",
