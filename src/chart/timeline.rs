@@ -121,7 +121,7 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
             .filter(|&limit| limit <= data_top * 2.5)
             .filter(|_| !is_per_key(run))
     };
-    let nominal_max = runs.iter().filter_map(|run| limit(run)).fold(0.0, f64::max);
+    let nominal_max = runs.iter().filter_map(&limit).fold(0.0, f64::max);
     let y_max = (data_top.max(nominal_max) * HEADROOM).max(1.0);
 
     let title = format!(
