@@ -117,6 +117,13 @@ impl Workload {
         self.sources().iter().any(SourceConfig::is_keyed)
     }
 
+    /// How the results name client `key` (see [`SourceConfig::key_name`]).
+    pub fn key_name(&self, key: crate::traffic::Key) -> Option<String> {
+        self.sources()
+            .iter()
+            .find_map(|source| source.key_name(key))
+    }
+
     /// Whether it draws random numbers, so replications differ.
     pub fn is_stochastic(&self) -> bool {
         self.sources().iter().any(SourceConfig::is_stochastic)

@@ -51,6 +51,10 @@ pub struct KeysSummary {
     pub worst_rolling_max: u64,
     /// The key with the largest worst rolling count (the first seen, on a tie).
     pub worst_key: u64,
+    /// That key as the input names it: a trace's key column (at most 64
+    /// characters), or `client N` for synthetic clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst_key_name: Option<String>,
     /// With `per = "key"`: each key's worst rolling count over what one key
     /// is advertised (its "2×"), as median, 99th percentile and maximum.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -165,6 +169,7 @@ impl PerKeyCounts {
             worst_rolling_p99: rank(0.99),
             worst_rolling_max: rank(1.0),
             worst_key: self.keys[worst_slot].0,
+            worst_key_name: None,
             spike_ratio: per_key_nominal.filter(|&n| n > 0.0).map(|nominal| Spread {
                 p50: rank(0.5) as f64 / nominal,
                 p99: rank(0.99) as f64 / nominal,

@@ -344,6 +344,9 @@ pub const COLUMNS: &[Column] = &[
     Column::shown(Fixed("resets/s"), |r| state(r)[3].clone())
         .in_html(Fixed("counter resets / s"), |r| state(r)[3].clone())
         .when(When::PerKey),
+    Column::shown(Fixed("busiest client"), busiest)
+        .align(Align::Left)
+        .when(When::PerKey),
 ];
 
 /// The formats a run's figures go to.
@@ -471,6 +474,21 @@ fn closed(
 /// A share, empty when there was nothing to share.
 fn share(value: Option<f64>) -> String {
     value.map_or_else(String::new, |s| s.to_string())
+}
+
+/// The client with the most in one interval, as its input names it, and
+/// that count: `203.0.113.7 (22)`; `-` where keys are not told apart.
+fn busiest(run: &RunSummary) -> String {
+    run.keys
+        .as_ref()
+        .and_then(|k| {
+            Some(format!(
+                "{} ({})",
+                k.worst_key_name.as_ref()?,
+                k.worst_rolling_max
+            ))
+        })
+        .unwrap_or_else(|| "-".to_string())
 }
 
 /// The most admitted in any second against the backend's capacity:

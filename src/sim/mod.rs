@@ -134,11 +134,17 @@ fn simulate_workload(
     sink: &mut Option<&mut dyn DecisionSink>,
 ) -> Result<WorkloadResults> {
     let workload = &scenario.workloads[index];
-    let runs = if driver::is_driven(workload) {
+    let mut runs = if driver::is_driven(workload) {
         simulate_driven(scenario, options, index, sink)?
     } else {
         simulate_open(scenario, options, index, sink)?
     };
+    // The busiest client, named as the input names it.
+    for run in &mut runs {
+        if let Some(keys) = &mut run.summary.keys {
+            keys.worst_key_name = workload.key_name(crate::traffic::Key(keys.worst_key));
+        }
+    }
     Ok(WorkloadResults::new(workload, runs))
 }
 

@@ -96,6 +96,12 @@ pub trait Kind: Clone + std::fmt::Debug + DeserializeOwned {
         out.extend(arrivals.take(count).map(Timed::arrival));
     }
 
+    /// The text that names `key` in its input, if it names keys itself.
+    fn key_name(&self, key: super::Key) -> Option<String> {
+        let _ = key;
+        None
+    }
+
     /// The error that cut the stream short, if any (a file that changed).
     fn take_error(arrivals: &mut Self::Arrivals) -> Option<String> {
         let _ = arrivals;

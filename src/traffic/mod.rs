@@ -310,6 +310,17 @@ impl SourceConfig {
         self.clients.is_some() || with_kind!(&self.kind, config => config.names_keys())
     }
 
+    /// How the results name client `key`: as a trace's key column writes
+    /// it, or `client N` for the N-th of synthetic clients (from 0).
+    pub fn key_name(&self, key: Key) -> Option<String> {
+        with_kind!(&self.kind, config => config.key_name(key)).or_else(|| {
+            self.clients
+                .as_ref()
+                .filter(|clients| key.0 < clients.count.get())
+                .map(|_| format!("client {}", key.0))
+        })
+    }
+
     /// The `kind` as written in scenario files.
     pub fn kind_name(&self) -> &'static str {
         with_kind!(&self.kind, _config => K::NAME)

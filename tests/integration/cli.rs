@@ -750,3 +750,55 @@ fn kong_and_envoy_ratelimit_hints_count_whole_seconds_from_the_response() {
     assert_eq!(share("envoy"), 0.0);
     assert_eq!(share("fixed"), 1.0);
 }
+
+/// The busiest client is named as the input names it — a trace's key column,
+/// in CSV and in JSON lines — not by its hash.
+#[test]
+fn the_busiest_client_is_named_by_its_own_text() {
+    let dir = tempfile::tempdir().unwrap();
+    // 198.51.100.9 sends 5 in a second; the others one each.
+    let mut csv = String::from("time_ns,client\n");
+    let mut jsonl = String::new();
+    for (i, client) in [
+        "10.0.0.1",
+        "198.51.100.9",
+        "198.51.100.9",
+        "10.0.0.2",
+        "198.51.100.9",
+        "198.51.100.9",
+        "198.51.100.9",
+    ]
+    .iter()
+    .enumerate()
+    {
+        csv.push_str(&format!("{},{client}\n", i * 1_000_000));
+        jsonl.push_str(&format!(
+            "{{\"time\": 1700000000.{i}, \"user\": {{\"ip\": 1}}, \"who\": \"{client}\"}}\n"
+        ));
+    }
+    fs::write(dir.path().join("t.csv"), csv).unwrap();
+    fs::write(dir.path().join("t.jsonl"), jsonl).unwrap();
+    for (source, key) in [
+        (
+            "{ kind = \"trace\", path = \"t.csv\", key = \"client\" }",
+            "198.51.100.9",
+        ),
+        (
+            "{ kind = \"trace\", path = \"t.jsonl\", format = \"jsonl\", key = \"who\" }",
+            "198.51.100.9",
+        ),
+    ] {
+        let scenario = dir.path().join("s.toml");
+        fs::write(
+            &scenario,
+            format!(
+                "duration = \"20s\"\n[[workload]]\nname = \"w\"\nsources = [{source}]\n[[limiter]]\nname = \"per-ip\"\nkind = \"token-bucket\"\nrate = 100\nburst = 100\nper = \"key\"\n"
+            ),
+        )
+        .unwrap();
+        let (_out, summary) = run(scenario.to_str().unwrap(), &["--no-charts"]);
+        let keys = &summary["runs"][0]["keys"];
+        assert_eq!(keys["worst_key_name"], key, "{source}: {keys}");
+        assert_eq!(keys["worst_rolling_max"], 5, "{source}: {keys}");
+    }
+}

@@ -112,6 +112,30 @@ impl Input {
         Ok(self.hashing().hasher.finish())
     }
 
+    /// The key of the row last read as its text names it (trimmed as the
+    /// key is), for the few rows whose key is new: read again only then, so
+    /// streaming pays nothing for it.
+    pub(super) fn key_text(&self, layout: &Layout) -> Option<String> {
+        let text = match (self, layout) {
+            (Input::Csv { record, .. }, Layout::Csv { key, .. }) => {
+                String::from_utf8_lossy(record.get((*key)?)?.trim_ascii()).into_owned()
+            }
+            (Input::Lines { line, .. }, Layout::Combined { key }) => {
+                Combined::parse(line.trim())?.field((*key)?)?.to_string()
+            }
+            (Input::Lines { line, .. }, Layout::Json { key, .. }) => {
+                let object: std::collections::HashMap<String, &serde_json::value::RawValue> =
+                    serde_json::from_str(line.trim()).ok()?;
+                match json_text(object.get(key.as_deref()?)?) {
+                    JsonText::String(text) => text.trim().to_string(),
+                    JsonText::Number(text) | JsonText::Other(text) => text.to_string(),
+                }
+            }
+            _ => return None,
+        };
+        Some(crate::input::quote_at_most(&text, KEY_TEXT_CHARS))
+    }
+
     /// The next row's time as written and its key; `None` at the end.
     pub(super) fn next(
         &mut self,
@@ -191,6 +215,9 @@ impl Input {
         }
     }
 }
+
+/// The most characters of a key's text kept to name it.
+pub(super) const KEY_TEXT_CHARS: usize = 64;
 
 /// The time and key of one JSON line.
 pub(super) fn json_row(

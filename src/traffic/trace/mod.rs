@@ -131,7 +131,14 @@ struct Scan {
     identity: FileIdentity,
     /// A hash of every byte as checked; a replay that reads other bytes fails.
     checksum: u64,
+    /// The text of the first [`NAMED_KEYS`] keys, by key: to name a client
+    /// in the results as the file does.
+    names: std::sync::Arc<std::collections::HashMap<Key, String, crate::random::MixState>>,
 }
+
+/// The most keys of a trace whose text is kept (64 characters each, about
+/// 1.5 MB in all): as many as a workload may name (`limiter::per_key::MAX_KEYS`).
+const NAMED_KEYS: usize = crate::limiter::per_key::MAX_KEYS;
 
 /// The most distinct keys a trace may name: state is kept per key.
 pub const MAX_KEYS: u64 = 10_000_000;
@@ -303,8 +310,13 @@ impl Config {
         let mut keys: std::collections::HashSet<Key, crate::random::MixState> =
             std::collections::HashSet::default();
         let keyed = self.key.is_some();
+        let mut names = std::collections::HashMap::default();
         while let Some((time, key)) = input.next(&layout, &shown)? {
-            if keyed && keys.insert(key) && keys.len() as u64 > MAX_KEYS {
+            let new = keyed && keys.insert(key);
+            if new && names.len() < NAMED_KEYS {
+                names.extend(input.key_text(&layout).map(|text| (key, text)));
+            }
+            if new && keys.len() as u64 > MAX_KEYS {
                 return Err(format!(
                     "{}: more than {MAX_KEYS} distinct keys in column {:?}; state is kept per key, and that many is refused",
                     shown.display(),
@@ -344,6 +356,7 @@ impl Config {
             layout,
             whole_seconds: spreading,
             keys: (keys.len() as u64).max(1),
+            names: std::sync::Arc::new(names),
             earliest,
             sorted: unsorted == 0,
             rows,
@@ -571,5 +584,10 @@ impl Kind for Config {
 
     fn take_error(arrivals: &mut Arrivals) -> Option<String> {
         arrivals.take_error()
+    }
+
+    /// As the file writes it, for the keys the check read first.
+    fn key_name(&self, key: Key) -> Option<String> {
+        self.scanned.get()?.names.get(&key).cloned()
     }
 }
