@@ -57,18 +57,25 @@ pub fn render_report(results: &Results, drawn: &Results, charts: &[Chart]) -> St
             escape(left_out)
         );
     }
-    page.push_str(&results_table(&drawn_runs));
-    page.push_str(&closed_loop_section(drawn, &drawn_runs));
-    page.push_str(&outage_section(&drawn_runs));
-    // The figure that shows the spike first, then the worst counts side by
-    // side; everything else after the explanation.
+    // The first screen: the verdict, then the figure that shows the
+    // spike; the tables and the worst counts side by side after it.
     let focus = focus_workload(&summary.runs).map(|w| format!("overview-{w}.svg"));
     let first: Vec<&Chart> = [focus.as_deref(), Some("worst-rolling.svg")]
         .into_iter()
         .flatten()
         .filter_map(|file| charts.iter().find(|c| c.file == file))
         .collect();
-    for chart in &first {
+    let overview = first
+        .first()
+        .is_some_and(|chart| Some(chart.file.as_str()) == focus.as_deref());
+    let (focused, rest) = first.split_at(usize::from(overview));
+    for chart in focused {
+        page.push_str(&figure(chart));
+    }
+    page.push_str(&results_table(&drawn_runs));
+    page.push_str(&closed_loop_section(drawn, &drawn_runs));
+    page.push_str(&outage_section(&drawn_runs));
+    for chart in rest {
         page.push_str(&figure(chart));
     }
     let _ = writeln!(page, "{SIZING_START}{SIZING_END}");

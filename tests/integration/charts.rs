@@ -208,17 +208,70 @@ fn no_charts_writes_no_charts_and_no_report() {
 #[ignore = "needs Chromium (Debian's chromium): run with --include-ignored, as .ci/run does"]
 fn the_report_renders_non_blank_in_a_headless_browser() {
     let _alone = crate::common::real_time();
+    let promo = run("scenarios/promo.toml", &[]);
+    let Some((pixels, channels)) = screenshot(&promo.out, 1280, 2400) else {
+        return;
+    };
+    let inked = pixels
+        .chunks(channels)
+        .filter(|px| px.iter().take(3).any(|&c| c < 200))
+        .count();
+    let share = inked as f64 / (pixels.len() / channels) as f64;
+    assert!(
+        share > 0.02,
+        "the page looks blank: {:.2}% of pixels are not white",
+        share * 100.0
+    );
+}
+
+/// A design review opens the report on a laptop: its first screen (1400 ×
+/// 900) holds the verdict (in the red of "over") and the chart of the spike
+/// (the first limiter's blue lines), before any table.
+#[test]
+#[ignore = "needs Chromium (Debian's chromium): run with --include-ignored, as .ci/run does"]
+fn the_reports_first_screen_holds_the_verdict_and_a_chart() {
+    let _alone = crate::common::real_time();
+    let promo = run("scenarios/promo.toml", &[]);
+    let html = fs::read_to_string(promo.out.join("report.html")).unwrap();
+    let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("no {needle}"));
+    assert!(at("class=\"verdict\"") < at("<figure>") && at("<figure>") < at("<table>"));
+    let Some((pixels, channels)) = screenshot(&promo.out, 1400, 900) else {
+        return;
+    };
+    let near = |px: &[u8], (r, g, b): (u8, u8, u8)| {
+        px[0].abs_diff(r) < 24 && px[1].abs_diff(g) < 24 && px[2].abs_diff(b) < 24
+    };
+    let count = |colour| {
+        pixels
+            .chunks(channels)
+            .filter(|px| near(px, colour))
+            .count()
+    };
+    // The verdict's red (#b00000) and the chart's first limiter (#0072b2).
+    assert!(
+        count((0xb0, 0x00, 0x00)) > 200,
+        "no red verdict on the first screen"
+    );
+    assert!(
+        count((0x00, 0x72, 0xb2)) > 2_000,
+        "no chart on the first screen"
+    );
+}
+
+/// The report in `out` as a headless Chromium draws it in a window of
+/// `width` × `height`: its pixels and the channels a pixel has. `None` (after
+/// saying so) where Chromium is not installed.
+fn screenshot(out: &std::path::Path, width: u32, height: u32) -> Option<(Vec<u8>, usize)> {
     let Some(browser) = ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
         .find(|b| which(b))
     else {
         required("not installed: chromium on PATH; .ci/run installs Debian's chromium");
-        return;
+        return None;
     };
-    let promo = run("scenarios/promo.toml", &[]);
-    let shot = promo.out.join("shot.png");
+    let shot = out.join(format!("shot-{width}x{height}.png"));
     let profile = tempfile::tempdir().unwrap();
-    let report = fs::canonicalize(promo.out.join("report.html")).unwrap();
+    let report = fs::canonicalize(out.join("report.html")).unwrap();
     let status = std::process::Command::new(browser)
         .args([
             "--headless",
@@ -232,8 +285,8 @@ fn the_report_renders_non_blank_in_a_headless_browser() {
             "--disable-component-update",
             "--disable-sync",
             "--hide-scrollbars",
-            "--window-size=1280,2400",
         ])
+        .arg(format!("--window-size={width},{height}"))
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg(format!("--screenshot={}", shot.display()))
         .arg(format!("file://{}", report.display()))
@@ -248,18 +301,8 @@ fn the_report_renders_non_blank_in_a_headless_browser() {
     let mut reader = decoder.read_info().unwrap();
     let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
     let info = reader.next_frame(&mut pixels).unwrap();
-    let bytes = &pixels[..info.buffer_size()];
-    let channels = info.color_type.samples();
-    let inked = bytes
-        .chunks(channels)
-        .filter(|px| px.iter().take(3).any(|&c| c < 200))
-        .count();
-    let share = inked as f64 / (bytes.len() / channels) as f64;
-    assert!(
-        share > 0.02,
-        "the page looks blank: {:.2}% of pixels are not white",
-        share * 100.0
-    );
+    pixels.truncate(info.buffer_size());
+    Some((pixels, info.color_type.samples()))
 }
 
 fn which(program: &str) -> bool {
@@ -353,7 +396,7 @@ fn every_chart_text_is_at_least_14_pixels() {
 }
 
 #[test]
-fn the_report_opens_with_the_verdict_then_the_table_then_the_spike_and_gains_sizing() {
+fn the_report_opens_with_the_verdict_then_the_spike_then_the_table_and_gains_sizing() {
     let promo = run("scenarios/promo.toml", &[]);
     Command::cargo_bin("burstsim")
         .unwrap()
@@ -368,8 +411,8 @@ fn the_report_opens_with_the_verdict_then_the_table_then_the_spike_and_gains_siz
     };
     let order = [
         at("<b>Verdict:</b>"),
-        at("<h2>Results</h2>"),
         at("edge-burst: requests admitted in the trailing 1 s"),
+        at("<h2>Results</h2>"),
         at("Worst 1 s admitted per workload"),
         at("<h2>Sizing</h2>"),
         at("<h2>What this means</h2>"),
