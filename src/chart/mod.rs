@@ -36,6 +36,13 @@ pub struct Chart {
     pub svg: String,
 }
 
+/// For a limit per client key, the worst key's count against its own
+/// quota: what its `×limit` means (a quota summed over the keys is no line
+/// to read a spike against). `None` for any other limiter.
+pub(crate) fn per_key_ratio(summary: &crate::summary::RunSummary) -> Option<f64> {
+    Some(summary.keys.as_ref()?.spike_ratio?.max)
+}
+
 /// Every chart for `drawn`, a scenario's results as [`Results::drawn`]
 /// selects them: of a scenario too large to draw whole, the limiters and
 /// workloads with the largest worst counts, said in every title and caption.

@@ -110,8 +110,9 @@ impl Panel<'_> {
         let mut chart = panel_plot(area, 0.0..self.end, self.top, &axes)?;
 
         let summary = &self.run.summary;
+        let per_key = super::per_key_ratio(summary);
         let mut references = Vec::new();
-        if summary.nominal <= self.top {
+        if summary.nominal <= self.top && per_key.is_none() {
             references.push(Reference {
                 level: summary.nominal,
                 label: format!("limit {}", count(summary.nominal)),
@@ -146,13 +147,16 @@ impl Panel<'_> {
             chart.draw_series(LineSeries::new(steps, self.colour.stroke_width(2)))?;
         }
         draw_references(&mut chart, canvas, 0.0..self.end, references, overlay)?;
+        let against = match per_key {
+            Some(ratio) => format!("its worst client at {ratio:.2}× its own quota"),
+            None => format!("{:.2}× its limit", summary.spike_ratio),
+        };
         let mut note = format!(
-            "{}: at most {} in any {} (from {:.3} s), {:.2}× its limit",
+            "{}: at most {} in any {} (from {:.3} s), {against}",
             summary.limiter,
             summary.worst_rolling,
             interval_words(Nanos(summary.rolling_ns)),
             summary.worst_rolling_start_ns as f64 / NANOS_PER_SEC as f64,
-            summary.spike_ratio
         );
         if let Some(capacity) = self.capacity {
             let over = summary.worst_rolling as f64 - capacity;
@@ -160,7 +164,7 @@ impl Panel<'_> {
                 note.push_str(&format!(" — {} over capacity", count(over)));
             }
         }
-        if summary.nominal > self.top {
+        if summary.nominal > self.top && per_key.is_none() {
             note.push_str(&format!(
                 "; limit {}, above this scale",
                 count(summary.nominal)

@@ -119,7 +119,7 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
     let limit = |run: &RunResult| {
         Some(run.summary.nominal * NANOS_PER_SEC as f64 / rolling as f64)
             .filter(|&limit| limit <= data_top * 2.5)
-            .filter(|_| !is_per_key(run))
+            .filter(|_| super::per_key_ratio(&run.summary).is_none())
     };
     let nominal_max = runs.iter().filter_map(&limit).fold(0.0, f64::max);
     let y_max = (data_top.max(nominal_max) * HEADROOM).max(1.0);
@@ -401,8 +401,8 @@ impl Panel<'_> {
     fn annotation(&self) -> String {
         let summary = &self.run.summary;
         let rolling_secs = secs(self.rolling);
-        let against = match summary.keys.as_ref().and_then(|k| k.spike_ratio) {
-            Some(per_key) => format!("its worst client at {:.2}× its own quota", per_key.max),
+        let against = match super::per_key_ratio(summary) {
+            Some(per_key) => format!("its worst client at {per_key:.2}× its own quota"),
             None => format!(
                 "{:.2}× the limit of {}{}",
                 summary.spike_ratio,
@@ -438,12 +438,4 @@ impl Panel<'_> {
         }
         note
     }
-}
-
-/// Whether `run`'s limiter keeps a limit per client key.
-fn is_per_key(run: &RunResult) -> bool {
-    run.summary
-        .keys
-        .as_ref()
-        .is_some_and(|k| k.spike_ratio.is_some())
 }

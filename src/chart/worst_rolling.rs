@@ -41,7 +41,12 @@ pub fn render(results: &Results) -> Result<Chart> {
     // per-key limit summed over hundreds of keys): those are written at the top.
     let highest = bars
         .iter()
-        .flat_map(|bar| [bar.nominal, bar.bound.map_or(0.0, |b| b as f64)])
+        .flat_map(|bar| {
+            [
+                bar.nominal.unwrap_or(0.0),
+                bar.bound.map_or(0.0, |b| b as f64),
+            ]
+        })
         .filter(|&reference| reference <= data_top * 2.5)
         .fold(data_top, f64::max);
     let y_max = highest * 1.12;
@@ -101,13 +106,15 @@ pub fn render(results: &Results) -> Result<Chart> {
                 limiter_colour(bar).filled(),
             )])?;
             let mut above = Vec::new();
-            if summary.nominal <= highest {
-                chart.draw_series([PathElement::new(
-                    vec![(x0, summary.nominal), (x1, summary.nominal)],
-                    BLACK.stroke_width(3),
-                )])?;
-            } else {
-                above.push(format!("limit {:.0}", summary.nominal));
+            match summary.nominal {
+                Some(nominal) if nominal <= highest => {
+                    chart.draw_series([PathElement::new(
+                        vec![(x0, nominal), (x1, nominal)],
+                        BLACK.stroke_width(3),
+                    )])?;
+                }
+                Some(nominal) => above.push(format!("limit {nominal:.0}")),
+                None => {}
             }
             match summary.bound {
                 Some(bound) if bound as f64 <= highest => {
@@ -191,7 +198,8 @@ fn text_colour(index: usize) -> RGBColor {
 /// One bar's figures, over 1 s with a backend, else over the rolling interval.
 struct Bar {
     worst: u64,
-    nominal: f64,
+    /// None for a limit per key, whose quotas summed over keys mean nothing here.
+    nominal: Option<f64>,
     /// None when the limiter has no bound over any traffic.
     bound: Option<u64>,
 }
@@ -201,12 +209,12 @@ impl Bar {
         match &summary.backend {
             Some(b) => Bar {
                 worst: b.worst_1s,
-                nominal: b.nominal_1s,
+                nominal: Some(b.nominal_1s).filter(|_| super::per_key_ratio(summary).is_none()),
                 bound: Some(b.bound_1s).filter(|&b| b != u64::MAX),
             },
             None => Bar {
                 worst: summary.worst_rolling,
-                nominal: summary.nominal,
+                nominal: Some(summary.nominal).filter(|_| super::per_key_ratio(summary).is_none()),
                 bound: Some(summary.bound).filter(|&b| b != u64::MAX),
             },
         }

@@ -22,7 +22,7 @@ td:nth-child(-n+3) { white-space: nowrap; }
 figure { margin: 2em 0; } figure svg { width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #444; margin-top: 0.4em; }
 .verdict { font-size: 1.15em; } .note { color: #555; font-size: 0.9em; margin-top: -0.5em; }
-pre { font-size: 0.85em; overflow-x: auto; }
+pre { font-size: 0.85em; overflow-x: auto; } .wide { overflow-x: auto; }
 .meaning { background: #f5f7fa; border-left: 4px solid #0072b2; padding: 0.6em 1em; }
 @media print { body { max-width: none; margin: 0; } figure, table, .meaning { break-inside: avoid; } }
 ";

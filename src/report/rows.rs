@@ -100,7 +100,8 @@ impl Rows {
     /// The report's table: `<th>` headers, figures in `class="n"` cells,
     /// verdicts in `ok` or `over` ones; every text escaped.
     pub fn html(&self) -> String {
-        let mut html = String::from("<table>\n<tr>");
+        // Wider than the page, a table scrolls within its own box.
+        let mut html = String::from("<div class=\"wide\"><table>\n<tr>");
         for header in &self.header {
             let _ = write!(html, "<th>{}</th>", escape(header));
         }
@@ -118,7 +119,7 @@ impl Rows {
             }
             html.push_str("</tr>\n");
         }
-        html.push_str("</table>\n");
+        html.push_str("</table></div>\n");
         html
     }
 }
