@@ -88,7 +88,7 @@ fn sweep_points<S: serde::Serializer>(
     serializer.collect_seq(
         points
             .iter()
-            .map(|&(value, worst, bound)| (value, worst, Some(bound).filter(|&b| b != u64::MAX))),
+            .map(|&(value, worst, bound)| (value, worst, crate::summary::unbounded::option(bound))),
     )
 }
 

@@ -239,11 +239,16 @@ pub struct Summary {
 pub mod unbounded {
     use serde::{Deserialize, Deserializer, Serializer};
 
+    /// `None` for `u64::MAX` (no bound), else the bound.
+    pub fn option(bound: u64) -> Option<u64> {
+        Some(bound).filter(|&b| b != u64::MAX)
+    }
+
     /// `null` for `u64::MAX`, else the number.
     pub fn serialize<S: Serializer>(bound: &u64, serializer: S) -> Result<S::Ok, S::Error> {
-        match *bound {
-            u64::MAX => serializer.serialize_none(),
-            bound => serializer.serialize_some(&bound),
+        match option(*bound) {
+            None => serializer.serialize_none(),
+            Some(bound) => serializer.serialize_some(&bound),
         }
     }
 

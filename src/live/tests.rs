@@ -54,9 +54,21 @@ fn sent(answers: &[(u64, bool, u64)]) -> Vec<Sent> {
         .collect()
 }
 
+/// Redis's `answers` against the model of an atomic fixed window of 2 a second.
+fn atomic(answers: &[(u64, bool, u64)]) -> LiveResult {
+    let named = named("kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 2");
+    compare::compare(
+        &named,
+        Variant::AtomicFixedWindow,
+        &sent(answers),
+        1_000 * MS,
+        2,
+        1.0,
+    )
+}
+
 #[test]
 fn an_atomic_window_that_agrees_with_the_model_shows_no_difference() {
-    let named = named("kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 2");
     // First-request windows of 1 s, 2 a window: [0, 1 s) and [1.5 s, 2.5 s).
     let answers = [
         (0, true, 1),
@@ -66,14 +78,7 @@ fn an_atomic_window_that_agrees_with_the_model_shows_no_difference() {
         (1_600 * MS, true, 2),
         (1_700 * MS, false, 3),
     ];
-    let result = compare::compare(
-        &named,
-        Variant::AtomicFixedWindow,
-        &sent(&answers),
-        1_000 * MS,
-        2,
-        1.0,
-    );
+    let result = atomic(&answers);
     assert_eq!((result.admitted_live, result.admitted_model), (4, 4));
     assert_eq!(result.disagreements, 0);
     assert_eq!(result.edges_followed, 0);
@@ -81,7 +86,6 @@ fn an_atomic_window_that_agrees_with_the_model_shows_no_difference() {
 
 #[test]
 fn a_window_redis_closed_a_moment_late_is_followed_not_counted_again() {
-    let named = named("kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 2");
     // Redis ran the request at 1 s + 0.5 ms before the key expired (its
     // INCR said 3): within the timing jitter of the model's edge at 1 s.
     let answers = [
@@ -92,14 +96,7 @@ fn a_window_redis_closed_a_moment_late_is_followed_not_counted_again() {
         (1_100 * MS, true, 2),
         (1_200 * MS, false, 3),
     ];
-    let result = compare::compare(
-        &named,
-        Variant::AtomicFixedWindow,
-        &sent(&answers),
-        1_000 * MS,
-        2,
-        1.0,
-    );
+    let result = atomic(&answers);
     assert_eq!(result.edges_followed, 1);
     assert_eq!(result.disagreements, 0, "{:?}", result.decisions);
     assert_eq!(result.admitted_model, 4);
@@ -107,17 +104,9 @@ fn a_window_redis_closed_a_moment_late_is_followed_not_counted_again() {
 
 #[test]
 fn a_difference_far_from_any_edge_is_unexplained() {
-    let named = named("kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 2");
     // Redis admits a third request in mid-window: nothing explains it.
     let answers = [(0, true, 1), (100 * MS, true, 2), (500 * MS, true, 3)];
-    let result = compare::compare(
-        &named,
-        Variant::AtomicFixedWindow,
-        &sent(&answers),
-        1_000 * MS,
-        2,
-        1.0,
-    );
+    let result = atomic(&answers);
     assert_eq!(result.disagreements, 1);
     assert_eq!(result.unexplained, 1);
     assert_eq!((result.admitted_live, result.admitted_model), (3, 2));

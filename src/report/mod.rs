@@ -28,10 +28,7 @@ pub fn bound(value: u64) -> String {
 
 /// A bound in a CSV file: empty where there is none over any traffic.
 pub fn csv_bound(value: u64) -> String {
-    match value {
-        u64::MAX => String::new(),
-        value => value.to_string(),
-    }
+    crate::summary::unbounded::option(value).map_or_else(String::new, |b| b.to_string())
 }
 
 /// A ratio as `2.00×`.
