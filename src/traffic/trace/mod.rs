@@ -136,9 +136,10 @@ struct Scan {
     names: std::sync::Arc<std::collections::HashMap<Key, String, crate::random::MixState>>,
 }
 
-/// The most keys of a trace whose text is kept (64 characters each, about
-/// 1.5 MB in all): as many as a workload may name (`limiter::per_key::MAX_KEYS`).
-const NAMED_KEYS: usize = crate::limiter::per_key::MAX_KEYS;
+/// The most keys of a trace whose text is kept to name a client in the
+/// results: the first 10,000 seen, 64 characters each (about 1.5 MB in all,
+/// whatever the trace holds). A later key is named by its hash.
+pub(crate) const NAMED_KEYS: usize = 10_000;
 
 /// The most distinct keys a trace may name: state is kept per key.
 pub const MAX_KEYS: u64 = 10_000_000;

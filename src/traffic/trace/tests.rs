@@ -446,3 +446,20 @@ fn refuses_a_fifo_or_device_swapped_in_after_the_check_without_hanging() {
         assert!(err.contains("not a regular file"), "{err}");
     }
 }
+
+#[test]
+fn only_the_first_named_keys_keep_their_text() {
+    use crate::traffic::kind::Kind as _;
+    let mut csv = String::from("time_ns,client\n");
+    for i in 0..=NAMED_KEYS {
+        csv.push_str(&format!("{i},client-{i}\n"));
+    }
+    let (dir, config) = trace(&csv, "key = \"client\"");
+    config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+    let name = |i: usize| config.key_name(Key::named(format!("client-{i}").as_bytes()));
+    assert_eq!(name(0).as_deref(), Some("client-0"));
+    assert_eq!(name(NAMED_KEYS - 1), Some(format!("client-{}", NAMED_KEYS - 1)));
+    assert_eq!(name(NAMED_KEYS), None, "the text kept is bounded");
+    let kept = config.scanned.get().unwrap().names.len();
+    assert_eq!(kept, NAMED_KEYS);
+}
