@@ -55,28 +55,151 @@ const PER_PENDING_RETRY: u128 = 64;
 /// A client being rejected: its entry in the lockout map.
 const PER_REJECTED_CLIENT: u128 = 48;
 
-/// The estimate for `scenario` run with `replications` seeds, with or
-/// without charts; `requests` and `keys` are the estimated arrivals and
-/// distinct client keys of each workload (keys 0 when it names none; more
-/// than its requests when it has more clients than requests).
-pub fn estimate(
+/// What a run of a scenario would take, estimated before any work.
+pub struct Work {
+    /// Requests decided, every attempt and replication counted.
+    pub requests: u128,
+    /// Memory it would need.
+    pub memory: Estimate,
+    /// A workload whose sources offer no request at all (a burst of 0, a
+    /// trace with no row in the run), which a run refuses.
+    pub silent: Option<String>,
+}
+
+/// Why a run is refused before any work.
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    /// A source could not say what it offers (a trace that cannot be read).
+    #[error(transparent)]
+    Source(#[from] FieldError),
+    /// More requests than `--max-requests`.
+    #[error(
+        "{}: this would simulate about {total} requests (every attempt of clients that retry), more than --max-requests {max}; shorten the run, lower the rates, or raise --max-requests if that much is intended",
+        path.display()
+    )]
+    Requests {
+        path: std::path::PathBuf,
+        total: u128,
+        max: u64,
+    },
+    /// More memory than `--max-memory`.
+    #[error(
+        "{}: this would need about {} of memory ({} for timelines at a {bucket} bucket, {} for the rolling windows of the limiters' worst cases, {} for replications, {} for state per client key, {} for clients that retry, {} for sorting traces out of order, {} for the figures of {runs} runs), more than --max-memory {}; use a coarser metrics.bucket, fewer replications, fewer clients, fewer attempts or --no-charts, sort the traces, or raise --max-memory if the machine has it",
+        path.display(),
+        words(memory.total()),
+        words(memory.timelines),
+        words(memory.rings),
+        words(memory.replications),
+        words(memory.keys),
+        words(memory.retries),
+        words(memory.sorting),
+        words(memory.runs),
+        words(u128::from(*max))
+    )]
+    Memory {
+        path: std::path::PathBuf,
+        memory: Box<Estimate>,
+        bucket: Nanos,
+        runs: usize,
+        max: u64,
+    },
+}
+
+/// Refuses, before any work, a run of `scenario` with `replications` (and
+/// charts or not) of more than `max_requests` requests or one that would
+/// need more than `max_memory` bytes.
+pub fn check(
     scenario: &Scenario,
     replications: u64,
     charts: bool,
-    requests: &[u128],
-    keys: &[u128],
-) -> Estimate {
-    let runs = (scenario.workloads.len() * scenario.limiters.len()) as u128;
-    let buckets = u128::from(
-        scenario
-            .duration
-            .get()
-            .div_ceil(scenario.metrics.bucket.get()),
-    );
-    let per_bucket = if charts { 12 } else { 8 };
-    // The longest interval the metrics track: the charts' arrival curve goes
-    // to four times the longest window or rolling interval.
-    let longest = if charts {
+    max_requests: u64,
+    max_memory: u64,
+) -> Result<(), Refused> {
+    let Work {
+        requests, memory, ..
+    } = Work::of(scenario, replications, charts)?;
+    if requests > u128::from(max_requests) {
+        return Err(Refused::Requests {
+            path: scenario.path.clone(),
+            total: requests,
+            max: max_requests,
+        });
+    }
+    if memory.total() > u128::from(max_memory) {
+        return Err(Refused::Memory {
+            path: scenario.path.clone(),
+            memory: Box::new(memory),
+            bucket: scenario.metrics.bucket,
+            runs: scenario.workloads.len() * scenario.limiters.len(),
+            max: max_memory,
+        });
+    }
+    Ok(())
+}
+
+impl Work {
+    /// Estimates the work of running `scenario` with `replications`, with or
+    /// without charts.
+    pub fn of(scenario: &Scenario, replications: u64, charts: bool) -> Result<Work, FieldError> {
+        let longest = longest_interval(scenario, charts);
+        let mut total: u128 = 0;
+        let mut per_workload = Vec::with_capacity(scenario.workloads.len());
+        let mut keys_per_workload = Vec::with_capacity(scenario.workloads.len());
+        let mut silent = None;
+        let mut sorting: u128 = 0;
+        for workload in &scenario.workloads {
+            let (mut requests, mut keys): (u128, u128) = (0, 0);
+            for source in workload.sources() {
+                sorting += u128::from(source.sort_bytes(scenario.duration, &scenario.base_dir)?);
+                requests += source.estimated_arrivals(scenario.duration, &scenario.base_dir)?;
+                keys += u128::from(source.keys(scenario.duration, &scenario.base_dir)?);
+            }
+            keys_per_workload.push(if workload.is_keyed() { keys } else { 0 });
+            let runs = if workload.is_stochastic() {
+                u128::from(replications)
+            } else {
+                1
+            };
+            // Every attempt is decided: a request may come back max_attempts times.
+            let attempts = workload
+                .retry
+                .map_or(1, |retry| u128::from(retry.max_attempts));
+            total += requests * runs * attempts;
+            // Estimates of rate sources count one more than they can offer, so
+            // only a workload that cannot offer any is zero.
+            if requests == 0 && silent.is_none() {
+                silent = Some(workload.name.clone());
+            }
+            per_workload.push(requests);
+        }
+        let mut memory = estimate(
+            scenario,
+            replications,
+            charts,
+            longest,
+            &per_workload,
+            &keys_per_workload,
+        );
+        memory.sorting = sorting;
+        Ok(Work {
+            requests: total,
+            memory,
+            silent,
+        })
+    }
+}
+
+/// The process's peak resident memory in kB, where the system tells it (Linux).
+pub fn peak_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The longest interval the metrics track: the charts' arrival curve goes
+/// to four times the longest window or rolling interval.
+fn longest_interval(scenario: &Scenario, charts: bool) -> Nanos {
+    if charts {
         crate::sim::curve_intervals(scenario)
             .into_iter()
             .max()
@@ -90,7 +213,30 @@ pub fn estimate(
             .chain([metrics.rolling, Nanos::SECOND])
             .max()
             .unwrap_or(Nanos::SECOND)
-    };
+    }
+}
+
+/// The estimate for `scenario` run with `replications` seeds, with or
+/// without charts, tracking intervals up to `longest`; `requests` and `keys`
+/// are the estimated arrivals and distinct client keys of each workload
+/// (keys 0 when it names none; more than its requests when it has more
+/// clients than requests).
+fn estimate(
+    scenario: &Scenario,
+    replications: u64,
+    charts: bool,
+    longest: Nanos,
+    requests: &[u128],
+    keys: &[u128],
+) -> Estimate {
+    let runs = (scenario.workloads.len() * scenario.limiters.len()) as u128;
+    let buckets = u128::from(
+        scenario
+            .duration
+            .get()
+            .div_ceil(scenario.metrics.bucket.get()),
+    );
+    let per_bucket = if charts { 12 } else { 8 };
     let mut rings = 0u128;
     for &offered in requests {
         for limiter in &scenario.limiters {

@@ -13,7 +13,7 @@ use crate::summary::{Replications, RunSummary, Stat};
 
 /// How many workload runs `simulate_replicated` makes: `replications` for
 /// each stochastic workload, one for each deterministic one.
-pub fn units(scenario: &Scenario, replications: u64) -> u64 {
+fn units(scenario: &Scenario, replications: u64) -> u64 {
     scenario
         .workloads
         .iter()
@@ -21,15 +21,30 @@ pub fn units(scenario: &Scenario, replications: u64) -> u64 {
         .sum()
 }
 
+/// Hears how many workload runs there are, then of each one done (a
+/// progress bar; `()` hears nothing).
+pub trait Progress: Sync {
+    /// There are `units` runs to make.
+    fn start(&self, units: u64);
+    /// One more is made.
+    fn advance(&self);
+}
+
+impl Progress for () {
+    fn start(&self, _: u64) {}
+    fn advance(&self) {}
+}
+
 /// Runs the scenario `replications` times (deterministic workloads once),
-/// calling `progress` after each workload × replication. Replication 0 keeps
+/// telling `progress` of each workload × replication. Replication 0 keeps
 /// its timelines and curves for the charts; the others only add statistics.
 pub fn simulate_replicated(
     scenario: &Scenario,
     options: &Options,
     replications: u64,
-    progress: &(dyn Fn() + Sync),
+    progress: &dyn Progress,
 ) -> Result<Results> {
+    progress.start(units(scenario, replications));
     let units: Vec<(usize, u64)> = scenario
         .workloads
         .iter()
@@ -64,7 +79,7 @@ pub fn simulate_replicated(
                 }
             };
             let workload = sim::simulate_one(scenario, &options, index)?;
-            progress();
+            progress.advance();
             let mut one = empty();
             one.runs[index] = Some(
                 workload
@@ -224,6 +239,33 @@ impl RunTally {
             dropped: self.dropped.stat(1.0),
         }
     }
+}
+
+/// "simulated 100000000 requests (100000000 decisions) in 1.90 s: …; peak
+/// memory 12.8 MB": what `results` took in `elapsed` (`run --stats`).
+pub fn throughput(results: &Results, elapsed: std::time::Duration) -> String {
+    // Every replication's requests count: mean × count is their exact sum.
+    let total = |run: &crate::results::RunResult| match &run.summary.replications {
+        Some(r) => (r.offered.mean * r.count as f64).round() as u64,
+        None => run.summary.offered,
+    };
+    let decisions: u64 = results.runs().map(total).sum();
+    // Every limiter of a workload is offered the same requests (open loop).
+    let requests: u64 = results
+        .workloads
+        .iter()
+        .filter_map(|w| w.runs.first())
+        .map(total)
+        .sum();
+    let secs = elapsed.as_secs_f64();
+    let peak = crate::memory::peak_kb().map_or(String::new(), |kb| {
+        format!("; peak memory {:.1} MB", kb as f64 / 1024.0)
+    });
+    format!(
+        "simulated {requests} requests ({decisions} decisions) in {secs:.2} s: {:.1} M requests/s, {:.1} M decisions/s{peak}",
+        requests as f64 / secs / 1e6,
+        decisions as f64 / secs / 1e6
+    )
 }
 
 #[cfg(test)]

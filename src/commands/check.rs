@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use super::{check_work, coloured, load, print, with_capacity};
+use super::{coloured, load, print, with_capacity};
 use crate::cli::{CheckArgs, CheckFormat};
 use crate::results::RunResult;
 use crate::{replicate, sim};
@@ -12,9 +12,15 @@ pub fn check(args: &CheckArgs) -> Result<bool> {
     let scenario = load(&args.scenario)?;
     let scenario = with_capacity(scenario, args.capacity)?;
     let replications = scenario.replications;
-    check_work(&scenario, replications, args.limits, false)?;
+    crate::memory::check(
+        &scenario,
+        replications,
+        false,
+        args.limits.max_requests,
+        args.limits.max_memory,
+    )?;
     let results =
-        replicate::simulate_replicated(&scenario, &sim::Options::default(), replications, &|| {})?;
+        replicate::simulate_replicated(&scenario, &sim::Options::default(), replications, &())?;
     let capacity = results.capacity().unwrap_or(0);
     let runs = results.runs().count();
     let failures: Vec<(&RunResult, Vec<String>)> = results

@@ -24,116 +24,9 @@ pub use self::run::run;
 pub use self::size::size;
 pub use self::sweep::{merge, sweep};
 pub use self::validate::validate;
-use crate::cli::{Format, Limits};
+use crate::cli::Format;
 use crate::colour;
 use crate::scenario::{Backend, Scenario};
-
-/// What a run of a scenario would take, estimated before any work.
-struct Work {
-    /// Requests decided, every attempt and replication counted.
-    requests: u128,
-    /// Memory it would need.
-    memory: crate::memory::Estimate,
-    /// A workload whose sources offer no request at all (a burst of 0, a
-    /// trace with no row in the run), which a run refuses.
-    silent: Option<String>,
-}
-
-/// Estimates the work of running `scenario` with `replications`.
-fn work(scenario: &Scenario, replications: u64, charts: bool) -> Result<Work> {
-    let mut total: u128 = 0;
-    let mut per_workload = Vec::with_capacity(scenario.workloads.len());
-    let mut keys_per_workload = Vec::with_capacity(scenario.workloads.len());
-    let mut silent = None;
-    let mut sorting: u128 = 0;
-    for workload in &scenario.workloads {
-        let (mut requests, mut keys): (u128, u128) = (0, 0);
-        for source in workload.sources() {
-            sorting += u128::from(
-                source
-                    .sort_bytes(scenario.duration, &scenario.base_dir)
-                    .map_err(anyhow::Error::msg)?,
-            );
-            requests += source
-                .estimated_arrivals(scenario.duration, &scenario.base_dir)
-                .map_err(anyhow::Error::msg)?;
-            keys += u128::from(
-                source
-                    .keys(scenario.duration, &scenario.base_dir)
-                    .map_err(anyhow::Error::msg)?,
-            );
-        }
-        keys_per_workload.push(if workload.is_keyed() { keys } else { 0 });
-        let runs = if workload.is_stochastic() {
-            u128::from(replications)
-        } else {
-            1
-        };
-        // Every attempt is decided: a request may come back max_attempts times.
-        let attempts = workload
-            .retry
-            .map_or(1, |retry| u128::from(retry.max_attempts));
-        total += requests * runs * attempts;
-        // Estimates of rate sources count one more than they can offer, so
-        // only a workload that cannot offer any is zero.
-        if requests == 0 && silent.is_none() {
-            silent = Some(workload.name.clone());
-        }
-        per_workload.push(requests);
-    }
-    let mut memory = crate::memory::estimate(
-        scenario,
-        replications,
-        charts,
-        &per_workload,
-        &keys_per_workload,
-    );
-    memory.sorting = sorting;
-    Ok(Work {
-        requests: total,
-        memory,
-        silent,
-    })
-}
-
-/// Refuses, before any work, a run of more than `max_requests` requests or
-/// one that would need more than `max_memory` bytes.
-fn check_work(scenario: &Scenario, replications: u64, limits: Limits, charts: bool) -> Result<()> {
-    let Limits {
-        max_requests,
-        max_memory,
-    } = limits;
-    let Work {
-        requests: total,
-        memory,
-        ..
-    } = work(scenario, replications, charts)?;
-    if total > u128::from(max_requests) {
-        bail!(
-            "{}: this would simulate about {total} requests (every attempt of clients that retry), more than --max-requests {max_requests}; shorten the run, lower the rates, or raise --max-requests if that much is intended",
-            scenario.path.display()
-        );
-    }
-    if memory.total() > u128::from(max_memory) {
-        use crate::memory::words;
-        bail!(
-            "{}: this would need about {} of memory ({} for timelines at a {} bucket, {} for the rolling windows of the limiters' worst cases, {} for replications, {} for state per client key, {} for clients that retry, {} for sorting traces out of order, {} for the figures of {} runs), more than --max-memory {}; use a coarser metrics.bucket, fewer replications, fewer clients, fewer attempts or --no-charts, sort the traces, or raise --max-memory if the machine has it",
-            scenario.path.display(),
-            words(memory.total()),
-            words(memory.timelines),
-            scenario.metrics.bucket,
-            words(memory.rings),
-            words(memory.replications),
-            words(memory.keys),
-            words(memory.retries),
-            words(memory.sorting),
-            words(memory.runs),
-            scenario.workloads.len() * scenario.limiters.len(),
-            words(u128::from(max_memory))
-        );
-    }
-    Ok(())
-}
 
 /// The scenario in front of a backend of `capacity` (its limiters built
 /// anew for it), or as it is when it has a capacity of its own; an error
@@ -176,6 +69,44 @@ fn progress_bar(units: u64, quiet: bool, what: &str) -> ProgressBar {
         bar.set_style(style.progress_chars("=> "));
     }
     bar
+}
+
+/// A progress bar that learns its length when the work starts: see
+/// [`progress_bar`].
+struct Bar {
+    bar: std::sync::OnceLock<ProgressBar>,
+    quiet: bool,
+    what: &'static str,
+}
+
+impl Bar {
+    fn new(quiet: bool, what: &'static str) -> Bar {
+        Bar {
+            bar: std::sync::OnceLock::new(),
+            quiet,
+            what,
+        }
+    }
+
+    /// Clears the bar from the terminal.
+    fn finish(&self) {
+        if let Some(bar) = self.bar.get() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl crate::replicate::Progress for Bar {
+    fn start(&self, units: u64) {
+        self.bar
+            .get_or_init(|| progress_bar(units, self.quiet, self.what));
+    }
+
+    fn advance(&self) {
+        if let Some(bar) = self.bar.get() {
+            bar.inc(1);
+        }
+    }
 }
 
 /// The scenario at `path`, its warnings shown.

@@ -4,14 +4,14 @@ use std::num::NonZeroU64;
 
 use anyhow::{Context as _, Result};
 
-use super::{check_work, load, print_results, progress_bar, results_folder, warn};
+use super::{Bar, load, print_results, results_folder, warn};
 use crate::cli::RunArgs;
 use crate::output::{DecisionFiles, Staging};
 use crate::report::{self, csv, html, table};
-use crate::results::{Results, RunResult};
 use crate::{chart, replicate, sim};
 /// `burstsim run`.
 pub fn run(args: &RunArgs) -> Result<()> {
+    let bar = Bar::new(args.quiet, "workload runs");
     let mut scenario = load(&args.scenario)?;
     if let Some(seed) = args.seed {
         scenario.seed = seed;
@@ -20,32 +20,32 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .replications
         .map_or(scenario.replications, NonZeroU64::get);
     // Before any work, the decisions pass included.
-    check_work(&scenario, replications, args.limits, !args.no_charts)?;
+    crate::memory::check(
+        &scenario,
+        replications,
+        !args.no_charts,
+        args.limits.max_requests,
+        args.limits.max_memory,
+    )?;
     let target = results_folder(args.out.as_deref(), &scenario.name);
     let staging = Staging::new(&target)?;
     warn(staging.notes());
-    if args.decisions {
-        // Decisions are replication 0's, streamed in a pass of their own.
-        let mut files = DecisionFiles::create(staging.path(), &scenario)?;
-        sim::simulate(&scenario, &sim::Options::default(), Some(&mut files))?;
-        files.finish()?;
-    }
     let options = if args.no_charts {
         sim::Options::default()
     } else {
         sim::for_charts(&scenario)
     };
     let started = std::time::Instant::now();
-    let bar = progress_bar(
-        replicate::units(&scenario, replications),
-        args.quiet,
-        "workload runs",
-    );
-    let results =
-        replicate::simulate_replicated(&scenario, &options, replications, &|| bar.inc(1))?;
-    bar.finish_and_clear();
+    let results = replicate::simulate_replicated(&scenario, &options, replications, &bar)?;
+    bar.finish();
     if args.stats {
-        eprintln!("{}", run_stats(&results, started.elapsed()));
+        eprintln!("{}", replicate::throughput(&results, started.elapsed()));
+    }
+    if args.decisions {
+        // Decisions are replication 0's, streamed in a pass of their own.
+        let mut files = DecisionFiles::create(staging.path(), &scenario)?;
+        sim::simulate(&scenario, &sim::Options::default(), Some(&mut files))?;
+        files.finish()?;
     }
     let summary = results.summary();
     let json = report::render_json(&summary);
@@ -107,37 +107,4 @@ fn verdict(runs: &[crate::summary::RunSummary]) -> Option<String> {
             runs.len()
         ),
     })
-}
-
-/// "simulated 100000000 requests (100000000 decisions) in 1.90 s: …; peak memory 12.8 MB"
-fn run_stats(results: &Results, elapsed: std::time::Duration) -> String {
-    // Every replication's requests count: mean × count is their exact sum.
-    let total = |run: &RunResult| match &run.summary.replications {
-        Some(r) => (r.offered.mean * r.count as f64).round() as u64,
-        None => run.summary.offered,
-    };
-    let decisions: u64 = results.runs().map(total).sum();
-    // Every limiter of a workload is offered the same requests (open loop).
-    let requests: u64 = results
-        .workloads
-        .iter()
-        .filter_map(|w| w.runs.first())
-        .map(total)
-        .sum();
-    let secs = elapsed.as_secs_f64();
-    let peak = peak_memory_kb().map_or(String::new(), |kb| {
-        format!("; peak memory {:.1} MB", kb as f64 / 1024.0)
-    });
-    format!(
-        "simulated {requests} requests ({decisions} decisions) in {secs:.2} s: {:.1} M requests/s, {:.1} M decisions/s{peak}",
-        requests as f64 / secs / 1e6,
-        decisions as f64 / secs / 1e6
-    )
-}
-
-/// The process's peak resident memory, where the system tells it (Linux).
-fn peak_memory_kb() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }

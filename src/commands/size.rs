@@ -4,7 +4,7 @@ use std::num::NonZeroU64;
 
 use anyhow::Result;
 
-use super::{check_work, load, print_results, progress_bar, results_folder, warn, with_capacity};
+use super::{load, print_results, progress_bar, results_folder, warn, with_capacity};
 use crate::chart;
 use crate::cli::SizeArgs;
 use crate::output::Staging;
@@ -17,7 +17,13 @@ pub fn size(args: &SizeArgs) -> Result<()> {
     let replications = args
         .replications
         .map_or(scenario.replications, NonZeroU64::get);
-    check_work(&scenario, replications, args.limits, false)?;
+    crate::memory::check(
+        &scenario,
+        replications,
+        false,
+        args.limits.max_requests,
+        args.limits.max_memory,
+    )?;
     let bar = progress_bar(scenario.limiters.len() as u64, args.quiet, "limiters sized");
     let report = crate::size::size(&scenario, capacity, replications, &|| bar.inc(1));
     bar.finish_and_clear();

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail};
 use rayon::prelude::*;
 
-use super::{Work, print, print_results, progress_bar, results_folder, warn, work};
+use super::{print, print_results, progress_bar, results_folder, warn};
 use crate::cli::{MergeArgs, SweepArgs, SweepOutput};
+use crate::memory::Work;
 use crate::output::Staging;
 use crate::report::sweep as render;
 use crate::scenario::Scenario;
@@ -99,7 +100,7 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
     // any point is built (building 10^5 points of a large scenario takes
     // minutes).
     if grid.leaves_requests_alone() {
-        let base = work(&scenario, replications(&scenario), false)?;
+        let base = Work::of(&scenario, replications(&scenario), false)?;
         let share = match shard {
             Some(s) => grid.points() as u128 / u128::from(s.count),
             None => grid.points() as u128,
@@ -109,7 +110,7 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
     let estimates: Vec<Result<Work>> = (0..grid.points())
         .into_par_iter()
         .map(|p| {
-            let work = point(p).and_then(|s| work(&s, replications(&s), false))?;
+            let work = point(p).and_then(|s| Ok(Work::of(&s, replications(&s), false)?))?;
             if let Some(workload) = &work.silent {
                 bail!(
                     "{}: at {}: workload {workload:?} offers no requests; every point is checked before any runs",
@@ -140,13 +141,9 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
                 skip_timeline: true,
                 ..sim::Options::default()
             };
-            let results = replicate::simulate_replicated(
-                &scenario,
-                &options,
-                replications(&scenario),
-                &|| {},
-            )
-            .with_context(|| format!("{}: at {}", path.display(), grid.named(p)))?;
+            let results =
+                replicate::simulate_replicated(&scenario, &options, replications(&scenario), &())
+                    .with_context(|| format!("{}: at {}", path.display(), grid.named(p)))?;
             bar.inc(1);
             Ok(PointResult {
                 point: p,
