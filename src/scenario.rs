@@ -150,9 +150,26 @@ pub struct NamedLimiter {
     pub limiter: Limiter,
     /// Its effective parameters in words.
     pub description: String,
+    /// The name its gateway knows it by: the zone (or route) it was imported
+    /// from with `from = { file, zone }`, or its own name.
+    pub zone: String,
 }
 
 impl NamedLimiter {
+    /// The same limiter (its name and zone) with `config` instead, built as
+    /// [`NamedLimiter::build`] builds it.
+    pub fn rebuilt(
+        &self,
+        config: LimiterConfig,
+        context: Context,
+        duration: Nanos,
+    ) -> Result<NamedLimiter, FieldError> {
+        Ok(NamedLimiter {
+            zone: self.zone.clone(),
+            ..NamedLimiter::build(self.name.clone(), config, context, duration)?
+        })
+    }
+
     /// `config` built in `context`, or what is wrong with it: including a
     /// run of `duration` beyond where its time arithmetic is exact.
     pub fn build(
@@ -169,6 +186,7 @@ impl NamedLimiter {
             ).into());
         }
         Ok(NamedLimiter {
+            zone: name.clone(),
             name,
             description: limiter.describe(),
             config,
@@ -193,9 +211,9 @@ impl Scenario {
         self.limiters = std::mem::take(&mut self.limiters)
             .into_iter()
             .map(|named| {
-                let name = named.name;
-                NamedLimiter::build(name.clone(), named.config, context, duration)
-                    .map_err(|err| format!("limiter {name:?}: {err}"))
+                named
+                    .rebuilt(named.config.clone(), context, duration)
+                    .map_err(|err| format!("limiter {:?}: {err}", named.name))
             })
             .collect::<Result<_, _>>()?;
         Ok(self)

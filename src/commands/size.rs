@@ -44,6 +44,7 @@ pub fn size(args: &SizeArgs) -> Result<()> {
     let section = html::sizing_section(
         &sizing::sizing_rows(&report),
         &sizing::legend(&report),
+        sizing::together_rows(&report).as_ref(),
         &chart,
     );
     staging.commit_with(|staging| {

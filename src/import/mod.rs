@@ -433,7 +433,10 @@ fn comment(text: &str) -> String {
 
 /// `from = { file = "…", zone = "…", format = "…" }` in a limiter block: the
 /// imported block's table, resolved against the scenario's folder.
-pub fn from_table(value: toml::Value, base_dir: &Path) -> Result<toml::Table, FieldError> {
+pub fn from_table(
+    value: toml::Value,
+    base_dir: &Path,
+) -> Result<(String, toml::Table), FieldError> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct From {
@@ -480,7 +483,7 @@ pub fn from_table(value: toml::Value, base_dir: &Path) -> Result<toml::Table, Fi
             ));
         }
     };
-    Ok(block.table())
+    Ok((block.name.clone(), block.table()))
 }
 
 /// An import error on one line (its file, line and column kept), to sit

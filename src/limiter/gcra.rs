@@ -60,6 +60,28 @@ impl Kind for Config {
         }
     }
 
+    /// Sized with the burst: cells per second, when the interval divides a
+    /// second exactly (as `per_second(N)` makes it).
+    fn companion(&self) -> Option<(&'static str, u64)> {
+        let (t, _) = self.quota().ok()?;
+        NANOS_PER_SEC
+            .is_multiple_of(t)
+            .then_some(("per_second", NANOS_PER_SEC / t))
+    }
+
+    /// The same burst at `value` cells per second (governor's `per_second`).
+    fn with_companion(&self, value: u64) -> Config {
+        let (_, burst) = self.quota().unwrap_or((NANOS_PER_SEC, 1));
+        Config {
+            quota: Some(format!(
+                "with_period({}ns).allow_burst({burst})",
+                NANOS_PER_SEC / value.clamp(1, NANOS_PER_SEC)
+            )),
+            rate: None,
+            burst: None,
+        }
+    }
+
     fn example(choice: u64) -> String {
         format!(
             "quota = \"with_period({}ns).allow_burst({})\"",

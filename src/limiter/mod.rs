@@ -213,10 +213,39 @@ pub trait Kind: Clone + std::fmt::Debug + serde::de::DeserializeOwned {
     /// The same configuration with the sizing parameter set to `value`.
     fn with_parameter(&self, value: u64) -> Self;
 
+    /// The setting that trades against the sizing parameter, sized together
+    /// with it (a bucket's rate against its burst), and its value; `None`
+    /// when the kind has none.
+    fn companion(&self) -> Option<(&'static str, u64)> {
+        None
+    }
+
+    /// The same configuration with the companion setting at `value`.
+    fn with_companion(&self, value: u64) -> Self {
+        let _ = value;
+        self.clone()
+    }
+
+    /// The configuration as its gateway writes it, a line each, for the zone
+    /// or route `zone`; `None` when burstsim's own fields are its notation.
+    fn gateway_lines(&self, zone: &str) -> Option<Vec<String>> {
+        let _ = zone;
+        None
+    }
+
     /// A valid configuration of this kind as TOML fields (without `kind`),
     /// with windows of about a microsecond, different for each `choice`: the
     /// property tests check every kind's contract on many of these.
     fn example(choice: u64) -> String;
+}
+
+/// Which of a limiter's sized settings to change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Setting {
+    /// The sizing parameter ([`Kind::parameter`]).
+    Parameter,
+    /// The setting sized together with it ([`Kind::companion`]).
+    Companion,
 }
 
 /// `per` and `evict_after`, taken out of a limiter's table before its kind
@@ -365,16 +394,41 @@ macro_rules! kinds {
 
             /// The same configuration with the sizing parameter set to `value`.
             pub fn with_parameter(&self, value: u64) -> LimiterConfig {
+                self.with_setting(Setting::Parameter, value)
+            }
+
+            /// The setting sized together with the parameter, and its value
+            /// (see [`Kind::companion`]).
+            pub fn companion(&self) -> Option<(&'static str, u64)> {
                 match self {
-                    $(LimiterConfig::$variant(config) => {
-                        LimiterConfig::$variant(config.with_parameter(value))
-                    })+
+                    $(LimiterConfig::$variant(config) => config.companion(),)+
+                    LimiterConfig::Cluster(config) => config.inner.companion(),
+                    LimiterConfig::PerKey(config) => config.inner.companion(),
+                }
+            }
+
+            /// The configuration as its gateway writes it (see [`Kind::gateway_lines`]).
+            pub fn gateway_lines(&self, zone: &str) -> Option<Vec<String>> {
+                match self {
+                    $(LimiterConfig::$variant(config) => config.gateway_lines(zone),)+
+                    LimiterConfig::Cluster(config) => config.inner.gateway_lines(zone),
+                    LimiterConfig::PerKey(config) => config.inner.gateway_lines(zone),
+                }
+            }
+
+            /// The same configuration with `setting` at `value`.
+            pub fn with_setting(&self, setting: Setting, value: u64) -> LimiterConfig {
+                match self {
+                    $(LimiterConfig::$variant(config) => LimiterConfig::$variant(match setting {
+                        Setting::Parameter => config.with_parameter(value),
+                        Setting::Companion => config.with_companion(value),
+                    }),)+
                     LimiterConfig::Cluster(config) => LimiterConfig::Cluster(cluster::Config {
-                        inner: Box::new(config.inner.with_parameter(value)),
+                        inner: Box::new(config.inner.with_setting(setting, value)),
                         ..config.clone()
                     }),
                     LimiterConfig::PerKey(config) => LimiterConfig::PerKey(per_key::Config {
-                        inner: Box::new(config.inner.with_parameter(value)),
+                        inner: Box::new(config.inner.with_setting(setting, value)),
                         ..config.clone()
                     }),
                 }

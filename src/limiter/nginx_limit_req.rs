@@ -73,6 +73,35 @@ impl Kind for Config {
         }
     }
 
+    /// Sized with the burst: the rate, when written per second.
+    fn companion(&self) -> Option<(&'static str, u64)> {
+        let per_second = self.rate.trim().strip_suffix("r/s")?;
+        Some(("rate", per_second.parse().ok()?))
+    }
+
+    /// The same zone at `value` requests per second.
+    fn with_companion(&self, value: u64) -> Config {
+        Config {
+            rate: format!("{}r/s", value.max(1)),
+            ..self.clone()
+        }
+    }
+
+    /// `limit_req_zone … zone=site rate=120r/s;` and
+    /// `limit_req zone=site burst=29 nodelay;` (the key and the zone's size
+    /// are nginx.conf's own).
+    fn gateway_lines(&self, zone: &str) -> Option<Vec<String>> {
+        let pass = match (self.nodelay, self.delay) {
+            (true, _) => " nodelay".to_string(),
+            (false, Some(delay)) => format!(" delay={delay}"),
+            (false, None) => String::new(),
+        };
+        Some(vec![
+            format!("limit_req_zone … zone={zone} rate={};", self.rate.trim()),
+            format!("limit_req zone={zone} burst={}{pass};", self.burst),
+        ])
+    }
+
     fn example(choice: u64) -> String {
         let rate = choice % 1_999 + 1;
         let delay = choice / 5_997 % 30;

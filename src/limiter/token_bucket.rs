@@ -36,6 +36,19 @@ impl Kind for Config {
         }
     }
 
+    /// Sized with the rate: the bucket's capacity.
+    fn companion(&self) -> Option<(&'static str, u64)> {
+        Some(("burst", self.burst.get()))
+    }
+
+    /// The same bucket holding `value` tokens.
+    fn with_companion(&self, value: u64) -> Config {
+        Config {
+            burst: NonZeroU64::new(value).unwrap_or(NonZeroU64::MIN),
+            ..self.clone()
+        }
+    }
+
     /// A full bucket at t = 0.
     fn build(&self, _: Context) -> Result<TokenBucket, FieldError> {
         self.build_shared(1)

@@ -104,6 +104,32 @@ impl Kind for Config {
 
     super::parameter_is!(average);
 
+    /// Sized with the average: the bucket's size.
+    fn companion(&self) -> Option<(&'static str, u64)> {
+        Some(("burst", self.burst.get()))
+    }
+
+    /// The same middleware with burst `value`.
+    fn with_companion(&self, value: u64) -> Config {
+        Config {
+            burst: NonZeroU64::new(value).unwrap_or(NonZeroU64::MIN),
+            ..self.clone()
+        }
+    }
+
+    /// The middleware's `rateLimit` keys, as in Traefik's dynamic configuration.
+    fn gateway_lines(&self, zone: &str) -> Option<Vec<String>> {
+        let mut lines = vec![
+            format!("{zone}: rateLimit:"),
+            format!("  average: {}", self.average),
+        ];
+        if self.period != Nanos::SECOND {
+            lines.push(format!("  period: {}", self.period));
+        }
+        lines.push(format!("  burst: {}", self.burst));
+        Some(lines)
+    }
+
     fn example(choice: u64) -> String {
         format!(
             "average = {}\nperiod = \"{}ns\"\nburst = {}\nclock_offset = \"{}ns\"",

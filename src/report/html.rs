@@ -118,13 +118,24 @@ pub fn with_sizing(report: &str, section: &str) -> Option<String> {
 }
 
 /// The sizing section: the recommendation table, its legend and the chart.
-pub fn sizing_section(table: &super::rows::Rows, legend: &str, chart: &Chart) -> String {
+pub fn sizing_section(
+    table: &super::rows::Rows,
+    legend: &str,
+    together: Option<&super::rows::Rows>,
+    chart: &Chart,
+) -> String {
     let legend: String = legend
         .lines()
         .map(|line| format!("<li>{}</li>\n", escape(line)))
         .collect();
+    let together = together.map_or(String::new(), |rows| {
+        format!(
+            "<h3>Settings sized together</h3>\n<p>The cheapest pair found that keeps the worst second within capacity: the lines to set.</p>\n{}",
+            rows.html()
+        )
+    });
     format!(
-        "\n<h2>Sizing</h2>\n{}<ul class=\"note\">\n{legend}</ul>\n{}",
+        "\n<h2>Sizing</h2>\n{}<ul class=\"note\">\n{legend}</ul>\n{together}{}",
         table.html(),
         figure(chart)
     )

@@ -1,11 +1,171 @@
 //! `burstsim size` output: the recommendation table, and sizing.csv.
 
 use super::rows::{Align, Rows};
-use crate::size::{Safe, Sizing, SizingReport};
+use crate::size::{Safe, Setting, Sizing, SizingReport};
 
-/// The recommendation table, with a legend under it.
+/// The recommendation table, with a legend under it, then the settings
+/// sized together as they go in the configuration.
 pub fn render_sizing_table(report: &SizingReport) -> String {
-    format!("{}\n{}", sizing_rows(report).terminal(), legend(report))
+    format!(
+        "{}\n{}{}",
+        sizing_rows(report).terminal(),
+        legend(report),
+        together_text(report)
+    )
+}
+
+/// Each pair sized together, for the terminal: what it does, then its
+/// configuration lines indented, ready to paste.
+pub fn together_text(report: &SizingReport) -> String {
+    let mut text = String::new();
+    for (sizing, choice, setting) in together(report) {
+        let per = sizing
+            .together
+            .as_ref()
+            .and_then(|t| t.per.as_deref())
+            .map_or(String::new(), |per| format!(" ({per})"));
+        text += &format!(
+            "  {}, {choice}{per}: {}\n",
+            sizing.limiter,
+            effect(setting, report.capacity)
+        );
+        for line in &setting.lines {
+            text += &format!("      {line}\n");
+        }
+    }
+    for (sizing, per) in none_safe(report) {
+        text += &format!(
+            "  {}{per}: no setting tried keeps the worst second within {}/s; it cannot hold the backend alone\n",
+            sizing.limiter, report.capacity
+        );
+    }
+    if text.is_empty() {
+        return text;
+    }
+    format!(
+        "\nSet together, the cheapest found that keeps the worst second within {}/s:\n{text}",
+        report.capacity
+    )
+}
+
+/// The limiters with a pair to size for which no pair tried is safe.
+fn none_safe(report: &SizingReport) -> impl Iterator<Item = (&Sizing, String)> {
+    report.limiters.iter().filter_map(|sizing| {
+        let together = sizing.together.as_ref()?;
+        if together.on_workloads.is_some() || together.any_traffic.is_some() {
+            return None;
+        }
+        let per = together
+            .per
+            .as_deref()
+            .map_or(String::new(), |per| format!(" ({per})"));
+        Some((sizing, per))
+    })
+}
+
+/// The same, a row per setting, for the report.
+pub fn together_rows(report: &SizingReport) -> Option<Rows> {
+    let mut rows = Rows::new(
+        [
+            ("limiter", Align::Left),
+            ("within capacity", Align::Left),
+            ("setting", Align::Left),
+            ("worst 1 s", Align::Right),
+            ("bound 1 s", Align::Right),
+            ("turns away", Align::Left),
+        ]
+        .map(|(h, a)| (h.to_string(), a)),
+    );
+    let mut any = false;
+    for (sizing, choice, setting) in together(report) {
+        any = true;
+        let per = sizing
+            .together
+            .as_ref()
+            .and_then(|t| t.per.as_deref())
+            .map_or(String::new(), |per| format!(" ({per})"));
+        rows.push(
+            vec![
+                sizing.limiter.clone(),
+                choice.to_string(),
+                format!("{}{per}", setting.lines.join(" ")),
+                setting.worst_1s.to_string(),
+                super::bound(setting.bound_1s),
+                turned_away(setting),
+            ],
+            false,
+        );
+    }
+    for (sizing, per) in none_safe(report) {
+        any = true;
+        rows.push(
+            vec![
+                sizing.limiter.clone(),
+                "none".to_string(),
+                format!("no setting tried is within capacity{per}"),
+                "-".to_string(),
+                "-".to_string(),
+                "-".to_string(),
+            ],
+            false,
+        );
+    }
+    any.then_some(rows)
+}
+
+/// Every setting sized together: the one for the workloads, and the one for
+/// any traffic unless the first is safe for any traffic already.
+fn together(report: &SizingReport) -> Vec<(&Sizing, &'static str, &Setting)> {
+    let mut all = Vec::new();
+    for sizing in &report.limiters {
+        let Some(together) = &sizing.together else {
+            continue;
+        };
+        let holds = |s: &Setting| s.bound_1s <= report.capacity;
+        match (&together.on_workloads, &together.any_traffic) {
+            (Some(w), _) if holds(w) => all.push((sizing, "for any traffic", w)),
+            (w, a) => {
+                all.extend(w.iter().map(|w| (sizing, "on these workloads", w)));
+                all.extend(a.iter().map(|a| (sizing, "for any traffic", a)));
+            }
+        }
+    }
+    all
+}
+
+/// "worst second 119, bound 120 (safe for any traffic); turns away 4.1% of sale-opening"
+fn effect(setting: &Setting, capacity: u64) -> String {
+    let safe = if setting.bound_1s <= capacity {
+        " (safe for any traffic)"
+    } else {
+        ""
+    };
+    format!(
+        "worst second {}, bound {}{safe}; turns away {}",
+        setting.worst_1s,
+        super::bound(setting.bound_1s),
+        turned_away(setting)
+    )
+}
+
+/// The largest share of a workload's requests turned away, and whose.
+fn turned_away(setting: &Setting) -> String {
+    setting
+        .costs
+        .iter()
+        .filter(|c| !c.adversary)
+        .max_by(|a, b| a.rejected_share.total_cmp(&b.rejected_share))
+        .map_or(
+            "nothing measured (adversary workloads only)".to_string(),
+            |c| {
+                format!(
+                    "{:.1}% of {}; {} requests in all",
+                    c.rejected_share * 100.0,
+                    c.workload,
+                    setting.rejected()
+                )
+            },
+        )
 }
 
 /// The recommendation table as rows: one per limiter.
@@ -114,6 +274,8 @@ pub fn render_sizing_csv(report: &SizingReport) -> String {
         "rejected",
         "rejected_share",
         "rejected_with_spare_capacity",
+        "companion",
+        "companion_value",
     ];
     writer.write_record(header).expect("writing to memory");
     for sizing in &report.limiters {
@@ -154,6 +316,57 @@ pub fn render_sizing_csv(report: &SizingReport) -> String {
                     .collect(),
             };
             for row in rows {
+                writer
+                    .write_record(
+                        head.iter()
+                            .chain(&row)
+                            .chain(&[String::new(), String::new()]),
+                    )
+                    .expect("writing to memory");
+            }
+        }
+        let Some(together) = &sizing.together else {
+            continue;
+        };
+        for (choice, setting) in [
+            ("together-workloads", &together.on_workloads),
+            ("together-any-traffic", &together.any_traffic),
+        ] {
+            let head = [
+                sizing.limiter.clone(),
+                sizing.kind.clone(),
+                sizing.parameter.clone(),
+                sizing.current.to_string(),
+                super::csv_bound(sizing.current_bound_1s),
+                choice.to_string(),
+            ];
+            let Some(setting) = setting else {
+                let row = unsized_row("none");
+                writer
+                    .write_record(
+                        head.iter()
+                            .chain(&row)
+                            .chain(&[String::new(), String::new()]),
+                    )
+                    .expect("writing to memory");
+                continue;
+            };
+            let [value, companion] = &setting.values[..] else {
+                unreachable!("a pair sized together has two values")
+            };
+            for c in &setting.costs {
+                let row = [
+                    "value".to_string(),
+                    value.value.to_string(),
+                    setting.worst_1s.to_string(),
+                    c.workload.clone(),
+                    c.offered.to_string(),
+                    c.rejected.to_string(),
+                    c.rejected_share.to_string(),
+                    c.rejected_with_spare_capacity.to_string(),
+                    companion.name.clone(),
+                    companion.value.to_string(),
+                ];
                 writer
                     .write_record(head.iter().chain(&row))
                     .expect("writing to memory");

@@ -172,8 +172,7 @@ impl Validator<'_> {
                 cluster,
                 duration,
             });
-            *limiter = NamedLimiter::build(limiter.name.clone(), config, context, duration)
-                .map_err(fail)?;
+            *limiter = limiter.rebuilt(config, context, duration).map_err(fail)?;
         }
         Ok(Scenario {
             name,
@@ -427,16 +426,19 @@ impl Validator<'_> {
                     ));
                 }
                 // `from = { file, zone }`: the imported block, under the block's own fields.
+                let mut zone = None;
                 if let Some(from) = table.remove("from") {
-                    let imported = crate::import::from_table(from, base_dir)
+                    let (block, imported) = crate::import::from_table(from, base_dir)
                         .map_err(|err| fail(err.within("from")))?;
                     for (key, value) in imported {
                         table.entry(key).or_insert(value);
                     }
+                    zone = Some(block);
                 }
                 let config = LimiterConfig::from_table(table).map_err(fail)?;
-                let named =
+                let mut named =
                     NamedLimiter::build(name.clone(), config, context, duration).map_err(fail)?;
+                named.zone = zone.unwrap_or(named.zone);
                 Ok((named, (own_cluster, span.clone())))
             })
             .collect::<Result<Vec<_>, _>>()

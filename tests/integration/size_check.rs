@@ -287,3 +287,48 @@ fn a_setting_sizing_cannot_build_is_an_error_not_a_verdict() {
     );
     assert!(!dir.path().join("out").exists(), "nothing half-written");
 }
+
+#[test]
+fn an_imported_nginx_site_limit_is_sized_as_nginx_lines_with_their_cost() {
+    let (dir, report) = sizing("scenarios/my-gateway/my-gateway.toml");
+    let together = &limiter(&report, "nginx-site")["together"];
+    // Safe for any traffic already on the workloads: one setting, no other.
+    let setting = &together["any_traffic"];
+    let lines: Vec<&str> = setting["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    let (rate, burst) = (&setting["values"][1], &setting["values"][0]);
+    assert_eq!(
+        (&rate["name"], &burst["name"]),
+        (&"rate".into(), &"burst".into())
+    );
+    assert_eq!(
+        lines,
+        [
+            format!("limit_req_zone … zone=site rate={}r/s;", rate["value"]),
+            format!("limit_req zone=site burst={} nodelay;", burst["value"]),
+        ],
+        "nginx's own lines, the zone as nginx.conf names it"
+    );
+    assert!(setting["bound_1s"].as_u64().unwrap() <= 120, "{setting}");
+    let sale = &setting["costs"][0];
+    assert_eq!(sale["workload"], "sale-opening");
+    assert!(sale["rejected"].as_u64().unwrap() > 0, "{sale}");
+    // A per-client limit has no pair that holds the backend alone.
+    let per_client = &limiter(&report, "nginx-per-client")["together"];
+    assert_eq!(per_client["per"], "per client");
+    assert!(per_client["any_traffic"].is_null() && per_client["on_workloads"].is_null());
+    // The table prints the lines to paste, and the report gains them.
+    let output = burstsim()
+        .args(["size", "scenarios/my-gateway/my-gateway.toml", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let table = String::from_utf8(output.stdout).unwrap();
+    for line in &lines {
+        assert!(table.contains(&format!("      {line}\n")), "{table}");
+    }
+}
