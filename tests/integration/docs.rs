@@ -179,3 +179,70 @@ fn every_console_block_shows_what_burstsim_prints() {
         differ.join("\n")
     );
 }
+
+/// A heading's anchor as GitHub makes it: lower case, punctuation dropped,
+/// spaces to hyphens.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The text of `file` outside its fenced blocks.
+fn prose(text: &str) -> String {
+    let mut fenced = false;
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            out += line;
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[test]
+fn every_link_between_the_documents_finds_its_file_and_heading() {
+    let mut broken = Vec::new();
+    for file in documents() {
+        let text = prose(&fs::read_to_string(&file).unwrap());
+        for (at, _) in text.match_indices("](") {
+            let target = &text[at + 2..];
+            let Some(end) = target.find(')') else {
+                continue;
+            };
+            let target = &target[..end];
+            if target.starts_with("http") || target.contains(' ') {
+                continue;
+            }
+            let (path, heading) = target.split_once('#').unwrap_or((target, ""));
+            let linked = if path.is_empty() {
+                file.clone()
+            } else {
+                file.parent().unwrap().join(path)
+            };
+            if !linked.exists() {
+                broken.push(format!("{}: {target}: no such file", file.display()));
+                continue;
+            }
+            if heading.is_empty() || linked.extension().is_none_or(|e| e != "md") {
+                continue;
+            }
+            let headings: Vec<String> = prose(&fs::read_to_string(&linked).unwrap())
+                .lines()
+                .filter(|l| l.starts_with('#'))
+                .map(|l| anchor(l.trim_start_matches('#')))
+                .collect();
+            if !headings.iter().any(|h| h == heading) {
+                broken.push(format!("{}: {target}: no such heading", file.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
