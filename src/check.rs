@@ -104,3 +104,153 @@ impl Failure {
         }
     }
 }
+
+/// Why a limiter let more through in a second than the backend serves, and
+/// what fixes it: read from the limiter's kind and setup, for the verdicts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Cause {
+    /// Its limit itself is above the backend's capacity.
+    Limit,
+    /// Each of several instances allows the whole limit.
+    Instances,
+    /// Many clients, each within a limit of its own.
+    Clients,
+    /// A window's allowance on both sides of a window edge.
+    WindowEdges,
+    /// A full bucket's burst on top of its rate.
+    Bursts,
+}
+
+/// Kinds that count in windows: two windows' allowances meet at an edge.
+const WINDOWS: [&str; 8] = [
+    "fixed-window",
+    "smaller-window",
+    "buffered",
+    "sliding-counter",
+    "sliding-buckets",
+    "envoy-ratelimit",
+    "haproxy-rate",
+    "kong",
+];
+
+impl Cause {
+    /// The cause of `run`'s excess over `capacity` a second.
+    pub fn of(run: &RunSummary, capacity: u64) -> Cause {
+        let limit_1s = run.nominal * 1e9 / run.rolling_ns as f64;
+        let per_key = run.keys.as_ref().is_some_and(|k| k.state.is_some());
+        if run.instances.as_ref().is_some_and(|i| i.len() > 1) {
+            Cause::Instances
+        } else if per_key {
+            Cause::Clients
+        } else if limit_1s > capacity as f64 {
+            Cause::Limit
+        } else if WINDOWS.contains(&run.kind.as_str()) {
+            Cause::WindowEdges
+        } else {
+            Cause::Bursts
+        }
+    }
+
+    /// The cause in a few words: `window edges`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::Limit => "a limit above capacity",
+            Cause::Instances => "instances",
+            Cause::Clients => "many clients",
+            Cause::WindowEdges => "window edges",
+            Cause::Bursts => "bursts",
+        }
+    }
+
+    /// What lets the excess through, and what fixes it.
+    pub fn explanation(self) -> &'static str {
+        match self {
+            Cause::Limit => {
+                "the limit itself is above what the backend serves; set it at most the capacity"
+            }
+            Cause::Instances => {
+                "each instance allows the whole limit; divide it among the instances or share one counter"
+            }
+            Cause::Clients => {
+                "every client stays within its own limit and together they pass the backend's; put a global limit in front"
+            }
+            Cause::WindowEdges => {
+                "one window's allowance just before an edge and the next just after; a threshold of half the capacity or a sliding log holds it (`burstsim size` gives the number)"
+            }
+            Cause::Bursts => {
+                "a full burst on top of the rate; keep rate + burst within capacity (`burstsim size` sets the two together)"
+            }
+        }
+    }
+}
+
+/// The causes among `runs` over their capacity, each with the limiters it
+/// explains (in order of first appearance), causes in a fixed order.
+pub fn causes(runs: &[RunSummary]) -> Vec<(Cause, Vec<&str>)> {
+    let mut by_cause: std::collections::BTreeMap<Cause, Vec<&str>> = Default::default();
+    for run in runs {
+        let Some(backend) = &run.backend else {
+            continue;
+        };
+        if !failures(run)
+            .iter()
+            .any(|f| matches!(f, Failure::Over { .. }))
+        {
+            continue;
+        }
+        let names = by_cause
+            .entry(Cause::of(run, backend.capacity))
+            .or_default();
+        if !names.contains(&run.limiter.as_str()) {
+            names.push(&run.limiter);
+        }
+    }
+    by_cause.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(kind: &str, nominal_1s: f64) -> RunSummary {
+        serde_json::from_value(serde_json::json!({
+            "workload": "w", "limiter": kind, "kind": kind, "description": "",
+            "offered": 300, "admitted": 200, "rejected": 100,
+            "rolling_ns": 1_000_000_000u64, "worst_rolling": 200, "worst_rolling_start_ns": 0,
+            "nominal": nominal_1s, "spike_ratio": 2.0, "bound": 200, "profile": [],
+            "backend": {
+                "capacity": 150, "worst_1s": 200, "bound_1s": 200, "nominal_1s": nominal_1s,
+                "rejected_with_spare_capacity": 0, "over_capacity": 50,
+                "seconds_over_capacity": 0.1, "queue": null
+            },
+            "replications": null
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_cause_is_named_from_the_kind_and_the_limit() {
+        assert_eq!(
+            Cause::of(&run("fixed-window", 100.0), 150),
+            Cause::WindowEdges
+        );
+        assert_eq!(Cause::of(&run("token-bucket", 100.0), 150), Cause::Bursts);
+        assert_eq!(Cause::of(&run("sliding-log", 200.0), 150), Cause::Limit);
+        let mut clustered = run("fixed-window", 100.0);
+        clustered.instances = Some(vec![100, 100]);
+        assert_eq!(Cause::of(&clustered, 150), Cause::Instances);
+        let runs = [
+            run("fixed-window", 100.0),
+            run("token-bucket", 100.0),
+            run("kong", 100.0),
+        ];
+        let causes = causes(&runs);
+        assert_eq!(
+            causes,
+            [
+                (Cause::WindowEdges, vec!["fixed-window", "kong"]),
+                (Cause::Bursts, vec!["token-bucket"])
+            ]
+        );
+    }
+}

@@ -41,6 +41,10 @@ pub struct RunSummary {
     /// they are released.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delay: Option<DelaySummary>,
+    /// The seconds in which demand exceeded the limit and what the limiter
+    /// admitted in them (not for a limit per key, whose limit is each key's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overload: Option<crate::metrics::overload::Overload>,
     /// With a `[cluster]`: requests admitted by each instance.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instances: Option<Vec<u64>>,

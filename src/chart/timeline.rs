@@ -17,6 +17,10 @@ use crate::time::{NANOS_PER_SEC, Nanos};
 
 /// Room above the tallest bar.
 const HEADROOM: f64 = 1.1;
+
+/// The cap on a bar cut at the top of the scale, and its share of the height.
+const CUT: RGBColor = RGBColor(60, 60, 60);
+const CAP_SHARE: f64 = 0.04;
 const LEGEND_HEIGHT: u32 = 34;
 /// The most bars a panel draws (about two pixels each): finer buckets are
 /// summed into wider ones, so the chart's size never depends on the bucket.
@@ -113,9 +117,22 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
         .max()
         .unwrap_or(0) as f64
         * per_sec;
+    // The scale follows what the backend gets — the exact trailing count,
+    // per second — with the limit and the capacity: a 10 ms bucket of
+    // random traffic scaled ×100 is noise, not load, and taller bars are cut
+    // at the top and marked. Without the trailing count, the tallest bar.
+    let trailing_top = runs
+        .iter()
+        .filter_map(|run| run.trailing.as_ref())
+        .flat_map(|trailing| {
+            view.buckets(bucket)
+                .map(|i| trailing.most.get(i).copied().unwrap_or(0))
+        })
+        .max()
+        .map(|most| f64::from(most) * NANOS_PER_SEC as f64 / rolling as f64);
+    let data_top = trailing_top.unwrap_or(tallest).max(capacity.unwrap_or(0.0));
     // A limit joins the scale unless it would squash the bars: a limit per
     // key summed over a thousand keys is no line to read a spike against.
-    let data_top = tallest.max(capacity.unwrap_or(0.0));
     let limit = |run: &RunResult| {
         Some(run.summary.nominal * NANOS_PER_SEC as f64 / rolling as f64)
             .filter(|&limit| limit <= data_top * 2.5)
@@ -179,7 +196,7 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
         "requests per second over each {} bucket: admitted, with rejected ones lighter above"
     };
     let caption = format!(
-        "Bars are {}. The shaded band in each panel is that limiter's worst {} interval; {} lets {} through there, {:.2}× its limit. Short buckets of random traffic flicker above the capacity line even when no second exceeds it; the dark line is the exact count admitted in the trailing {} at each instant, per second: what the backend really gets.",
+        "Bars are {}. The shaded band in each panel is that limiter's worst {} interval; {} lets {} through there, {:.2}× its limit. Short buckets of random traffic flicker above the capacity line even when no second exceeds it, so the scale follows the trailing count, the limit and the capacity, and a bar taller than the scale is cut at its top and capped in dark grey; the dark line is the exact count admitted in the trailing {} at each instant, per second: what the backend really gets.",
         bars.replace("{}", &interval_words(Nanos(bucket))),
         interval_words(Nanos(rolling)),
         focus.summary.limiter,
@@ -338,16 +355,48 @@ impl Panel<'_> {
                 secs(range.start as u64 * self.bucket),
                 secs(range.end as u64 * self.bucket),
             );
+            // Cut at the top of the scale; the mark says so.
+            let (lower, top) = (lower.min(self.y_max), (lower + upper).min(self.y_max));
             [
                 (lower > 0.0)
                     .then(|| Rectangle::new([(x0, 0.0), (x1, lower)], self.colour.filled())),
-                (upper > 0.0)
-                    .then(|| Rectangle::new([(x0, lower), (x1, lower + upper)], upper_style)),
+                (top > lower).then(|| Rectangle::new([(x0, lower), (x1, top)], upper_style)),
             ]
             .into_iter()
             .flatten()
         });
         chart.draw_series(bars)?;
+        // Bars cut at the top get a dark cap; neighbours share one.
+        let mut caps: Vec<(f64, f64)> = Vec::new();
+        for range in self.view.groups(self.bucket, self.group) {
+            let t = &self.run.timeline;
+            let (a, b) = if self.attempts {
+                (&t.first_attempts, &t.retries)
+            } else {
+                (&t.admitted, &t.rejected)
+            };
+            let sum = |counts: &[u32]| {
+                counts
+                    .get(range.clone())
+                    .map_or(0, |c| c.iter().map(|&n| u64::from(n)).sum::<u64>())
+            };
+            if (sum(a) + sum(b)) as f64 * self.per_sec <= self.y_max {
+                continue;
+            }
+            let (x0, x1) = (
+                secs(range.start as u64 * self.bucket),
+                secs(range.end as u64 * self.bucket),
+            );
+            match caps.last_mut() {
+                Some(last) if last.1 == x0 => last.1 = x1,
+                _ => caps.push((x0, x1)),
+            }
+        }
+        let cap = self.y_max * (1.0 - CAP_SHARE);
+        chart.draw_series(
+            caps.into_iter()
+                .map(|(x0, x1)| Rectangle::new([(x0, cap), (x1, self.y_max)], CUT.filled())),
+        )?;
         if let Some(trailing) = &self.run.trailing {
             // The exact count in the trailing interval, as a rate: what the
             // backend really gets per second, beside the flicker of buckets.

@@ -90,14 +90,16 @@ pub fn run(args: &RunArgs) -> Result<()> {
 }
 
 /// The run in one line, as `check` judges it: `3 of 28 runs exceed the
-/// backend's 150/s`, or that all stay within it; none without a backend.
+/// backend's 150/s`, or that all stay within it (none without a backend);
+/// then a line per cause, naming its limiters and the fix, and the runs that
+/// turn away traffic their own limit allows.
 fn verdict(runs: &[crate::summary::RunSummary]) -> Option<String> {
     let capacity = runs.iter().find_map(|run| run.backend.as_ref())?.capacity;
     let failing = runs
         .iter()
         .filter(|run| !crate::check::failures(run).is_empty())
         .count();
-    Some(match failing {
+    let mut text = match failing {
         0 => format!(
             "ok: all {} runs stay within the backend's {capacity}/s\n",
             runs.len()
@@ -106,5 +108,26 @@ fn verdict(runs: &[crate::summary::RunSummary]) -> Option<String> {
             "{n} of {} runs exceed the backend's {capacity}/s or make it drop requests\n",
             runs.len()
         ),
-    })
+    };
+    for (cause, limiters) in crate::check::causes(runs) {
+        text += &format!(
+            "  {} ({}): {}\n",
+            cause.name(),
+            limiters.join(", "),
+            cause.explanation()
+        );
+    }
+    for run in runs.iter().filter(|run| {
+        run.overload
+            .as_ref()
+            .is_some_and(|o| o.limit_share < crate::report::columns::UNDER_LIMIT)
+    }) {
+        text += &format!(
+            "  below its limit under overload: {} on {} admits {} while demand exceeds it\n",
+            run.limiter,
+            run.workload,
+            crate::report::columns::under_overload(run)
+        );
+    }
+    Some(text)
 }

@@ -5,6 +5,7 @@
 pub mod backend;
 pub mod closed_loop;
 pub mod outage;
+pub mod overload;
 pub mod per_key;
 pub mod rolling;
 pub mod timeline;

@@ -23,6 +23,10 @@ pub struct Frame {
     pub per_key: bool,
     /// Some run's clients retry.
     pub closed: bool,
+    /// Some run's limiter delayed requests (nginx without `nodelay`).
+    pub delays: bool,
+    /// There is a backend, so spare capacity is known.
+    pub backend: bool,
 }
 
 impl Frame {
@@ -43,6 +47,8 @@ impl Frame {
                 .iter()
                 .any(|run| run.keys.as_ref().is_some_and(|k| k.state.is_some())),
             closed: runs.iter().any(|run| run.closed_loop.is_some()),
+            delays: runs.iter().any(|run| run.delay.is_some()),
+            backend: runs.iter().any(|run| run.backend.is_some()),
         }
     }
 }
@@ -76,6 +82,10 @@ pub enum When {
     PerKey,
     /// When some run's clients retry.
     Closed,
+    /// When some limiter delayed requests.
+    Delays,
+    /// When there is a backend.
+    Backend,
 }
 
 impl When {
@@ -85,6 +95,8 @@ impl When {
             When::Queue => frame.queue,
             When::PerKey => frame.per_key,
             When::Closed => frame.closed,
+            When::Delays => frame.delays,
+            When::Backend => frame.backend,
         }
     }
 }
@@ -261,6 +273,32 @@ pub const COLUMNS: &[Column] = &[
     Column::csv("rejected_with_spare_capacity", |r| {
         backend(r, |b| b.rejected_with_spare_capacity.to_string())
     }),
+    Column::shown(Fixed("turned away"), turned_away).in_html(Fixed("turned away"), turned_away),
+    Column::shown(Fixed("spare"), |r| {
+        backend(r, |b| b.rejected_with_spare_capacity.to_string())
+    })
+    .in_html(Fixed("turned away with room"), |r| {
+        backend(r, |b| b.rejected_with_spare_capacity.to_string())
+    })
+    .shown_when(When::Backend),
+    Column::shown(Fixed("added delay p50 / p99"), |r| {
+        r.delay.as_ref().map_or("-".to_string(), |d| {
+            format!("{} / {}", Nanos(d.p50_ns), Nanos(d.p99_ns))
+        })
+    })
+    .html_only()
+    .shown_when(When::Delays),
+    Column::shown(Fixed("under overload"), under_overload).html_only(),
+    Column::csv("overload_seconds", |r| {
+        r.overload
+            .as_ref()
+            .map_or(String::new(), |o| o.seconds.to_string())
+    }),
+    Column::csv("overload_admitted_per_s", |r| {
+        r.overload
+            .as_ref()
+            .map_or(String::new(), |o| o.admitted_per_second.to_string())
+    }),
     Column::shown(Fixed("drops"), dropped)
         .table_only()
         .shown_when(When::Queue),
@@ -433,6 +471,34 @@ fn times_limit(run: &RunSummary) -> String {
     match &run.replications {
         Some(r) => ratio(r.worst_rolling.max / run.nominal),
         None => ratio(run.spike_ratio),
+    }
+}
+
+/// The share of the offered requests rejected: `38.0%`.
+fn turned_away(run: &RunSummary) -> String {
+    if run.offered == 0 {
+        return "-".to_string();
+    }
+    format!("{:.1}%", run.rejected as f64 * 100.0 / run.offered as f64)
+}
+
+/// Below this share of its limit, admitted while demand exceeded it, a
+/// limiter is flagged as turning away traffic its own limit allows.
+pub const UNDER_LIMIT: f64 = 0.8;
+
+/// `45/s, 45% of its limit, over 52 s` when a limiter admits well below its
+/// limit while demand exceeds it; `ok` when it admits near it; `-` when
+/// demand never exceeded it.
+pub fn under_overload(run: &RunSummary) -> String {
+    match &run.overload {
+        None => "-".to_string(),
+        Some(o) if o.limit_share < UNDER_LIMIT => format!(
+            "{:.0}/s, {:.0}% of its limit, over {} s",
+            o.admitted_per_second,
+            o.limit_share * 100.0,
+            o.seconds
+        ),
+        Some(o) => format!("{:.0}% of its limit", o.limit_share * 100.0),
     }
 }
 

@@ -21,7 +21,7 @@ td:nth-child(-n+3) { white-space: nowrap; }
 .over { color: #b00000; font-weight: 600; } .ok { color: #006b3c; }
 figure { margin: 2em 0; } figure svg { width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #444; margin-top: 0.4em; }
-.verdict { font-size: 1.15em; } .note { color: #555; font-size: 0.9em; margin-top: -0.5em; }
+.verdict { font-size: 1.15em; } ul.causes { margin-top: -0.6em; } .note { color: #555; font-size: 0.9em; margin-top: -0.5em; }
 pre { font-size: 0.85em; overflow-x: auto; } .wide { overflow-x: auto; }
 .meaning { background: #f5f7fa; border-left: 4px solid #0072b2; padding: 0.6em 1em; }
 @media print { body { max-width: none; margin: 0; } figure, table, .meaning { break-inside: avoid; } }
@@ -194,7 +194,47 @@ fn verdict_sentence(results: &Results, runs: &[RunSummary]) -> String {
                 .collect::<Vec<_>>(),
         )
     };
-    match (over.is_empty(), within.is_empty()) {
+    let mut points: Vec<String> = crate::check::causes(runs)
+        .into_iter()
+        .map(|(cause, limiters)| {
+            format!(
+                "<li><b>Cause: {}</b> ({}): {}.</li>",
+                cause.name(),
+                escape(&limiters.join(", ")),
+                code(&escape(cause.explanation()))
+            )
+        })
+        .collect();
+    let under: Vec<String> = runs
+        .iter()
+        .filter_map(|run| {
+            let o = run.overload.as_ref()?;
+            (o.limit_share < super::columns::UNDER_LIMIT).then(|| {
+                format!(
+                    "<b>{}</b> on <i>{}</i> {:.0}/s ({:.0}%)",
+                    escape(&run.limiter),
+                    escape(&run.workload),
+                    o.admitted_per_second,
+                    o.limit_share * 100.0
+                )
+            })
+        })
+        .collect();
+    if !under.is_empty() {
+        points.push(format!(
+            "<li><b>Cost: below their limit while demand exceeds it</b> (admitted per second in those seconds, share of the limit): {}.</li>",
+            join(&under)
+        ));
+    }
+    let points = if points.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "</p>\n<ul class=\"causes\">\n{}\n</ul>\n<p>",
+            points.join("\n")
+        )
+    };
+    let sentence = match (over.is_empty(), within.is_empty()) {
         (true, _) => format!(
             "<b>Verdict:</b> every limiter kept the backend within its {capacity}/s on every workload."
         ),
@@ -207,7 +247,21 @@ fn verdict_sentence(results: &Results, runs: &[RunSummary]) -> String {
             names(&over),
             names(&within)
         ),
+    };
+    sentence + &points
+}
+
+/// `text` (escaped HTML) with each `quoted` span set as code.
+fn code(text: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in text.split('`').enumerate() {
+        if i % 2 == 1 {
+            out += &format!("<code>{part}</code>");
+        } else {
+            out += part;
+        }
     }
+    out
 }
 
 /// The results in a few sentences, generated from the figures.

@@ -12,6 +12,7 @@ use crate::limiter::{Decision, Limiter, RateLimiter};
 use crate::metrics::backend::Server;
 use crate::metrics::closed_loop::ClosedLoop;
 use crate::metrics::outage::Outages;
+use crate::metrics::overload::OverloadCounts;
 use crate::metrics::per_key::{PerKeyCounts, StateCost};
 use crate::metrics::rolling::RollingCounts;
 use crate::metrics::timeline::Timeline;
@@ -54,6 +55,8 @@ struct Counters {
     closed: Option<ClosedLoop>,
     /// What got through while a cluster's store was down, and after.
     outages: Option<Outages>,
+    /// Seconds in which demand exceeded the limit, and what was admitted.
+    overload: OverloadCounts,
     /// Whether any of the figures only some runs keep is kept (per key,
     /// trailing, backend, outages): the hot path checks this one flag.
     extras: bool,
@@ -86,7 +89,14 @@ impl RunState {
         if let Some(backend) = scenario.backend {
             rolling = rolling.with_overload(Nanos::SECOND, backend.capacity_per_sec.get());
         }
+        // A limit per key is each key's: no second of all keys' demand
+        // measures it.
+        let limit_1s = match &named.limiter {
+            Limiter::PerKey(_) => f64::INFINITY,
+            limiter => limiter.nominal(Nanos::SECOND),
+        };
         let mut m = Counters {
+            overload: OverloadCounts::new(limit_1s),
             extras: false,
             kind: named.config.kind(),
             description: named.description.clone(),
@@ -328,6 +338,7 @@ impl RunState {
             },
             closed_loop: self.m.closed.map(|closed| closed.finish(0, 0, 0)),
             outages: self.m.outages.map(Outages::finish),
+            overload: self.m.overload.finish(scenario.duration),
             delay: self.m.delays.as_ref().map(|delays| DelaySummary {
                 delayed: delays.len(),
                 p50_ns: delays.value_at_quantile(0.5),
@@ -358,6 +369,7 @@ impl Counters {
     fn record(&mut self, arrival: Arrival, admitted: bool, delay: Nanos) {
         let Arrival { time: now, key } = arrival;
         self.offered += 1;
+        self.overload.record(now, admitted);
         if !self.events.is_empty() {
             self.release_until(now);
         }
