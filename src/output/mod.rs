@@ -18,13 +18,16 @@ use crate::sim::DecisionSink;
 use crate::traffic::Arrival;
 
 /// Streams every decision to `decisions/<workload>/<limiter>.csv`: the
-/// arrival's time, its client key and whether it was admitted, and for
-/// clients that retry, which attempt of its request it was.
+/// arrival's time, its client key and whether it was admitted, for clients
+/// that retry which attempt of its request it was, and when the workload's
+/// requests name their clients, the client as its input names it.
 pub struct DecisionFiles {
     /// Per workload, per limiter: the file and its writer.
     files: Vec<Vec<(PathBuf, BufWriter<fs::File>)>>,
     /// Per workload: whether its files have the `attempt` column.
     attempts: Vec<bool>,
+    /// Per workload whose requests name clients: the workload, to name them.
+    clients: Vec<Option<crate::scenario::Workload>>,
 }
 
 impl DecisionFiles {
@@ -45,19 +48,28 @@ impl DecisionFiles {
                 let file = fs::File::create(&path)
                     .with_context(|| format!("creating {}", path.display()))?;
                 let mut writer = BufWriter::with_capacity(1 << 16, file);
-                let header: &[u8] = if attempts {
-                    b"time_ns,key,admitted,attempt\n"
-                } else {
-                    b"time_ns,key,admitted\n"
-                };
+                let header = format!(
+                    "time_ns,key,admitted{}{}\n",
+                    if attempts { ",attempt" } else { "" },
+                    if workload.is_keyed() { ",client" } else { "" }
+                );
                 writer
-                    .write_all(header)
+                    .write_all(header.as_bytes())
                     .with_context(|| format!("writing {}", path.display()))?;
                 of_workload.push((path, writer));
             }
             files.push(of_workload);
         }
-        Ok(DecisionFiles { files, attempts })
+        let clients = scenario
+            .workloads
+            .iter()
+            .map(|w| w.is_keyed().then(|| w.clone()))
+            .collect();
+        Ok(DecisionFiles {
+            files,
+            attempts,
+            clients,
+        })
     }
 
     /// Flushes every file.
@@ -82,10 +94,24 @@ impl DecisionSink for DecisionFiles {
     ) -> std::io::Result<()> {
         let writer = &mut self.files[workload][limiter].1;
         let (time, key) = (arrival.time.get(), arrival.key.0);
+        write!(writer, "{time},{key},{admitted}")?;
         if self.attempts[workload] {
-            writeln!(writer, "{time},{key},{admitted},{attempt}")
-        } else {
-            writeln!(writer, "{time},{key},{admitted}")
+            write!(writer, ",{attempt}")?;
         }
+        if let Some(clients) = &self.clients[workload] {
+            let name = clients.key_name(arrival.key).unwrap_or_default();
+            write!(writer, ",{}", csv_field(&name))?;
+        }
+        writeln!(writer)
+    }
+}
+
+/// `text` as one CSV field: quoted, its quotes doubled, when it holds a
+/// comma, a quote or a line break.
+fn csv_field(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\"")).into()
+    } else {
+        text.into()
     }
 }

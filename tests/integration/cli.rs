@@ -802,3 +802,28 @@ fn the_busiest_client_is_named_by_its_own_text() {
         assert_eq!(keys["worst_rolling_max"], 5, "{source}: {keys}");
     }
 }
+
+#[test]
+fn decisions_name_each_request_s_client_as_its_input_does() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("t.csv"),
+        "time_ns,client\n0,10.0.0.1\n1,\"acme, inc\"\n2,10.0.0.1\n",
+    )
+    .unwrap();
+    let scenario = dir.path().join("s.toml");
+    fs::write(
+        &scenario,
+        "duration = \"1s\"\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"trace\", path = \"t.csv\", key = \"client\" }]\n[[limiter]]\nname = \"per-ip\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 1\nper = \"key\"\n",
+    )
+    .unwrap();
+    let (out, _) = run(scenario.to_str().unwrap(), &["--no-charts", "--decisions"]);
+    let text = fs::read_to_string(out.path().join("out/decisions/w/per-ip.csv")).unwrap();
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(rows[0], "time_ns,key,admitted,client");
+    let cells = |row: &str| row.split(',').map(str::to_string).collect::<Vec<_>>();
+    assert!(rows[1].ends_with(",true,10.0.0.1"), "{text}");
+    assert!(rows[2].ends_with(",true,\"acme, inc\""), "{text}");
+    assert!(rows[3].ends_with(",false,10.0.0.1"), "{text}");
+    assert_eq!(cells(rows[1])[1], cells(rows[3])[1], "one key, one client");
+}
