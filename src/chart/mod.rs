@@ -288,11 +288,6 @@ fn add_overlay(svg: &mut String, overlay: &str) {
     svg.insert_str(end, overlay);
 }
 
-/// The legend's sample for a line series of `colour`.
-fn line_sample(colour: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
-    move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(3))
-}
-
 /// Two short strokes: a dashed line's sample in a legend.
 type DashSample<'a> =
     ComposedElement<(i32, i32), SVGBackend<'a>, PathElement<(i32, i32)>, PathElement<(i32, i32)>>;

@@ -5,117 +5,137 @@ use anyhow::Result;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::Chart;
 use super::style::{
-    AXIS_SIZE, CAPACITY, FAINT, FONT, HEIGHT, LABEL_SIZE, TITLE_SIZE, WIDTH, limiter_colour,
+    AXIS_SIZE, CAPACITY, FAINT, FONT, LABEL_SIZE, REFERENCE, TITLE_SIZE, WIDTH, limiter_colour,
 };
-use super::{Chart, dashed_sample};
 use crate::size::{Safe, SizingReport};
 
-/// The chart. Settings are shown as a percentage of each limiter's current
-/// value, so limiters with different parameters share one axis.
+/// Height of one limiter's panel.
+const SIZING_PANEL: u32 = 300;
+/// Panels side by side.
+const COLUMNS: usize = 2;
+
+/// The chart: a panel per limiter, its setting on the x axis in the
+/// parameter's own units (a threshold, a rate per second, a burst), the
+/// worst second on these workloads against it, the capacity, today's value
+/// and the safe settings marked.
 pub fn render_sizing(report: &SizingReport) -> Result<Chart> {
-    let percent = |value: u64, current: u64| value as f64 * 100.0 / current.max(1) as f64;
-    let x_max = report
-        .limiters
-        .iter()
-        .flat_map(|s| s.sweep.iter().map(move |&(v, _, _)| percent(v, s.current)))
-        .fold(200.0, f64::max);
-    let y_max = report
-        .limiters
-        .iter()
-        .flat_map(|s| s.sweep.iter().map(|&(_, worst, _)| worst as f64))
-        .fold(report.capacity as f64, f64::max)
-        * 1.12;
     let title = "Sizing: most admitted in any second against each limiter's setting".to_string();
     let mut svg = String::new();
     {
+        let panels = report.limiters.len().max(1);
+        let grid_rows = panels.div_ceil(COLUMNS) as u32;
+        let plot_height = 70 + SIZING_PANEL * grid_rows;
         let rows = report.limiters.len() as u32 + 1;
-        let height = HEIGHT + RECOMMENDATIONS_TOP * 2 + ROW * rows;
+        let height = plot_height + RECOMMENDATIONS_TOP * 2 + ROW * rows;
         let canvas = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         canvas.fill(&WHITE)?;
-        let (plot, below) = canvas.split_vertically(HEIGHT);
+        let (plot, below) = canvas.split_vertically(plot_height);
         draw_recommendations(&below, report)?;
         let root = plot.titled(&title, (FONT, TITLE_SIZE))?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(18)
-            .margin_top(30)
-            .x_label_area_size(50)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
-        chart
-            .configure_mesh()
-            .light_line_style(WHITE)
-            .bold_line_style(FAINT.mix(0.6))
-            .label_style((FONT, LABEL_SIZE))
-            .axis_desc_style((FONT, AXIS_SIZE))
-            .x_desc("setting, % of the scenario's value (100% = as configured)")
-            .y_desc("most requests admitted in any 1 s, on the workloads")
-            .x_label_formatter(&|x| format!("{x:.0}%"))
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .draw()?;
-        chart
-            .draw_series(DashedLineSeries::new(
-                vec![
-                    (0.0, report.capacity as f64),
-                    (x_max, report.capacity as f64),
-                ],
-                8,
-                5,
-                CAPACITY.stroke_width(2),
-            ))?
-            .label(format!("backend capacity {}/s", report.capacity))
-            .legend(dashed_sample(CAPACITY));
-        for (index, sizing) in report.limiters.iter().enumerate() {
-            let colour = limiter_colour(index);
-            let points: Vec<(f64, f64)> = sizing
-                .sweep
-                .iter()
-                .map(|&(v, worst, _)| (percent(v, sizing.current), worst as f64))
-                .collect();
-            chart
-                .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
-                .label(sizing.limiter.clone())
-                .legend(super::line_sample(colour));
-            if let Safe::Value {
-                value,
-                simulated_1s,
-                ..
-            } = &sizing.safe_any_traffic
-            {
-                chart.draw_series([Circle::new(
-                    (percent(*value, sizing.current), *simulated_1s as f64),
-                    6,
-                    colour.filled(),
-                )])?;
-            }
-            if let Safe::Value {
-                value,
-                simulated_1s,
-                ..
-            } = &sizing.safe_on_workloads
-            {
-                chart.draw_series([Circle::new(
-                    (percent(*value, sizing.current), *simulated_1s as f64),
-                    8,
-                    colour.stroke_width(2),
-                )])?;
-            }
-        }
-        super::draw_series_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
-        let note = "filled dot: largest setting safe for any traffic (from the bound); ring: largest safe on these workloads";
+        let (note_area, grid) = root.split_vertically(30);
+        let note = "red line: backend capacity · grey line: today's setting · filled dot: largest safe for any traffic (from the bound) · ring: largest safe on these workloads";
         let style = (FONT, LABEL_SIZE)
             .into_font()
             .color(&BLACK)
             .pos(Pos::new(HPos::Center, VPos::Top));
-        canvas.draw(&Text::new(note, (WIDTH as i32 / 2, 30), style))?;
+        note_area.draw(&Text::new(note, (WIDTH as i32 / 2, 4), style))?;
+        let cells = grid.split_evenly((grid_rows as usize, COLUMNS));
+        for (index, (sizing, area)) in report.limiters.iter().zip(&cells).enumerate() {
+            draw_panel(area, report.capacity, index, sizing)?;
+        }
         canvas.present()?;
     }
-    let caption = "The settings printed under the chart are the largest that keep the worst second within capacity: for any traffic (from each limiter's bound), and on these workloads (simulated). Each line is one limiter's worst second as its threshold (or rate) varies; settings left of where a line crosses the red capacity line keep these workloads safe, the filled dot keeps any traffic safe.".to_string();
+    let caption = "One panel per limiter, its setting in the parameter's own units: each line is that limiter's worst second on these workloads as the setting varies, everything else as configured. Settings left of where a line crosses the red capacity line keep these workloads safe; the filled dot is the largest that keeps any traffic safe (from the bound), the ring the largest safe on these workloads, the grey line today's value. The settings printed under the chart are those largest values.".to_string();
     Ok(Chart {
         file: "sizing.svg".into(),
         caption,
         svg,
     })
+}
+
+/// One limiter's panel.
+fn draw_panel(
+    area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+    capacity: u64,
+    index: usize,
+    sizing: &crate::size::Sizing,
+) -> Result<()> {
+    let colour = limiter_colour(index);
+    let x_max = sizing
+        .sweep
+        .iter()
+        .map(|&(v, _, _)| v as f64)
+        .fold(sizing.current as f64 * 1.05, f64::max)
+        .max(1.0);
+    let y_max = sizing
+        .sweep
+        .iter()
+        .map(|&(_, worst, _)| worst as f64)
+        .fold(capacity as f64, f64::max)
+        * 1.15;
+    let mut chart = ChartBuilder::on(area)
+        .margin(10)
+        .margin_right(24)
+        .caption(
+            format!(
+                "{}: {} (now {})",
+                sizing.limiter, sizing.parameter, sizing.current
+            ),
+            (FONT, AXIS_SIZE).into_font().color(&colour),
+        )
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
+    chart
+        .configure_mesh()
+        .max_light_lines(0)
+        .bold_line_style(FAINT.mix(0.6))
+        .label_style((FONT, LABEL_SIZE))
+        .axis_desc_style((FONT, LABEL_SIZE))
+        .x_desc(sizing.parameter.as_str())
+        .y_desc("worst 1 s")
+        .x_labels(6)
+        .y_labels(5)
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .draw()?;
+    chart.draw_series([PathElement::new(
+        vec![(0.0, capacity as f64), (x_max, capacity as f64)],
+        CAPACITY.stroke_width(2),
+    )])?;
+    let now = sizing.current as f64;
+    chart.draw_series([PathElement::new(
+        vec![(now, 0.0), (now, y_max)],
+        REFERENCE.stroke_width(1),
+    )])?;
+    let points: Vec<(f64, f64)> = sizing
+        .sweep
+        .iter()
+        .map(|&(v, worst, _)| (v as f64, worst as f64))
+        .collect();
+    chart.draw_series(LineSeries::new(points, colour.stroke_width(2)))?;
+    for (safe, filled) in [
+        (&sizing.safe_any_traffic, true),
+        (&sizing.safe_on_workloads, false),
+    ] {
+        if let Safe::Value {
+            value,
+            simulated_1s,
+            ..
+        } = safe
+        {
+            let at = (*value as f64, *simulated_1s as f64);
+            let style = if filled {
+                colour.filled()
+            } else {
+                colour.stroke_width(2)
+            };
+            chart.draw_series([Circle::new(at, if filled { 6 } else { 9 }, style)])?;
+        }
+    }
+    Ok(())
 }
 
 const RECOMMENDATIONS_TOP: u32 = 16;

@@ -1,6 +1,7 @@
 //! `charts/sweep-<workload>.svg`: for two varied groups, a heat map per
 //! limiter of the worst second ÷ the backend's capacity, the points within
-//! capacity outlined; for one group, each limiter's worst second as a line
+//! capacity outlined, and `sweep-cost-<workload>.svg` of the share each
+//! point turns away; for one group, each limiter's worst second as a line
 //! against the capacity. Every figure is the exact worst rolling second of
 //! its point (the worst over replications), never one read off buckets.
 
@@ -27,11 +28,26 @@ pub fn render_sweep(sweep: &SweepResults) -> Result<Vec<Chart>> {
     let workloads = sweep.workloads();
     match sweep.grid.groups.len() {
         1 => workloads.iter().map(|w| lines(sweep, w)).collect(),
-        2 if sweep.grid.points() <= MAX_HEAT_CELLS => {
-            workloads.iter().map(|w| heat_map(sweep, w)).collect()
-        }
+        2 if sweep.grid.points() <= MAX_HEAT_CELLS => workloads
+            .iter()
+            .flat_map(|w| [Map::Safety, Map::Cost].map(|map| heat_map(sweep, w, map)))
+            .collect(),
         _ => Ok(Vec::new()),
     }
+}
+
+/// What a heat map shows: how near capacity each point runs, or what it
+/// turns away.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Map {
+    Safety,
+    Cost,
+}
+
+/// The share of a run's requests rejected (the most over replications is
+/// not kept, so replication 0's).
+fn turned_away(run: &RunSummary) -> f64 {
+    run.rejected as f64 / run.offered.max(1) as f64
 }
 
 /// What a cell shows: the worst second ÷ capacity, or without a backend the
@@ -49,21 +65,30 @@ fn figure(run: &RunSummary) -> (f64, Option<bool>) {
     }
 }
 
-/// Blues up to 1 (darker as it nears capacity), then oranges to dark red at 2 and beyond.
+/// `a` to `b` at `t` in [0, 1].
+fn mix(a: (f64, f64, f64), b: (f64, f64, f64), t: f64) -> RGBColor {
+    let t = t.clamp(0.0, 1.0);
+    RGBColor(
+        (a.0 + (b.0 - a.0) * t).round() as u8,
+        (a.1 + (b.1 - a.1) * t).round() as u8,
+        (a.2 + (b.2 - a.2) * t).round() as u8,
+    )
+}
+
+/// Centred on capacity: dark blue far below it, paling to near white as it
+/// nears capacity (the riskiest safe points are the faintest), then light
+/// orange just over it to dark red at 2 and beyond.
 fn colour(ratio: f64) -> RGBColor {
-    let mix = |a: (f64, f64, f64), b: (f64, f64, f64), t: f64| {
-        let t = t.clamp(0.0, 1.0);
-        RGBColor(
-            (a.0 + (b.0 - a.0) * t).round() as u8,
-            (a.1 + (b.1 - a.1) * t).round() as u8,
-            (a.2 + (b.2 - a.2) * t).round() as u8,
-        )
-    };
     if ratio <= 1.0 {
-        mix((239.0, 246.0, 252.0), (33.0, 113.0, 181.0), ratio)
+        mix((8.0, 69.0, 148.0), (236.0, 240.0, 245.0), ratio)
     } else {
-        mix((253.0, 174.0, 107.0), (165.0, 15.0, 21.0), ratio - 1.0)
+        mix((253.0, 190.0, 133.0), (165.0, 15.0, 21.0), ratio - 1.0)
     }
+}
+
+/// The share turned away: white at none to dark purple at all.
+fn cost_colour(share: f64) -> RGBColor {
+    mix((250.0, 250.0, 252.0), (63.0, 0.0, 125.0), share)
 }
 
 /// Black text on light cells, white on dark.
@@ -80,7 +105,7 @@ const PANEL_BOTTOM: i32 = 74;
 const HEADER: i32 = 112;
 const LEGEND: i32 = 90;
 
-fn heat_map(sweep: &SweepResults, workload: &str) -> Result<Chart> {
+fn heat_map(sweep: &SweepResults, workload: &str, map: Map) -> Result<Chart> {
     let limiters = sweep.limiters();
     let (x_group, y_group) = (&sweep.grid.groups[0], &sweep.grid.groups[1]);
     let (nx, ny) = (x_group[0].values.len(), y_group[0].values.len());
@@ -98,10 +123,14 @@ fn heat_map(sweep: &SweepResults, workload: &str) -> Result<Chart> {
             .run(0, workload, l)
             .is_some_and(|r| r.backend.is_some())
     });
-    let title = if backend {
-        format!("{workload}: most admitted in any second ÷ the backend's capacity")
-    } else {
-        format!("{workload}: most admitted in any rolling interval ÷ the limit")
+    let title = match (map, backend) {
+        (Map::Cost, _) => format!("{workload}: share of the requests turned away"),
+        (Map::Safety, true) => {
+            format!("{workload}: most admitted in any second ÷ the backend's capacity")
+        }
+        (Map::Safety, false) => {
+            format!("{workload}: most admitted in any rolling interval ÷ the limit")
+        }
     };
     let mut svg = String::new();
     {
@@ -160,14 +189,20 @@ fn heat_map(sweep: &SweepResults, workload: &str) -> Result<Chart> {
                     };
                     let (ratio, ok) = figure(run);
                     safe[point] = ok == Some(true);
-                    let fill = colour(ratio);
+                    let (fill, text) = match map {
+                        Map::Safety => (colour(ratio), format!("{ratio:.2}")),
+                        Map::Cost => {
+                            let share = turned_away(run);
+                            (cost_colour(share), format!("{:.0}%", share * 100.0))
+                        }
+                    };
                     let (x0, y0) = corner(i, j);
                     let (x1, y1) = corner(i + 1, j + 1);
                     root.draw(&Rectangle::new([(x0, y1), (x1, y0)], fill.filled()))?;
                     root.draw(&Rectangle::new([(x0, y1), (x1, y0)], WHITE.stroke_width(1)))?;
                     if cell_w >= 40.0 && cell_h >= 18.0 {
                         root.draw(&Text::new(
-                            format!("{ratio:.2}"),
+                            text,
                             ((x0 + x1) / 2, (y0 + y1) / 2),
                             (FONT, LABEL_SIZE - 4)
                                 .into_font()
@@ -177,7 +212,7 @@ fn heat_map(sweep: &SweepResults, workload: &str) -> Result<Chart> {
                     }
                     // Within capacity in every second, yet not within the
                     // backend: its queue dropped requests.
-                    if ok == Some(false) && ratio <= 1.0 {
+                    if map == Map::Safety && ok == Some(false) && ratio <= 1.0 {
                         let r = (cell_w.min(cell_h) / 6.0).clamp(2.0, 6.0) as i32;
                         root.draw(&Circle::new((x1 - r - 3, y1 + r + 3), r, CAPACITY.filled()))?;
                     }
@@ -246,16 +281,28 @@ fn heat_map(sweep: &SweepResults, workload: &str) -> Result<Chart> {
                 Pos::new(HPos::Left, VPos::Bottom),
             ))?;
         }
-        draw_scale(&root, height - LEGEND + 20, backend)?;
+        match map {
+            Map::Safety => draw_scale(&root, height - LEGEND + 20, backend)?,
+            Map::Cost => draw_cost_scale(&root, height - LEGEND + 20)?,
+        }
         root.present()?;
     }
-    let caption = if backend {
-        "Each cell is one point of the sweep: the most requests the limiter admitted in any rolling second (the worst over replications), divided by the backend's capacity. Blue cells stay within capacity, orange to red ones exceed it; the black outline surrounds the points where the run stayed within the backend (no second over capacity, no drops); a red dot marks a point within capacity whose backend queue still dropped requests."
-    } else {
-        "Each cell is one point of the sweep: the most requests the limiter admitted in any rolling interval (the worst over replications), divided by the limit it advertises over that interval. There is no [backend] to judge it against, so nothing is outlined."
+    let caption = match (map, backend) {
+        (Map::Cost, _) => {
+            "Each cell is one point of the sweep: the share of the workload's requests the limiter rejected (replication 0's), white for none to dark purple for all. The black outline is the safety map's: the points within the backend. The cheapest safe setting is the palest cell inside the outline."
+        }
+        (Map::Safety, true) => {
+            "Each cell is one point of the sweep: the most requests the limiter admitted in any rolling second (the worst over replications), divided by the backend's capacity. The scale is centred on capacity: blue cells stay within it, paler as they near it (the faintest are the riskiest safe settings), orange to red ones exceed it; the black outline surrounds the points where the run stayed within the backend (no second over capacity, no drops); a red dot marks a point within capacity whose backend queue still dropped requests. The cost map beside it shows what each point turns away."
+        }
+        (Map::Safety, false) => {
+            "Each cell is one point of the sweep: the most requests the limiter admitted in any rolling interval (the worst over replications), divided by the limit it advertises over that interval. There is no [backend] to judge it against, so nothing is outlined."
+        }
     };
     Ok(Chart {
-        file: format!("sweep-{workload}.svg"),
+        file: match map {
+            Map::Safety => format!("sweep-{workload}.svg"),
+            Map::Cost => format!("sweep-cost-{workload}.svg"),
+        },
         caption: caption.into(),
         svg,
     })
@@ -315,6 +362,37 @@ fn draw_scale(
             font.clone().pos(Pos::new(HPos::Left, VPos::Center)),
         ))?;
     }
+    Ok(())
+}
+
+/// The cost map's scale: 0% to 100% turned away.
+fn draw_cost_scale(root: &DrawingArea<SVGBackend, plotters::coord::Shift>, top: i32) -> Result<()> {
+    let (left, width, height) = (40, 420, 18);
+    for step in 0..100 {
+        let x = left + step * width / 100;
+        root.draw(&Rectangle::new(
+            [(x, top), (left + (step + 1) * width / 100, top + height)],
+            cost_colour(f64::from(step) / 99.0).filled(),
+        ))?;
+    }
+    root.draw(&Rectangle::new(
+        [(left, top), (left + width, top + height)],
+        FAINT.stroke_width(1),
+    ))?;
+    let font = (FONT, LABEL_SIZE).into_font().color(&BLACK);
+    for (share, text) in [(0.0, "0%"), (0.5, "50%"), (1.0, "100%")] {
+        let x = left + (share * f64::from(width)).round() as i32;
+        root.draw(&Text::new(
+            text,
+            (x, top + height + 4),
+            font.clone().pos(Pos::new(HPos::Center, VPos::Top)),
+        ))?;
+    }
+    root.draw(&Text::new(
+        "requests turned away;  outlined: within the backend",
+        (left + width + 70, top + height / 2),
+        font.pos(Pos::new(HPos::Left, VPos::Center)),
+    ))?;
     Ok(())
 }
 

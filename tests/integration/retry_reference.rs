@@ -287,10 +287,16 @@ fn engine(case: &Case, dir: &Path) -> Vec<Attempt> {
     let clients: HashMap<u64, u32> = (1..=4).map(|c| (fnv1a(&format!("c{c}")), c)).collect();
     let text = std::fs::read_to_string(out.join("decisions/w/l.csv")).unwrap();
     let mut lines = text.lines();
-    assert_eq!(lines.next(), Some("time_ns,key,admitted,attempt"));
+    assert_eq!(lines.next(), Some("time_ns,key,admitted,attempt,client"));
     lines
         .map(|line| {
             let fields: Vec<&str> = line.split(',').collect();
+            let client = clients[&fields[1].parse::<u64>().unwrap()];
+            assert_eq!(
+                fields[4],
+                format!("c{client}"),
+                "the client as the trace names it"
+            );
             (
                 fields[0].parse().unwrap(),
                 clients[&fields[1].parse::<u64>().unwrap()],
