@@ -9,10 +9,55 @@ use super::style::{
     AXIS_SIZE, CAPACITY, FAINT, FONT, HEIGHT, LABEL_SIZE, REFERENCE, TITLE_SIZE, WIDTH,
     limiter_colour,
 };
-use super::{Chart, Results, dashed_sample, interval_words, per_second};
+use super::{Chart, Results, interval_words, per_second};
 use crate::time::{NANOS_PER_SEC, Nanos};
 
 /// The chart: for each limiter, the worst count over all workloads at each length.
+/// Room right of the plot for the legend.
+const LEGEND_ROOM: u32 = 290;
+
+/// How a legend entry's sample is drawn.
+enum Sample {
+    Dashed(RGBColor),
+    Line(RGBColor, u32),
+    Triangle,
+}
+
+/// The legend, an entry a row, in its own area beside the plot.
+fn draw_legend(
+    area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+    entries: &[(String, Sample)],
+) -> Result<()> {
+    let font = (FONT, LABEL_SIZE)
+        .into_font()
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    for (row, (label, sample)) in entries.iter().enumerate() {
+        let y = 40 + 24 * row as i32;
+        match sample {
+            Sample::Dashed(colour) => {
+                for x in [4, 16] {
+                    area.draw(&PathElement::new(
+                        vec![(x, y), (x + 8, y)],
+                        colour.stroke_width(2),
+                    ))?;
+                }
+            }
+            Sample::Line(colour, width) => {
+                area.draw(&PathElement::new(
+                    vec![(4, y), (28, y)],
+                    colour.stroke_width(*width),
+                ))?;
+            }
+            Sample::Triangle => {
+                area.draw(&TriangleMarker::new((16, y), 7, BLACK.stroke_width(2)))?;
+            }
+        }
+        area.draw(&Text::new(label.clone(), (36, y), font.clone()))?;
+    }
+    Ok(())
+}
+
 pub fn render(results: &Results) -> Result<Chart> {
     let limiters = results.limiters.len();
     let intervals = &results.curve;
@@ -56,7 +101,9 @@ pub fn render(results: &Results) -> Result<Chart> {
         let canvas = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         canvas.fill(&WHITE)?;
         let root = canvas.titled(&title, (FONT, TITLE_SIZE))?;
-        let mut chart = ChartBuilder::on(&root)
+        // The legend stands right of the plot, where no line can run.
+        let (plot, legend) = root.split_horizontally(WIDTH - LEGEND_ROOM);
+        let mut chart = ChartBuilder::on(&plot)
             .margin(18)
             .x_label_area_size(50)
             .y_label_area_size(70)
@@ -80,25 +127,28 @@ pub fn render(results: &Results) -> Result<Chart> {
             .y_label_formatter(&|y| format!("{y:.0}"))
             .draw()?;
         let reference = |rate: f64| vec![(x_low, rate * x_low), (x_high, rate * x_high)];
-        chart
-            .draw_series(DashedLineSeries::new(
-                reference(nominal_rate),
+        let mut entries: Vec<(String, Sample)> = Vec::new();
+        chart.draw_series(DashedLineSeries::new(
+            reference(nominal_rate),
+            8,
+            5,
+            REFERENCE.stroke_width(2),
+        ))?;
+        entries.push((
+            format!("advertised limit {}", per_second(nominal_rate)),
+            Sample::Dashed(REFERENCE),
+        ));
+        if let Some(capacity) = capacity {
+            chart.draw_series(DashedLineSeries::new(
+                reference(capacity),
                 8,
                 5,
-                REFERENCE.stroke_width(2),
-            ))?
-            .label(format!("advertised limit {}", per_second(nominal_rate)))
-            .legend(dashed_sample(REFERENCE));
-        if let Some(capacity) = capacity {
-            chart
-                .draw_series(DashedLineSeries::new(
-                    reference(capacity),
-                    8,
-                    5,
-                    CAPACITY.stroke_width(2),
-                ))?
-                .label(format!("backend capacity {}", per_second(capacity)))
-                .legend(dashed_sample(CAPACITY));
+                CAPACITY.stroke_width(2),
+            ))?;
+            entries.push((
+                format!("backend capacity {}", per_second(capacity)),
+                Sample::Dashed(CAPACITY),
+            ));
         }
         let rolling = results.metrics.rolling;
         let at = secs(rolling);
@@ -107,15 +157,11 @@ pub fn render(results: &Results) -> Result<Chart> {
         let width = |index: usize| 2 + 2 * (limiters - 1 - index).min(6) as u32;
         for (index, (curve, limiter)) in curves.iter().zip(&results.limiters).enumerate() {
             let (colour, width) = (limiter_colour(index), width(index));
-            chart
-                .draw_series(LineSeries::new(
-                    curve.iter().copied(),
-                    colour.stroke_width(width),
-                ))?
-                .label(limiter.name.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(width))
-                });
+            chart.draw_series(LineSeries::new(
+                curve.iter().copied(),
+                colour.stroke_width(width),
+            ))?;
+            entries.push((limiter.name.clone(), Sample::Line(colour, width)));
         }
         // Each limiter's bound over any traffic at the rolling interval (the
         // same on every workload: the first one's runs say it).
@@ -131,13 +177,11 @@ pub fn render(results: &Results) -> Result<Chart> {
                     limiter_colour(index).stroke_width(2),
                 ))
             });
-        chart
-            .draw_series(bounds)?
-            .label(format!(
-                "bound over any traffic, at {}",
-                interval_words(rolling)
-            ))
-            .legend(|(x, y)| TriangleMarker::new((x + 10, y), 7, BLACK.stroke_width(2)));
+        chart.draw_series(bounds)?;
+        entries.push((
+            format!("bound over any traffic, at {}", interval_words(rolling)),
+            Sample::Triangle,
+        ));
         // The values a reader looks for, written where the lines cross the
         // rolling interval.
         let mut values = vec![(nominal_rate * at, REFERENCE)];
@@ -153,7 +197,7 @@ pub fn render(results: &Results) -> Result<Chart> {
                     .pos(Pos::new(HPos::Left, VPos::Top)),
             )])?;
         }
-        super::draw_series_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+        draw_legend(&legend, &entries)?;
         canvas.present()?;
     }
     let caption = format!(

@@ -15,9 +15,7 @@ mod worst_rolling;
 use std::fmt::Write as _;
 
 use anyhow::Result;
-use plotters::coord::CoordTranslate;
 use plotters::coord::types::RangedCoordf64;
-use plotters::element::ComposedElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -99,21 +97,6 @@ fn xml_escape(text: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
-}
-
-/// Draws the series' legend box, in one style for every chart.
-fn draw_series_legend<'a, CT: CoordTranslate>(
-    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
-    position: SeriesLabelPosition,
-) -> Result<()> {
-    chart
-        .configure_series_labels()
-        .position(position)
-        .label_font((style::FONT, style::LABEL_SIZE))
-        .background_style(WHITE.mix(0.9))
-        .border_style(style::FAINT)
-        .draw()?;
-    Ok(())
 }
 
 type Canvas<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
@@ -286,19 +269,6 @@ fn step_points(values: impl IntoIterator<Item = f64>, x: impl Fn(usize) -> f64) 
 fn add_overlay(svg: &mut String, overlay: &str) {
     let end = svg.rfind("</svg>").unwrap_or(svg.len());
     svg.insert_str(end, overlay);
-}
-
-/// Two short strokes: a dashed line's sample in a legend.
-type DashSample<'a> =
-    ComposedElement<(i32, i32), SVGBackend<'a>, PathElement<(i32, i32)>, PathElement<(i32, i32)>>;
-
-/// The legend's sample for a dashed reference line of `colour`.
-fn dashed_sample<'a>(colour: RGBColor) -> impl Fn((i32, i32)) -> DashSample<'a> {
-    move |(x, y)| {
-        EmptyElement::at((x, y))
-            + PathElement::new(vec![(0, 0), (8, 0)], colour.stroke_width(2))
-            + PathElement::new(vec![(12, 0), (20, 0)], colour.stroke_width(2))
-    }
 }
 
 /// A count per second or per interval, in words: `100/s`.
