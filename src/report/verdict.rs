@@ -1,0 +1,116 @@
+//! The report's verdict: which limiters kept the backend within capacity,
+//! the cause of each excess and its fix, and what the limits cost.
+
+use super::html::join;
+use super::ratio;
+use super::rows::escape;
+use crate::results::Results;
+use crate::summary::RunSummary;
+use crate::time::Nanos;
+
+/// One sentence: which limiters kept the backend safe, or the largest spike.
+pub(super) fn sentence(results: &Results, runs: &[RunSummary]) -> String {
+    let Some(backend) = results.backend else {
+        return match runs
+            .iter()
+            .reduce(|a, b| if b.spike_ratio > a.spike_ratio { b } else { a })
+        {
+            Some(top) => format!(
+                "<b>Verdict:</b> the largest spike is <b>{}</b> on <i>{}</i>: {} requests in {}, {} its limit (no <code>[backend]</code> to judge against).",
+                escape(&top.limiter),
+                escape(&top.workload),
+                top.worst_rolling,
+                Nanos(top.rolling_ns),
+                ratio(top.spike_ratio)
+            ),
+            None => "<b>Verdict:</b> no runs.".to_string(),
+        };
+    };
+    let capacity = backend.capacity_per_sec.get();
+    let over_any: std::collections::HashSet<&str> = runs
+        .iter()
+        .filter(|r| r.exceeds_capacity())
+        .map(|r| r.limiter.as_str())
+        .collect();
+    let (over, within): (Vec<&str>, Vec<&str>) = results
+        .limiters
+        .iter()
+        .map(|l| l.name.as_str())
+        .partition(|name| over_any.contains(name));
+    let names = |list: &[&str]| {
+        join(
+            &list
+                .iter()
+                .map(|n| format!("<b>{}</b>", escape(n)))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let mut points: Vec<String> = crate::check::causes(runs)
+        .into_iter()
+        .map(|(cause, limiters)| {
+            format!(
+                "<li><b>Cause: {}</b> ({}): {}.</li>",
+                cause.name(),
+                escape(&limiters.join(", ")),
+                code(&escape(cause.explanation()))
+            )
+        })
+        .collect();
+    let under: Vec<String> = runs
+        .iter()
+        .filter_map(|run| {
+            let o = run.overload.as_ref()?;
+            (o.limit_share < super::columns::UNDER_LIMIT).then(|| {
+                format!(
+                    "<b>{}</b> on <i>{}</i> {:.0}/s ({:.0}%)",
+                    escape(&run.limiter),
+                    escape(&run.workload),
+                    o.admitted_per_second,
+                    o.limit_share * 100.0
+                )
+            })
+        })
+        .collect();
+    if !under.is_empty() {
+        points.push(format!(
+            "<li><b>Cost: below their limit while demand exceeds it</b> (admitted per second in those seconds, share of the limit): {}.</li>",
+            join(&under)
+        ));
+    }
+    let points = if points.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "</p>\n<ul class=\"causes\">\n{}\n</ul>\n<p>",
+            points.join("\n")
+        )
+    };
+    let sentence = match (over.is_empty(), within.is_empty()) {
+        (true, _) => format!(
+            "<b>Verdict:</b> every limiter kept the backend within its {capacity}/s on every workload."
+        ),
+        (false, true) => format!(
+            "<b>Verdict:</b> every limiter let more through than the backend's {capacity}/s on some workload: {}.",
+            names(&over)
+        ),
+        (false, false) => format!(
+            "<b>Verdict:</b> <span class=\"over\">{} let more through than the backend's {capacity}/s</span> on some workload; {} stayed within it.",
+            names(&over),
+            names(&within)
+        ),
+    };
+    sentence + &points
+}
+
+/// `text` (escaped HTML) with each `quoted` span set as code.
+fn code(text: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in text.split('`').enumerate() {
+        if i % 2 == 1 {
+            out += &format!("<code>{part}</code>");
+        } else {
+            out += part;
+        }
+    }
+    out
+}
