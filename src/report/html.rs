@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-pub(super) use super::rows::escape;
+pub(super) use super::rows::{escape, join};
 use super::{ratio, seconds};
 use crate::chart::Chart;
 use crate::results::Results;
@@ -283,25 +283,6 @@ fn meaning(results: &Results, runs: &[RunSummary]) -> String {
         );
     }
     text
-}
-
-/// Most items a sentence names; the rest are counted.
-const MAX_NAMED: usize = 12;
-
-/// `a, b and c`; of a longer list, the first [`MAX_NAMED`] and how many more.
-pub(super) fn join(items: &[String]) -> String {
-    if items.len() > MAX_NAMED {
-        return format!(
-            "{} and {} more",
-            items[..MAX_NAMED].join(", "),
-            items.len() - MAX_NAMED
-        );
-    }
-    match items {
-        [] => String::new(),
-        [one] => one.clone(),
-        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
-    }
 }
 
 fn results_table(runs: &[RunSummary]) -> String {

@@ -132,6 +132,25 @@ pub fn escape(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// Most items a sentence names; the rest are counted.
+const MAX_NAMED: usize = 12;
+
+/// `a, b and c`; of a longer list, the first [`MAX_NAMED`] and how many more.
+pub fn join(items: &[String]) -> String {
+    if items.len() > MAX_NAMED {
+        return format!(
+            "{} and {} more",
+            items[..MAX_NAMED].join(", "),
+            items.len() - MAX_NAMED
+        );
+    }
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,9 +1,8 @@
 //! The report's verdict: which limiters kept the backend within capacity,
 //! the cause of each excess and its fix, and what the limits cost.
 
-use super::html::join;
 use super::ratio;
-use super::rows::escape;
+use super::rows::{escape, join};
 use crate::results::Results;
 use crate::summary::RunSummary;
 use crate::time::Nanos;
