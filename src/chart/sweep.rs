@@ -319,19 +319,8 @@ fn draw_scale(
     top: i32,
     backend: bool,
 ) -> Result<()> {
-    let (left, width, height) = (40, 420, 18);
-    for step in 0..120 {
-        let ratio = f64::from(step) / 60.0;
-        let x = left + step * width / 120;
-        root.draw(&Rectangle::new(
-            [(x, top), (left + (step + 1) * width / 120, top + height)],
-            colour(ratio).filled(),
-        ))?;
-    }
-    root.draw(&Rectangle::new(
-        [(left, top), (left + width, top + height)],
-        FAINT.stroke_width(1),
-    ))?;
+    let (left, width, height) = (SCALE_LEFT, SCALE_WIDTH, SCALE_HEIGHT);
+    draw_gradient(root, top, 120, |step| colour(f64::from(step) / 60.0))?;
     let font = (FONT, LABEL_SIZE).into_font().color(&BLACK);
     for (ratio, text) in [
         (0.0, "0"),
@@ -365,20 +354,39 @@ fn draw_scale(
     Ok(())
 }
 
-/// The cost map's scale: 0% to 100% turned away.
-fn draw_cost_scale(root: &DrawingArea<SVGBackend, plotters::coord::Shift>, top: i32) -> Result<()> {
-    let (left, width, height) = (40, 420, 18);
-    for step in 0..100 {
-        let x = left + step * width / 100;
+/// Where a heat map's colour scale stands under the panels, and its size.
+const SCALE_LEFT: i32 = 40;
+const SCALE_WIDTH: i32 = 420;
+const SCALE_HEIGHT: i32 = 18;
+
+/// A colour scale's bar: `steps` slices, slice i coloured `colour(i)`, framed.
+fn draw_gradient(
+    root: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+    top: i32,
+    steps: i32,
+    colour: impl Fn(i32) -> RGBColor,
+) -> Result<()> {
+    let (left, width, height) = (SCALE_LEFT, SCALE_WIDTH, SCALE_HEIGHT);
+    for step in 0..steps {
         root.draw(&Rectangle::new(
-            [(x, top), (left + (step + 1) * width / 100, top + height)],
-            cost_colour(f64::from(step) / 99.0).filled(),
+            [
+                (left + step * width / steps, top),
+                (left + (step + 1) * width / steps, top + height),
+            ],
+            colour(step).filled(),
         ))?;
     }
     root.draw(&Rectangle::new(
         [(left, top), (left + width, top + height)],
         FAINT.stroke_width(1),
     ))?;
+    Ok(())
+}
+
+/// The cost map's scale: 0% to 100% turned away.
+fn draw_cost_scale(root: &DrawingArea<SVGBackend, plotters::coord::Shift>, top: i32) -> Result<()> {
+    let (left, width, height) = (SCALE_LEFT, SCALE_WIDTH, SCALE_HEIGHT);
+    draw_gradient(root, top, 100, |step| cost_colour(f64::from(step) / 99.0))?;
     let font = (FONT, LABEL_SIZE).into_font().color(&BLACK);
     for (share, text) in [(0.0, "0%"), (0.5, "50%"), (1.0, "100%")] {
         let x = left + (share * f64::from(width)).round() as i32;

@@ -279,19 +279,13 @@ pub fn render_sizing_csv(report: &SizingReport) -> String {
     ];
     writer.write_record(header).expect("writing to memory");
     for sizing in &report.limiters {
+        // (choice, rows after the choice), the pair's companion last.
+        let mut choices: Vec<(&str, Vec<Vec<String>>)> = Vec::new();
         for (choice, safe) in [
             ("any-traffic", &sizing.safe_any_traffic),
             ("workloads", &sizing.safe_on_workloads),
         ] {
-            let head = [
-                sizing.limiter.clone(),
-                sizing.kind.clone(),
-                sizing.parameter.clone(),
-                sizing.current.to_string(),
-                super::csv_bound(sizing.current_bound_1s),
-                choice.to_string(),
-            ];
-            let rows: Vec<Vec<String>> = match safe {
+            let rows = match safe {
                 Safe::Any => vec![unsized_row("any")],
                 Safe::None => vec![unsized_row("none")],
                 Safe::Value {
@@ -301,37 +295,28 @@ pub fn render_sizing_csv(report: &SizingReport) -> String {
                     ..
                 } => costs
                     .iter()
-                    .map(|c| {
-                        vec![
-                            "value".into(),
-                            value.to_string(),
-                            worst_1s.to_string(),
-                            c.workload.clone(),
-                            c.offered.to_string(),
-                            c.rejected.to_string(),
-                            c.rejected_share.to_string(),
-                            c.rejected_with_spare_capacity.to_string(),
-                        ]
-                    })
+                    .map(|c| cost_row(*value, *worst_1s, c, None))
                     .collect(),
             };
-            for row in rows {
-                writer
-                    .write_record(
-                        head.iter()
-                            .chain(&row)
-                            .chain(&[String::new(), String::new()]),
-                    )
-                    .expect("writing to memory");
+            choices.push((choice, rows));
+        }
+        if let Some(together) = &sizing.together {
+            for (choice, setting) in [
+                ("together-workloads", &together.on_workloads),
+                ("together-any-traffic", &together.any_traffic),
+            ] {
+                let rows = match setting.as_ref().map(|s| (s, &s.values[..])) {
+                    Some((setting, [value, companion])) => setting
+                        .costs
+                        .iter()
+                        .map(|c| cost_row(value.value, setting.worst_1s, c, Some(companion)))
+                        .collect(),
+                    _ => vec![unsized_row("none")],
+                };
+                choices.push((choice, rows));
             }
         }
-        let Some(together) = &sizing.together else {
-            continue;
-        };
-        for (choice, setting) in [
-            ("together-workloads", &together.on_workloads),
-            ("together-any-traffic", &together.any_traffic),
-        ] {
+        for (choice, rows) in choices {
             let head = [
                 sizing.limiter.clone(),
                 sizing.kind.clone(),
@@ -340,33 +325,7 @@ pub fn render_sizing_csv(report: &SizingReport) -> String {
                 super::csv_bound(sizing.current_bound_1s),
                 choice.to_string(),
             ];
-            let Some(setting) = setting else {
-                let row = unsized_row("none");
-                writer
-                    .write_record(
-                        head.iter()
-                            .chain(&row)
-                            .chain(&[String::new(), String::new()]),
-                    )
-                    .expect("writing to memory");
-                continue;
-            };
-            let [value, companion] = &setting.values[..] else {
-                unreachable!("a pair sized together has two values")
-            };
-            for c in &setting.costs {
-                let row = [
-                    "value".to_string(),
-                    value.value.to_string(),
-                    setting.worst_1s.to_string(),
-                    c.workload.clone(),
-                    c.offered.to_string(),
-                    c.rejected.to_string(),
-                    c.rejected_share.to_string(),
-                    c.rejected_with_spare_capacity.to_string(),
-                    companion.name.clone(),
-                    companion.value.to_string(),
-                ];
+            for row in rows {
                 writer
                     .write_record(head.iter().chain(&row))
                     .expect("writing to memory");
@@ -377,9 +336,31 @@ pub fn render_sizing_csv(report: &SizingReport) -> String {
         .expect("every field is UTF-8")
 }
 
-/// A choice with no value: its name, then empty value and cost columns.
+/// A choice with no value: its name, then empty value, cost and companion columns.
 fn unsized_row(safe: &str) -> Vec<String> {
     std::iter::once(safe.to_string())
-        .chain(std::iter::repeat_n(String::new(), 7))
+        .chain(std::iter::repeat_n(String::new(), 9))
         .collect()
+}
+
+/// A setting's value, worst second and cost on one workload, and the
+/// companion it was sized with, if any.
+fn cost_row(
+    value: u64,
+    worst_1s: u64,
+    c: &crate::size::Cost,
+    companion: Option<&crate::size::Value>,
+) -> Vec<String> {
+    vec![
+        "value".into(),
+        value.to_string(),
+        worst_1s.to_string(),
+        c.workload.clone(),
+        c.offered.to_string(),
+        c.rejected.to_string(),
+        c.rejected_share.to_string(),
+        c.rejected_with_spare_capacity.to_string(),
+        companion.map_or(String::new(), |v| v.name.clone()),
+        companion.map_or(String::new(), |v| v.value.to_string()),
+    ]
 }

@@ -15,7 +15,7 @@ use crate::time::Nanos;
 mod together;
 
 use self::together::together;
-pub use self::together::{Setting, Together};
+pub use self::together::{Setting, Together, Value};
 
 /// How many settings the sizing chart samples per limiter.
 const SWEEP_POINTS: u64 = 24;
