@@ -7,7 +7,6 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::style::{
     AXIS_SIZE, CAPACITY, FAINT, FONT, HEIGHT, LABEL_SIZE, REFERENCE, TITLE_SIZE, WIDTH,
-    limiter_colour,
 };
 use super::{Chart, Results, interval_words, per_second};
 use crate::time::{NANOS_PER_SEC, Nanos};
@@ -154,9 +153,10 @@ pub fn render(results: &Results) -> Result<Chart> {
         let at = secs(rolling);
         // Earlier lines are wider, so a line drawn over another leaves it
         // showing on both sides: overlapping limiters stay distinguishable.
+        let colours = super::colours(results);
         let width = |index: usize| 2 + 2 * (limiters - 1 - index).min(6) as u32;
         for (index, (curve, limiter)) in curves.iter().zip(&results.limiters).enumerate() {
-            let (colour, width) = (limiter_colour(index), width(index));
+            let (colour, width) = (colours[index], width(index));
             chart.draw_series(LineSeries::new(
                 curve.iter().copied(),
                 colour.stroke_width(width),
@@ -174,7 +174,7 @@ pub fn render(results: &Results) -> Result<Chart> {
                 Some(TriangleMarker::new(
                     (at, bound as f64),
                     7,
-                    limiter_colour(index).stroke_width(2),
+                    colours[index].stroke_width(2),
                 ))
             });
         chart.draw_series(bounds)?;

@@ -34,6 +34,12 @@ pub struct Chart {
     pub svg: String,
 }
 
+/// Each of `results`' limiters' colour, by name ([`style::limiter_colours`]).
+fn colours(results: &Results) -> Vec<RGBColor> {
+    let names: Vec<&str> = results.limiters.iter().map(|l| l.name.as_str()).collect();
+    style::limiter_colours(&names)
+}
+
 /// For a limit per client key, the worst key's count against its own
 /// quota: what its `×limit` means (a quota summed over the keys is no line
 /// to read a spike against). `None` for any other limiter.

@@ -6,7 +6,7 @@
 use anyhow::Result;
 use plotters::prelude::*;
 
-use super::style::{BOUND, CAPACITY, FONT, REFERENCE, TITLE_SIZE, WIDTH, limiter_colour};
+use super::style::{BOUND, CAPACITY, FONT, REFERENCE, TITLE_SIZE, WIDTH};
 use super::{
     Canvas, Chart, DASHED, DOTTED, PanelAxes, Reference, Results, X_AXIS_HEIGHT, add_overlay,
     draw_panel_note, draw_references, interval_words, panel_plot, step_points,
@@ -22,6 +22,7 @@ const PANEL_HEIGHT: u32 = 160;
 /// The chart for `workload`.
 pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
     let runs = &workload.runs;
+    let colours = super::colours(results);
     let name = &workload.name;
     let rolling = results.metrics.rolling;
     let seconds = |ns: u64| ns as f64 / NANOS_PER_SEC as f64;
@@ -62,7 +63,7 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
         for (i, (run, area)) in runs.iter().zip(&areas).enumerate() {
             let panel = Panel {
                 run,
-                colour: limiter_colour(i),
+                colour: colours[i],
                 end,
                 top,
                 capacity,

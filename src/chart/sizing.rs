@@ -7,7 +7,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::Chart;
 use super::style::{
-    AXIS_SIZE, CAPACITY, FAINT, FONT, LABEL_SIZE, REFERENCE, TITLE_SIZE, WIDTH, limiter_colour,
+    AXIS_SIZE, CAPACITY, FAINT, FONT, LABEL_SIZE, REFERENCE, TITLE_SIZE, WIDTH, limiter_colours,
 };
 use crate::size::{Safe, SizingReport};
 
@@ -42,8 +42,9 @@ pub fn render_sizing(report: &SizingReport) -> Result<Chart> {
             .pos(Pos::new(HPos::Center, VPos::Top));
         note_area.draw(&Text::new(note, (WIDTH as i32 / 2, 4), style))?;
         let cells = grid.split_evenly((grid_rows as usize, COLUMNS));
+        let colours = colours(report);
         for (index, (sizing, area)) in report.limiters.iter().zip(&cells).enumerate() {
-            draw_panel(area, report.capacity, index, sizing)?;
+            draw_panel(area, report.capacity, colours[index], sizing)?;
         }
         canvas.present()?;
     }
@@ -55,14 +56,19 @@ pub fn render_sizing(report: &SizingReport) -> Result<Chart> {
     })
 }
 
+/// Each sized limiter's colour, by name.
+fn colours(report: &SizingReport) -> Vec<RGBColor> {
+    let names: Vec<&str> = report.limiters.iter().map(|s| s.limiter.as_str()).collect();
+    limiter_colours(&names)
+}
+
 /// One limiter's panel.
 fn draw_panel(
     area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
     capacity: u64,
-    index: usize,
+    colour: RGBColor,
     sizing: &crate::size::Sizing,
 ) -> Result<()> {
-    let colour = limiter_colour(index);
     let x_max = sizing
         .sweep
         .iter()
@@ -166,9 +172,10 @@ fn draw_recommendations(
         Safe::Any => "any value".to_string(),
         Safe::None => "none: even the smallest is over".to_string(),
     };
+    let colours = colours(report);
     for (i, sizing) in report.limiters.iter().enumerate() {
         let row = y(i as u32 + 1);
-        let colour = limiter_colour(i);
+        let colour = colours[i];
         area.draw(&Rectangle::new(
             [(columns[0] - 24, row + 3), (columns[0] - 10, row + 15)],
             colour.filled(),

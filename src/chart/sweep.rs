@@ -11,7 +11,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::Chart;
 use super::style::{
-    AXIS_SIZE, CAPACITY, FAINT, FONT, HEIGHT, LABEL_SIZE, TITLE_SIZE, WIDTH, limiter_colour,
+    AXIS_SIZE, CAPACITY, FAINT, FONT, HEIGHT, LABEL_SIZE, TITLE_SIZE, WIDTH, limiter_colours,
 };
 use crate::summary::RunSummary;
 use crate::sweep::results::{SweepResults, within_capacity, worst_second};
@@ -107,6 +107,7 @@ const LEGEND: i32 = 90;
 
 fn heat_map(sweep: &SweepResults, workload: &str, map: Map) -> Result<Chart> {
     let limiters = sweep.limiters();
+    let colours = limiter_colours(&limiters);
     let (x_group, y_group) = (&sweep.grid.groups[0], &sweep.grid.groups[1]);
     let (nx, ny) = (x_group[0].values.len(), y_group[0].values.len());
     let columns = match limiters.len() {
@@ -169,7 +170,7 @@ fn heat_map(sweep: &SweepResults, workload: &str, map: Map) -> Result<Chart> {
                 (plot.0 + plot.2 / 2, top + 4),
                 (FONT, AXIS_SIZE)
                     .into_font()
-                    .color(&limiter_colour(index))
+                    .color(&colours[index])
                     .pos(Pos::new(HPos::Center, VPos::Top)),
             ))?;
             let cell_w = plot.2 as f64 / nx as f64;
@@ -412,6 +413,7 @@ type Figure = Option<(u64, Option<u64>)>;
 
 fn lines(sweep: &SweepResults, workload: &str) -> Result<Chart> {
     let limiters = sweep.limiters();
+    let colours = limiter_colours(&limiters);
     let n = sweep.points.len();
     let figures: Vec<Vec<Figure>> = limiters
         .iter()
@@ -501,7 +503,7 @@ fn lines(sweep: &SweepResults, workload: &str) -> Result<Chart> {
             legend.push((CAPACITY, true, label));
         }
         for (index, limiter) in limiters.iter().enumerate() {
-            let colour = limiter_colour(index);
+            let colour = colours[index];
             let points: Vec<(f64, f64)> = figures[index]
                 .iter()
                 .enumerate()

@@ -6,7 +6,7 @@ use plotters::prelude::*;
 
 use super::style::{
     CAPACITY, FAINT, FONT, HEIGHT, HIGHLIGHT, LABEL_SIZE, PANEL_HEIGHT, REFERENCE, REJECTED_ALPHA,
-    RETRY, TITLE_SIZE, TRAILING, WIDTH, limiter_colour,
+    RETRY, TITLE_SIZE, TRAILING, WIDTH,
 };
 use super::{
     Canvas, Chart, DASHED, NOTE_HEIGHT, PanelAxes, Reference, Results, X_AXIS_HEIGHT, add_overlay,
@@ -74,6 +74,7 @@ fn secs(ns: u64) -> f64 {
 /// The chart for `workload`.
 pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
     let runs = &workload.runs;
+    let colours = super::colours(results);
     let name = &workload.name;
     let (bucket, rolling) = (results.metrics.bucket.get(), results.metrics.rolling.get());
     // Clients that retry: the bars are their attempts, first ones and retries.
@@ -159,13 +160,19 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
         canvas.fill(&WHITE)?;
         let root = canvas.titled(&title, (FONT, TITLE_SIZE))?;
         let (legend, body) = root.split_vertically(LEGEND_HEIGHT);
-        draw_legend(&legend, capacity.is_some(), Nanos(rolling), attempts)?;
+        draw_legend(
+            &legend,
+            capacity.is_some(),
+            Nanos(rolling),
+            attempts,
+            colours[0],
+        )?;
         let breaks: Vec<u32> = (1..panels).map(|i| i * panel_height).collect();
         let areas = body.split_by_breakpoints::<u32, u32, _, _>([], breaks);
         for (i, (run, area)) in runs.iter().zip(&areas).enumerate() {
             let panel = Panel {
                 run,
-                colour: limiter_colour(i),
+                colour: colours[i],
                 view: &view,
                 y_max,
                 bucket,
@@ -191,7 +198,7 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
     }
     add_overlay(&mut svg, &overlay);
     let bars = if attempts {
-        "attempts per second reaching the limiter over each {} bucket: requests' first attempts, with retries stacked above in purple (the herd at each window reset)"
+        "attempts per second reaching the limiter over each {} bucket: requests' first attempts, with retries stacked above in grey (the herd at each window reset)"
     } else {
         "requests per second over each {} bucket: admitted, with rejected ones lighter above"
     };
@@ -211,21 +218,24 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
     })
 }
 
-fn draw_legend(area: &Canvas, with_capacity: bool, rolling: Nanos, attempts: bool) -> Result<()> {
+fn draw_legend(
+    area: &Canvas,
+    with_capacity: bool,
+    rolling: Nanos,
+    attempts: bool,
+    first: RGBColor,
+) -> Result<()> {
     let font = (FONT, LABEL_SIZE).into_font().color(&BLACK);
     let boxes: [(&str, ShapeStyle); 3] = if attempts {
         [
-            ("first attempts", limiter_colour(0).filled()),
+            ("first attempts (panel colour)", first.filled()),
             ("retries (stacked)", RETRY.filled()),
             ("worst interval", HIGHLIGHT.filled()),
         ]
     } else {
         [
-            ("admitted", limiter_colour(0).filled()),
-            (
-                "rejected (lighter, stacked)",
-                limiter_colour(0).mix(REJECTED_ALPHA).filled(),
-            ),
+            ("admitted (panel colour)", first.filled()),
+            ("rejected (lighter)", first.mix(REJECTED_ALPHA).filled()),
             ("worst interval", HIGHLIGHT.filled()),
         ]
     };

@@ -5,9 +5,7 @@ use anyhow::Result;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::style::{
-    AXIS_SIZE, CAPACITY, FAINT, FONT, HEIGHT, LABEL_SIZE, TITLE_SIZE, WIDTH, limiter_colour,
-};
+use super::style::{AXIS_SIZE, CAPACITY, FAINT, FONT, HEIGHT, LABEL_SIZE, TITLE_SIZE, WIDTH};
 use super::{Chart, Results, interval_words};
 use crate::summary::RunSummary;
 use crate::time::Nanos;
@@ -24,6 +22,7 @@ const LEGEND_RIGHT: i32 = WIDTH as i32 - 24;
 pub fn render(results: &Results) -> Result<Chart> {
     let groups = results.workloads.len();
     let limiters = results.limiters.len();
+    let colours = super::colours(results);
     // With a backend, the figures that decide the verdict: those over 1 s.
     let bars: Vec<Bar> = results.runs().map(|run| Bar::of(&run.summary)).collect();
     let interval = if results.capacity().is_some() {
@@ -103,7 +102,7 @@ pub fn render(results: &Results) -> Result<Chart> {
             let worst = summary.worst as f64;
             chart.draw_series([Rectangle::new(
                 [(x0, 0.0), (x1, worst)],
-                limiter_colour(bar).filled(),
+                colours[bar].filled(),
             )])?;
             let mut above = Vec::new();
             match summary.nominal {
@@ -137,7 +136,7 @@ pub fn render(results: &Results) -> Result<Chart> {
             let (_, base) = chart.backend_coord(&(mid, 0.0));
             let (x, top) = chart.backend_coord(&(mid, worst));
             let (y, colour, v) = if base - top > 20 {
-                (base - 4, text_colour(bar), VPos::Bottom)
+                (base - 4, text_colour(colours[bar]), VPos::Bottom)
             } else {
                 (top - 3, BLACK, VPos::Bottom)
             };
@@ -189,8 +188,8 @@ pub fn render(results: &Results) -> Result<Chart> {
 }
 
 /// Counts inside a bar: white on dark colours, black on light ones.
-fn text_colour(index: usize) -> RGBColor {
-    let RGBColor(r, g, b) = limiter_colour(index);
+fn text_colour(fill: RGBColor) -> RGBColor {
+    let RGBColor(r, g, b) = fill;
     let luminance = 0.299 * f64::from(r) + 0.587 * f64::from(g) + 0.114 * f64::from(b);
     if luminance > 150.0 { BLACK } else { WHITE }
 }
@@ -247,11 +246,12 @@ fn draw_legend(
     places: &[(i32, i32)],
 ) -> Result<()> {
     let font = (FONT, LABEL_SIZE).into_font().color(&BLACK);
+    let colours = super::colours(results);
     for ((index, limiter), &(x, row)) in results.limiters.iter().enumerate().zip(places) {
         let y = 8 + row * LEGEND_ROW;
         area.draw(&Rectangle::new(
             [(x, y), (x + 14, y + 12)],
-            limiter_colour(index).filled(),
+            colours[index].filled(),
         ))?;
         area.draw(&Text::new(
             limiter.name.clone(),

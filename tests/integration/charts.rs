@@ -224,9 +224,81 @@ fn the_report_renders_non_blank_in_a_headless_browser() {
     );
 }
 
+/// The limiters' legend of a worst-rolling chart: each name and the fill of
+/// its swatch, in the order drawn.
+fn legend(svg: &str) -> Vec<(String, String)> {
+    let doc = roxmltree::Document::parse(svg).expect("the SVG is well-formed XML");
+    let elements: Vec<_> = doc.descendants().filter(|n| n.is_element()).collect();
+    elements
+        .windows(2)
+        .filter(|pair| {
+            let swatch = pair[0];
+            swatch.has_tag_name("rect")
+                && swatch.attribute("width") == Some("14")
+                && swatch.attribute("height") == Some("12")
+                && pair[1].has_tag_name("text")
+        })
+        .map(|pair| {
+            let name = pair[1].text().unwrap_or_default().trim().to_string();
+            (name, pair[0].attribute("fill").unwrap().to_string())
+        })
+        .collect()
+}
+
+/// A limiter is drawn in one colour by its name in every report, whatever
+/// its place in the file and whichever limiters stand beside it; the
+/// limiters of one chart never share a colour.
+#[test]
+fn a_limiter_keeps_its_colour_by_name_across_reports() {
+    let promo = fs::read_to_string("scenarios/promo.toml").unwrap();
+    let header = &promo[..promo.find("[[limiter]]").unwrap()];
+    let other = tempfile::tempdir().unwrap();
+    let file = other.path().join("reordered.toml");
+    fs::write(
+        &file,
+        format!(
+            "{header}[[limiter]]\nname = \"a-new-one\"\nkind = \"fixed-window\"\nwindow = \"2s\"\nthreshold = 200\n\n\
+             [[limiter]]\nname = \"token-bucket\"\nkind = \"token-bucket\"\nrate = 100\nburst = 100\n\n\
+             [[limiter]]\nname = \"fixed-1s\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 100\n"
+        ),
+    )
+    .unwrap();
+    let legends = [
+        run("scenarios/promo.toml", &[]),
+        run(file.to_str().unwrap(), &[]),
+    ]
+    .map(|run| legend(&fs::read_to_string(run.out.join("charts/worst-rolling.svg")).unwrap()));
+    for legend in &legends {
+        let mut fills: Vec<&String> = legend.iter().map(|(_, fill)| fill).collect();
+        fills.sort();
+        fills.dedup();
+        assert_eq!(
+            fills.len(),
+            legend.len(),
+            "two limiters share a colour: {legend:?}"
+        );
+    }
+    assert_eq!(legends[0].len(), 7);
+    assert_eq!(legends[1].len(), 3);
+    for name in ["fixed-1s", "token-bucket"] {
+        let fill = |legend: &[(String, String)]| {
+            legend
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, f)| f.clone())
+                .unwrap()
+        };
+        assert_eq!(
+            fill(&legends[0]),
+            fill(&legends[1]),
+            "{name} changed colour"
+        );
+    }
+}
+
 /// A design review opens the report on a laptop: its first screen (1400 ×
 /// 900) holds the verdict (in the red of "over") and the chart of the spike
-/// (the first limiter's blue lines), before any table.
+/// (the first limiter's lines, in its colour), before any table.
 #[test]
 #[ignore = "needs Chromium (Debian's chromium): run with --include-ignored, as .ci/run does"]
 fn the_reports_first_screen_holds_the_verdict_and_a_chart() {
@@ -247,14 +319,19 @@ fn the_reports_first_screen_holds_the_verdict_and_a_chart() {
             .filter(|px| near(px, colour))
             .count()
     };
-    // The verdict's red (#b00000) and the chart's first limiter (#0072b2).
+    // The verdict's red (#b00000) and the chart's first limiter, in the
+    // colour its legend gives it.
+    let worst_rolling = fs::read_to_string(promo.out.join("charts/worst-rolling.svg")).unwrap();
+    let (first, fill) = legend(&worst_rolling).swap_remove(0);
+    let hex = |at: usize| u8::from_str_radix(&fill[at..at + 2], 16).unwrap();
+    let colour = (hex(1), hex(3), hex(5));
     assert!(
         count((0xb0, 0x00, 0x00)) > 200,
         "no red verdict on the first screen"
     );
     assert!(
-        count((0x00, 0x72, 0xb2)) > 2_000,
-        "no chart on the first screen"
+        count(colour) > 2_000,
+        "no chart on the first screen: too few pixels in {first}'s {fill}"
     );
 }
 
@@ -360,8 +437,10 @@ fn the_overview_shows_the_fixed_window_at_200_and_the_sliding_log_at_100_on_edge
     let panels = y_ticks_per_panel(&svg);
     // Panels follow the scenario's limiters: fixed-1s first, sliding-log fourth.
     assert_eq!(panels.len(), 7, "{panels:?}");
-    let fixed = peak_of_line(&svg, "#0072B2", &panels[0]);
-    let sliding = peak_of_line(&svg, "#CC79A7", &panels[3]);
+    let colours = legend(&read(&promo.out.join("charts/worst-rolling.svg")));
+    let colour = |name: &str| colours.iter().find(|(n, _)| n == name).unwrap().1.clone();
+    let fixed = peak_of_line(&svg, &colour("fixed-1s"), &panels[0]);
+    let sliding = peak_of_line(&svg, &colour("sliding-log"), &panels[3]);
     assert!((fixed - 200.0).abs() < 2.0, "fixed-1s peaks at {fixed}");
     assert!(
         (sliding - 100.0).abs() < 2.0,
