@@ -208,6 +208,52 @@ pub fn causes(runs: &[RunSummary]) -> Vec<(Cause, Vec<&str>)> {
     by_cause.into_iter().collect()
 }
 
+/// What holding the backend costs: for each limiter whose every run passes
+/// ([`failures`] is empty), in the order of `runs`, its run that turned away
+/// the largest share of its busiest second's demand (the first of equals) —
+/// when that share is above 0.
+pub fn peak_costs(runs: &[RunSummary]) -> Vec<&RunSummary> {
+    let mut costs: Vec<&RunSummary> = Vec::new();
+    let failing: std::collections::HashSet<&str> = runs
+        .iter()
+        .filter(|run| !failures(run).is_empty())
+        .map(|run| run.limiter.as_str())
+        .collect();
+    for run in runs {
+        if failing.contains(run.limiter.as_str()) {
+            continue;
+        }
+        let Some(peak) = run.peak.as_ref().filter(|p| p.turned_away > 0) else {
+            continue;
+        };
+        match costs.iter_mut().find(|c| c.limiter == run.limiter) {
+            Some(cost) => {
+                if peak.share() > cost.peak.as_ref().map_or(0.0, |p| p.share()) {
+                    *cost = run;
+                }
+            }
+            None => costs.push(run),
+        }
+    }
+    let share = |run: &RunSummary| run.peak.as_ref().map_or(0.0, |p| p.share());
+    costs.sort_by(|a, b| share(b).total_cmp(&share(a)));
+    costs
+}
+
+/// `51% of flash-sale's busiest second (412 requests from 21.000s)`.
+pub fn peak_cost_words(run: &RunSummary) -> String {
+    match &run.peak {
+        Some(peak) => format!(
+            "{:.0}% of {}'s busiest second ({} requests from {})",
+            peak.share() * 100.0,
+            run.workload,
+            peak.offered,
+            crate::time::seconds(peak.start_ns)
+        ),
+        None => "nothing".to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -45,6 +45,10 @@ pub struct RunSummary {
     /// admitted in them (not for a limit per key, whose limit is each key's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overload: Option<crate::metrics::overload::Overload>,
+    /// The busiest whole second of demand (clock-aligned from the run's
+    /// start) and how much of it the limiter turned away.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak: Option<crate::metrics::overload::Peak>,
     /// With a `[cluster]`: requests admitted by each instance.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instances: Option<Vec<u64>>,

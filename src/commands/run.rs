@@ -129,5 +129,12 @@ fn verdict(runs: &[crate::summary::RunSummary]) -> Option<String> {
             crate::report::columns::under_overload(run)
         );
     }
+    for run in crate::check::peak_costs(runs) {
+        text += &format!(
+            "  cost at the peak: {} turns away {}\n",
+            run.limiter,
+            crate::check::peak_cost_words(run)
+        );
+    }
     Some(text)
 }

@@ -2,6 +2,9 @@
 //! start) in which more requests came than the limiter's limit a second, and
 //! what it admitted in them — a limiter that admits well below its own limit
 //! while demand exceeds it turns away traffic it was set to let through.
+//! The same count finds the peak: the busiest whole second of demand, and
+//! the share of it the limiter turned away — the cost a flash sale's
+//! customers see, which a whole run's share dilutes with its quiet hours.
 //! Counted as decisions are made, whatever else the run keeps.
 
 use serde::{Deserialize, Serialize};
@@ -21,6 +24,25 @@ pub struct Overload {
     pub limit_share: f64,
 }
 
+/// The busiest whole second of demand (clock-aligned from the run's start;
+/// the earliest of equals) and what the limiter did with it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Peak {
+    /// Where that second starts, in nanoseconds.
+    pub start_ns: u64,
+    /// Requests that came in it (attempts, when clients retry).
+    pub offered: u64,
+    /// Those the limiter turned away.
+    pub turned_away: u64,
+}
+
+impl Peak {
+    /// The share of the peak's demand turned away, 0 to 1.
+    pub fn share(&self) -> f64 {
+        self.turned_away as f64 / self.offered.max(1) as f64
+    }
+}
+
 /// The running count: this second's decisions, and the overloaded seconds
 /// closed so far.
 #[derive(Clone, Debug)]
@@ -33,6 +55,7 @@ pub struct OverloadCounts {
     admitted: u64,
     seconds: u64,
     admitted_in_them: u64,
+    peak: Option<Peak>,
 }
 
 impl OverloadCounts {
@@ -45,6 +68,7 @@ impl OverloadCounts {
             admitted: 0,
             seconds: 0,
             admitted_in_them: 0,
+            peak: None,
         }
     }
 
@@ -67,6 +91,13 @@ impl OverloadCounts {
     }
 
     fn close(&mut self) {
+        if self.offered > self.peak.as_ref().map_or(0, |p| p.offered) {
+            self.peak = Some(Peak {
+                start_ns: self.end.saturating_sub(Nanos::SECOND.get()),
+                offered: self.offered,
+                turned_away: self.offered - self.admitted,
+            });
+        }
         if self.offered as f64 > self.limit {
             self.seconds += 1;
             self.admitted_in_them += self.admitted;
@@ -75,19 +106,27 @@ impl OverloadCounts {
     }
 
     /// The overloaded seconds of a run of `duration` (its last second counts
-    /// only if whole), or `None` when there were none.
-    pub fn finish(mut self, duration: Nanos) -> Option<Overload> {
-        if self.end <= duration.get() {
-            self.close();
+    /// only if whole), or `None` when there were none; and the peak (a last
+    /// second cut short counts: its demand is real), `None` when no request
+    /// came.
+    pub fn finish(mut self, duration: Nanos) -> (Option<Overload>, Option<Peak>) {
+        let limit = self.limit;
+        if self.end > duration.get() {
+            // A second cut short: its demand may be the peak, never an
+            // overloaded second.
+            self.limit = f64::INFINITY;
         }
-        (self.seconds > 0).then(|| {
+        self.close();
+        self.limit = limit;
+        let overload = (self.seconds > 0).then(|| {
             let per_second = self.admitted_in_them as f64 / self.seconds as f64;
             Overload {
                 seconds: self.seconds,
                 admitted_per_second: per_second,
                 limit_share: per_second / self.limit,
             }
-        })
+        });
+        (overload, self.peak)
     }
 }
 
@@ -118,7 +157,7 @@ mod tests {
             for i in 0..50 {
                 counts.record(ms(4_000 + i), false);
             }
-            counts.finish(ms(4_500))
+            counts.finish(ms(4_500)).0
         };
         let o = run(10.0).unwrap();
         assert_eq!(
@@ -136,7 +175,69 @@ mod tests {
         let mut counts = OverloadCounts::new(1.0);
         counts.record(ms(999), true);
         counts.record(ms(999), false);
-        assert_eq!(counts.clone().finish(ms(1_000)).map(|o| o.seconds), Some(1));
-        assert!(counts.finish(ms(999)).is_none());
+        assert_eq!(
+            counts.clone().finish(ms(1_000)).0.map(|o| o.seconds),
+            Some(1)
+        );
+        assert!(counts.finish(ms(999)).0.is_none());
+    }
+
+    /// The peak against a brute-force count of every whole second.
+    #[test]
+    fn the_peak_is_the_busiest_whole_second_and_what_was_turned_away() {
+        let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+        for case in 0..200 {
+            let mut next = || {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng
+            };
+            let n = next() % 60;
+            let mut times: Vec<u64> = (0..n).map(|_| next() % 4_000).collect();
+            times.sort_unstable();
+            let decisions: Vec<(u64, bool)> = times.iter().map(|&t| (t, next() % 3 == 0)).collect();
+            let duration = 1 + next() % 4_200;
+            let mut counts = OverloadCounts::new(5.0);
+            for &(t, admitted) in decisions.iter().filter(|(t, _)| *t < duration) {
+                counts.record(ms(t), admitted);
+            }
+            let (_, peak) = counts.finish(ms(duration));
+            let mut expected: Option<Peak> = None;
+            for second in 0..5 {
+                let inside: Vec<bool> = decisions
+                    .iter()
+                    .filter(|(t, _)| *t < duration && t / 1_000 == second)
+                    .map(|&(_, admitted)| admitted)
+                    .collect();
+                let offered = inside.len() as u64;
+                if offered > expected.as_ref().map_or(0, |p| p.offered) {
+                    expected = Some(Peak {
+                        start_ns: ms(second * 1_000).get(),
+                        offered,
+                        turned_away: inside.iter().filter(|a| !**a).count() as u64,
+                    });
+                }
+            }
+            assert_eq!(peak, expected, "case {case}");
+        }
+    }
+
+    #[test]
+    fn the_peak_share_counts_equal_timestamps_at_a_second_edge_in_the_later_second() {
+        let mut counts = OverloadCounts::new(1.0);
+        counts.record(ms(999), true);
+        for _ in 0..3 {
+            counts.record(ms(1_000), false);
+        }
+        let (overload, peak) = counts.finish(ms(1_500));
+        let peak = peak.unwrap();
+        assert_eq!(
+            (peak.start_ns, peak.offered, peak.turned_away),
+            (ms(1_000).get(), 3, 3)
+        );
+        assert_eq!(peak.share(), 1.0);
+        // Second 1 is cut by the run's end: never an overloaded second.
+        assert!(overload.is_none());
     }
 }

@@ -274,6 +274,26 @@ pub const COLUMNS: &[Column] = &[
         backend(r, |b| b.rejected_with_spare_capacity.to_string())
     }),
     Column::shown(Fixed("turned away"), turned_away).in_html(Fixed("turned away"), turned_away),
+    Column::csv("peak_start_ns", |r| peak(r, |p| p.start_ns.to_string())),
+    Column::csv("peak_offered", |r| peak(r, |p| p.offered.to_string())),
+    Column::csv("peak_turned_away", |r| {
+        peak(r, |p| p.turned_away.to_string())
+    })
+    .and_shown(Fixed("at peak"), |r| {
+        r.peak
+            .as_ref()
+            .map_or("-".to_string(), |p| format!("{:.0}%", p.share() * 100.0))
+    })
+    .in_html(Fixed("turned away in the busiest second"), |r| {
+        r.peak.as_ref().map_or("-".to_string(), |p| {
+            format!(
+                "{:.0}% of {} (from {})",
+                p.share() * 100.0,
+                p.offered,
+                seconds(p.start_ns)
+            )
+        })
+    }),
     Column::shown(Fixed("spare"), |r| {
         backend(r, |b| b.rejected_with_spare_capacity.to_string())
     })
@@ -475,6 +495,11 @@ fn times_limit(run: &RunSummary) -> String {
 }
 
 /// The share of the offered requests rejected: `38.0%`.
+/// A figure of the run's peak second, empty when no request came.
+fn peak(run: &RunSummary, figure: impl Fn(&crate::metrics::overload::Peak) -> String) -> String {
+    run.peak.as_ref().map_or(String::new(), figure)
+}
+
 fn turned_away(run: &RunSummary) -> String {
     if run.offered == 0 {
         return "-".to_string();

@@ -76,6 +76,22 @@ pub(super) fn sentence(results: &Results, runs: &[RunSummary]) -> String {
             join(&under)
         ));
     }
+    let costs: Vec<String> = crate::check::peak_costs(runs)
+        .into_iter()
+        .map(|run| {
+            format!(
+                "<b>{}</b> {}",
+                escape(&run.limiter),
+                escape(&crate::check::peak_cost_words(run))
+            )
+        })
+        .collect();
+    if !costs.is_empty() {
+        points.push(format!(
+            "<li><b>Cost at the peak</b> (of those within capacity, the share turned away of a workload's busiest second): {}.</li>",
+            join(&costs)
+        ));
+    }
     let points = if points.is_empty() {
         String::new()
     } else {

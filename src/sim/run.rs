@@ -301,6 +301,7 @@ impl RunState {
                 seconds_over_capacity: self.m.rolling.time_over_capacity().as_secs_f64(),
             }
         });
+        let (overload, peak) = self.m.overload.finish(scenario.duration);
         let summary = RunSummary {
             workload: workload.to_string(),
             limiter: limiter.to_string(),
@@ -338,7 +339,8 @@ impl RunState {
             },
             closed_loop: self.m.closed.map(|closed| closed.finish(0, 0, 0)),
             outages: self.m.outages.map(Outages::finish),
-            overload: self.m.overload.finish(scenario.duration),
+            overload,
+            peak,
             delay: self.m.delays.as_ref().map(|delays| DelaySummary {
                 delayed: delays.len(),
                 p50_ns: delays.value_at_quantile(0.5),

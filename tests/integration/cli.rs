@@ -827,3 +827,66 @@ fn decisions_name_each_request_s_client_as_its_input_does() {
     assert!(rows[3].ends_with(",false,10.0.0.1"), "{text}");
     assert_eq!(cells(rows[1])[1], cells(rows[3])[1], "one key, one client");
 }
+
+/// Each run's `peak` (the busiest clock second of demand and what was turned
+/// away in it) against a count of its decisions file, second by second; and
+/// the run's last lines name the cost of the limiters that held the backend.
+#[test]
+fn the_peak_second_and_its_cost_match_a_count_of_the_decisions() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let stdout = burstsim()
+        .args([
+            "run",
+            "scenarios/promo.toml",
+            "--no-charts",
+            "--decisions",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap()
+        .stdout;
+    let summary: Value =
+        serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let runs = summary["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 28);
+    for run in runs {
+        let (workload, limiter) = (
+            run["workload"].as_str().unwrap(),
+            run["limiter"].as_str().unwrap(),
+        );
+        let text =
+            fs::read_to_string(out.join(format!("decisions/{workload}/{limiter}.csv"))).unwrap();
+        let mut seconds: std::collections::BTreeMap<u64, (u64, u64)> = Default::default();
+        for row in text.lines().skip(1) {
+            let fields: Vec<&str> = row.split(',').collect();
+            let time: u64 = fields[0].parse().unwrap();
+            let second = seconds.entry(time / 1_000_000_000).or_default();
+            second.0 += 1;
+            second.1 += u64::from(fields[2] == "false");
+        }
+        let (&second, &(offered, turned_away)) = seconds
+            .iter()
+            .reduce(|a, b| if b.1.0 > a.1.0 { b } else { a })
+            .unwrap();
+        assert_eq!(
+            run["peak"],
+            serde_json::json!({
+                "start_ns": second * 1_000_000_000,
+                "offered": offered,
+                "turned_away": turned_away
+            }),
+            "{workload} / {limiter}"
+        );
+    }
+    let stdout = String::from_utf8(stdout).unwrap();
+    assert!(
+        stdout.contains("cost at the peak: sliding-log turns away 77% of flash-sale's busiest second (439 requests from 26.000s)"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("cost at the peak: fixed-1s"),
+        "fixed-1s is over: its cost is no answer"
+    );
+}
