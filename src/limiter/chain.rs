@@ -58,6 +58,35 @@ impl Kind for Config {
             .map_or(("threshold", 0), |layer| layer.parameter(context))
     }
 
+    /// The first layer's.
+    fn least_parameter(&self) -> u64 {
+        self.layers.first().map_or(1, LimiterConfig::least_parameter)
+    }
+
+    /// Sized with the first layer's parameter: the second layer's (a fixed
+    /// window's threshold against the bucket behind it); a third layer on
+    /// stays as configured.
+    fn companion(&self, context: Context) -> Option<super::Companion> {
+        let (name, current) = self.layers.get(1)?.parameter(context);
+        let (first, _) = self.parameter(context);
+        Some(super::Companion {
+            parameter: Some(format!("layers[0].{first}")),
+            ..super::count_companion(&format!("layers[1].{name}"), current)?
+        })
+    }
+
+    /// The same chain with the second layer's parameter at `value`.
+    fn with_companion(&self, value: u64) -> Config {
+        let mut layers = self.layers.clone();
+        if let Some(second) = layers.get_mut(1) {
+            *second = second.with_parameter(value);
+        }
+        Config {
+            layers,
+            count_rejected: self.count_rejected,
+        }
+    }
+
     /// The same chain with the first layer's parameter set to `value`.
     fn with_parameter(&self, value: u64) -> Config {
         let mut layers = self.layers.clone();

@@ -34,7 +34,7 @@ impl Kind for Config {
             .counting_rejected(self.count_rejected))
     }
 
-    super::parameter_is!();
+    super::parameter_is!(threshold, window);
 
     fn example(choice: u64) -> String {
         let window = [1_000, 997, 250, 3_000][(choice % 4) as usize];

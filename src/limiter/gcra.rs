@@ -62,11 +62,12 @@ impl Kind for Config {
 
     /// Sized with the burst: cells per second, when the interval divides a
     /// second exactly (as `per_second(N)` makes it).
-    fn companion(&self) -> Option<(&'static str, u64)> {
+    fn companion(&self, _: Context) -> Option<super::Companion> {
         let (t, _) = self.quota().ok()?;
-        NANOS_PER_SEC
-            .is_multiple_of(t)
-            .then_some(("per_second", NANOS_PER_SEC / t))
+        if !NANOS_PER_SEC.is_multiple_of(t) {
+            return None;
+        }
+        super::count_companion("per_second", NANOS_PER_SEC / t)
     }
 
     /// The same burst at `value` cells per second (governor's `per_second`).

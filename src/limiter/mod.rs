@@ -23,6 +23,21 @@ macro_rules! parameter_is {
     () => {
         $crate::limiter::parameter_is!(threshold);
     };
+    // A window kind: its threshold, sized together with its length.
+    (threshold, window) => {
+        $crate::limiter::parameter_is!(threshold);
+
+        fn companion(&self, _: $crate::limiter::Context) -> Option<$crate::limiter::Companion> {
+            $crate::limiter::window_companion(self.window)
+        }
+
+        fn with_companion(&self, value: u64) -> Config {
+            Config {
+                window: $crate::time::Nanos(value.max(1)),
+                ..self.clone()
+            }
+        }
+    };
     ($field:ident) => {
         fn parameter(&self, _: $crate::limiter::Context) -> (&'static str, u64) {
             (stringify!($field), self.$field.get())
@@ -65,10 +80,17 @@ pub trait Kind: Clone + std::fmt::Debug + serde::de::DeserializeOwned {
     /// The same configuration with the sizing parameter set to `value`.
     fn with_parameter(&self, value: u64) -> Self;
 
+    /// The smallest value the sizing parameter takes: 1, or 0 where 0 is a
+    /// setting of its own (nginx's `burst=0`, no burst at all).
+    fn least_parameter(&self) -> u64 {
+        1
+    }
+
     /// The setting that trades against the sizing parameter, sized together
-    /// with it (a bucket's rate against its burst), and its value; `None`
-    /// when the kind has none.
-    fn companion(&self) -> Option<(&'static str, u64)> {
+    /// with it (a bucket's rate against its burst, a window's length against
+    /// its threshold); `None` when the kind has none.
+    fn companion(&self, context: Context) -> Option<Companion> {
+        let _ = context;
         None
     }
 
@@ -89,6 +111,78 @@ pub trait Kind: Clone + std::fmt::Debug + serde::de::DeserializeOwned {
     /// with windows of about a microsecond, different for each `choice`: the
     /// property tests check every kind's contract on many of these.
     fn example(choice: u64) -> String;
+}
+
+/// The setting sized together with a kind's parameter ([`Kind::companion`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Companion {
+    /// As the configuration names it: `burst`, `rate`, `window`, or a
+    /// chain's `layers[1].rate`.
+    pub name: String,
+    /// How the sizing parameter is named beside it, where its own name
+    /// would not say which (a chain's `layers[0].threshold`).
+    pub parameter: Option<String>,
+    /// Its value now.
+    pub current: u64,
+    /// What the value counts, which says the values worth trying.
+    pub unit: Unit,
+}
+
+/// What a sized setting's value counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Requests, tokens, requests a second: any whole number.
+    Count,
+    /// A window's length in nanoseconds: the round lengths a configuration
+    /// is written with ([`Unit::WINDOWS`]).
+    Window,
+}
+
+impl Unit {
+    /// The window lengths `size` tries: round ones from 10 ms to a minute.
+    pub const WINDOWS: [Nanos; 13] = [
+        Nanos(10_000_000),
+        Nanos(20_000_000),
+        Nanos(50_000_000),
+        Nanos(100_000_000),
+        Nanos(200_000_000),
+        Nanos(250_000_000),
+        Nanos(500_000_000),
+        Nanos::SECOND,
+        Nanos(2_000_000_000),
+        Nanos(5_000_000_000),
+        Nanos(10_000_000_000),
+        Nanos(30_000_000_000),
+        Nanos(60_000_000_000),
+    ];
+
+    /// `value` as a scenario writes it: `13`, `"100ms"`.
+    pub fn toml(self, value: u64) -> String {
+        match self {
+            Unit::Count => value.to_string(),
+            Unit::Window => format!("\"{}\"", Nanos(value).exact_text()),
+        }
+    }
+}
+
+/// A window kind's companion: its length.
+pub(crate) fn window_companion(window: Nanos) -> Option<Companion> {
+    Some(Companion {
+        name: "window".to_string(),
+        parameter: None,
+        current: window.get(),
+        unit: Unit::Window,
+    })
+}
+
+/// A count companion called `name`, now `current`.
+pub(crate) fn count_companion(name: &str, current: u64) -> Option<Companion> {
+    Some(Companion {
+        name: name.to_string(),
+        parameter: None,
+        current,
+        unit: Unit::Count,
+    })
 }
 
 /// Which of a limiter's sized settings to change.
@@ -244,6 +338,15 @@ macro_rules! kinds {
                 }
             }
 
+            /// The smallest value of the sizing parameter (see [`Kind::least_parameter`]).
+            pub fn least_parameter(&self) -> u64 {
+                match self {
+                    $(LimiterConfig::$variant(config) => config.least_parameter(),)+
+                    LimiterConfig::Cluster(config) => config.inner.least_parameter(),
+                    LimiterConfig::PerKey(config) => config.inner.least_parameter(),
+                }
+            }
+
             /// The same configuration with the sizing parameter set to `value`.
             pub fn with_parameter(&self, value: u64) -> LimiterConfig {
                 self.with_setting(Setting::Parameter, value)
@@ -251,11 +354,11 @@ macro_rules! kinds {
 
             /// The setting sized together with the parameter, and its value
             /// (see [`Kind::companion`]).
-            pub fn companion(&self) -> Option<(&'static str, u64)> {
+            pub fn companion(&self, context: Context) -> Option<Companion> {
                 match self {
-                    $(LimiterConfig::$variant(config) => config.companion(),)+
-                    LimiterConfig::Cluster(config) => config.inner.companion(),
-                    LimiterConfig::PerKey(config) => config.inner.companion(),
+                    $(LimiterConfig::$variant(config) => config.companion(context),)+
+                    LimiterConfig::Cluster(config) => config.inner.companion(context),
+                    LimiterConfig::PerKey(config) => config.inner.companion(context),
                 }
             }
 

@@ -73,10 +73,16 @@ impl Kind for Config {
         }
     }
 
+    /// `burst=0` (or none written) is nginx's strictest setting: one request
+    /// per 1/rate, no queue.
+    fn least_parameter(&self) -> u64 {
+        0
+    }
+
     /// Sized with the burst: the rate, when written per second.
-    fn companion(&self) -> Option<(&'static str, u64)> {
+    fn companion(&self, _: Context) -> Option<super::Companion> {
         let per_second = self.rate.trim().strip_suffix("r/s")?;
-        Some(("rate", per_second.parse().ok()?))
+        super::count_companion("rate", per_second.parse().ok()?)
     }
 
     /// The same zone at `value` requests per second.

@@ -29,7 +29,7 @@ impl Kind for Config {
     const NAME: &'static str = "sliding-log";
     type State = SlidingLog;
 
-    super::parameter_is!();
+    super::parameter_is!(threshold, window);
 
     fn example(choice: u64) -> String {
         let window = [1_000, 997, 250, 3_000][(choice % 4) as usize];

@@ -37,8 +37,8 @@ impl Kind for Config {
     }
 
     /// Sized with the rate: the bucket's capacity.
-    fn companion(&self) -> Option<(&'static str, u64)> {
-        Some(("burst", self.burst.get()))
+    fn companion(&self, _: Context) -> Option<super::Companion> {
+        super::count_companion("burst", self.burst.get())
     }
 
     /// The same bucket holding `value` tokens.

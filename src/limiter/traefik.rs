@@ -105,8 +105,8 @@ impl Kind for Config {
     super::parameter_is!(average);
 
     /// Sized with the average: the bucket's size.
-    fn companion(&self) -> Option<(&'static str, u64)> {
-        Some(("burst", self.burst.get()))
+    fn companion(&self, _: Context) -> Option<super::Companion> {
+        super::count_companion("burst", self.burst.get())
     }
 
     /// The same middleware with burst `value`.

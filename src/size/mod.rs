@@ -284,7 +284,8 @@ fn size_limiter(
     // exceeds a few times the capacity; past that, a bound within capacity
     // means another layer caps the limiter whatever this value is.
     let ceiling = capacity.saturating_mul(4).saturating_add(4);
-    let safe_any_traffic = match largest(1, ceiling, |v| Ok(probe.bound_1s(v)? <= capacity))? {
+    let least = named.config.least_parameter();
+    let safe_any_traffic = match largest(least, ceiling, |v| Ok(probe.bound_1s(v)? <= capacity))? {
         Largest::All => Safe::Any,
         Largest::None => Safe::None,
         Largest::Value(v) => probe.safe(v, probe.bound_1s(v)?)?,
@@ -298,7 +299,7 @@ fn size_limiter(
         .max()
         .unwrap_or(0);
     let offered_ceiling = offered.saturating_add(1).max(ceiling);
-    let safe_on_workloads = match largest(1, offered_ceiling, |v| {
+    let safe_on_workloads = match largest(least, offered_ceiling, |v| {
         let (worst, dropped, _) = probe.simulate(v)?;
         Ok(worst <= capacity && dropped == 0)
     })? {
@@ -327,7 +328,7 @@ fn size_limiter(
         .par_iter()
         .map(|&v| Ok((v, probe.simulate(v)?.0, probe.bound_1s(v)?)))
         .collect::<Result<Vec<_>>>()?;
-    let together = match named.config.companion() {
+    let together = match named.config.companion(probe.scenario.context()) {
         Some(companion) => Some(together(probe, capacity, offered_ceiling, companion)?),
         None => None,
     };
@@ -377,8 +378,19 @@ mod tests {
     /// A small shop: a steady 20/s with bursts of 40 at window edges, an
     /// nginx zone in front of a backend of 30/s.
     fn shop() -> Scenario {
+        shop_with(
+            r#"kind = "nginx-limit-req"
+rate = "25r/s"
+burst = 10
+nodelay = true"#,
+        )
+    }
+
+    /// The shop with the limiter `edge` of these fields.
+    fn shop_with(limiter: &str) -> Scenario {
         crate::scenario::parse(
-            r#"
+            &format!(
+                r#"
 name = "shop"
 duration = "6s"
 seed = 5
@@ -387,16 +399,14 @@ capacity = 30
 [[workload]]
 name = "sale"
 sources = [
-  { kind = "uniform", rate = 20 },
-  { kind = "boundary", period = "1s", before = 20, after = 20, spread = "50ms" },
+  {{ kind = "uniform", rate = 20 }},
+  {{ kind = "boundary", period = "1s", before = 20, after = 20, spread = "50ms" }},
 ]
 [[limiter]]
 name = "edge"
-kind = "nginx-limit-req"
-rate = "25r/s"
-burst = 10
-nodelay = true
-"#,
+{limiter}
+"#
+            ),
             std::path::Path::new("shop.toml"),
         )
         .unwrap()
@@ -423,7 +433,7 @@ nodelay = true
         for rate in 1..=30 {
             let mut slot = None;
             let at_rate = probe.with_companion(rate, &mut slot).unwrap();
-            for burst in 1..=124 {
+            for burst in 0..=124 {
                 if at_rate.bound_1s(burst).unwrap() <= 30 {
                     let (_, _, costs) = at_rate.simulate(burst).unwrap();
                     least = least.min(costs.iter().map(|c| c.rejected).sum());
@@ -459,6 +469,80 @@ nodelay = true
             .map(|c| c.rejected)
             .sum();
         assert!(on.rejected() <= alone, "{} > {alone}", on.rejected());
+    }
+
+    /// A fixed window's threshold and length together: the cheapest of every
+    /// round length and every threshold whose bound holds the backend.
+    #[test]
+    fn a_window_and_its_threshold_sized_together_are_the_cheapest_safe_pair() {
+        let scenario = shop_with("kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 25");
+        let report = size(&scenario, 30, 1, &|| {}).unwrap();
+        let together = report.limiters[0]
+            .together
+            .as_ref()
+            .expect("a window has a length");
+        let any = together.any_traffic.as_ref().expect("some pair is safe");
+        assert!(any.bound_1s <= 30, "{any:?}");
+        let probe = Probe {
+            scenario: &scenario,
+            named: &scenario.limiters[0],
+            replications: 1,
+        };
+        let mut least = (u64::MAX, 0);
+        for window in crate::limiter::Unit::WINDOWS {
+            let mut slot = None;
+            let at = probe.with_companion(window.get(), &mut slot).unwrap();
+            for threshold in 1..=124 {
+                if at.bound_1s(threshold).unwrap() <= 30 {
+                    let (_, _, costs) = at.simulate(threshold).unwrap();
+                    let rejected = costs.iter().map(|c| c.rejected).sum();
+                    least = least.min((rejected, window.get()));
+                }
+            }
+        }
+        assert_eq!(any.rejected(), least.0, "{any:?}");
+        assert_eq!(any.values[1].name, "window");
+        assert_eq!(
+            any.lines,
+            [
+                format!("threshold = {}", any.values[0].value),
+                format!("window = \"{}\"", Nanos(any.values[1].value).exact_text()),
+            ]
+        );
+        // Here the cheapest window is not today's second: sizing the
+        // threshold alone would have missed it.
+        assert_ne!(least.1, Nanos::SECOND.get(), "{least:?}");
+    }
+
+    /// A chain's two layers together: the first layer's threshold and the
+    /// bucket's rate, each written where it goes in `layers`.
+    #[test]
+    fn a_chain_s_layers_are_sized_together() {
+        let scenario = shop_with(
+            "kind = \"chain\"\nlayers = [{ kind = \"fixed-window\", window = \"1s\", threshold = 25 }, { kind = \"token-bucket\", rate = 25, burst = 5 }]",
+        );
+        let report = size(&scenario, 30, 1, &|| {}).unwrap();
+        let together = report.limiters[0]
+            .together
+            .as_ref()
+            .expect("a chain has two layers");
+        let any = together.any_traffic.as_ref().expect("some pair is safe");
+        assert!(any.bound_1s <= 30, "{any:?}");
+        let names: Vec<&str> = any.values.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["layers[0].threshold", "layers[1].rate"]);
+        // The bucket's rate alone holds 30 (rate + burst 5 within it): the
+        // window need not bind, and the cheapest pair is at most as dear as
+        // today's window with the safe rate.
+        let probe = Probe {
+            scenario: &scenario,
+            named: &scenario.limiters[0],
+            replications: 1,
+        };
+        let mut slot = None;
+        let at = probe.with_companion(25, &mut slot).unwrap();
+        let today: u64 = at.simulate(25).unwrap().2.iter().map(|c| c.rejected).sum();
+        assert!(at.bound_1s(25).unwrap() <= 30);
+        assert!(any.rejected() <= today, "{} > {today}", any.rejected());
     }
 
     #[test]

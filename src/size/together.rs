@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::{Cost, Largest, Probe, largest};
-use crate::limiter::RateLimiter;
+use crate::limiter::{Companion, RateLimiter, Unit};
 use crate::time::Nanos;
 
 /// Two settings sized together: of the pairs that keep the worst second
@@ -43,10 +43,13 @@ pub struct Setting {
 /// A setting's name and value.
 #[derive(Clone, Debug, Serialize)]
 pub struct Value {
-    /// As the kind's field names it: `rate`, `burst`, `average`…
+    /// As the kind's field names it: `rate`, `burst`, `window`, a chain's
+    /// `layer 2 rate`…
     pub name: String,
-    /// Its value.
+    /// Its value: a count, or a window's length in nanoseconds.
     pub value: u64,
+    /// As a scenario writes it: `13`, `"100ms"`.
+    pub toml: String,
 }
 
 impl Setting {
@@ -77,11 +80,17 @@ pub(super) fn together(
     probe: Probe,
     capacity: u64,
     offered_ceiling: u64,
-    (name, current): (&'static str, u64),
+    companion: Companion,
 ) -> Result<Together> {
+    let Companion {
+        name,
+        parameter: parameter_name,
+        current,
+        unit,
+    } = companion;
     let ceiling = capacity.saturating_mul(4).saturating_add(4);
-    let on_workloads = cheapest(probe, capacity, current, false, |probe| {
-        let found = largest(1, offered_ceiling, |v| {
+    let on_workloads = cheapest(probe, capacity, (current, unit), false, |probe| {
+        let found = largest(probe.named.config.least_parameter(), offered_ceiling, |v| {
             let (worst, dropped, _) = probe.simulate(v)?;
             Ok(worst <= capacity && dropped == 0)
         })?;
@@ -92,8 +101,15 @@ pub(super) fn together(
         })
     })?;
     let every = capacity <= EVERY_VALUE_UP_TO;
-    let any_traffic = cheapest(probe, capacity, current, every, |probe| {
-        largest(1, ceiling, |v| Ok(probe.bound_1s(v)? <= capacity))
+    let any_traffic = cheapest(probe, capacity, (current, unit), every, |probe| {
+        let found = largest(probe.named.config.least_parameter(), ceiling, |v| {
+            Ok(probe.bound_1s(v)? <= capacity)
+        })?;
+        // Safe whatever the parameter: another layer holds the bound.
+        Ok(match found {
+            Largest::All => Largest::Value(offered_ceiling),
+            other => other,
+        })
     })?;
     let setting = |found: Option<(u64, u64)>| -> Result<Option<Setting>> {
         let Some((companion, value)) = found else {
@@ -106,23 +122,32 @@ pub(super) fn together(
         let (parameter, _) = limiter.config.parameter(probe.scenario.context());
         let values = vec![
             Value {
-                name: parameter.to_string(),
+                name: parameter_name
+                    .clone()
+                    .unwrap_or_else(|| parameter.to_string()),
                 value,
+                toml: Unit::Count.toml(value),
             },
             Value {
-                name: name.to_string(),
+                name: name.clone(),
                 value: companion,
+                toml: unit.toml(companion),
             },
         ];
-        let lines = limiter
+        let mut lines = limiter
             .config
             .gateway_lines(&probe.named.zone)
             .unwrap_or_else(|| {
                 values
                     .iter()
-                    .map(|v| format!("{} = {}", v.name, v.value))
+                    .map(|v| format!("{} = {}", v.name, v.toml))
                     .collect()
             });
+        if value >= offered_ceiling {
+            lines.push(format!(
+                "# {parameter} does not bind at {value} (more than these workloads send): any value this large does the same; the other setting holds the backend"
+            ));
+        }
         Ok(Some(Setting {
             values,
             lines,
@@ -152,12 +177,13 @@ pub(super) fn together(
 
 /// The (companion, parameter) pair whose largest safe parameter (as
 /// `search` finds it at each companion value) rejects least; `None` when no
-/// companion value tried has a safe parameter. Tries every companion value
-/// up to the capacity when `every`, else a coarse set refined around the best.
+/// companion value tried has a safe parameter. A count tries every value up
+/// to the capacity when `every`, else a coarse set refined around the best;
+/// a window tries the round lengths ([`Unit::WINDOWS`]) and its own.
 fn cheapest(
     probe: Probe,
     capacity: u64,
-    current: u64,
+    (current, unit): (u64, Unit),
     every: bool,
     search: impl Fn(Probe) -> Result<Largest> + Sync,
 ) -> Result<Option<(u64, u64)>> {
@@ -180,11 +206,18 @@ fn cheapest(
         Ok(Some((rejected, c, value)))
     };
     let steps = if every { top } else { COARSE_STEPS };
-    let coarse: std::collections::BTreeSet<u64> = (1..=steps)
-        .map(|i| (top * i).div_ceil(steps))
-        .chain((0..64).map(|k| 1u64 << k).take_while(|&v| v < top))
-        .chain((current <= top).then_some(current))
-        .collect();
+    let coarse: std::collections::BTreeSet<u64> = match unit {
+        Unit::Count => (1..=steps)
+            .map(|i| (top * i).div_ceil(steps))
+            .chain((0..64).map(|k| 1u64 << k).take_while(|&v| v < top))
+            .chain((current <= top).then_some(current))
+            .collect(),
+        Unit::Window => Unit::WINDOWS
+            .iter()
+            .map(|w| w.get())
+            .chain([current])
+            .collect(),
+    };
     let tried: Vec<Option<(u64, u64, u64)>> =
         coarse.par_iter().map(|&c| at(c)).collect::<Result<_>>()?;
     // Least rejected; then the larger companion (more room for the traffic).
@@ -198,7 +231,10 @@ fn cheapest(
     else {
         return Ok(None);
     };
-    let mut step = top.div_ceil(steps) / 2;
+    let mut step = match unit {
+        Unit::Count => top.div_ceil(steps) / 2,
+        Unit::Window => 0,
+    };
     while step > 0 {
         let around = [best.1.saturating_sub(step).max(1), (best.1 + step).min(top)];
         for found in around
