@@ -117,6 +117,12 @@ fn verdict(runs: &[crate::summary::RunSummary]) -> Option<String> {
             cause.explanation()
         );
     }
+    match crate::check::recommendation(runs) {
+        Some(best) => text += &format!("  recommended: {}: {}\n", best.limiter, best.words()),
+        None => {
+            text += "  recommended: none of these holds the backend on every workload (the causes above say why); `burstsim size` sizes those a setting can fix\n"
+        }
+    }
     for run in runs.iter().filter(|run| {
         run.overload
             .as_ref()

@@ -55,6 +55,16 @@ pub(super) fn sentence(results: &Results, runs: &[RunSummary]) -> String {
             )
         })
         .collect();
+    // The answer straight after the causes, before what the others cost.
+    let causes = points.len();
+    points.insert(causes, match crate::check::recommendation(runs) {
+        Some(best) => format!(
+            "<li><b>Recommended: {}</b>: {}.</li>",
+            escape(best.limiter),
+            escape(&best.words())
+        ),
+        None => "<li><b>Recommended:</b> none of these holds the backend on every workload (the causes above say why); <code>burstsim size</code> sizes those a setting can fix.</li>".to_string(),
+    });
     let under: Vec<String> = runs
         .iter()
         .filter_map(|run| {

@@ -307,6 +307,9 @@ fn the_reports_first_screen_holds_the_verdict_and_a_chart() {
     let html = fs::read_to_string(promo.out.join("report.html")).unwrap();
     let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("no {needle}"));
     assert!(at("class=\"verdict\"") < at("<figure>") && at("<figure>") < at("<table>"));
+    // The cause and the recommendation come before the chart, too.
+    assert!(at("Cause: window edges") < at("<figure>"));
+    assert!(at("<b>Recommended: sliding-log</b>") < at("<figure>"));
     let Some((pixels, channels)) = screenshot(&promo.out, 1400, 900) else {
         return;
     };
