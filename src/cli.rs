@@ -93,6 +93,11 @@ pub struct ImportArgs {
     /// ratelimit*.yaml).
     #[arg(long, value_enum, value_name = "DIALECT")]
     pub format: Option<crate::import::Dialect>,
+    /// Refuse (exit 2) a configuration holding anything burstsim would skip
+    /// with a warning — a connection limit, an include not found — for CI
+    /// that must model everything.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// `burstsim run`.

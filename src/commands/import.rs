@@ -9,7 +9,31 @@ use crate::limiter::{Context, LimiterConfig};
 
 /// `burstsim import`.
 pub fn import(args: &ImportArgs) -> Result<()> {
-    let (dialect, blocks) = crate::import::import(&args.file, args.format)?;
+    let crate::import::Imported {
+        dialect,
+        blocks,
+        mut warnings,
+        notes,
+    } = crate::import::import(&args.file, args.format)?;
+    for note in &notes {
+        eprintln!("note: {}", crate::input::escape_controls(note));
+    }
+    if args.strict && !warnings.is_empty() {
+        let first = warnings.remove(0);
+        return Err(anyhow::Error::new(first).context(format!(
+            "--strict: {} would be skipped (the first is below)",
+            match warnings.len() {
+                0 => "one construct".to_string(),
+                n => format!("{} constructs", n + 1),
+            }
+        )));
+    }
+    super::warn(
+        &warnings
+            .iter()
+            .map(crate::import::one_line)
+            .collect::<Vec<_>>(),
+    );
     // Every block must be one a scenario accepts: checked here, not at run time.
     for block in &blocks {
         let built = LimiterConfig::from_table(block.table())

@@ -190,12 +190,31 @@ impl<'a> Source<'a> {
     }
 }
 
+/// What an import found in a configuration.
+pub struct Imported {
+    /// The configuration's dialect.
+    pub dialect: Dialect,
+    /// A limiter block per rate limit.
+    pub blocks: Vec<Block>,
+    /// What it skipped, each at its file, line and column: constructs that
+    /// limit something burstsim does not model, includes not found.
+    pub warnings: Vec<ScenarioError>,
+    /// How it was read, where that is worth saying (which folder stands in
+    /// for `/etc/nginx/`).
+    pub notes: Vec<String>,
+}
+
+/// What a dialect read from a configuration (see [`Imported`]).
+#[derive(Default)]
+struct Read {
+    blocks: Vec<Block>,
+    warnings: Vec<ScenarioError>,
+    notes: Vec<String>,
+}
+
 /// Reads the configuration at `path` in `dialect` (or the one its name
 /// tells) into limiter blocks.
-pub fn import(
-    path: &Path,
-    dialect: Option<Dialect>,
-) -> Result<(Dialect, Vec<Block>), anyhow::Error> {
+pub fn import(path: &Path, dialect: Option<Dialect>) -> Result<Imported, anyhow::Error> {
     let dialect = match dialect.or_else(|| Dialect::from_name(path)) {
         Some(dialect) => dialect,
         None => anyhow::bail!(
@@ -209,7 +228,11 @@ pub fn import(
     // A byte-order mark (Windows editors write one) is not part of the
     // first directive.
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    let blocks = read(&Source::new(path, text), dialect)?;
+    let Read {
+        blocks,
+        warnings,
+        notes,
+    } = read(&Source::new(path, text), dialect)?;
     if blocks.is_empty() {
         anyhow::bail!(
             "{}: no rate limit found in this {} configuration ({})",
@@ -225,13 +248,32 @@ pub fn import(
             blocks.len()
         );
     }
-    Ok((dialect, unique_names(blocks)))
+    Ok(Imported {
+        dialect,
+        blocks: unique_names(blocks),
+        warnings,
+        notes,
+    })
+}
+
+/// A warning (or error) as one line: `file:line:column: message`.
+pub fn one_line(err: &ScenarioError) -> String {
+    match err {
+        ScenarioError::At {
+            path,
+            line,
+            column,
+            message,
+            ..
+        } => format!("{}:{line}:{column}: {message}", path.display()),
+        other => other.to_string(),
+    }
 }
 
 /// The blocks of `source` in `dialect`.
-fn read(source: &Source, dialect: Dialect) -> Result<Vec<Block>, ScenarioError> {
-    match dialect {
-        Dialect::Nginx => nginx::read(source),
+fn read(source: &Source, dialect: Dialect) -> Result<Read, ScenarioError> {
+    let blocks = match dialect {
+        Dialect::Nginx => return nginx::read(source),
         Dialect::Haproxy => haproxy::read(source),
         Dialect::Spring => spring::read(source),
         yaml_dialect => {
@@ -243,7 +285,11 @@ fn read(source: &Source, dialect: Dialect) -> Result<Vec<Block>, ScenarioError> 
                 _ => traefik::read(source, &documents),
             }
         }
-    }
+    }?;
+    Ok(Read {
+        blocks,
+        ..Read::default()
+    })
 }
 
 /// Refuses a configuration with more than [`MAX_BLOCKS`] rate limits as
@@ -455,7 +501,11 @@ pub fn from_table(
         }
     })?;
     let path = base_dir.join(&from.file);
-    let (_, blocks) = import(&path, from.format).map_err(|err| compact(&err))?;
+    // What the file skips (a connection limit, say) is not the limiter
+    // taken from it: `burstsim import` shows those warnings.
+    let blocks = import(&path, from.format)
+        .map_err(|err| compact(&err))?
+        .blocks;
     let names = || {
         blocks
             .iter()
@@ -490,14 +540,8 @@ pub fn from_table(
 /// inside a scenario's error.
 fn compact(err: &anyhow::Error) -> String {
     match err.downcast_ref::<ScenarioError>() {
-        Some(ScenarioError::At {
-            path,
-            line,
-            column,
-            message,
-            ..
-        }) => format!("{}:{line}:{column}: {message}", path.display()),
-        _ => err.to_string(),
+        Some(err) => one_line(err),
+        None => err.to_string(),
     }
 }
 
@@ -518,7 +562,7 @@ mod tests {
             "\u{feff}limit_req_zone $a zone=z:1m rate=5r/s;\nserver { location / { limit_req zone=z burst=5; } }\n",
         )
         .unwrap();
-        let (_, blocks) = import(&path, None).unwrap();
+        let blocks = import(&path, None).unwrap().blocks;
         assert_eq!(blocks.len(), 1);
         assert_eq!(testing::field(&blocks[0], "burst").as_deref(), Some("5"));
     }

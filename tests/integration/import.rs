@@ -51,10 +51,12 @@ fn scenario(limiters: &str) -> String {
     )
 }
 
+/// Every sample: a file, or a folder's `nginx.conf` (a tree it includes).
 fn configs() -> Vec<std::path::PathBuf> {
     let mut paths: Vec<_> = fs::read_dir("scenarios/configs")
         .unwrap()
         .map(|e| e.unwrap().path())
+        .map(|p| if p.is_dir() { p.join("nginx.conf") } else { p })
         .collect();
     paths.sort();
     paths
@@ -63,7 +65,11 @@ fn configs() -> Vec<std::path::PathBuf> {
 #[test]
 fn every_sample_config_imports_to_blocks_that_validate_and_run() {
     let paths = configs();
-    assert_eq!(paths.len(), 7, "the seven dialects' samples: {paths:?}");
+    assert_eq!(
+        paths.len(),
+        8,
+        "the seven dialects' samples and the Debian tree: {paths:?}"
+    );
     let mut kinds = std::collections::BTreeSet::new();
     for path in paths {
         let blocks = import(&path, &[]);
@@ -161,11 +167,6 @@ fn refused(name: &str, text: &str, extra: &[&str]) -> String {
 #[test]
 fn an_unsupported_construct_is_an_error_at_its_line() {
     let cases: &[(&str, &str, &str)] = &[
-        (
-            "nginx.conf",
-            "http {\n  limit_req_zone $binary_remote_addr zone=a:1m rate=5r/s;\n  limit_conn_zone $binary_remote_addr zone=c:1m;\n}\n",
-            "nginx.conf:3:3: limit_conn_zone: limits connections",
-        ),
         (
             "nginx.conf",
             "http {\n  limit_req zone=missing burst=5;\n}\n",
@@ -384,4 +385,152 @@ fn many_rate_limits_are_refused_at_the_first_beyond_the_limit_in_linear_time() {
     let (code, stderr) = import_within("haproxy.cfg", &text, 5);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("haproxy.cfg:31004:"), "{stderr}");
+}
+
+/// Writes `files` (path, text) under a fresh folder.
+fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, text) in files {
+        let path = dir.path().join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+/// The Debian layout: zones in conf.d, limits in sites-enabled, a
+/// connection limit beside them. Imported from nginx.conf, the includes are
+/// followed (absolute /etc/nginx/ paths read in the tree), each value says
+/// the real file and line, and the connection limits are warnings; with
+/// `--strict` they refuse the import.
+#[test]
+fn a_debian_tree_is_imported_through_its_includes_with_warnings() {
+    let path = Path::new("scenarios/configs/debian-nginx/nginx.conf");
+    let output = burstsim().arg("import").arg(path).output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let (stdout, stderr) = (
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    );
+    assert_eq!(
+        stdout.lines().filter(|l| *l == "[[limiter]]").count(),
+        2,
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("rate = \"100r/s\"           # conf.d/ratelimit.conf:4: rate=100r/s"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("burst = 50                # sites-enabled/shop:7: burst=50"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("per = \"key\"               # conf.d/ratelimit.conf:3"),
+        "{stdout}"
+    );
+    for warning in [
+        "conf.d/ratelimit.conf:5:1: limit_conn_zone: limits connections",
+        "sites-enabled/shop:4:5: limit_conn: limits connections",
+    ] {
+        assert!(stderr.contains(warning), "{warning} not in {stderr}");
+    }
+    assert!(stderr.contains("stands in for /etc/nginx/"), "{stderr}");
+    let err = refused(
+        "nginx.conf",
+        &fs::read_to_string(path).unwrap(),
+        &["--strict"],
+    );
+    // Copied alone, its includes find nothing: a warning each for the
+    // plain file it names, and no limit at all.
+    assert!(err.contains("no rate limit found"), "{err}");
+    let output = burstsim()
+        .args(["import", "--strict"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("--strict: 2 constructs"), "{stderr}");
+    assert!(stderr.contains("conf.d/ratelimit.conf:5:1"), "{stderr}");
+}
+
+/// Includes as nginx reads them: relative to the imported file's folder, a
+/// glob's files in sorted order inside the including block, a missing plain
+/// file a warning, a cycle an error naming its chain.
+#[test]
+fn includes_follow_nginx_order_and_refuse_cycles() {
+    let dir = tree(&[
+        (
+            "nginx.conf",
+            "http {\n  include zones/*.conf;\n  include missing.conf;\n  server { location / { limit_req zone=b; limit_req zone=a; } }\n}\n",
+        ),
+        (
+            "zones/b.conf",
+            "limit_req_zone $host zone=b:1m rate=2r/s;\n",
+        ),
+        (
+            "zones/a.conf",
+            "limit_req_zone $host zone=a:1m rate=1r/s;\n",
+        ),
+        ("zones/.hidden.conf", "this is not nginx;\n"),
+    ]);
+    let output = burstsim()
+        .arg("import")
+        .arg(dir.path().join("nginx.conf"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    // Blocks in the order of the limit_req lines; values from each zone's file.
+    let b = stdout.find("name = \"b\"").unwrap();
+    let a = stdout.find("name = \"a\"").unwrap();
+    assert!(b < a, "{stdout}");
+    assert!(stdout.contains("# zones/a.conf:1: rate=1r/s"), "{stdout}");
+    assert!(
+        stdout.contains("(in http › server › location /)"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("nginx.conf:3:11: include missing.conf: no such file"),
+        "{stderr}"
+    );
+
+    let dir = tree(&[
+        ("nginx.conf", "http {\n  include a.conf;\n}\n"),
+        (
+            "a.conf",
+            "limit_req_zone $host zone=z:1m rate=1r/s;\ninclude b.conf;\n",
+        ),
+        ("b.conf", "include a.conf;\n"),
+    ]);
+    let output = burstsim()
+        .arg("import")
+        .arg(dir.path().join("nginx.conf"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("a cycle of includes: nginx.conf:2 → a.conf:2 → b.conf:1 → a.conf"),
+        "{stderr}"
+    );
+}
+
+/// An `nginx -T` dump is read as the files it holds: includes find them by
+/// the paths nginx wrote, and each value names its real file and line.
+#[test]
+fn an_nginx_dump_is_read_as_its_files() {
+    let dump = "# configuration file /etc/nginx/nginx.conf:\nhttp {\n    include /etc/nginx/conf.d/*.conf;\n    server {\n        location /api/ { limit_req zone=api burst=5; }\n    }\n}\n\n# configuration file /etc/nginx/conf.d/zones.conf:\nlimit_req_zone $binary_remote_addr zone=api:1m rate=20r/s;\n";
+    let dir = tree(&[("dump.conf", dump)]);
+    let stdout = import(&dir.path().join("dump.conf"), &["--format", "nginx"]);
+    assert!(
+        stdout.contains("rate = \"20r/s\"            # /etc/nginx/conf.d/zones.conf:1: rate=20r/s"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("# /etc/nginx/nginx.conf:4: burst=5"),
+        "{stdout}"
+    );
 }

@@ -4,19 +4,13 @@
 //! `nginx-limit-req` limiter; a key holding a variable (the client's
 //! address, say) keeps one state per value, which is `per = "key"`.
 
+mod files;
+
 use super::{Block, Source};
 use crate::error::ScenarioError;
+use files::{Files, Item, Token};
 
-pub(super) const SUPPORTED: &str =
-    "supported: limit_req_zone (key, zone, rate) and limit_req (zone, burst, nodelay, delay)";
-
-/// A word of the configuration and where it starts.
-#[derive(Clone, Debug)]
-struct Token {
-    text: String,
-    line: usize,
-    column: usize,
-}
+pub(super) const SUPPORTED: &str = "supported: limit_req_zone (key, zone, rate), limit_req (zone, burst, nodelay, delay) and include";
 
 /// A directive: its words (the name first), the blocks it sits in, and
 /// which block it is directly in (numbered in file order).
@@ -54,74 +48,119 @@ impl Parsed {
 struct Zone {
     key: Token,
     rate: Token,
-    line: usize,
+    /// The `limit_req_zone` word: where the zone is defined.
+    defined: Token,
 }
 
-pub(super) fn read(source: &Source) -> Result<Vec<Block>, ScenarioError> {
-    let parsed = directives(source)?;
+/// The configuration's `limit_req`s as blocks, and warnings for what it
+/// holds that burstsim skips (connection and bandwidth limits, includes
+/// that are not here, limits in a dry run).
+pub(super) fn read(source: &Source) -> Result<super::Read, ScenarioError> {
+    let (mut files, items) = Files::read(source)?;
+    let parsed = directives(items);
     let directives = &parsed.directives;
     let mut zones = std::collections::HashMap::new();
-    let mut includes = Vec::new();
+    // `limit_req_dry_run` per block: on or off there and inside.
+    let mut dry_run: std::collections::HashMap<usize, bool> = Default::default();
     for directive in directives {
-        let name = directive.words[0].text.as_str();
+        let first = &directive.words[0];
+        let name = first.text.as_str();
         match name {
             "limit_req_zone" => {
-                let (zone, defined) = zone(source, directive)?;
+                let (zone, defined) = zone(&files, directive)?;
                 zones.insert(zone, defined);
             }
-            "include" => includes.push(directive.words[0].line),
             "limit_req" | "limit_req_status" | "limit_req_log_level" => {}
             "limit_req_dry_run" => {
-                return Err(unsupported(
-                    source,
-                    &directive.words[0],
-                    "limit_req_dry_run: a dry run rejects nothing, so there is no limit to simulate",
-                ));
+                let on = directive.words.get(1).is_some_and(|w| w.text == "on");
+                dry_run.insert(directive.block, on);
             }
             "limit_conn" | "limit_conn_zone" | "limit_rate" | "limit_rate_after" => {
-                return Err(unsupported(
-                    source,
-                    &directive.words[0],
+                let warning = error(
+                    &files,
+                    first,
                     &format!(
-                        "{name}: limits connections or bandwidth, which burstsim does not model"
+                        "{name}: limits connections or bandwidth, which burstsim does not model; skipped"
                     ),
-                ));
+                );
+                files.warnings.push(warning);
             }
             _ => {}
         }
     }
-    let limits: Vec<&Directive> = directives
-        .iter()
-        .filter(|d| d.words[0].text == "limit_req")
-        .collect();
-    super::refuse_too_many(
-        source,
-        limits.iter().map(|d| (d.words[0].line, d.words[0].column)),
-    )?;
+    // In force where set, and in every block inside unless set again.
+    let in_dry_run = |mut block: usize| loop {
+        if let Some(&on) = dry_run.get(&block) {
+            return on;
+        }
+        if block == 0 {
+            return false;
+        }
+        block = parsed.blocks[block].0;
+    };
+    let mut limits: Vec<&Directive> = Vec::new();
+    for directive in directives.iter().filter(|d| d.words[0].text == "limit_req") {
+        if in_dry_run(directive.block) {
+            let warning = error(
+                &files,
+                &directive.words[0],
+                "limit_req under limit_req_dry_run on: a dry run rejects nothing, so there is no limit to simulate; skipped",
+            );
+            files.warnings.push(warning);
+        } else {
+            limits.push(directive);
+        }
+    }
+    if let Some(beyond) = limits.get(super::MAX_BLOCKS) {
+        return Err(error(
+            &files,
+            &beyond.words[0],
+            &format!(
+                "{} rate limits, more than the {} one import may hold; this is the first beyond",
+                limits.len(),
+                super::MAX_BLOCKS
+            ),
+        ));
+    }
     let mut per_block = std::collections::HashMap::new();
     for directive in &limits {
         *per_block.entry(directive.block).or_insert(0usize) += 1;
     }
-    limits
+    let blocks = limits
         .iter()
         .map(|directive| {
             let context = parsed.context(directive.block);
             let siblings = per_block[&directive.block];
-            limit_req(source, directive, &zones, &includes, (&context, siblings))
+            limit_req(&files, directive, &zones, (&context, siblings))
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(super::Read {
+        blocks,
+        warnings: files.warnings,
+        notes: files.notes,
+    })
 }
 
-fn unsupported(source: &Source, at: &Token, what: &str) -> ScenarioError {
-    source.error(at.line, at.column, format!("{what}; {SUPPORTED}"))
+/// An error (or warning) at `at`, in the file it was written in.
+fn error(files: &Files, at: &Token, message: &str) -> ScenarioError {
+    files.source(at.file).error(at.line, at.column, message)
+}
+
+/// `conf.d/limits.conf:3: what`, for a field's comment.
+fn here(files: &Files, at: &Token, what: impl AsRef<str>) -> String {
+    files.source(at.file).at(at.line, what)
+}
+
+fn unsupported(files: &Files, at: &Token, what: &str) -> ScenarioError {
+    error(files, at, &format!("{what}; {SUPPORTED}"))
 }
 
 /// `limit_req_zone KEY zone=NAME:SIZE rate=R [sync]`.
-fn zone(source: &Source, directive: &Directive) -> Result<(String, Zone), ScenarioError> {
+fn zone(files: &Files, directive: &Directive) -> Result<(String, Zone), ScenarioError> {
     let words = &directive.words;
     let key = words
         .get(1)
-        .ok_or_else(|| unsupported(source, &words[0], "limit_req_zone: the key is missing"))?;
+        .ok_or_else(|| unsupported(files, &words[0], "limit_req_zone: the key is missing"))?;
     let (mut name, mut rate) = (None, None);
     for word in &words[2..] {
         match word.text.split_once('=') {
@@ -132,7 +171,7 @@ fn zone(source: &Source, directive: &Directive) -> Result<(String, Zone), Scenar
             Some(("rate", _)) => rate = Some(word.clone()),
             _ => {
                 return Err(unsupported(
-                    source,
+                    files,
                     word,
                     &format!("limit_req_zone: {:?} is not understood", word.text),
                 ));
@@ -141,23 +180,25 @@ fn zone(source: &Source, directive: &Directive) -> Result<(String, Zone), Scenar
     }
     let name = name.ok_or_else(|| {
         unsupported(
-            source,
+            files,
             &words[0],
             "limit_req_zone: zone=NAME:SIZE is missing",
         )
     })?;
     let rate =
-        rate.ok_or_else(|| unsupported(source, &words[0], "limit_req_zone: rate=… is missing"))?;
+        rate.ok_or_else(|| unsupported(files, &words[0], "limit_req_zone: rate=… is missing"))?;
     let value = &rate.text["rate=".len()..];
     let number = value
         .strip_suffix("r/s")
         .or_else(|| value.strip_suffix("r/m"))
         .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
     if number.is_none() {
-        return Err(source.error(
-            rate.line,
-            rate.column,
-            format!("limit_req_zone: rate {value:?}: expected requests per second or minute, like 10r/s or 30r/m"),
+        return Err(error(
+            files,
+            &rate,
+            &format!(
+                "limit_req_zone: rate {value:?}: expected requests per second or minute, like 10r/s or 30r/m"
+            ),
         ));
     }
     Ok((
@@ -165,55 +206,48 @@ fn zone(source: &Source, directive: &Directive) -> Result<(String, Zone), Scenar
         Zone {
             key: key.clone(),
             rate,
-            line: words[0].line,
+            defined: words[0].clone(),
         },
     ))
 }
 
 /// `limit_req zone=NAME [burst=N] [nodelay | delay=N]`.
 fn limit_req(
-    source: &Source,
+    files: &Files,
     directive: &Directive,
     zones: &std::collections::HashMap<String, Zone>,
-    includes: &[usize],
     (context, siblings): (&str, usize),
 ) -> Result<Block, ScenarioError> {
     let words = &directive.words;
-    let here = |word: &Token| source.at(word.line, &word.text);
+    let here = |word: &Token| here(files, word, &word.text);
     let zone_word = words
         .iter()
         .find(|w| w.text.starts_with("zone="))
-        .ok_or_else(|| unsupported(source, &words[0], "limit_req: zone=NAME is missing"))?;
+        .ok_or_else(|| unsupported(files, &words[0], "limit_req: zone=NAME is missing"))?;
     let name = &zone_word.text["zone=".len()..];
     let zone = zones.get(name).ok_or_else(|| {
-        let include = includes
-            .first()
-            .map(|line| {
-                format!(
-                    " (the include at line {line} is not followed: import the file that defines it)"
-                )
-            })
-            .unwrap_or_default();
-        source.error(
-            zone_word.line,
-            zone_word.column,
-            format!(
-                "limit_req: zone {name:?} is not defined by a limit_req_zone in this file{include}"
+        error(
+            files,
+            zone_word,
+            &format!(
+                "limit_req: zone {name:?} is not defined by a limit_req_zone in this configuration or any file it includes (import nginx.conf, or an `nginx -T` dump, rather than one site's file)"
             ),
         )
     })?;
+    let defined = files.source(zone.defined.file).at(zone.defined.line, "");
     let mut block = Block::new(
         name,
-        source.at(
-            words[0].line,
+        super::nginx::here(
+            files,
+            &words[0],
             format!(
-                "{} (in {context}), zone defined at line {}",
+                "{} (in {context}), zone defined at {}",
                 words
                     .iter()
                     .map(|w| w.text.as_str())
                     .collect::<Vec<_>>()
                     .join(" "),
-                zone.line
+                defined.trim_end_matches([' ', ':'])
             ),
         ),
         "nginx-limit-req",
@@ -234,10 +268,10 @@ fn limit_req(
                     .and_then(|n| i64::try_from(n).ok())
                     .filter(|&n| n > 0)
                     .ok_or_else(|| {
-                        source.error(
-                            word.line,
-                            word.column,
-                            format!(
+                        error(
+                            files,
+                            word,
+                            &format!(
                                 "limit_req: {key}={value:?}: expected a whole number from 1 to {} (nginx refuses 0)",
                                 i64::MAX
                             ),
@@ -248,7 +282,7 @@ fn limit_req(
             None if word.text == "nodelay" => block.set("nodelay", true, here(word)),
             _ => {
                 return Err(unsupported(
-                    source,
+                    files,
                     word,
                     &format!("limit_req: {:?} is not understood", word.text),
                 ));
@@ -267,8 +301,9 @@ fn limit_req(
         block.set(
             "per",
             "key",
-            source.at(
-                zone.key.line,
+            super::nginx::here(
+                files,
+                &zone.key,
                 format!("key {}: one state per value", zone.key.text),
             ),
         );
@@ -286,113 +321,43 @@ fn limit_req(
     Ok(block)
 }
 
-/// The configuration as directives, with comments and quoting handled.
-fn directives(source: &Source) -> Result<Parsed, ScenarioError> {
+/// The items as directives in their blocks (`include`s already followed
+/// and braces balanced by [`Files::read`]).
+fn directives(items: Vec<Item>) -> Parsed {
     let mut directives = Vec::new();
     // Every block: its parent and its name (0: the main context).
     let mut all: Vec<(usize, String)> = vec![(0, String::new())];
     // The blocks open now, innermost last.
     let mut open: Vec<usize> = vec![0];
     let mut words: Vec<Token> = Vec::new();
-    let mut chars = source.text.chars().peekable();
-    let (mut line, mut column) = (1usize, 0usize);
-    let mut word: Option<Token> = None;
-    let mut quote: Option<char> = None;
-    while let Some(c) = chars.next() {
-        let (at_line, at_column) = (line, column);
-        if c == '\n' {
-            line += 1;
-            column = 0;
-        } else {
-            column += 1;
-        }
-        if let Some(q) = quote {
-            let token = word.get_or_insert_with(|| Token {
-                text: String::new(),
-                line: at_line,
-                column: at_column,
-            });
-            if c == q {
-                quote = None;
-            } else if c == '\\' {
-                if let Some(next) = chars.next() {
-                    column += 1;
-                    token.text.push(next);
+    for item in items {
+        match item {
+            Item::Word(word) => words.push(word),
+            Item::Mark(mark) => match mark.text.as_str() {
+                ";" if !words.is_empty() => directives.push(Directive {
+                    words: std::mem::take(&mut words),
+                    block: open.last().copied().unwrap_or(0),
+                }),
+                "{" => {
+                    let name: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
+                    all.push((open.last().copied().unwrap_or(0), name.join(" ")));
+                    open.push(all.len() - 1);
+                    words.clear();
                 }
-            } else {
-                token.text.push(c);
-            }
-            continue;
-        }
-        match c {
-            '#' => {
-                for next in chars.by_ref() {
-                    if next == '\n' {
-                        line += 1;
-                        column = 0;
-                        break;
-                    }
-                }
-                words.extend(word.take());
-            }
-            '"' | '\'' => {
-                word.get_or_insert_with(|| Token {
-                    text: String::new(),
-                    line: at_line,
-                    column: at_column,
-                });
-                quote = Some(c);
-            }
-            ';' | '{' | '}' => {
-                words.extend(word.take());
-                match c {
-                    ';' if !words.is_empty() => directives.push(Directive {
-                        words: std::mem::take(&mut words),
-                        block: open.last().copied().unwrap_or(0),
-                    }),
-                    '{' => {
-                        let name: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
-                        all.push((open.last().copied().unwrap_or(0), name.join(" ")));
-                        open.push(all.len() - 1);
-                        words.clear();
-                    }
-                    '}' => {
-                        if open.len() == 1 {
-                            return Err(source.error(at_line, at_column, "a '}' closes no block"));
-                        }
+                "}" => {
+                    if open.len() > 1 {
                         open.pop();
-                        words.clear();
                     }
-                    _ => {}
+                    words.clear();
                 }
-            }
-            c if c.is_whitespace() => words.extend(word.take()),
-            c => word
-                .get_or_insert_with(|| Token {
-                    text: String::new(),
-                    line: at_line,
-                    column: at_column,
-                })
-                .text
-                .push(c),
+                _ => {}
+            },
         }
     }
-    if quote.is_some() {
-        return Err(source.error(line, column, "a quoted string is not closed"));
-    }
-    if let [.., innermost] = open[..]
-        && innermost != 0
-    {
-        return Err(source.error(
-            line,
-            column,
-            format!("the block {:?} is not closed with '}}'", all[innermost].1),
-        ));
-    }
-    Ok(Parsed {
+    Parsed {
         directives,
         blocks: all,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -402,6 +367,23 @@ mod tests {
 
     fn read(text: &str) -> Result<Vec<crate::import::Block>, String> {
         read_text("nginx.conf", text, Dialect::Nginx)
+    }
+
+    /// `limit_req_dry_run on` holds where set and inside, unless set off
+    /// again: those limits reject nothing, so they are warned of and skipped.
+    #[test]
+    fn limits_in_a_dry_run_are_skipped_with_a_warning() {
+        let text = "http {\n limit_req_zone $a zone=z:1m rate=5r/s;\n limit_req_dry_run on;\n server {\n  location /a/ { limit_req zone=z; }\n  location /b/ { limit_req_dry_run off; limit_req zone=z burst=3; }\n }\n}\n";
+        let source = crate::import::Source::new(std::path::Path::new("nginx.conf"), text);
+        let read = super::read(&source).unwrap();
+        assert_eq!(read.blocks.len(), 1);
+        assert_eq!(field(&read.blocks[0], "burst").as_deref(), Some("3"));
+        let warnings: Vec<String> = read.warnings.iter().map(crate::import::one_line).collect();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("nginx.conf:5:18: limit_req under limit_req_dry_run on"),
+            "{warnings:?}"
+        );
     }
 
     #[test]
