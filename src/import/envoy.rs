@@ -71,6 +71,7 @@ fn local(source: &Source, config: &Node) -> Result<Block, ScenarioError> {
     } else {
         "no stat_prefix: its line"
     });
+    block.per_instance_by("Envoy instance", "instances = N");
     for (key, value) in config.entries() {
         match key.as_str() {
             "token_bucket" | "filter_enabled" | "filter_enforced" => {}

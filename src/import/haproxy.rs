@@ -336,6 +336,9 @@ fn deny(
         source.at(line, "http-request deny"),
     )
     .named("the section it is in");
+    // Peers copy a stick table's entries between processes, never adding
+    // up their counts: each process limits on its own.
+    block.per_instance("HAProxy process");
     block.set(
         "limit",
         condition.limit as i64,

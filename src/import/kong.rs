@@ -188,6 +188,11 @@ fn plugin_block(
     {
         block.notes.push("Kong's windows fall on the UTC calendar: the run starts at 1970-01-01T00:00:00Z unless the block says start = \"…\"".into());
     }
+    // policy local (Kong's default) counts in each node's memory.
+    let policy = block.fields.iter().find(|f| f.key == "policy");
+    if policy.is_none_or(|f| f.value.as_str() == Some("local")) {
+        block.per_instance("Kong node");
+    }
     Ok(Some(block))
 }
 

@@ -102,6 +102,9 @@ pub struct Block {
     pub fields: Vec<Field>,
     /// What the reader should know that the fields cannot say.
     pub notes: Vec<String>,
+    /// What keeps the limit's state, when each of several instances keeps
+    /// its own (`nginx server`, `Envoy instance`): `None` when it is shared.
+    pub per_instance: Option<&'static str>,
 }
 
 /// One field of a limiter block.
@@ -127,7 +130,22 @@ impl Block {
                 from,
             }],
             notes: Vec::new(),
+            per_instance: None,
         }
+    }
+
+    /// The limit is kept by each `instance` (an nginx server, a Kong node):
+    /// said in a note with the field that models several.
+    fn per_instance(&mut self, instance: &'static str) {
+        self.per_instance_by(instance, "cluster = { instances = N }");
+    }
+
+    /// The same, modelled by the block's own `field` (Envoy's `instances`).
+    fn per_instance_by(&mut self, instance: &'static str, field: &str) {
+        self.per_instance = Some(instance);
+        self.notes.push(format!(
+            "kept by each {instance}: N of them behind a load balancer let through N times this; add {field} to this block to model them"
+        ));
     }
 
     fn named(self, name_from: &'static str) -> Block {
@@ -477,12 +495,19 @@ fn comment(text: &str) -> String {
     safe
 }
 
+/// A limiter taken from a configuration with `from`.
+pub struct FromImport {
+    /// Its name in the configuration (a zone, a route).
+    pub name: String,
+    /// Its fields.
+    pub table: toml::Table,
+    /// What keeps its state, when each instance keeps its own.
+    pub per_instance: Option<&'static str>,
+}
+
 /// `from = { file = "…", zone = "…", format = "…" }` in a limiter block: the
 /// imported block's table, resolved against the scenario's folder.
-pub fn from_table(
-    value: toml::Value,
-    base_dir: &Path,
-) -> Result<(String, toml::Table), FieldError> {
+pub fn from_table(value: toml::Value, base_dir: &Path) -> Result<FromImport, FieldError> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct From {
@@ -533,7 +558,11 @@ pub fn from_table(
             ));
         }
     };
-    Ok((block.name.clone(), block.table()))
+    Ok(FromImport {
+        name: block.name.clone(),
+        table: block.table(),
+        per_instance: block.per_instance,
+    })
 }
 
 /// An import error on one line (its file, line and column kept), to sit

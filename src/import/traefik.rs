@@ -46,6 +46,7 @@ fn middleware(source: &Source, name: &str, limit: &Node) -> Result<Block, Scenar
         source.at(limit.line, "rateLimit"),
     )
     .named("the middleware's name");
+    block.per_instance("Traefik instance");
     let mut criterion = None;
     for (key, value) in limit.entries() {
         let here = source.at(value.line, key);

@@ -124,8 +124,30 @@ impl Validator<'_> {
         let context = Context {
             backend_capacity_per_sec: file.backend.map(|b| b.capacity_per_sec.get()),
         };
-        let (mut limiters, overrides) =
-            self.limiters(file.limiter, context, duration, &base_dir)?;
+        let mut per_instance = Vec::new();
+        let (mut limiters, overrides) = self.limiters(
+            file.limiter,
+            (context, duration),
+            &base_dir,
+            &mut per_instance,
+        )?;
+        if file.cluster.is_none() && !per_instance.is_empty() {
+            warnings.push(format!(
+                "{} imported: each {} keeps its own count, and this scenario models one; with N of them, add [cluster] instances = N (or cluster = {{ instances = N }} to the limiter)",
+                per_instance
+                    .iter()
+                    .map(|(name, _)| name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                per_instance
+                    .iter()
+                    .map(|(_, instance)| *instance)
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .collect::<Vec<_>>()
+                    .join(" / "),
+            ));
+        }
         // The scenario's [cluster] alone first, so its mistakes are blamed on it.
         if let Some(shared) = &file.cluster {
             crate::config::parse_table::<ClusterConfig>(shared.get_ref().clone()).map_err(
@@ -359,12 +381,14 @@ impl Validator<'_> {
 
     /// The limiters, and each one's own `cluster = { … }` table (with its span), if any.
     #[allow(clippy::type_complexity)]
+    /// The limiters; `per_instance` gets each imported one that is kept
+    /// per instance (an nginx server) and has no cluster of its own.
     fn limiters(
         &self,
         tables: Vec<Spanned<toml::Table>>,
-        context: Context,
-        duration: Nanos,
+        (context, duration): (Context, Nanos),
         base_dir: &Path,
+        per_instance: &mut Vec<(String, &'static str)>,
     ) -> Result<
         (
             Vec<NamedLimiter>,
@@ -428,12 +452,19 @@ impl Validator<'_> {
                 // `from = { file, zone }`: the imported block, under the block's own fields.
                 let mut zone = None;
                 if let Some(from) = table.remove("from") {
-                    let (block, imported) = crate::import::from_table(from, base_dir)
+                    let imported = crate::import::from_table(from, base_dir)
                         .map_err(|err| fail(err.within("from")))?;
-                    for (key, value) in imported {
+                    for (key, value) in imported.table {
                         table.entry(key).or_insert(value);
                     }
-                    zone = Some(block);
+                    // Envoy's own `instances` field models its pods.
+                    if let Some(instance) = imported.per_instance
+                        && own_cluster.is_none()
+                        && !table.contains_key("instances")
+                    {
+                        per_instance.push((name.clone(), instance));
+                    }
+                    zone = Some(imported.name);
                 }
                 let config = LimiterConfig::from_table(table).map_err(fail)?;
                 let mut named =

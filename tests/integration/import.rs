@@ -534,3 +534,69 @@ fn an_nginx_dump_is_read_as_its_files() {
         "{stdout}"
     );
 }
+
+/// Limits each instance keeps on its own say so with the lines that model
+/// several; shared ones (a Redis-backed service, Kong's redis policy) do
+/// not. A scenario that imports one with `from` and has no cluster warns
+/// once, naming them all.
+#[test]
+fn per_instance_limits_say_so_and_a_scenario_without_a_cluster_warns_once() {
+    let note = "kept by each";
+    for (sample, instance) in [
+        ("nginx.conf", Some("nginx server")),
+        ("envoy-local.yaml", Some("Envoy instance")),
+        ("traefik.yaml", Some("Traefik instance")),
+        ("haproxy.cfg", Some("HAProxy process")),
+        ("ratelimit-config.yaml", None),
+        ("gateway.properties", None),
+    ] {
+        let blocks = import(&Path::new("scenarios/configs").join(sample), &[]);
+        match instance {
+            Some(instance) => assert!(
+                blocks.contains(&format!("{note} {instance}")),
+                "{sample}: {blocks}"
+            ),
+            None => assert!(!blocks.contains(note), "{sample}: {blocks}"),
+        }
+    }
+    let dir = tree(&[
+        (
+            "kong.yaml",
+            "plugins:\n  - name: rate-limiting\n    config: { second: 5, policy: redis }\n  - name: rate-limiting\n    instance_name: local\n    config: { second: 5 }\n",
+        ),
+        (
+            "nginx.conf",
+            "limit_req_zone $server_name zone=site:1m rate=5r/s;\nlimit_req zone=site burst=2;\n",
+        ),
+    ]);
+    let kong = import(&dir.path().join("kong.yaml"), &[]);
+    assert_eq!(
+        kong.matches("kept by each Kong node").count(),
+        1,
+        "only policy local: {kong}"
+    );
+    let scenario = |cluster: &str| {
+        format!(
+            "name = \"s\"\nduration = \"2s\"\n{cluster}[[workload]]\nname = \"w\"\nsources = [{{ kind = \"uniform\", rate = 10 }}]\n\
+             [[limiter]]\nname = \"a\"\nfrom = {{ file = \"nginx.conf\", zone = \"site\" }}\n\
+             [[limiter]]\nname = \"b\"\nfrom = {{ file = \"nginx.conf\", zone = \"site\" }}\n"
+        )
+    };
+    let file = dir.path().join("s.toml");
+    fs::write(&file, scenario("")).unwrap();
+    let output = burstsim().arg("validate").arg(&file).output().unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(stderr.matches("warning:").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("a, b imported: each nginx server keeps its own count"),
+        "{stderr}"
+    );
+    fs::write(&file, scenario("[cluster]\ninstances = 2\n")).unwrap();
+    let output = burstsim().arg("validate").arg(&file).output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(
+        !String::from_utf8(output.stderr)
+            .unwrap()
+            .contains("keeps its own count")
+    );
+}

@@ -254,6 +254,7 @@ fn limit_req(
         here(&words[0]),
     )
     .named("its zone");
+    block.per_instance("nginx server");
     block.set("rate", &zone.rate.text["rate=".len()..], here(&zone.rate));
     for word in &words[1..] {
         match word.text.split_once('=') {
@@ -289,29 +290,28 @@ fn limit_req(
             }
         }
     }
-    // Variables with one value per server name every request shares.
-    let per_server = [
-        "$server_name",
-        "$host",
-        "$hostname",
-        "$server_addr",
-        "$server_port",
-    ];
-    if zone.key.text.contains('$') && !per_server.contains(&zone.key.text.as_str()) {
-        block.set(
-            "per",
-            "key",
-            super::nginx::here(
-                files,
-                &zone.key,
-                format!("key {}: one state per value", zone.key.text),
-            ),
-        );
-    } else {
-        block.notes.push(format!(
+    match key_meaning(&zone.key.text) {
+        Some(meaning) => {
+            block.set(
+                "per",
+                "key",
+                super::nginx::here(
+                    files,
+                    &zone.key,
+                    format!("key {}: {meaning}", zone.key.text),
+                ),
+            );
+            if zone.key.text.starts_with("$http_") && zone.key.text != "$http_host" {
+                block.notes.push(
+                    "nginx leaves a request whose key is empty (the header missing) unlimited; every request of a workload has a key"
+                        .to_string(),
+                );
+            }
+        }
+        None => block.notes.push(format!(
             "the zone's key {} is the same for every request of a server: one state for all",
             zone.key.text
-        ));
+        )),
     }
     if siblings > 1 {
         block.notes.push(format!(
@@ -319,6 +319,36 @@ fn limit_req(
         ));
     }
     Ok(block)
+}
+
+/// What a zone's key keeps a state per, as nginx evaluates it; `None` for
+/// a key every request of a server shares (text, or a variable of the
+/// server or machine).
+fn key_meaning(key: &str) -> Option<String> {
+    // One value per server block, or per machine.
+    const PER_SERVER: [&str; 4] = ["$server_name", "$hostname", "$server_addr", "$server_port"];
+    if !key.contains('$') || PER_SERVER.contains(&key) {
+        return None;
+    }
+    Some(match key {
+        "$binary_remote_addr" | "$remote_addr" => "one state per client address".to_string(),
+        // The request's Host (lower-cased), else the server's name: one
+        // state per tenant of a server with many names.
+        "$host" | "$http_host" => "one state per Host the requests name".to_string(),
+        _ => match key.strip_prefix("$http_") {
+            Some(header)
+                if header
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_') =>
+            {
+                format!(
+                    "one state per value of the {} header",
+                    header.replace('_', "-")
+                )
+            }
+            _ => "one state per value".to_string(),
+        },
+    })
 }
 
 /// The items as directives in their blocks (`include`s already followed
@@ -384,6 +414,38 @@ mod tests {
             warnings[0].starts_with("nginx.conf:5:18: limit_req under limit_req_dry_run on"),
             "{warnings:?}"
         );
+    }
+
+    /// Which keys keep a state per value, as nginx evaluates them: the
+    /// Host is the request's (a tenant each); the server's name is not.
+    #[test]
+    fn keys_mean_what_nginx_evaluates_them_to() {
+        use super::key_meaning;
+        assert_eq!(
+            key_meaning("$host").as_deref(),
+            Some("one state per Host the requests name")
+        );
+        assert_eq!(
+            key_meaning("$http_x_api_key").as_deref(),
+            Some("one state per value of the x-api-key header")
+        );
+        assert_eq!(
+            key_meaning("$binary_remote_addr").as_deref(),
+            Some("one state per client address")
+        );
+        assert_eq!(
+            key_meaning("$server_name$uri").as_deref(),
+            Some("one state per value")
+        );
+        for shared in [
+            "$server_name",
+            "$hostname",
+            "$server_addr",
+            "$server_port",
+            "site",
+        ] {
+            assert_eq!(key_meaning(shared), None, "{shared}");
+        }
     }
 
     #[test]
