@@ -40,6 +40,8 @@ struct Word<'a> {
 struct Table {
     period_ms: u64,
     line: usize,
+    /// `expire T`: an entry not updated for T is removed, its rate with it.
+    expire_ms: Option<u64>,
 }
 
 /// `track-scN KEY [table T]`.
@@ -93,7 +95,28 @@ pub(super) fn read(source: &Source) -> Result<Vec<Block>, ScenarioError> {
                             let period_ms = time_ms(period).ok_or_else(|| {
                                 error(list, format!("http_req_rate({period}): expected a period like 10s, 1m or 500 (milliseconds)"))
                             })?;
-                            tables.insert(section.clone(), Table { period_ms, line });
+                            let expire_ms = match words.iter().position(|w| w.text == "expire") {
+                                Some(at) => {
+                                    let Some(value) = words.get(at + 1) else {
+                                        return Err(error(
+                                            &words[at],
+                                            "stick-table: expire names no time".to_string(),
+                                        ));
+                                    };
+                                    Some(time_ms(value.text).ok_or_else(|| {
+                                        error(value, format!("expire {}: expected a time like 10s, 1m or 500 (milliseconds)", value.text))
+                                    })?)
+                                }
+                                None => None,
+                            };
+                            tables.insert(
+                                section.clone(),
+                                Table {
+                                    period_ms,
+                                    line,
+                                    expire_ms,
+                                },
+                            );
                         }
                     }
                 }
@@ -360,6 +383,16 @@ fn deny(
             format!("track-sc{n} {}: a rate per value", track.key),
         ),
     );
+    if let Some(expire_ms) = table.expire_ms {
+        block.set(
+            "evict_after",
+            duration(expire_ms * 1_000_000),
+            source.at(
+                table.line,
+                format!("stick-table of {table_name}: expire (an idle entry is removed)"),
+            ),
+        );
+    }
     Ok(block)
 }
 
@@ -378,13 +411,39 @@ fn time_ms(text: &str) -> Option<u64> {
         "d" => number.checked_mul(86_400_000)?,
         _ => return None,
     };
-    (ms > 0).then_some(ms)
+    // Whole nanoseconds must hold it: every time becomes one.
+    (ms > 0 && ms.checked_mul(1_000_000).is_some()).then_some(ms)
 }
 
 #[cfg(test)]
 mod tests {
     use crate::import::Dialect;
     use crate::import::testing::{field, read_text};
+
+    /// `expire` forgets an idle entry, as `evict_after` forgets an idle key;
+    /// a time no nanosecond count holds is an error, not an overflow.
+    #[test]
+    fn a_tables_expire_becomes_evict_after() {
+        let config = |expire: &str| {
+            format!(
+                "frontend f\n  stick-table type ip size 1k{expire} store http_req_rate(10s)\n  http-request track-sc0 src\n  http-request deny if {{ sc_http_req_rate(0) gt 5 }}\n"
+            )
+        };
+        let blocks = read_text("haproxy.cfg", &config(" expire 10s"), Dialect::Haproxy).unwrap();
+        assert_eq!(field(&blocks[0], "evict_after").as_deref(), Some("\"10s\""));
+        let blocks = read_text("haproxy.cfg", &config(""), Dialect::Haproxy).unwrap();
+        assert_eq!(field(&blocks[0], "evict_after"), None);
+        let err = read_text(
+            "haproxy.cfg",
+            &config(" expire 99999999999999d"),
+            Dialect::Haproxy,
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("expire 99999999999999d: expected a time"),
+            "{err}"
+        );
+    }
 
     fn read(text: &str) -> Result<Vec<crate::import::Block>, String> {
         read_text("haproxy.cfg", text, Dialect::Haproxy)
