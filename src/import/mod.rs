@@ -208,6 +208,10 @@ impl<'a> Source<'a> {
     }
 }
 
+/// A limit keyed by the request's Host keeps a state per host, while a
+/// workload's key is its client unless a trace names another field.
+pub(crate) const HOST_KEY_NOTE: &str = "keyed by the request's Host: replay a trace whose key field is the host (key_field), or one synthetic client per host; synthetic clients of one host would each get their own state here";
+
 /// What an import found in a configuration.
 pub struct Imported {
     /// The configuration's dialect.

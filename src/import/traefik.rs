@@ -117,12 +117,46 @@ fn middleware(source: &Source, name: &str, limit: &Node) -> Result<Block, Scenar
         None => "not set: Traefik keeps a bucket per client address".into(),
     };
     block.set("per", "key", from);
+    let by_host = criterion.is_some_and(|node| match &node.value {
+        Value::Map(entries) => entries.iter().any(|(k, v)| {
+            k == "requestHost" && matches!(&v.value, Value::Scalar(s) if s == "true")
+        }),
+        _ => false,
+    });
+    if by_host {
+        block.notes.push(super::HOST_KEY_NOTE.to_string());
+    }
     Ok(block)
 }
 
 #[cfg(test)]
 mod tests {
     use crate::import::Dialect;
+
+    /// `requestHost: true` keys by Host: the block says a workload's key
+    /// must be the host for the states to be Traefik's.
+    #[test]
+    fn a_host_criterion_says_what_must_play_the_key() {
+        let text = "http:\n  middlewares:\n    site:\n      rateLimit:\n        average: 100\n        sourceCriterion:\n          requestHost: true\n";
+        let blocks =
+            crate::import::testing::read_text("traefik.yaml", text, Dialect::Traefik).unwrap();
+        assert!(
+            blocks[0]
+                .notes
+                .iter()
+                .any(|n| n.starts_with("keyed by the request's Host")),
+            "{:?}",
+            blocks[0].notes
+        );
+        let plain = text.replace("requestHost: true", "requestHeaderName: X-Key");
+        let blocks =
+            crate::import::testing::read_text("traefik.yaml", &plain, Dialect::Traefik).unwrap();
+        assert!(
+            !blocks[0].notes.iter().any(|n| n.contains("Host")),
+            "{:?}",
+            blocks[0].notes
+        );
+    }
     use crate::import::testing::{field, read_text};
 
     #[test]

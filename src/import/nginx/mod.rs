@@ -6,7 +6,7 @@
 
 mod files;
 
-use super::{Block, Source};
+use super::{Block, HOST_KEY_NOTE, Source};
 use crate::error::ScenarioError;
 use files::{Files, Item, Token};
 
@@ -301,6 +301,9 @@ fn limit_req(
                     format!("key {}: {meaning}", zone.key.text),
                 ),
             );
+            if ["$host", "$http_host"].contains(&zone.key.text.as_str()) {
+                block.notes.push(HOST_KEY_NOTE.to_string());
+            }
             if zone.key.text.starts_with("$http_") && zone.key.text != "$http_host" {
                 block.notes.push(
                     "nginx leaves a request whose key is empty (the header missing) unlimited; every request of a workload has a key"
