@@ -239,7 +239,11 @@ fn descend(
 ) -> Result<(), ScenarioError> {
     for (key, value) in descriptor.entries() {
         match key.as_str() {
-            "key" | "value" | "rate_limit" | "descriptors" | "detailed_metric" => {}
+            "key" | "value" | "rate_limit" | "descriptors" | "detailed_metric"
+            | "value_to_metric" => {}
+            "share_threshold" => {
+                value.boolean(source, key)?;
+            }
             "shadow_mode" if !value.boolean(source, key)? => {}
             "shadow_mode" => {
                 return Err(value.error(source, "shadow_mode: the service lets over-limit requests through and only counts them: nothing to simulate; drop it to import this descriptor"));
@@ -267,7 +271,21 @@ fn descend(
         Some(value) => format!("{path}.{key}_{value}"),
         None => format!("{path}.{key}"),
     };
-    let keyed = keyed || value.is_none();
+    // envoyproxy/ratelimit (README, "Sharing thresholds for wildcard
+    // matches", at f2fb157): a value with `*` matches many, each with its
+    // own counter unless share_threshold is true, which only a wildcard may set.
+    let share = match descriptor.get("share_threshold") {
+        Some(node) => node.boolean(source, "share_threshold")?,
+        None => false,
+    };
+    let wildcard = value.as_ref().is_some_and(|v| v.contains('*'));
+    if share && !wildcard {
+        return Err(descriptor
+            .get("share_threshold")
+            .expect("just read")
+            .error(source, "share_threshold: only a wildcard value (with '*') may share its threshold, as the service refuses otherwise"));
+    }
+    let keyed = keyed || value.is_none() || (wildcard && !share);
     if let Some(limit) = descriptor.get("rate_limit")
         && let Some(block) = rate_limit(source, descriptor, limit, &path, keyed, &key)?
     {
@@ -341,7 +359,12 @@ fn rate_limit(
             "key",
             source.at(
                 descriptor.line,
-                format!("a descriptor without a value: one counter per value of {key:?}"),
+                match descriptor.get("value").and_then(|v| v.string(source, "value").ok()) {
+                    Some(value) if value.contains('*') => format!(
+                        "value {value:?} is a wildcard without share_threshold: one counter per matching value of {key:?}"
+                    ),
+                    _ => format!("a descriptor without a value: one counter per value of {key:?}"),
+                },
             ),
         );
     }
@@ -355,6 +378,32 @@ mod tests {
 
     const FILTER: &str = "\"@type\": type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit\n";
     const FULL: &str = "filter_enabled: { default_value: { numerator: 1000000, denominator: MILLION } }\nfilter_enforced: { default_value: { numerator: 100 } }\n";
+
+    /// A wildcard value keeps a counter per matching value unless
+    /// share_threshold says they share one (envoyproxy/ratelimit's README).
+    #[test]
+    fn a_wildcard_value_counts_per_value_unless_it_shares_its_threshold() {
+        let config = |share: &str| {
+            format!(
+                "domain: d\ndescriptors:\n  - key: tenant\n    value: \"acme*\"\n{share}    rate_limit: {{ unit: second, requests_per_unit: 5 }}\n"
+            )
+        };
+        let blocks = read_text("ratelimit.yaml", &config(""), Dialect::EnvoyRatelimit).unwrap();
+        assert_eq!(field(&blocks[0], "per").as_deref(), Some("\"key\""));
+        let blocks = read_text(
+            "ratelimit.yaml",
+            &config("    share_threshold: true\n"),
+            Dialect::EnvoyRatelimit,
+        )
+        .unwrap();
+        assert_eq!(field(&blocks[0], "per"), None);
+        let plain = config("    share_threshold: true\n").replace("acme*", "acme");
+        let err = read_text("ratelimit.yaml", &plain, Dialect::EnvoyRatelimit).unwrap_err();
+        assert!(
+            err.contains("share_threshold: only a wildcard value"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn a_seconds_and_nanos_interval_and_a_value_wrapper() {
