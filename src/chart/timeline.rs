@@ -162,10 +162,13 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
         let (legend, body) = root.split_vertically(LEGEND_HEIGHT);
         draw_legend(
             &legend,
-            capacity.is_some(),
-            Nanos(rolling),
-            attempts,
-            colours[0],
+            Legend {
+                with_capacity: capacity.is_some(),
+                rolling: Nanos(rolling),
+                attempts,
+                first: colours[0],
+                cut: tallest > y_max,
+            },
         )?;
         let breaks: Vec<u32> = (1..panels).map(|i| i * panel_height).collect();
         let areas = body.split_by_breakpoints::<u32, u32, _, _>([], breaks);
@@ -218,13 +221,26 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
     })
 }
 
-fn draw_legend(
-    area: &Canvas,
+/// What the timeline's legend shows.
+struct Legend {
     with_capacity: bool,
     rolling: Nanos,
+    /// Bars are attempts: first ones and retries.
     attempts: bool,
+    /// The first panel's colour, for the swatches.
     first: RGBColor,
-) -> Result<()> {
+    /// Some bar is taller than the scale and cut, with a cap.
+    cut: bool,
+}
+
+fn draw_legend(area: &Canvas, legend: Legend) -> Result<()> {
+    let Legend {
+        with_capacity,
+        rolling,
+        attempts,
+        first,
+        cut,
+    } = legend;
     let font = (FONT, LABEL_SIZE).into_font().color(&BLACK);
     let boxes: [(&str, ShapeStyle); 3] = if attempts {
         [
@@ -251,8 +267,13 @@ fn draw_legend(
         vec![(x + 7, 7), (x + 7, 25)],
         FAINT.stroke_width(2),
     ))?;
-    area.draw(&Text::new("window boundary", (x + 20, 8), font.clone()))?;
-    x += width("window boundary");
+    area.draw(&Text::new("window edge", (x + 20, 8), font.clone()))?;
+    x += width("window edge");
+    if cut {
+        area.draw(&Rectangle::new([(x, 9), (x + 14, 14)], CUT.filled()))?;
+        area.draw(&Text::new("cut off", (x + 20, 8), font.clone()))?;
+        x += width("cut off");
+    }
     let trailing = format!("trailing {}", interval_words(rolling));
     area.draw(&PathElement::new(
         vec![(x, 15), (x + 20, 15)],
@@ -260,7 +281,7 @@ fn draw_legend(
     ))?;
     area.draw(&Text::new(trailing.as_str(), (x + 26, 8), font.clone()))?;
     x += width(&trailing) + 6;
-    let lines = [("limit", REFERENCE), ("backend capacity", CAPACITY)];
+    let lines = [("limit", REFERENCE), ("capacity", CAPACITY)];
     for (label, colour) in lines.into_iter().take(if with_capacity { 2 } else { 1 }) {
         area.draw(&PathElement::new(
             vec![(x, 15), (x + 8, 15)],

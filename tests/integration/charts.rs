@@ -582,3 +582,33 @@ fn twelve_limiters_each_have_a_legend_entry_inside_the_chart_and_their_own_colou
         swatches.len()
     );
 }
+
+/// Bars taller than the timeline's scale are cut with a dark cap, and the
+/// legend says what the cap means only where some bar is cut.
+#[test]
+fn the_timeline_legend_names_the_cut_only_where_bars_are_cut() {
+    let promo = run("scenarios/promo.toml", &[]);
+    let svg = read(&promo.out.join("charts/timeline-edge-burst.svg"));
+    assert!(
+        texts(&svg).iter().any(|t| t == "cut off"),
+        "edge-burst's bars pass the scale"
+    );
+    assert!(svg.contains("fill=\"#3C3C3C\""), "no cap drawn");
+    // A steady 10 a second in 100 ms buckets: every bar is 10/s, within
+    // the scale the trailing count sets.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("steady.toml");
+    fs::write(
+        &file,
+        "name = \"steady\"\nduration = \"5s\"\n[metrics]\nbucket = \"100ms\"\n[[workload]]\nname = \"even\"\nsources = [{ kind = \"uniform\", rate = 10 }]\n[[limiter]]\nname = \"log\"\nkind = \"sliding-log\"\nwindow = \"1s\"\nthreshold = 20\n",
+    )
+    .unwrap();
+    let steady = run(file.to_str().unwrap(), &[]);
+    let svg = read(&steady.out.join("charts/timeline-even.svg"));
+    assert!(
+        !texts(&svg).iter().any(|t| t == "cut off"),
+        "nothing is cut: {:?}",
+        texts(&svg)
+    );
+    assert!(!svg.contains("fill=\"#3C3C3C\""), "a cap drawn");
+}
