@@ -126,13 +126,13 @@ fn verdict(runs: &[crate::summary::RunSummary]) -> Option<String> {
     for run in runs.iter().filter(|run| {
         run.overload
             .as_ref()
-            .is_some_and(|o| o.limit_share < crate::report::columns::UNDER_LIMIT)
+            .is_some_and(|o| o.limit_share < crate::report::values::UNDER_LIMIT)
     }) {
         text += &format!(
             "  below its limit under overload: {} on {} admits {} while demand exceeds it\n",
             run.limiter,
             run.workload,
-            crate::report::columns::under_overload(run)
+            crate::report::values::under_overload(run)
         );
     }
     for run in crate::check::peak_costs(runs) {

@@ -7,6 +7,7 @@ pub mod rows;
 pub mod sizing;
 pub mod sweep;
 pub mod table;
+pub mod values;
 mod verdict;
 
 use crate::summary::Summary;

@@ -69,7 +69,7 @@ pub(super) fn sentence(results: &Results, runs: &[RunSummary]) -> String {
         .iter()
         .filter_map(|run| {
             let o = run.overload.as_ref()?;
-            (o.limit_share < super::columns::UNDER_LIMIT).then(|| {
+            (o.limit_share < super::values::UNDER_LIMIT).then(|| {
                 format!(
                     "<b>{}</b> on <i>{}</i> {:.0}/s ({:.0}%)",
                     escape(&run.limiter),

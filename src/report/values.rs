@@ -1,0 +1,170 @@
+//! One figure of a run in words, as the columns show it: the worst count,
+//! its ratio to the limit, what was turned away, the verdict.
+
+use super::{ratio, seconds};
+use crate::summary::RunSummary;
+
+/// The worst interval's count: with replications, the maximum over them.
+pub(super) fn worst(run: &RunSummary) -> String {
+    match &run.replications {
+        Some(r) => format!("{:.0}", r.worst_rolling.max),
+        None => run.worst_rolling.to_string(),
+    }
+}
+
+/// Where the worst interval starts; with replications, the worst count's
+/// median and 99th percentile instead.
+pub(super) fn from(run: &RunSummary) -> String {
+    match &run.replications {
+        Some(r) => format!("{:.0}/{:.0}", r.worst_rolling.p50, r.worst_rolling.p99),
+        None => seconds(run.worst_rolling_start_ns),
+    }
+}
+
+/// The worst interval against the limit's nominal count; for a limit per
+/// key, the worst key's against its own quota (`2.20×/key`): the sum of
+/// every key's quota says nothing of a spike.
+pub(super) fn times_limit(run: &RunSummary) -> String {
+    if let Some(per_key) = run.keys.as_ref().and_then(|k| k.spike_ratio) {
+        return format!("{}/key", ratio(per_key.max));
+    }
+    match &run.replications {
+        Some(r) => ratio(r.worst_rolling.max / run.nominal),
+        None => ratio(run.spike_ratio),
+    }
+}
+
+/// A figure of the run's peak second, empty when no request came.
+pub(super) fn peak(
+    run: &RunSummary,
+    figure: impl Fn(&crate::metrics::overload::Peak) -> String,
+) -> String {
+    run.peak.as_ref().map_or(String::new(), figure)
+}
+
+/// The share of the offered requests rejected: `38.0%`.
+pub(super) fn turned_away(run: &RunSummary) -> String {
+    if run.offered == 0 {
+        return "-".to_string();
+    }
+    format!("{:.1}%", run.rejected as f64 * 100.0 / run.offered as f64)
+}
+
+/// Below this share of its limit, admitted while demand exceeded it, a
+/// limiter is flagged as turning away traffic its own limit allows.
+pub const UNDER_LIMIT: f64 = 0.8;
+
+/// `45/s, 45% of its limit, over 52 s` when a limiter admits well below its
+/// limit while demand exceeds it; `ok` when it admits near it; `-` when
+/// demand never exceeded it.
+pub fn under_overload(run: &RunSummary) -> String {
+    match &run.overload {
+        None => "-".to_string(),
+        Some(o) if o.limit_share < UNDER_LIMIT => format!(
+            "{:.0}/s, {:.0}% of its limit, over {} s",
+            o.admitted_per_second,
+            o.limit_share * 100.0,
+            o.seconds
+        ),
+        Some(o) => format!("{:.0}% of its limit", o.limit_share * 100.0),
+    }
+}
+
+/// What the backend dropped (at most, over replications), or `-`.
+pub(super) fn dropped(run: &RunSummary) -> String {
+    run.dropped_max().map_or("-".to_string(), |d| d.to_string())
+}
+
+/// A backend figure, empty without a backend.
+pub(super) fn backend(
+    run: &RunSummary,
+    value: fn(&crate::summary::BackendSummary) -> String,
+) -> String {
+    run.backend.as_ref().map(value).unwrap_or_default()
+}
+
+/// A queue figure, empty without a queue.
+pub(super) fn queue(run: &RunSummary, value: fn(&crate::summary::QueueSummary) -> u64) -> String {
+    run.backend
+        .as_ref()
+        .and_then(|b| b.queue.as_ref())
+        .map(|q| value(q).to_string())
+        .unwrap_or_default()
+}
+
+/// A delay figure, empty for a limiter that never delays.
+pub(super) fn delay(run: &RunSummary, value: fn(&crate::summary::DelaySummary) -> u64) -> String {
+    run.delay
+        .as_ref()
+        .map(|d| value(d).to_string())
+        .unwrap_or_default()
+}
+
+/// A figure of clients that retry, empty for an open loop.
+pub(super) fn closed(
+    run: &RunSummary,
+    value: fn(&crate::metrics::closed_loop::ClosedLoopSummary) -> String,
+) -> String {
+    run.closed_loop.as_ref().map(value).unwrap_or_default()
+}
+
+/// A share, empty when there was nothing to share.
+pub(super) fn share(value: Option<f64>) -> String {
+    value.map_or_else(String::new, |s| s.to_string())
+}
+
+/// The client with the most in one interval, as its input names it, and
+/// that count: `203.0.113.7 (22)`; `-` where keys are not told apart.
+pub(super) fn busiest(run: &RunSummary) -> String {
+    run.keys
+        .as_ref()
+        .and_then(|k| {
+            Some(format!(
+                "{} ({})",
+                k.worst_key_name.as_ref()?,
+                k.worst_rolling_max
+            ))
+        })
+        .unwrap_or_else(|| "-".to_string())
+}
+
+/// The most admitted in any second against the backend's capacity:
+/// `OVER 200/s`, `ok 108/s`, or `-` without a backend.
+pub fn verdict(run: &RunSummary) -> String {
+    match &run.backend {
+        None => "-".to_string(),
+        Some(backend) => {
+            let worst = run.worst_1s_max().unwrap_or(backend.worst_1s);
+            if run.exceeds_capacity() {
+                format!("OVER {worst}/s")
+            } else {
+                format!("ok {worst}/s")
+            }
+        }
+    }
+}
+
+/// Keys alive at most, their state in bytes (per key and in all), store
+/// commands per request, and counter resets per second: `10000`,
+/// `129 B/key, 1 MB`, `1.07`, `10000`.
+pub fn state(run: &RunSummary) -> [String; 4] {
+    let dash = || "-".to_string();
+    let Some(state) = run.keys.as_ref().and_then(|k| k.state.as_ref()) else {
+        return [dash(), dash(), dash(), dash()];
+    };
+    let bytes = match (state.bytes_per_key, state.bytes) {
+        (Some(per_key), Some(total)) => format!(
+            "{per_key} B/key, {}",
+            crate::memory::words(u128::from(total))
+        ),
+        _ => dash(),
+    };
+    [
+        state.keys_alive_max.to_string(),
+        bytes,
+        state
+            .store_ops_per_request
+            .map_or_else(dash, |ops| format!("{ops:.2}")),
+        format!("{:.0}", state.resets_per_sec),
+    ]
+}
