@@ -184,6 +184,59 @@ impl Cause {
     }
 }
 
+/// Below this share of its limit, admitted while demand exceeded it, a
+/// limiter is flagged as turning away traffic its own limit allows.
+pub const UNDER_LIMIT: f64 = 0.8;
+
+/// The verdict on a run's results, as data, built once: the run's last
+/// lines and the report's verdict only say it.
+#[derive(Clone, Debug)]
+pub struct Verdict<'a> {
+    /// The backend's capacity a second.
+    pub capacity: u64,
+    /// How many runs there are, and how many fail ([`failures`]).
+    pub runs: usize,
+    pub failing: usize,
+    /// The limiters over capacity on some workload.
+    pub over: std::collections::HashSet<&'a str>,
+    /// Each cause of an excess and the limiters it explains.
+    pub causes: Vec<(Cause, Vec<&'a str>)>,
+    /// The limiter to set, if one holds the backend on every workload.
+    pub recommendation: Option<Recommendation<'a>>,
+    /// Runs that admit well below their limit while demand exceeds it.
+    pub under_limit: Vec<&'a RunSummary>,
+    /// For each limiter within the backend, its dearest busiest second.
+    pub peak_costs: Vec<&'a RunSummary>,
+}
+
+impl<'a> Verdict<'a> {
+    /// The verdict on `runs`; `None` without a backend to judge against.
+    pub fn of(runs: &'a [RunSummary]) -> Option<Verdict<'a>> {
+        let capacity = runs.iter().find_map(|run| run.backend.as_ref())?.capacity;
+        Some(Verdict {
+            capacity,
+            runs: runs.len(),
+            failing: runs.iter().filter(|run| !failures(run).is_empty()).count(),
+            over: runs
+                .iter()
+                .filter(|run| run.exceeds_capacity())
+                .map(|run| run.limiter.as_str())
+                .collect(),
+            causes: causes(runs),
+            recommendation: recommendation(runs),
+            under_limit: runs
+                .iter()
+                .filter(|run| {
+                    run.overload
+                        .as_ref()
+                        .is_some_and(|o| o.limit_share < UNDER_LIMIT)
+                })
+                .collect(),
+            peak_costs: peak_costs(runs),
+        })
+    }
+}
+
 /// The causes among `runs` over their capacity, each with the limiters it
 /// explains (in order of first appearance), causes in a fixed order.
 pub fn causes(runs: &[RunSummary]) -> Vec<(Cause, Vec<&str>)> {
@@ -358,6 +411,39 @@ mod tests {
         (backend.worst_1s, backend.bound_1s) = (worst, bound);
         backend.over_capacity = worst.saturating_sub(150);
         run
+    }
+
+    /// The verdict is the runs' figures gathered once: who is over, how many
+    /// fail, who runs below its limit under overload; none without a backend.
+    #[test]
+    fn the_verdict_gathers_what_its_readers_say() {
+        let mut slow = judged("slow", 100, 100, 10);
+        slow.overload = Some(crate::metrics::overload::Overload {
+            seconds: 5,
+            admitted_per_second: 40.0,
+            limit_share: 0.4,
+        });
+        let runs = [
+            judged("over", 200, 200, 0),
+            slow,
+            judged("safe", 100, 100, 100),
+        ];
+        let verdict = Verdict::of(&runs).unwrap();
+        assert_eq!(
+            (verdict.capacity, verdict.runs, verdict.failing),
+            (150, 3, 1)
+        );
+        assert_eq!(verdict.over, std::collections::HashSet::from(["over"]));
+        let under: Vec<&str> = verdict
+            .under_limit
+            .iter()
+            .map(|r| r.limiter.as_str())
+            .collect();
+        assert_eq!(under, ["slow"]);
+        assert_eq!(verdict.recommendation.map(|r| r.limiter), Some("slow"));
+        let mut alone = runs[2].clone();
+        alone.backend = None;
+        assert!(Verdict::of(&[alone]).is_none());
     }
 
     #[test]

@@ -118,7 +118,12 @@ pub fn live(args: &LiveArgs) -> Result<()> {
     }
     staging.write(
         "report.html",
-        &html::render_report(&summarised, &drawn, &charts),
+        &html::render_report(
+            &summarised,
+            &drawn,
+            &charts,
+            crate::check::Verdict::of(&summary.runs).as_ref(),
+        ),
     )?;
     staging.commit()?;
     let mut table = comfy_table::Table::new();

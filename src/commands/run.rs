@@ -48,6 +48,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         files.finish()?;
     }
     let summary = results.summary();
+    let verdict = crate::check::Verdict::of(&summary.runs);
     let json = report::render_json(&summary);
     let summary_csv = csv::render_summary(&summary.runs);
     staging.write("summary.json", &json)?;
@@ -63,7 +64,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         }
         staging.write(
             "report.html",
-            &html::render_report(&results, &drawn, &charts),
+            &html::render_report(&results, &drawn, &charts, verdict.as_ref()),
         )?;
     }
     staging.commit()?;
@@ -78,7 +79,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .collect::<Vec<_>>()
         .join("\n\n")
         + "\n";
-    tables.extend(verdict(&summary.runs));
+    tables.extend(verdict.as_ref().map(verdict_lines));
     print_results(
         args.quiet,
         args.format,
@@ -90,26 +91,18 @@ pub fn run(args: &RunArgs) -> Result<()> {
 }
 
 /// The run in one line, as `check` judges it: `3 of 28 runs exceed the
-/// backend's 150/s`, or that all stay within it (none without a backend);
-/// then a line per cause, naming its limiters and the fix, and the runs that
-/// turn away traffic their own limit allows.
-fn verdict(runs: &[crate::summary::RunSummary]) -> Option<String> {
-    let capacity = runs.iter().find_map(|run| run.backend.as_ref())?.capacity;
-    let failing = runs
-        .iter()
-        .filter(|run| !crate::check::failures(run).is_empty())
-        .count();
-    let mut text = match failing {
-        0 => format!(
-            "ok: all {} runs stay within the backend's {capacity}/s\n",
-            runs.len()
-        ),
+/// backend's 150/s`, or that all stay within it; then a line per cause,
+/// naming its limiters and the fix, the recommendation, the runs that turn
+/// away traffic their own limit allows, and the cost at the peak.
+fn verdict_lines(verdict: &crate::check::Verdict) -> String {
+    let (capacity, runs) = (verdict.capacity, verdict.runs);
+    let mut text = match verdict.failing {
+        0 => format!("ok: all {runs} runs stay within the backend's {capacity}/s\n"),
         n => format!(
-            "{n} of {} runs exceed the backend's {capacity}/s or make it drop requests\n",
-            runs.len()
+            "{n} of {runs} runs exceed the backend's {capacity}/s or make it drop requests\n"
         ),
     };
-    for (cause, limiters) in crate::check::causes(runs) {
+    for (cause, limiters) in &verdict.causes {
         text += &format!(
             "  {} ({}): {}\n",
             cause.name(),
@@ -117,17 +110,13 @@ fn verdict(runs: &[crate::summary::RunSummary]) -> Option<String> {
             cause.explanation()
         );
     }
-    match crate::check::recommendation(runs) {
+    match &verdict.recommendation {
         Some(best) => text += &format!("  recommended: {}: {}\n", best.limiter, best.words()),
         None => {
             text += "  recommended: none of these holds the backend on every workload (the causes above say why); `burstsim size` sizes those a setting can fix\n"
         }
     }
-    for run in runs.iter().filter(|run| {
-        run.overload
-            .as_ref()
-            .is_some_and(|o| o.limit_share < crate::report::values::UNDER_LIMIT)
-    }) {
+    for run in &verdict.under_limit {
         text += &format!(
             "  below its limit under overload: {} on {} admits {} while demand exceeds it\n",
             run.limiter,
@@ -135,12 +124,12 @@ fn verdict(runs: &[crate::summary::RunSummary]) -> Option<String> {
             crate::report::values::under_overload(run)
         );
     }
-    for run in crate::check::peak_costs(runs) {
+    for run in &verdict.peak_costs {
         text += &format!(
             "  cost at the peak: {} turns away {}\n",
             run.limiter,
             crate::check::peak_cost_words(run)
         );
     }
-    Some(text)
+    text
 }

@@ -29,7 +29,14 @@ pre { font-size: 0.85em; overflow-x: auto; } .wide { overflow-x: auto; }
 
 /// The whole page: the verdict over every run of `results`, the tables of
 /// `drawn` (what [`Results::drawn`] selected for the charts), the `charts`.
-pub fn render_report(results: &Results, drawn: &Results, charts: &[Chart]) -> String {
+///
+/// `verdict` is [`crate::check::Verdict::of`] the runs of `results`.
+pub fn render_report(
+    results: &Results,
+    drawn: &Results,
+    charts: &[Chart],
+    verdict: Option<&crate::check::Verdict>,
+) -> String {
     let summary = results.summary();
     let mut page = String::new();
     let _ = write!(
@@ -44,7 +51,7 @@ pub fn render_report(results: &Results, drawn: &Results, charts: &[Chart]) -> St
     let _ = writeln!(
         page,
         "<p class=\"verdict\">{}</p>",
-        super::verdict::sentence(results, &summary.runs)
+        super::verdict::sentence(results, &summary.runs, verdict)
     );
     // The tables show what the charts draw: of a scenario too large, the
     // limiters and workloads with the largest worst counts, said so.

@@ -50,9 +50,7 @@ pub(super) fn turned_away(run: &RunSummary) -> String {
     format!("{:.1}%", run.rejected as f64 * 100.0 / run.offered as f64)
 }
 
-/// Below this share of its limit, admitted while demand exceeded it, a
-/// limiter is flagged as turning away traffic its own limit allows.
-pub const UNDER_LIMIT: f64 = 0.8;
+use crate::check::UNDER_LIMIT;
 
 /// `45/s, 45% of its limit, over 52 s` when a limiter admits well below its
 /// limit while demand exceeds it; `ok` when it admits near it; `-` when

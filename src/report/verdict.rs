@@ -3,13 +3,19 @@
 
 use super::ratio;
 use super::rows::{escape, join};
+use crate::check::Verdict;
 use crate::results::Results;
 use crate::summary::RunSummary;
 use crate::time::Nanos;
 
-/// One sentence: which limiters kept the backend safe, or the largest spike.
-pub(super) fn sentence(results: &Results, runs: &[RunSummary]) -> String {
-    let Some(backend) = results.backend else {
+/// One sentence: which limiters kept the backend safe, or the largest spike;
+/// then the causes, the recommendation and the costs `verdict` holds.
+pub(super) fn sentence(
+    results: &Results,
+    runs: &[RunSummary],
+    verdict: Option<&Verdict>,
+) -> String {
+    let Some(verdict) = verdict else {
         return match runs
             .iter()
             .reduce(|a, b| if b.spike_ratio > a.spike_ratio { b } else { a })
@@ -25,12 +31,8 @@ pub(super) fn sentence(results: &Results, runs: &[RunSummary]) -> String {
             None => "<b>Verdict:</b> no runs.".to_string(),
         };
     };
-    let capacity = backend.capacity_per_sec.get();
-    let over_any: std::collections::HashSet<&str> = runs
-        .iter()
-        .filter(|r| r.exceeds_capacity())
-        .map(|r| r.limiter.as_str())
-        .collect();
+    let capacity = verdict.capacity;
+    let over_any = &verdict.over;
     let (over, within): (Vec<&str>, Vec<&str>) = results
         .limiters
         .iter()
@@ -44,8 +46,9 @@ pub(super) fn sentence(results: &Results, runs: &[RunSummary]) -> String {
                 .collect::<Vec<_>>(),
         )
     };
-    let mut points: Vec<String> = crate::check::causes(runs)
-        .into_iter()
+    let mut points: Vec<String> = verdict
+        .causes
+        .iter()
         .map(|(cause, limiters)| {
             format!(
                 "<li><b>Cause: {}</b> ({}): {}.</li>",
@@ -57,7 +60,7 @@ pub(super) fn sentence(results: &Results, runs: &[RunSummary]) -> String {
         .collect();
     // The answer straight after the causes, before what the others cost.
     let causes = points.len();
-    points.insert(causes, match crate::check::recommendation(runs) {
+    points.insert(causes, match &verdict.recommendation {
         Some(best) => format!(
             "<li><b>Recommended: {}</b>: {}.</li>",
             escape(best.limiter),
@@ -65,19 +68,18 @@ pub(super) fn sentence(results: &Results, runs: &[RunSummary]) -> String {
         ),
         None => "<li><b>Recommended:</b> none of these holds the backend on every workload (the causes above say why); <code>burstsim size</code> sizes those a setting can fix.</li>".to_string(),
     });
-    let under: Vec<String> = runs
+    let under: Vec<String> = verdict
+        .under_limit
         .iter()
         .filter_map(|run| {
             let o = run.overload.as_ref()?;
-            (o.limit_share < super::values::UNDER_LIMIT).then(|| {
-                format!(
-                    "<b>{}</b> on <i>{}</i> {:.0}/s ({:.0}%)",
-                    escape(&run.limiter),
-                    escape(&run.workload),
-                    o.admitted_per_second,
-                    o.limit_share * 100.0
-                )
-            })
+            Some(format!(
+                "<b>{}</b> on <i>{}</i> {:.0}/s ({:.0}%)",
+                escape(&run.limiter),
+                escape(&run.workload),
+                o.admitted_per_second,
+                o.limit_share * 100.0
+            ))
         })
         .collect();
     if !under.is_empty() {
@@ -86,8 +88,9 @@ pub(super) fn sentence(results: &Results, runs: &[RunSummary]) -> String {
             join(&under)
         ));
     }
-    let costs: Vec<String> = crate::check::peak_costs(runs)
-        .into_iter()
+    let costs: Vec<String> = verdict
+        .peak_costs
+        .iter()
         .map(|run| {
             format!(
                 "<b>{}</b> {}",
