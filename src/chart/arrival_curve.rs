@@ -127,26 +127,18 @@ pub fn render(results: &Results) -> Result<Chart> {
             .draw()?;
         let reference = |rate: f64| vec![(x_low, rate * x_low), (x_high, rate * x_high)];
         let mut entries: Vec<(String, Sample)> = Vec::new();
-        chart.draw_series(DashedLineSeries::new(
-            reference(nominal_rate),
-            8,
-            5,
-            REFERENCE.stroke_width(2),
-        ))?;
-        entries.push((
-            format!("advertised limit {}", per_second(nominal_rate)),
-            Sample::Dashed(REFERENCE),
-        ));
-        if let Some(capacity) = capacity {
+        let references = std::iter::once((nominal_rate, REFERENCE, "advertised limit"))
+            .chain(capacity.map(|c| (c, CAPACITY, "backend capacity")));
+        for (rate, colour, label) in references {
             chart.draw_series(DashedLineSeries::new(
-                reference(capacity),
+                reference(rate),
                 8,
                 5,
-                CAPACITY.stroke_width(2),
+                colour.stroke_width(2),
             ))?;
             entries.push((
-                format!("backend capacity {}", per_second(capacity)),
-                Sample::Dashed(CAPACITY),
+                format!("{label} {}", per_second(rate)),
+                Sample::Dashed(colour),
             ));
         }
         let rolling = results.metrics.rolling;

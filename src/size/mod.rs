@@ -375,6 +375,15 @@ fn largest(low: u64, high: u64, mut safe: impl FnMut(u64) -> Result<bool>) -> Re
 mod tests {
     use super::*;
 
+    /// The probe of the scenario's first limiter, one replication.
+    fn first_probe(scenario: &Scenario) -> Probe<'_> {
+        Probe {
+            scenario,
+            named: &scenario.limiters[0],
+            replications: 1,
+        }
+    }
+
     /// A small shop: a steady 20/s with bursts of 40 at window edges, an
     /// nginx zone in front of a backend of 30/s.
     fn shop() -> Scenario {
@@ -424,11 +433,7 @@ name = "edge"
         let any = together.any_traffic.as_ref().expect("some pair is safe");
         assert!(any.bound_1s <= 30, "{any:?}");
         // Brute force: every rate and burst whose bound holds 30 in 1 s.
-        let probe = Probe {
-            scenario: &scenario,
-            named: &scenario.limiters[0],
-            replications: 1,
-        };
+        let probe = first_probe(&scenario);
         let mut least = u64::MAX;
         for rate in 1..=30 {
             let mut slot = None;
@@ -483,11 +488,7 @@ name = "edge"
             .expect("a window has a length");
         let any = together.any_traffic.as_ref().expect("some pair is safe");
         assert!(any.bound_1s <= 30, "{any:?}");
-        let probe = Probe {
-            scenario: &scenario,
-            named: &scenario.limiters[0],
-            replications: 1,
-        };
+        let probe = first_probe(&scenario);
         let mut least = (u64::MAX, 0);
         for window in crate::limiter::Unit::WINDOWS {
             let mut slot = None;
@@ -533,11 +534,7 @@ name = "edge"
         // The bucket's rate alone holds 30 (rate + burst 5 within it): the
         // window need not bind, and the cheapest pair is at most as dear as
         // today's window with the safe rate.
-        let probe = Probe {
-            scenario: &scenario,
-            named: &scenario.limiters[0],
-            replications: 1,
-        };
+        let probe = first_probe(&scenario);
         let mut slot = None;
         let at = probe.with_companion(25, &mut slot).unwrap();
         let today: u64 = at.simulate(25).unwrap().2.iter().map(|c| c.rejected).sum();

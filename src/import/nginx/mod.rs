@@ -219,7 +219,7 @@ fn limit_req(
     (context, siblings): (&str, usize),
 ) -> Result<Block, ScenarioError> {
     let words = &directive.words;
-    let here = |word: &Token| here(files, word, &word.text);
+    let said = |word: &Token| here(files, word, &word.text);
     let zone_word = words
         .iter()
         .find(|w| w.text.starts_with("zone="))
@@ -237,7 +237,7 @@ fn limit_req(
     let defined = files.source(zone.defined.file).at(zone.defined.line, "");
     let mut block = Block::new(
         name,
-        super::nginx::here(
+        here(
             files,
             &words[0],
             format!(
@@ -251,11 +251,11 @@ fn limit_req(
             ),
         ),
         "nginx-limit-req",
-        here(&words[0]),
+        said(&words[0]),
     )
     .named("its zone");
     block.per_instance("nginx server");
-    block.set("rate", &zone.rate.text["rate=".len()..], here(&zone.rate));
+    block.set("rate", &zone.rate.text["rate=".len()..], said(&zone.rate));
     for word in &words[1..] {
         match word.text.split_once('=') {
             Some(("zone", _)) => {}
@@ -278,9 +278,9 @@ fn limit_req(
                             ),
                         )
                     })?;
-                block.set(key, number, here(word));
+                block.set(key, number, said(word));
             }
-            None if word.text == "nodelay" => block.set("nodelay", true, here(word)),
+            None if word.text == "nodelay" => block.set("nodelay", true, said(word)),
             _ => {
                 return Err(unsupported(
                     files,
@@ -295,7 +295,7 @@ fn limit_req(
             block.set(
                 "per",
                 "key",
-                super::nginx::here(
+                here(
                     files,
                     &zone.key,
                     format!("key {}: {meaning}", zone.key.text),
