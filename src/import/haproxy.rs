@@ -49,6 +49,8 @@ struct Track {
     key: String,
     table: Rc<str>,
     line: usize,
+    /// `if { path_beg /api }`: the requests it is tracked for, when not all.
+    condition: Option<String>,
 }
 
 /// A condition on a tracked rate: `sc_http_req_rate(N[,T]) OP VALUE`.
@@ -148,7 +150,26 @@ pub(super) fn read(source: &Source) -> Result<Vec<Block>, ScenarioError> {
                         .position(|w| w.text == "table")
                         .and_then(|i| words.get(i + 1))
                         .map_or_else(|| section.clone(), |w| Rc::from(w.text));
-                    tracks.insert((section.clone(), counter), Track { key, table, line });
+                    // `track-sc0 src if { path_beg /api }`: only those are counted.
+                    let condition = words
+                        .iter()
+                        .position(|w| w.text == "if" || w.text == "unless")
+                        .map(|i| {
+                            words[i..]
+                                .iter()
+                                .map(|w| w.text)
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        });
+                    tracks.insert(
+                        (section.clone(), counter),
+                        Track {
+                            key,
+                            table,
+                            line,
+                            condition,
+                        },
+                    );
                     continue;
                 }
                 let Some(cond_at) = words
@@ -383,6 +404,12 @@ fn deny(
             format!("track-sc{n} {}: a rate per value", track.key),
         ),
     );
+    if let Some(only) = &track.condition {
+        block.notes.push(format!(
+            "track-sc{n} holds only {only} (line {}): HAProxy counts and limits only those requests; the workload stands for them (replay a log filtered to them)",
+            track.line
+        ));
+    }
     if let Some(expire_ms) = table.expire_ms {
         block.set(
             "evict_after",
@@ -447,6 +474,32 @@ mod tests {
 
     fn read(text: &str) -> Result<Vec<crate::import::Block>, String> {
         read_text("haproxy.cfg", text, Dialect::Haproxy)
+    }
+
+    /// `track-sc0 src if { path_beg /api }` counts and limits only those
+    /// requests: the block says so (it read as unconditional before).
+    #[test]
+    fn a_conditional_track_says_which_requests_it_limits() {
+        let text = |condition: &str| {
+            format!(
+                "frontend f\n  stick-table type ip size 1k store http_req_rate(10s)\n  http-request track-sc0 src{condition}\n  http-request deny if {{ sc_http_req_rate(0) gt 5 }}\n"
+            )
+        };
+        let blocks = read(&text(" if { path_beg /api }")).unwrap();
+        assert!(
+            blocks[0]
+                .notes
+                .iter()
+                .any(|n| n.starts_with("track-sc0 holds only if { path_beg /api } (line 3)")),
+            "{:?}",
+            blocks[0].notes
+        );
+        let blocks = read(&text("")).unwrap();
+        assert!(
+            !blocks[0].notes.iter().any(|n| n.contains("holds only")),
+            "{:?}",
+            blocks[0].notes
+        );
     }
 
     #[test]

@@ -18,7 +18,6 @@ const IGNORED: &[&str] = &[
     "header_name",
     "path",
     "fault_tolerant",
-    "hide_client_headers",
     "error_code",
     "error_message",
     "redis",
@@ -36,21 +35,30 @@ const IGNORED: &[&str] = &[
 pub(super) fn read(source: &Source, documents: &[Node]) -> Result<Vec<Block>, ScenarioError> {
     let mut blocks = Vec::new();
     for document in documents {
-        visit(source, document, "global", &mut blocks)?;
+        visit(source, document, "", None, &mut blocks)?;
     }
     Ok(blocks)
 }
 
-/// A node, and the plugins listed in it, inside the entity named `owner`.
-fn visit(
+/// The entity a plugin is on: what it is (`consumer`, `service`, `route`;
+/// empty when the list does not say) and its name; `None` for global.
+type Owner<'a> = Option<(&'a str, &'a str)>;
+
+/// A node, and the plugins listed in it, inside `owner`; `kind` is what the
+/// node is when it is an entity of a `consumers`, `services` or `routes` list.
+fn visit<'a>(
     source: &Source,
-    node: &Node,
-    owner: &str,
+    node: &'a Node,
+    kind: &'a str,
+    owner: Owner<'a>,
     blocks: &mut Vec<Block>,
 ) -> Result<(), ScenarioError> {
-    let name = node.get("name").and_then(Node::text);
-    let owner = match (name, node.get("plugins")) {
-        (Some(name), _) if node.get("config").is_none() => name,
+    // A consumer is named by its username or custom_id, not a name.
+    let name = ["name", "username", "custom_id"]
+        .iter()
+        .find_map(|key| node.get(key).and_then(Node::text));
+    let owner = match name {
+        Some(name) if node.get("config").is_none() => Some((kind, name)),
         _ => owner,
     };
     if let Some(plugins) = node.get("plugins") {
@@ -64,8 +72,14 @@ fn visit(
         if key == "plugins" {
             continue;
         }
+        let kind = match key.as_str() {
+            "consumers" => "consumer",
+            "services" => "service",
+            "routes" => "route",
+            _ => "",
+        };
         for child in std::iter::once(value).chain(value.items()) {
-            visit(source, child, owner, blocks)?;
+            visit(source, child, kind, owner, blocks)?;
         }
     }
     Ok(())
@@ -74,7 +88,7 @@ fn visit(
 fn plugin_block(
     source: &Source,
     plugin: &Node,
-    owner: &str,
+    owner: Owner,
 ) -> Result<Option<Block>, ScenarioError> {
     let Some(name) = plugin.get("name") else {
         return Ok(None);
@@ -91,10 +105,15 @@ fn plugin_block(
     {
         return Ok(None);
     }
-    let label = match plugin.get("instance_name").and_then(Node::text) {
-        Some(instance) => instance.to_string(),
-        None if owner == "global" => "kong-global".to_string(),
-        None => owner.to_string(),
+    let label = match (plugin.get("instance_name").and_then(Node::text), owner) {
+        (Some(instance), _) => instance.to_string(),
+        (None, Some((_, name))) => name.to_string(),
+        (None, None) => "kong-global".to_string(),
+    };
+    let on = match owner {
+        Some(("", name)) => name.to_string(),
+        Some((kind, name)) => format!("{kind} {name}"),
+        None => "global".to_string(),
     };
     let config = plugin.require(
         source,
@@ -103,7 +122,7 @@ fn plugin_block(
     )?;
     let mut block = Block::new(
         &label,
-        source.at(plugin.line, format!("rate-limiting plugin of {owner}")),
+        source.at(plugin.line, format!("rate-limiting plugin of {on}")),
         "kong",
         source.at(name.line, "name: rate-limiting"),
     )
@@ -151,6 +170,11 @@ fn plugin_block(
                 block.set("sync_rate", rate, here);
             }
             "limit_by" => limit_by = Some((value.string(source, "limit_by")?, value.line)),
+            "hide_client_headers" => {
+                if value.boolean(source, key)? {
+                    block.set(key, true, format!("{here}: no Retry-After on a 429"));
+                }
+            }
             key if IGNORED.contains(&key) => {}
             other => {
                 return Err(value.error(source, format!("{other}: not understood; {SUPPORTED}")));
@@ -193,6 +217,11 @@ fn plugin_block(
     if policy.is_none_or(|f| f.value.as_str() == Some("local")) {
         block.per_instance("Kong node");
     }
+    if let Some(("consumer", name)) = owner {
+        block.notes.push(format!(
+            "on consumer {name}: Kong applies it to that consumer's requests only (over a route's or service's plugin); the workload stands for that consumer"
+        ));
+    }
     Ok(Some(block))
 }
 
@@ -208,13 +237,33 @@ mod tests {
     #[test]
     fn plugins_on_routes_and_consumers_are_found_and_disabled_ones_skipped() {
         let blocks = read(
-            "consumers:\n  - username: bot\n    name: bot\n    plugins:\n      - name: rate-limiting\n        config: { hour: 50, limit_by: service }\n\
+            "consumers:\n  - username: bot\n    plugins:\n      - name: rate-limiting\n        config: { hour: 50, limit_by: service, hide_client_headers: true }\n\
              routes:\n  - name: r\n    plugins:\n      - name: rate-limiting\n        enabled: false\n        config: { second: 1 }\n",
         )
         .unwrap();
         assert_eq!(blocks.len(), 1);
+        // A consumer is named by its username (it was labelled kong-global).
         assert_eq!(blocks[0].name, "bot");
+        assert!(
+            blocks[0]
+                .heading
+                .ends_with("rate-limiting plugin of consumer bot"),
+            "{}",
+            blocks[0].heading
+        );
+        assert!(
+            blocks[0]
+                .notes
+                .iter()
+                .any(|n| n.contains("that consumer's requests only")),
+            "{:?}",
+            blocks[0].notes
+        );
         assert_eq!(field(&blocks[0], "hour").as_deref(), Some("50"));
+        assert_eq!(
+            field(&blocks[0], "hide_client_headers").as_deref(),
+            Some("true")
+        );
         assert_eq!(
             field(&blocks[0], "per"),
             None,

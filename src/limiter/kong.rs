@@ -76,6 +76,11 @@ pub struct Config {
     /// (default 1970-01-01T00:00:00Z): where the calendar's edges fall.
     #[serde(default)]
     pub start: Start,
+    /// `config.hide_client_headers`: the 429 carries no Retry-After (nor
+    /// any rate-limit header), so a client honouring hints has none
+    /// (handler.lua sets Retry-After only `if not conf.hide_client_headers`).
+    #[serde(default)]
+    pub hide_client_headers: bool,
 }
 
 /// Why `sync_rate > 0` is refused, and how to model it instead.
@@ -165,7 +170,7 @@ impl Kind for Config {
             )?
             .counting_rejected(counts_rejected)
             .hinting_whole_seconds();
-            return Ok(Kong::Window(window, self.policy));
+            return Ok(Kong::Window(window, self.policy, self.hide_client_headers));
         }
         Ok(Kong::Calendar(Calendar {
             windows: limits
@@ -179,6 +184,7 @@ impl Kind for Config {
                     expires: NO_KEY,
                 })
                 .collect(),
+            hide_client_headers: self.hide_client_headers,
             start: self.start,
             policy: self.policy,
             resets: 0,
@@ -217,8 +223,9 @@ impl Kind for Config {
 /// its calendar windows.
 #[derive(Clone, Debug)]
 pub enum Kong {
-    /// One second, minute, hour or day limit.
-    Window(FixedWindow, Policy),
+    /// One second, minute, hour or day limit; whether its 429 hides the
+    /// client headers (`hide_client_headers`: no Retry-After).
+    Window(FixedWindow, Policy, bool),
     /// Several limits, or a month or a year.
     Calendar(Calendar),
 }
@@ -227,6 +234,8 @@ pub enum Kong {
 #[derive(Clone, Debug)]
 pub struct Calendar {
     windows: Vec<Window>,
+    /// `hide_client_headers`: a 429 without Retry-After.
+    hide_client_headers: bool,
     start: Start,
     policy: Policy,
     resets: u64,
@@ -308,7 +317,8 @@ impl RateLimiter for Kong {
     #[inline]
     fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
         let calendar = match self {
-            Kong::Window(window, _) => return window.decide_with::<HINTS>(now),
+            Kong::Window(window, _, true) => return window.decide_with::<false>(now),
+            Kong::Window(window, ..) => return window.decide_with::<HINTS>(now),
             Kong::Calendar(calendar) => calendar,
         };
         let unix = calendar.unix(now);
@@ -331,7 +341,7 @@ impl RateLimiter for Kong {
         // this request's own increment, as Kong's handler judges it (with
         // the redis policy its usage is INCR − 1): with second = 2 and
         // minute = 3, the third request in a second hears 1 s, not 60.
-        let hint = (HINTS && !admit).then(|| {
+        let hint = (HINTS && !admit && !calendar.hide_client_headers).then(|| {
             let at = calendar.reset(unix, now);
             Hint::new(at, at)
         });
@@ -343,7 +353,7 @@ impl RateLimiter for Kong {
 
     fn refund(&mut self, now: Nanos) {
         match self {
-            Kong::Window(window, _) => window.refund(now),
+            Kong::Window(window, ..) => window.refund(now),
             // As if rejected: the redis policy counts rejected requests too.
             Kong::Calendar(calendar) if calendar.policy == Policy::Redis => {}
             Kong::Calendar(calendar) => calendar
@@ -364,7 +374,7 @@ impl RateLimiter for Kong {
     /// keys than nanoseconds.
     fn bound(&self, interval: Nanos) -> u64 {
         match self {
-            Kong::Window(window, _) => window.bound(interval),
+            Kong::Window(window, ..) => window.bound(interval),
             Kong::Calendar(calendar) => calendar
                 .windows
                 .iter()
@@ -395,7 +405,7 @@ impl RateLimiter for Kong {
 
     fn nominal(&self, interval: Nanos) -> f64 {
         match self {
-            Kong::Window(window, _) => window.nominal(interval),
+            Kong::Window(window, ..) => window.nominal(interval),
             Kong::Calendar(calendar) => calendar
                 .windows
                 .iter()
@@ -410,7 +420,7 @@ impl RateLimiter for Kong {
 
     fn describe(&self) -> String {
         match self {
-            Kong::Window(window, policy) => {
+            Kong::Window(window, policy, _) => {
                 format!("{}, {} policy (UTC)", window.describe(), policy.name())
             }
             Kong::Calendar(calendar) => {
@@ -433,7 +443,7 @@ impl RateLimiter for Kong {
     /// limit and a minute limit both reset.
     fn every_window_edges(&self) -> Vec<(Nanos, Nanos)> {
         match self {
-            Kong::Window(window, _) => window.window_edges().into_iter().collect(),
+            Kong::Window(window, ..) => window.window_edges().into_iter().collect(),
             Kong::Calendar(calendar) => calendar
                 .windows
                 .iter()
@@ -445,14 +455,14 @@ impl RateLimiter for Kong {
     /// The shortest period's edges, when every one of its windows is as long.
     fn window_edges(&self) -> Option<(Nanos, Nanos)> {
         match self {
-            Kong::Window(window, _) => window.window_edges(),
+            Kong::Window(window, ..) => window.window_edges(),
             Kong::Calendar(calendar) => calendar.edges(calendar.windows.first()?.period),
         }
     }
 
     fn store_ops(&self) -> Option<StoreOps> {
         match self {
-            Kong::Window(window, Policy::Redis) => window.store_ops(),
+            Kong::Window(window, Policy::Redis, _) => window.store_ops(),
             Kong::Calendar(calendar) if calendar.policy == Policy::Redis => Some(StoreOps {
                 // A GET per period to read usage, an INCRBY per period to count.
                 per_request: 2 * calendar.windows.len() as u64,
@@ -464,14 +474,14 @@ impl RateLimiter for Kong {
 
     fn resets(&self) -> u64 {
         match self {
-            Kong::Window(window, _) => window.resets(),
+            Kong::Window(window, ..) => window.resets(),
             Kong::Calendar(calendar) => calendar.resets,
         }
     }
 
     fn fixed_window(&self) -> Option<&FixedWindow> {
         match self {
-            Kong::Window(window, _) => Some(window),
+            Kong::Window(window, ..) => Some(window),
             Kong::Calendar(_) => None,
         }
     }

@@ -235,3 +235,25 @@ proptest::proptest! {
         }
     }
 }
+
+/// `hide_client_headers: true`: Kong's 429 then has no Retry-After
+/// (handler.lua sets it only when the headers are shown), for one window
+/// and for a calendar alike; the decisions themselves are unchanged.
+#[test]
+fn hidden_client_headers_give_no_hint() {
+    for limits in ["second = 1", "second = 1\nminute = 5"] {
+        for hidden in [false, true] {
+            let mut limiter = kong(&format!("{limits}\nhide_client_headers = {hidden}"));
+            assert!(limiter.decide(secs(3)).admitted());
+            match limiter.decide(secs(3)) {
+                Decision::Reject(hint) => assert_eq!(
+                    hint.retry_at.is_none(),
+                    hidden,
+                    "{limits}, hidden {hidden}: {hint:?}"
+                ),
+                other => panic!("{other:?}"),
+            }
+            assert!(limiter.decide(secs(4)).admitted());
+        }
+    }
+}
