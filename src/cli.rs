@@ -98,6 +98,10 @@ pub struct ImportArgs {
     /// that must model everything.
     #[arg(long)]
     pub strict: bool,
+    /// Print a limiter per location instead of per limit: the chain of
+    /// every limit the gateway applies there, in its order (nginx).
+    #[arg(long)]
+    pub chain: bool,
 }
 
 /// `burstsim run`.

@@ -12,6 +12,7 @@ pub fn import(args: &ImportArgs) -> Result<()> {
     let crate::import::Imported {
         dialect,
         blocks,
+        places,
         mut warnings,
         notes,
     } = crate::import::import(&args.file, args.format)?;
@@ -42,7 +43,30 @@ pub fn import(args: &ImportArgs) -> Result<()> {
             bail!("{}: limiter {:?}: {err}", block.heading, block.name);
         }
     }
-    let text = crate::import::render(&args.file, dialect, &blocks);
+    let text = if args.chain {
+        if dialect != crate::import::Dialect::Nginx {
+            bail!(
+                "--chain: a {} configuration applies one limit where it applies any; --chain reads nginx locations",
+                dialect.name()
+            );
+        }
+        if !places.iter().any(|p| !p.dry_run && !p.layers.is_empty()) {
+            bail!(
+                "{}: --chain: no location applies a limit_req (the limits are outside every location block); import without --chain",
+                args.file.display()
+            );
+        }
+        for place in places.iter().filter(|p| !p.dry_run && !p.layers.is_empty()) {
+            let built = LimiterConfig::from_table(place.table())
+                .and_then(|config| config.build(Context::default()).map(|_| ()));
+            if let Err(err) = built {
+                bail!("{}: {err}", place.at);
+            }
+        }
+        crate::import::render_places(&args.file, dialect, &places)
+    } else {
+        crate::import::render(&args.file, dialect, &blocks)
+    };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! line naming what is supported — nothing is guessed silently.
 
 mod envoy;
+mod from;
 mod haproxy;
 mod kong;
 mod nginx;
@@ -12,12 +13,14 @@ mod spring;
 mod traefik;
 mod yaml;
 
+pub use from::{Place, from_table, render_places, resolve_layers};
+
 use std::fmt::Write as _;
 use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::error::{FieldError, ScenarioError, field_error};
+use crate::error::ScenarioError;
 use crate::time::Nanos;
 
 /// The most limiters one file may turn into.
@@ -218,6 +221,9 @@ pub struct Imported {
     pub dialect: Dialect,
     /// A limiter block per rate limit.
     pub blocks: Vec<Block>,
+    /// Where the gateway applies several limits to one request (nginx
+    /// locations), each with its limits in the gateway's order.
+    pub places: Vec<Place>,
     /// What it skipped, each at its file, line and column: constructs that
     /// limit something burstsim does not model, includes not found.
     pub warnings: Vec<ScenarioError>,
@@ -230,6 +236,7 @@ pub struct Imported {
 #[derive(Default)]
 struct Read {
     blocks: Vec<Block>,
+    places: Vec<Place>,
     warnings: Vec<ScenarioError>,
     notes: Vec<String>,
 }
@@ -252,6 +259,7 @@ pub fn import(path: &Path, dialect: Option<Dialect>) -> Result<Imported, anyhow:
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let Read {
         blocks,
+        places,
         warnings,
         notes,
     } = read(&Source::new(path, text), dialect)?;
@@ -273,6 +281,7 @@ pub fn import(path: &Path, dialect: Option<Dialect>) -> Result<Imported, anyhow:
     Ok(Imported {
         dialect,
         blocks: unique_names(blocks),
+        places,
         warnings,
         notes,
     })
@@ -461,27 +470,36 @@ pub fn render(path: &Path, dialect: Dialect, blocks: &[Block]) -> String {
             let _ = writeln!(out, "# note: {}", comment(note));
         }
         let name = toml::Value::from(block.name.clone());
-        let lines: Vec<(String, &str)> =
-            std::iter::once((format!("name = {name}"), block.name_from))
-                .chain(
-                    block
-                        .fields
-                        .iter()
-                        .map(|f| (format!("{} = {}", f.key, f.value), f.from.as_str())),
-                )
-                .collect();
-        let width = lines
-            .iter()
-            .map(|(l, _)| l.chars().count())
-            .max()
-            .unwrap_or(0);
-        out.push_str("[[limiter]]\n");
-        for (line, from) in lines {
-            let pad = width - line.chars().count();
-            let _ = writeln!(out, "{line}{}  # {}", " ".repeat(pad), comment(from));
-        }
+        let lines = std::iter::once((format!("name = {name}"), block.name_from.to_string()))
+            .chain(block.lines())
+            .collect::<Vec<_>>();
+        write_table(&mut out, "[[limiter]]", &lines);
     }
     out
+}
+
+impl Block {
+    /// Each field as `key = value` with where it came from.
+    fn lines(&self) -> impl Iterator<Item = (String, String)> + '_ {
+        self.fields
+            .iter()
+            .map(|f| (format!("{} = {}", f.key, f.value), f.from.clone()))
+    }
+}
+
+/// `header`, then each line with its comment, the comments aligned.
+fn write_table(out: &mut String, header: &str, lines: &[(String, String)]) {
+    let width = lines
+        .iter()
+        .map(|(l, _)| l.chars().count())
+        .max()
+        .unwrap_or(0);
+    out.push_str(header);
+    out.push('\n');
+    for (line, from) in lines {
+        let pad = width - line.chars().count();
+        let _ = writeln!(out, "{line}{}  # {}", " ".repeat(pad), comment(from));
+    }
 }
 
 /// Text from the file made safe for a TOML comment: on one line (a newline
@@ -497,85 +515,6 @@ fn comment(text: &str) -> String {
         safe.push('…');
     }
     safe
-}
-
-/// A limiter taken from a configuration with `from`.
-pub struct FromImport {
-    /// Its name in the configuration (a zone, a route).
-    pub name: String,
-    /// Its fields.
-    pub table: toml::Table,
-    /// What keeps its state, when each instance keeps its own.
-    pub per_instance: Option<&'static str>,
-}
-
-/// `from = { file = "…", zone = "…", format = "…" }` in a limiter block: the
-/// imported block's table, resolved against the scenario's folder.
-pub fn from_table(value: toml::Value, base_dir: &Path) -> Result<FromImport, FieldError> {
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct From {
-        file: std::path::PathBuf,
-        zone: Option<String>,
-        format: Option<Dialect>,
-    }
-    let from: From = crate::config::parse_table(match value {
-        toml::Value::Table(table) => table,
-        other => {
-            return Err(format!(
-                "expected a table like {{ file = \"nginx.conf\", zone = \"api\" }}, got {}",
-                other.type_str()
-            )
-            .into());
-        }
-    })?;
-    let path = base_dir.join(&from.file);
-    // What the file skips (a connection limit, say) is not the limiter
-    // taken from it: `burstsim import` shows those warnings.
-    let blocks = import(&path, from.format)
-        .map_err(|err| compact(&err))?
-        .blocks;
-    let names = || {
-        blocks
-            .iter()
-            .map(|b| format!("{:?}", b.name))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let block = match (&from.zone, blocks.len()) {
-        (Some(zone), _) => blocks.iter().find(|b| &b.name == zone).ok_or_else(|| {
-            field_error!(
-                "zone",
-                "{} has no limiter {zone:?}; it has {}",
-                from.file.display(),
-                names()
-            )
-        })?,
-        (None, 1) => &blocks[0],
-        (None, _) => {
-            return Err(field_error!(
-                "zone",
-                "{} has {} limiters; say which with zone = one of {}",
-                from.file.display(),
-                blocks.len(),
-                names()
-            ));
-        }
-    };
-    Ok(FromImport {
-        name: block.name.clone(),
-        table: block.table(),
-        per_instance: block.per_instance,
-    })
-}
-
-/// An import error on one line (its file, line and column kept), to sit
-/// inside a scenario's error.
-fn compact(err: &anyhow::Error) -> String {
-    match err.downcast_ref::<ScenarioError>() {
-        Some(err) => one_line(err),
-        None => err.to_string(),
-    }
 }
 
 /// Reading configuration text without a file, for the dialects' tests.

@@ -73,3 +73,101 @@ fn names_are_made_safe_and_unique() {
         .collect();
     assert_eq!(names, ["a", "a-2", "b"]);
 }
+
+/// A location applies its own limit_reqs; one with none inherits all of
+/// the nearest enclosing block's (none from further out), as nginx merges
+/// them; a dry run there limits nothing.
+#[test]
+fn a_location_applies_the_limits_nginx_merges_into_it() {
+    let text = "http {\n  limit_req_zone $a zone=a:1m rate=1r/s;\n  limit_req_zone $b zone=b:1m rate=2r/s;\n  limit_req zone=a;\n  server {\n    server_name one.example;\n    location /x/ { }\n    location /y/ { limit_req zone=b burst=3; limit_req zone=a; }\n    location /z/ { limit_req_dry_run on; }\n  }\n  server {\n    server_name two.example www.two.example;\n    limit_req zone=b;\n    location /x/ { location /x/deep/ { } }\n  }\n}\n";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nginx.conf");
+    std::fs::write(&path, text).unwrap();
+    let places = import(&path, None).unwrap().places;
+    let zones =
+        |place: &Place| -> Vec<String> { place.layers.iter().map(|l| l.name.clone()).collect() };
+    type Found<'a> = (&'a str, Vec<String>, Vec<String>, Option<&'a str>, bool);
+    let found: Vec<Found> = places
+        .iter()
+        .map(|p| {
+            (
+                p.name.as_str(),
+                p.servers.clone(),
+                zones(p),
+                p.inherited.as_deref(),
+                p.dry_run,
+            )
+        })
+        .collect();
+    let s = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        found,
+        [
+            ("/x/", s(&["one.example"]), s(&["a"]), Some("http"), false),
+            ("/y/", s(&["one.example"]), s(&["b", "a"]), None, false),
+            ("/z/", s(&["one.example"]), s(&["a"]), Some("http"), true),
+            (
+                "/x/",
+                s(&["two.example", "www.two.example"]),
+                s(&["b"]),
+                Some("http › server"),
+                false
+            ),
+            (
+                "/x/deep/",
+                s(&["two.example", "www.two.example"]),
+                s(&["b"]),
+                Some("http › server"),
+                false
+            ),
+        ]
+    );
+    let y = &places[1];
+    assert!(
+        y.at.starts_with("nginx.conf:8: http › server › location /y/"),
+        "{}",
+        y.at
+    );
+    // Two limits: a chain that counts nothing a later layer rejects.
+    let table = y.table();
+    assert_eq!(table["kind"].as_str(), Some("chain"));
+    assert_eq!(table["count_rejected"].as_bool(), Some(false));
+    let layers = table["layers"].as_array().unwrap();
+    assert_eq!(layers[0]["rate"].as_str(), Some("2r/s"));
+    assert_eq!(layers[0]["burst"].as_integer(), Some(3));
+    assert_eq!(layers[1]["rate"].as_str(), Some("1r/s"));
+    // One limit: the limit itself.
+    assert_eq!(places[0].table()["kind"].as_str(), Some("nginx-limit-req"));
+
+    // Chosen by `from`, by location and, where it is ambiguous, server.
+    let from = |extra: &str| {
+        let value: toml::Value =
+            toml::from_str::<toml::Table>(&format!("v = {{ file = \"nginx.conf\", {extra} }}"))
+                .unwrap()["v"]
+                .clone();
+        from_table(value, dir.path())
+            .map(|f| (f.name, f.table))
+            .map_err(|e| e.to_string())
+    };
+    let (name, table) = from("location = \"/y/\"").unwrap();
+    assert_eq!(name, "location /y/");
+    assert_eq!(table["kind"].as_str(), Some("chain"));
+    let err = from("location = \"/x/\"").unwrap_err();
+    assert!(err.contains("2 blocks are location \"/x/\""), "{err}");
+    assert!(err.contains("say which with server"), "{err}");
+    let (_, table) = from("location = \"/x/\", server = \"www.two.example\"").unwrap();
+    assert_eq!(table["rate"].as_str(), Some("2r/s"));
+    let err = from("location = \"/x/\", server = \"three.example\"").unwrap_err();
+    assert!(err.contains("no server named \"three.example\""), "{err}");
+    let err = from("location = \"/z/\"").unwrap_err();
+    assert!(err.contains("limit_req_dry_run on"), "{err}");
+    let err = from("location = \"/w/\"").unwrap_err();
+    assert!(
+        err.contains(
+            "has no location \"/w/\"; it has \"/x/\", \"/y/\", \"/z/\", \"/x/\", \"/x/deep/\""
+        ),
+        "{err}"
+    );
+    let err = from("location = \"/y/\", zone = \"a\"").unwrap_err();
+    assert!(err.contains("not both"), "{err}");
+}

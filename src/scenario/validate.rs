@@ -466,6 +466,14 @@ impl Validator<'_> {
                     }
                     zone = Some(imported.name);
                 }
+                // A chain's layers may each be taken `from` a configuration.
+                if let Some(instance) =
+                    crate::import::resolve_layers(&mut table, base_dir).map_err(fail)?
+                    && own_cluster.is_none()
+                    && !per_instance.iter().any(|(n, _)| n == &name)
+                {
+                    per_instance.push((name.clone(), instance));
+                }
                 let config = LimiterConfig::from_table(table).map_err(fail)?;
                 let mut named =
                     NamedLimiter::build(name.clone(), config, context, duration).map_err(fail)?;

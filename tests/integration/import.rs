@@ -600,3 +600,122 @@ fn per_instance_limits_say_so_and_a_scenario_without_a_cluster_warns_once() {
             .contains("keeps its own count")
     );
 }
+
+/// `import --chain` prints each location as nginx applies it: the sample
+/// tree's /api/ as a chain of its two zones in the order written, which
+/// `count_rejected = false` keeps from counting what a later zone rejects;
+/// pasted into a scenario it runs. A scenario takes the same chain with
+/// `from = { file, location }`, and a chain's layers may each be `from`;
+/// a location or zone that is not there is an error at its column.
+#[test]
+fn a_location_is_imported_as_the_chain_nginx_applies() {
+    let path = Path::new("scenarios/configs/debian-nginx/nginx.conf");
+    let output = burstsim()
+        .args(["import", "--chain"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let document: toml::Table = toml::from_str(&stdout).unwrap();
+    let limiters = document["limiter"].as_array().unwrap();
+    assert_eq!(limiters.len(), 1, "/static/ applies no limit: {stdout}");
+    let api = limiters[0].as_table().unwrap();
+    assert_eq!(api["name"].as_str(), Some("api"));
+    assert_eq!(api["kind"].as_str(), Some("chain"));
+    assert_eq!(api["count_rejected"].as_bool(), Some(false));
+    let rates: Vec<&str> = api["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["rate"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        rates,
+        ["100r/s", "10r/s"],
+        "in the order of the limit_req lines"
+    );
+    assert!(
+        stdout.contains("# location /api/ (sites-enabled/shop:6: http › server › location /api/)"),
+        "{stdout}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = |limiter: &str| {
+        let file = dir.path().join("s.toml");
+        fs::write(
+            &file,
+            format!(
+                "name = \"s\"\nduration = \"2s\"\n[backend]\ncapacity = 120\n[[workload]]\nname = \"w\"\nsources = [{{ kind = \"poisson\", rate = 300 }}]\n{limiter}\n"
+            ),
+        )
+        .unwrap();
+        file
+    };
+    let pasted = scenario(&stdout);
+    burstsim()
+        .args(["run", "--no-charts", "--quiet", "--out"])
+        .arg(dir.path().join("pasted"))
+        .arg(&pasted)
+        .assert()
+        .success();
+    let summary = |out: &str| -> Value {
+        serde_json::from_slice(&fs::read(dir.path().join(out).join("summary.json")).unwrap())
+            .unwrap()
+    };
+    let root = fs::canonicalize(".").unwrap();
+    let config = root.join(path);
+    let config = config.display();
+    let taken = scenario(&format!(
+        "[[limiter]]\nname = \"api\"\nfrom = {{ file = {config:?}, location = \"/api/\" }}"
+    ));
+    burstsim()
+        .args(["run", "--no-charts", "--quiet", "--out"])
+        .arg(dir.path().join("taken"))
+        .arg(&taken)
+        .assert()
+        .success();
+    let runs = summary("taken")["runs"].clone();
+    assert!(runs.as_array().is_some_and(|r| r.len() == 1), "{runs}");
+    assert_eq!(summary("pasted")["runs"], runs);
+
+    let layered = scenario(&format!(
+        "[[limiter]]\nname = \"api\"\nkind = \"chain\"\ncount_rejected = false\nlayers = [{{ from = {{ file = {config:?}, zone = \"site\" }} }}, {{ from = {{ file = {config:?}, zone = \"per_client\" }} }}]"
+    ));
+    burstsim()
+        .args(["run", "--no-charts", "--quiet", "--out"])
+        .arg(dir.path().join("layered"))
+        .arg(&layered)
+        .assert()
+        .success();
+    assert_eq!(summary("layered")["runs"], summary("taken")["runs"]);
+
+    let missing = scenario(&format!(
+        "[[limiter]]\nname = \"api\"\nkind = \"chain\"\nlayers = [{{ kind = \"sliding-log\", window = \"1s\", threshold = 5 }}, {{ from = {{ file = {config:?}, zone = \"nope\" }} }}]"
+    ));
+    burstsim()
+        .args(["run", "--out"])
+        .arg(dir.path().join("missing"))
+        .arg(&missing)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "limiter \"api\": layers[1].from.zone: ",
+        ))
+        .stderr(predicate::str::contains(
+            "has no limiter \"nope\"; it has \"site\", \"per_client\"",
+        ));
+    let nowhere = scenario(&format!(
+        "[[limiter]]\nname = \"api\"\nfrom = {{ file = {config:?}, location = \"/static/\" }}"
+    ));
+    burstsim()
+        .args(["run", "--out"])
+        .arg(dir.path().join("nowhere"))
+        .arg(&nowhere)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("from.location: "))
+        .stderr(predicate::str::contains(
+            "no limit_req applies in location \"/static/\"",
+        ));
+}

@@ -5,6 +5,7 @@
 //! address, say) keeps one state per value, which is `per = "key"`.
 
 mod files;
+mod locations;
 
 use super::{Block, HOST_KEY_NOTE, Source};
 use crate::error::ScenarioError;
@@ -20,12 +21,21 @@ struct Directive {
     block: usize,
 }
 
+/// A block (`server { … }`, `location /api/ { … }`): the block it is in,
+/// its words joined (`location /api/`) and its first word, where it opens
+/// (`None` for the main context).
+struct Head {
+    parent: usize,
+    name: String,
+    at: Option<Token>,
+}
+
 /// A configuration's directives and its blocks: each block's parent and
 /// name, kept once (not copied into every directive: deep nesting made that
 /// quadratic).
 struct Parsed {
     directives: Vec<Directive>,
-    blocks: Vec<(usize, String)>,
+    blocks: Vec<Head>,
 }
 
 impl Parsed {
@@ -33,9 +43,9 @@ impl Parsed {
     fn context(&self, mut block: usize) -> String {
         let mut names = Vec::new();
         while block != 0 {
-            let (parent, name) = &self.blocks[block];
-            names.push(name.as_str());
-            block = *parent;
+            let head = &self.blocks[block];
+            names.push(head.name.as_str());
+            block = head.parent;
         }
         if names.is_empty() {
             return "main".to_string();
@@ -96,21 +106,14 @@ pub(super) fn read(source: &Source) -> Result<super::Read, ScenarioError> {
         if block == 0 {
             return false;
         }
-        block = parsed.blocks[block].0;
+        block = parsed.blocks[block].parent;
     };
-    let mut limits: Vec<&Directive> = Vec::new();
-    for directive in directives.iter().filter(|d| d.words[0].text == "limit_req") {
-        if in_dry_run(directive.block) {
-            let warning = error(
-                &files,
-                &directive.words[0],
-                "limit_req under limit_req_dry_run on: a dry run rejects nothing, so there is no limit to simulate; skipped",
-            );
-            files.warnings.push(warning);
-        } else {
-            limits.push(directive);
-        }
-    }
+    // Every limit_req, dry runs included: a location inherits a level's
+    // limits whatever that level's own dry-run setting says.
+    let limits: Vec<&Directive> = directives
+        .iter()
+        .filter(|d| d.words[0].text == "limit_req")
+        .collect();
     if let Some(beyond) = limits.get(super::MAX_BLOCKS) {
         return Err(error(
             &files,
@@ -126,7 +129,7 @@ pub(super) fn read(source: &Source) -> Result<super::Read, ScenarioError> {
     for directive in &limits {
         *per_block.entry(directive.block).or_insert(0usize) += 1;
     }
-    let blocks = limits
+    let built = limits
         .iter()
         .map(|directive| {
             let context = parsed.context(directive.block);
@@ -134,8 +137,23 @@ pub(super) fn read(source: &Source) -> Result<super::Read, ScenarioError> {
             limit_req(&files, directive, &zones, (&context, siblings))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let places = locations::places(&files, &parsed, &limits, &built, &in_dry_run);
+    let mut blocks = Vec::new();
+    for (directive, block) in limits.iter().zip(built) {
+        if in_dry_run(directive.block) {
+            let warning = error(
+                &files,
+                &directive.words[0],
+                "limit_req under limit_req_dry_run on: a dry run rejects nothing, so there is no limit to simulate; skipped",
+            );
+            files.warnings.push(warning);
+        } else {
+            blocks.push(block);
+        }
+    }
     Ok(super::Read {
         blocks,
+        places,
         warnings: files.warnings,
         notes: files.notes,
     })
@@ -318,7 +336,7 @@ fn limit_req(
     }
     if siblings > 1 {
         block.notes.push(format!(
-            "{siblings} limit_req apply in {context}: nginx checks them all; to see them as one, put their blocks in a chain"
+            "{siblings} limit_req apply in {context}: nginx checks them all; import with --chain, or take them with from = {{ file, location = \"…\" }}, to run them as one"
         ));
     }
     Ok(block)
@@ -358,8 +376,12 @@ fn key_meaning(key: &str) -> Option<String> {
 /// and braces balanced by [`Files::read`]).
 fn directives(items: Vec<Item>) -> Parsed {
     let mut directives = Vec::new();
-    // Every block: its parent and its name (0: the main context).
-    let mut all: Vec<(usize, String)> = vec![(0, String::new())];
+    // Every block (0: the main context).
+    let mut all = vec![Head {
+        parent: 0,
+        name: String::new(),
+        at: None,
+    }];
     // The blocks open now, innermost last.
     let mut open: Vec<usize> = vec![0];
     let mut words: Vec<Token> = Vec::new();
@@ -373,7 +395,11 @@ fn directives(items: Vec<Item>) -> Parsed {
                 }),
                 "{" => {
                     let name: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
-                    all.push((open.last().copied().unwrap_or(0), name.join(" ")));
+                    all.push(Head {
+                        parent: open.last().copied().unwrap_or(0),
+                        name: name.join(" "),
+                        at: words.first().cloned(),
+                    });
                     open.push(all.len() - 1);
                     words.clear();
                 }
