@@ -44,16 +44,22 @@ pub fn import(args: &ImportArgs) -> Result<()> {
         }
     }
     let text = if args.chain {
-        if dialect != crate::import::Dialect::Nginx {
+        use crate::import::Dialect;
+        if ![Dialect::Nginx, Dialect::Traefik].contains(&dialect) {
             bail!(
-                "--chain: a {} configuration applies one limit where it applies any; --chain reads nginx locations",
+                "--chain: a {} configuration applies one limit where it applies any; --chain reads nginx locations and Traefik routers",
                 dialect.name()
             );
         }
         if !places.iter().any(|p| !p.dry_run && !p.layers.is_empty()) {
             bail!(
-                "{}: --chain: no location applies a limit_req (the limits are outside every location block); import without --chain",
-                args.file.display()
+                "{}: --chain: no {} applies a limit; import without --chain",
+                args.file.display(),
+                if dialect == Dialect::Nginx {
+                    "location"
+                } else {
+                    "router"
+                }
             );
         }
         for place in places.iter().filter(|p| !p.dry_run && !p.layers.is_empty()) {

@@ -1,6 +1,6 @@
 //! Limiters taken from a configuration at run time (`from = { file, … }`
 //! in a scenario), and the places where a gateway applies several limits
-//! to one request (an nginx location), as one chain.
+//! to one request (an nginx location, a Traefik router), as one chain.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -12,10 +12,11 @@ use super::{Block, Dialect, comment, import, one_line, safe_name, write_table};
 use crate::error::{FieldError, ScenarioError, field_error};
 
 /// Where a gateway applies several limits to one request: an nginx
-/// `location`, with the `limit_req`s nginx applies there.
+/// `location` with the `limit_req`s nginx applies there, or a Traefik
+/// router with its rateLimit middlewares.
 #[derive(Clone, Debug)]
 pub struct Place {
-    /// What the gateway calls it: `location`.
+    /// What the gateway calls it: `location`, `router`.
     pub kind: &'static str,
     /// Its argument as written: `/api/`, `= /login`, `~ \.php$`.
     pub name: String,
@@ -30,8 +31,14 @@ pub struct Place {
     /// Whether a request a later limit rejects still counts in the earlier
     /// ones (false for nginx, which counts it in none).
     pub count_rejected: bool,
+    /// When a layer delays a request, whether the next hears it then and
+    /// the waits add up (Traefik's middlewares), or all hear it at once
+    /// (nginx's zones).
+    pub delays_add_up: bool,
     /// Whether a dry run holds there (then nothing is limited).
     pub dry_run: bool,
+    /// What the reader should know: middlewares that limit nothing here.
+    pub notes: Vec<String>,
 }
 
 impl Place {
@@ -43,6 +50,9 @@ impl Place {
                 let mut table = toml::Table::new();
                 table.insert("kind".into(), "chain".into());
                 table.insert("count_rejected".into(), self.count_rejected.into());
+                if self.delays_add_up {
+                    table.insert("delays".into(), "add-up".into());
+                }
                 table.insert(
                     "layers".into(),
                     toml::Value::Array(layers.iter().map(|l| l.table().into()).collect()),
@@ -95,6 +105,7 @@ pub fn from_table(value: toml::Value, base_dir: &Path) -> Result<FromImport, Fie
         zone: Option<String>,
         location: Option<String>,
         server: Option<String>,
+        router: Option<String>,
         format: Option<Dialect>,
     }
     let from: From = crate::config::parse_table(match value {
@@ -112,15 +123,32 @@ pub fn from_table(value: toml::Value, base_dir: &Path) -> Result<FromImport, Fie
     // taken from it: `burstsim import` shows those warnings.
     let imported = import(&path, from.format).map_err(|err| compact(&err))?;
     let file = from.file.display();
-    if let Some(location) = &from.location {
+    let place = match (&from.location, &from.router) {
+        (Some(_), Some(_)) => {
+            return Err(field_error!(
+                "router",
+                "give location (nginx) or router (Traefik), not both"
+            ));
+        }
+        (Some(location), None) => Some(("location", location)),
+        (None, Some(router)) => Some(("router", router)),
+        (None, None) => None,
+    };
+    if let Some((kind, name)) = place {
         if from.zone.is_some() {
             return Err(field_error!(
                 "zone",
-                "give zone or location, not both: a location takes every zone it applies"
+                "give zone or {kind}, not both: a {kind} takes every limit it applies"
             ));
         }
-        let place = one_place(&imported.places, location, from.server.as_deref())
-            .map_err(|err| field_error!("location", "{file}: {err}"))?;
+        if kind == "router" && from.server.is_some() {
+            return Err(field_error!(
+                "server",
+                "picks among nginx locations; a router's name is unique"
+            ));
+        }
+        let place = one_place(&imported.places, kind, name, from.server.as_deref())
+            .map_err(|err| FieldError::at(kind, format!("{file}: {err}")))?;
         return Ok(FromImport {
             name: place.title(),
             table: place.table(),
@@ -162,11 +190,12 @@ pub fn from_table(value: toml::Value, base_dir: &Path) -> Result<FromImport, Fie
     })
 }
 
-/// The place named `location` (in the server named `server`, if given)
-/// with at least one limit, or why there is none.
+/// The place of `kind` named `name` (in the server named `server`, if
+/// given) with at least one limit, or why there is none.
 fn one_place<'a>(
     places: &'a [Place],
-    location: &str,
+    kind: &str,
+    name: &str,
     server: Option<&str>,
 ) -> Result<&'a Place, String> {
     let listed = |places: &mut dyn Iterator<Item = &Place>| {
@@ -178,18 +207,13 @@ fn one_place<'a>(
         }
         text
     };
-    let named: Vec<&Place> = places
-        .iter()
-        .filter(|p| p.name == location.trim())
-        .collect();
+    let of_kind = || places.iter().filter(|p| p.kind == kind);
+    let named: Vec<&Place> = of_kind().filter(|p| p.name == name.trim()).collect();
     if named.is_empty() {
-        return Err(if places.is_empty() {
-            format!("has no location {location:?}; it has no location block at all")
+        return Err(if of_kind().next().is_none() {
+            format!("has no {kind} {name:?}; it has no {kind} at all")
         } else {
-            format!(
-                "has no location {location:?}; it has {}",
-                listed(&mut places.iter())
-            )
+            format!("has no {kind} {name:?}; it has {}", listed(&mut of_kind()))
         });
     }
     let chosen: Vec<&Place> = named
@@ -201,7 +225,7 @@ fn one_place<'a>(
         ([one], _) => *one,
         ([], Some(server)) => {
             return Err(format!(
-                "no server named {server:?} has location {location:?}; the servers that do are named {}",
+                "no server named {server:?} has {kind} {name:?}; the servers that do are named {}",
                 named
                     .iter()
                     .map(|p| format!("[{}]", p.servers.join(" ")))
@@ -211,7 +235,7 @@ fn one_place<'a>(
         }
         (several, _) => {
             return Err(format!(
-                "{} blocks are location {location:?} ({}); say which with server = one of its server_names",
+                "{} blocks are {kind} {name:?} ({}); say which with server = one of its server_names",
                 several.len(),
                 several
                     .iter()
@@ -223,15 +247,21 @@ fn one_place<'a>(
     };
     if place.dry_run {
         return Err(format!(
-            "location {location:?} ({}) is under limit_req_dry_run on: nginx rejects nothing there",
+            "{kind} {name:?} ({}) is under limit_req_dry_run on: nginx rejects nothing there",
             place.at
         ));
     }
     if place.layers.is_empty() {
-        return Err(format!(
-            "no limit_req applies in location {location:?} ({}), in it or in a block around it",
-            place.at
-        ));
+        return Err(match kind {
+            "location" => format!(
+                "no limit_req applies in location {name:?} ({}), in it or in a block around it",
+                place.at
+            ),
+            _ => format!(
+                "{kind} {name:?} ({}) applies no rateLimit middleware",
+                place.at
+            ),
+        });
     }
     Ok(place)
 }
@@ -286,10 +316,16 @@ pub fn render_places(path: &Path, dialect: Dialect, places: &[Place]) -> String 
         || path.display().to_string(),
         |n| n.to_string_lossy().into(),
     );
+    // nginx's locations, or Traefik's routers: what they are, and how the
+    // gateway applies their limits.
+    let (kind, gateway, limits) = match dialect {
+        Dialect::Traefik => ("router", "Traefik", "rateLimit middleware"),
+        _ => ("location", "nginx", "limit_req"),
+    };
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "# `burstsim import --chain {}` ({}): {} location{} with limits, each as nginx applies them.",
+        "# `burstsim import --chain {}` ({}): {} {kind}{} with limits, each as {gateway} applies them.",
         comment(&path.display().to_string()),
         dialect.name(),
         limited.len(),
@@ -297,7 +333,7 @@ pub fn render_places(path: &Path, dialect: Dialect, places: &[Place]) -> String 
     );
     let _ = writeln!(
         out,
-        "# Each value says where it came from. Paste these blocks into a scenario, or\n# import at run time: [[limiter]] name = \"…\" from = {{ file = \"{}\", location = \"<location>\" }}",
+        "# Each value says where it came from. Paste these blocks into a scenario, or\n# import at run time: [[limiter]] name = \"…\" from = {{ file = \"{}\", {kind} = \"<{kind}>\" }}",
         comment(&file)
     );
     let mut names = std::collections::HashMap::<String, usize>::new();
@@ -322,6 +358,9 @@ pub fn render_places(path: &Path, dialect: Dialect, places: &[Place]) -> String 
                 comment(level)
             );
         }
+        for note in &place.notes {
+            let _ = writeln!(out, "# note: {}", comment(note));
+        }
         if let Some(instance) = place.per_instance() {
             let _ = writeln!(
                 out,
@@ -341,20 +380,34 @@ pub fn render_places(path: &Path, dialect: Dialect, places: &[Place]) -> String 
                 write_table(&mut out, "[[limiter]]", &lines);
             }
             layers => {
-                let lines = [
+                let mut lines = vec![
                     name_line,
                     (
                         "kind = \"chain\"".into(),
                         format!(
-                            "nginx applies every limit_req here, in this order ({} of them)",
+                            "{gateway} applies every {limits} here, in this order ({} of them)",
                             layers.len()
                         ),
                     ),
                     (
                         format!("count_rejected = {}", place.count_rejected),
-                        "nginx counts a request in its zones only when every zone passes it".into(),
+                        if place.count_rejected {
+                            format!(
+                                "each {limits} counts what it passed, even when a later one rejects it"
+                            )
+                        } else {
+                            format!(
+                                "{gateway} counts a request in its zones only when every zone passes it"
+                            )
+                        },
                     ),
                 ];
+                if place.delays_add_up {
+                    lines.push((
+                        "delays = \"add-up\"".into(),
+                        format!("the next {limits} hears a request when the one before lets it go"),
+                    ));
+                }
                 write_table(&mut out, "[[limiter]]", &lines);
                 for (i, layer) in layers.iter().enumerate() {
                     let _ = writeln!(out, "# layer {}: {}", i + 1, comment(&layer.heading));

@@ -305,6 +305,7 @@ pub fn one_line(err: &ScenarioError) -> String {
 fn read(source: &Source, dialect: Dialect) -> Result<Read, ScenarioError> {
     let blocks = match dialect {
         Dialect::Nginx => return nginx::read(source),
+        Dialect::Traefik => return traefik::read(source, &yaml::parse(source)?),
         Dialect::Haproxy => haproxy::read(source),
         Dialect::Spring => spring::read(source),
         yaml_dialect => {
@@ -312,8 +313,7 @@ fn read(source: &Source, dialect: Dialect) -> Result<Read, ScenarioError> {
             match yaml_dialect {
                 Dialect::EnvoyLocal => envoy::read_local(source, &documents),
                 Dialect::EnvoyRatelimit => envoy::read_service(source, &documents),
-                Dialect::Kong => kong::read(source, &documents),
-                _ => traefik::read(source, &documents),
+                _ => kong::read(source, &documents),
             }
         }
     }?;

@@ -171,3 +171,40 @@ fn a_location_applies_the_limits_nginx_merges_into_it() {
     let err = from("location = \"/y/\", zone = \"a\"").unwrap_err();
     assert!(err.contains("not both"), "{err}");
 }
+
+/// `from = { file, router }` takes a Traefik router's rateLimit middlewares
+/// as the chain Traefik applies: each counts what it passed, and a delayed
+/// request reaches the next one late.
+#[test]
+fn a_router_is_taken_whole_from_a_traefik_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("traefik.yaml"),
+        "http:\n  routers:\n    api:\n      middlewares: [site, client]\n    one:\n      middlewares: [client]\n  middlewares:\n    site:\n      rateLimit: { average: 100, burst: 50 }\n    client:\n      rateLimit: { average: 10 }\n",
+    )
+    .unwrap();
+    let from = |extra: &str| {
+        let value =
+            toml::from_str::<toml::Table>(&format!("v = {{ file = \"traefik.yaml\", {extra} }}"))
+                .unwrap()["v"]
+                .clone();
+        from_table(value, dir.path())
+            .map(|f| (f.name, f.table))
+            .map_err(|e| e.to_string())
+    };
+    let (name, table) = from("router = \"api\"").unwrap();
+    assert_eq!(name, "router api");
+    assert_eq!(table["kind"].as_str(), Some("chain"));
+    assert_eq!(table["delays"].as_str(), Some("add-up"));
+    let config = crate::limiter::LimiterConfig::from_table(table).unwrap();
+    assert!(config.build(crate::limiter::Context::default()).is_ok());
+    let (_, table) = from("router = \"one\"").unwrap();
+    assert_eq!(table["kind"].as_str(), Some("traefik"));
+    let err = from("router = \"web\"").unwrap_err();
+    assert!(
+        err.contains("has no router \"web\"; it has \"api\", \"one\""),
+        "{err}"
+    );
+    let err = from("router = \"api\", location = \"/\"").unwrap_err();
+    assert!(err.contains("not both"), "{err}");
+}

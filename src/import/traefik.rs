@@ -5,19 +5,26 @@
 //! address unless `sourceCriterion` says otherwise), which is
 //! `per = "key"`. A distributed `redis` limiter is an error at its line.
 
+use std::collections::HashMap;
+
 use super::yaml::{Node, Value};
-use super::{Block, Source, duration, go_duration};
+use super::{Block, Place, Source, duration, go_duration};
 use crate::error::ScenarioError;
 
 pub(super) const SUPPORTED: &str = "supported: rateLimit with average, period, burst and sourceCriterion, under http.middlewares or in a Middleware resource";
 
-pub(super) fn read(source: &Source, documents: &[Node]) -> Result<Vec<Block>, ScenarioError> {
+pub(super) fn read(source: &Source, documents: &[Node]) -> Result<super::Read, ScenarioError> {
     let mut found: Vec<(String, &Node)> = Vec::new();
+    // `chain` middlewares: the names they list, in order.
+    let mut chains: HashMap<String, Vec<String>> = HashMap::new();
     for document in documents {
         if let Some(middlewares) = document.get("http").and_then(|h| h.get("middlewares")) {
             for (name, middleware) in middlewares.entries() {
                 if let Some(limit) = middleware.get("rateLimit") {
                     found.push((name.clone(), limit));
+                }
+                if let Some(chain) = middleware.get("chain") {
+                    chains.insert(name.clone(), references(chain.get("middlewares")));
                 }
             }
         }
@@ -30,12 +37,158 @@ pub(super) fn read(source: &Source, documents: &[Node]) -> Result<Vec<Block>, Sc
             if let Some(limit) = document.get("spec").and_then(|s| s.get("rateLimit")) {
                 found.push((name.to_string(), limit));
             }
+            if let Some(chain) = document.get("spec").and_then(|s| s.get("chain")) {
+                chains.insert(name.to_string(), references(chain.get("middlewares")));
+            }
         }
     }
-    found
-        .into_iter()
-        .map(|(name, limit)| middleware(source, &name, limit))
-        .collect()
+    let blocks = found
+        .iter()
+        .map(|(name, limit)| middleware(source, name, limit))
+        .collect::<Result<Vec<_>, _>>()?;
+    let limits: HashMap<&str, &Block> = found
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .zip(&blocks)
+        .collect();
+    let places = routers(source, documents, &limits, &chains)?;
+    Ok(super::Read {
+        blocks,
+        places,
+        ..super::Read::default()
+    })
+}
+
+/// The middleware names a router or a chain lists (`name@provider` as
+/// `name`; a Kubernetes reference's `name`).
+fn references(list: Option<&Node>) -> Vec<String> {
+    list.map_or_else(Vec::new, |list| {
+        list.items()
+            .iter()
+            .filter_map(|item| {
+                item.text()
+                    .or_else(|| item.get("name").and_then(Node::text))
+            })
+            .map(|name| name.split('@').next().unwrap_or(name).to_string())
+            .collect()
+    })
+}
+
+/// The deepest nesting of `chain` middlewares followed.
+const MAX_CHAIN_DEPTH: usize = 16;
+
+/// Every router (file provider `http.routers`, or each route of an
+/// `IngressRoute`: `NAME`, or `NAME#N` when it has several) with the
+/// rateLimit middlewares it applies, in its order, `chain`s followed.
+fn routers(
+    source: &Source,
+    documents: &[Node],
+    limits: &HashMap<&str, &Block>,
+    chains: &HashMap<String, Vec<String>>,
+) -> Result<Vec<Place>, ScenarioError> {
+    let mut found: Vec<(String, &Node, Vec<String>)> = Vec::new();
+    for document in documents {
+        if let Some(routers) = document.get("http").and_then(|h| h.get("routers")) {
+            for (name, router) in routers.entries() {
+                found.push((name.clone(), router, references(router.get("middlewares"))));
+            }
+        }
+        if document.get("kind").and_then(Node::text) == Some("IngressRoute") {
+            let name = document
+                .get("metadata")
+                .and_then(|m| m.get("name"))
+                .and_then(Node::text)
+                .unwrap_or("ingressroute");
+            let routes = document
+                .get("spec")
+                .and_then(|s| s.get("routes"))
+                .map_or(&[][..], Node::items);
+            for (i, route) in routes.iter().enumerate() {
+                let name = match routes.len() {
+                    1 => name.to_string(),
+                    _ => format!("{name}#{}", i + 1),
+                };
+                found.push((name, route, references(route.get("middlewares"))));
+            }
+        }
+    }
+    let mut places = Vec::new();
+    for (name, router, names) in found {
+        let mut layers = Vec::new();
+        let mut notes = Vec::new();
+        expand(
+            &names,
+            limits,
+            chains,
+            &mut Vec::new(),
+            &mut layers,
+            &mut notes,
+        )
+        .map_err(|err| router.error(source, format!("router {name:?}: {err}")))?;
+        if layers.len() > super::MAX_BLOCKS {
+            return Err(router.error(
+                source,
+                format!(
+                    "router {name:?}: {} rate limits, more than the {} one import may hold",
+                    layers.len(),
+                    super::MAX_BLOCKS
+                ),
+            ));
+        }
+        places.push(Place {
+            kind: "router",
+            name: name.clone(),
+            servers: Vec::new(),
+            at: source.at(router.line, format!("router {name}")),
+            inherited: None,
+            layers: layers.into(),
+            // Each middleware reserves its token before the next one runs
+            // (rate_limiter.go: ReserveN, then next.ServeHTTP after the wait).
+            count_rejected: true,
+            delays_add_up: true,
+            dry_run: false,
+            notes,
+        });
+    }
+    Ok(places)
+}
+
+/// The rateLimit blocks of `names` in order, each `chain` replaced by what
+/// it lists; `stack` is the chains being expanded (a cycle is an error).
+fn expand(
+    names: &[String],
+    limits: &HashMap<&str, &Block>,
+    chains: &HashMap<String, Vec<String>>,
+    stack: &mut Vec<String>,
+    layers: &mut Vec<Block>,
+    notes: &mut Vec<String>,
+) -> Result<(), String> {
+    for name in names {
+        if let Some(block) = limits.get(name.as_str()) {
+            layers.push((*block).clone());
+        } else if let Some(inner) = chains.get(name) {
+            if stack.contains(name) {
+                return Err(format!(
+                    "a cycle of chain middlewares: {} → {name}",
+                    stack.join(" → ")
+                ));
+            }
+            if stack.len() == MAX_CHAIN_DEPTH || layers.len() > super::MAX_BLOCKS {
+                return Err(format!(
+                    "chain middlewares nested more than {MAX_CHAIN_DEPTH} deep, or more than {} rate limits",
+                    super::MAX_BLOCKS
+                ));
+            }
+            stack.push(name.clone());
+            expand(inner, limits, chains, stack, layers, notes)?;
+            stack.pop();
+        } else if !notes.iter().any(|n| n.contains(&format!("{name:?}"))) {
+            notes.push(format!(
+                "middleware {name:?} is not a rateLimit or chain of this file (another kind, or another provider's): it limits nothing here"
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn middleware(source: &Source, name: &str, limit: &Node) -> Result<Block, ScenarioError> {
@@ -132,6 +285,42 @@ fn middleware(source: &Source, name: &str, limit: &Node) -> Result<Block, Scenar
 #[cfg(test)]
 mod tests {
     use crate::import::Dialect;
+
+    /// A router applies its rateLimit middlewares in the order listed,
+    /// `chain`s followed and `@provider` suffixes read as the name; other
+    /// middlewares limit nothing and are noted; a cycle of chains is an
+    /// error at the router.
+    #[test]
+    fn a_router_applies_its_rate_limits_in_order() {
+        let text = "http:\n  routers:\n    api:\n      middlewares: [gzip, site@file, clients]\n    plain:\n      middlewares: [gzip]\n  middlewares:\n    clients:\n      chain:\n        middlewares: [per-client]\n    site:\n      rateLimit: { average: 100, burst: 50 }\n    per-client:\n      rateLimit: { average: 10, burst: 20 }\n    gzip:\n      compress: {}\n";
+        let source = crate::import::Source::new(std::path::Path::new("traefik.yaml"), text);
+        let read = super::read(&source, &crate::import::yaml::parse(&source).unwrap()).unwrap();
+        let api = &read.places[0];
+        assert_eq!((api.kind, api.name.as_str()), ("router", "api"));
+        let names: Vec<&str> = api.layers.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["site", "per-client"]);
+        assert!(api.count_rejected && api.delays_add_up);
+        assert!(
+            api.notes[0].starts_with("middleware \"gzip\" is not a rateLimit"),
+            "{:?}",
+            api.notes
+        );
+        let table = api.table();
+        assert_eq!(table["delays"].as_str(), Some("add-up"));
+        assert_eq!(table["count_rejected"].as_bool(), Some(true));
+        assert!(read.places[1].layers.is_empty());
+
+        let cycle = text.replace("[per-client]", "[clients]");
+        let source = crate::import::Source::new(std::path::Path::new("traefik.yaml"), &cycle);
+        let err = super::read(&source, &crate::import::yaml::parse(&source).unwrap())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("router \"api\": a cycle of chain middlewares: clients → clients"),
+            "{err}"
+        );
+    }
 
     /// `requestHost: true` keys by Host: the block says a workload's key
     /// must be the host for the states to be Traefik's.

@@ -16,6 +16,20 @@ pub struct Config {
     /// layer rejected (default true, as chained middleware and Bucket4j's
     /// bandwidths do; false as a rate limit service that stops counting).
     pub count_rejected: bool,
+    /// When a layer delays a request, whether the next layer hears it then
+    /// and the delays add up, as chained middleware (Traefik) does; by
+    /// default every layer hears it on arrival and it waits the longest of
+    /// their delays, as nginx's `limit_req`s of one location.
+    pub delays_add_up: bool,
+}
+
+/// `delays = "longest"` (default) or `"add-up"`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Delays {
+    #[default]
+    Longest,
+    AddUp,
 }
 
 impl<'de> Deserialize<'de> for Config {
@@ -26,6 +40,8 @@ impl<'de> Deserialize<'de> for Config {
             layers: Vec<toml::Table>,
             #[serde(default = "yes")]
             count_rejected: bool,
+            #[serde(default)]
+            delays: Delays,
         }
         fn yes() -> bool {
             true
@@ -43,6 +59,7 @@ impl<'de> Deserialize<'de> for Config {
         Ok(Config {
             layers,
             count_rejected: raw.count_rejected,
+            delays_add_up: raw.delays == Delays::AddUp,
         })
     }
 }
@@ -83,7 +100,7 @@ impl Kind for Config {
         }
         Config {
             layers,
-            count_rejected: self.count_rejected,
+            ..self.clone()
         }
     }
 
@@ -95,7 +112,7 @@ impl Kind for Config {
         }
         Config {
             layers,
-            count_rejected: self.count_rejected,
+            ..self.clone()
         }
     }
 
@@ -117,6 +134,7 @@ impl Kind for Config {
         Ok(Chain {
             layers,
             count_rejected: self.count_rejected,
+            delays_add_up: self.delays_add_up,
         })
     }
 
@@ -135,8 +153,9 @@ impl Kind for Config {
             .unwrap_or(0) as u64;
         let other = |k: u64| if k % kinds == own { k + 1 } else { k };
         format!(
-            "count_rejected = {}\nlayers = [{}, {}]",
+            "count_rejected = {}\ndelays = \"{}\"\nlayers = [{}, {}]",
             choice.is_multiple_of(2),
+            ["longest", "add-up"][(choice / 5 % 2) as usize],
             layer(other(choice / 2), choice / 7),
             layer(other(choice / 3 + 1), choice / 11)
         )
@@ -151,6 +170,7 @@ impl Kind for Config {
 pub struct Chain {
     layers: Vec<Limiter>,
     count_rejected: bool,
+    delays_add_up: bool,
 }
 
 impl RateLimiter for Chain {
@@ -160,7 +180,9 @@ impl RateLimiter for Chain {
     }
 
     /// Rejects with the rejecting layer's hint; delays what it passes by the
-    /// longest of the layers' delays, as nginx applies several `limit_req`s.
+    /// longest of the layers' delays, as nginx applies several `limit_req`s
+    /// (with `delays = "add-up"`, by their sum, each layer hearing the
+    /// request when the one before lets it go).
     #[inline]
     fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
         self.decide_keyed::<HINTS>(now, Key::DEFAULT)
@@ -172,8 +194,16 @@ impl RateLimiter for Chain {
     fn decide_keyed<const HINTS: bool>(&mut self, now: Nanos, key: Key) -> Decision {
         let mut delay = Nanos::ZERO;
         for rejecting in 0..self.layers.len() {
-            match self.layers[rejecting].decide_keyed::<HINTS>(now, key) {
+            let at = if self.delays_add_up {
+                Nanos(now.get().saturating_add(delay.get()))
+            } else {
+                now
+            };
+            match self.layers[rejecting].decide_keyed::<HINTS>(at, key) {
                 Decision::Admit => {}
+                Decision::Delay(by) if self.delays_add_up => {
+                    delay = Nanos(delay.get().saturating_add(by.get()));
+                }
                 Decision::Delay(by) => delay = delay.max(by),
                 rejected @ Decision::Reject(_) => {
                     if !self.count_rejected {
@@ -204,6 +234,11 @@ impl RateLimiter for Chain {
     /// are the chain's) and every other layer's decision bound over L + M
     /// (what is released in [s, s + L) was decided in [s − M, s + L)); with
     /// several, every layer's decision bound over L + M.
+    ///
+    /// With delays that add up, a layer decides up to M = the sum of the
+    /// delays before it after the arrival, so what is released in
+    /// [s, s + L) was decided by every layer in [s − M, s + L): every
+    /// layer's decision bound over L + M, once any layer delays.
     fn bound(&self, interval: Nanos) -> u64 {
         let longest = self.max_delay();
         let delaying = self
@@ -216,7 +251,9 @@ impl RateLimiter for Chain {
             .iter()
             .map(|layer| match delaying {
                 0 => layer.bound(interval),
-                1 if layer.max_delay() > Nanos::ZERO => layer.bound(interval),
+                1 if layer.max_delay() > Nanos::ZERO && !self.delays_add_up => {
+                    layer.bound(interval)
+                }
                 _ => layer.decision_bound(widened),
             })
             .min()
@@ -232,11 +269,12 @@ impl RateLimiter for Chain {
     }
 
     fn max_delay(&self) -> Nanos {
-        self.layers
-            .iter()
-            .map(Limiter::max_delay)
-            .max()
-            .unwrap_or(Nanos::ZERO)
+        let delays = self.layers.iter().map(Limiter::max_delay);
+        if self.delays_add_up {
+            delays.fold(Nanos::ZERO, |sum, d| Nanos(sum.get().saturating_add(d.get())))
+        } else {
+            delays.max().unwrap_or(Nanos::ZERO)
+        }
     }
 
     fn horizon(&self) -> Nanos {
@@ -304,6 +342,38 @@ mod tests {
             .unwrap()
             .build(Context::default())
             .unwrap()
+    }
+
+    /// With `delays = "add-up"` the second layer hears a delayed request
+    /// when the first lets it go, as chained middleware; by default both
+    /// hear it on arrival, as nginx's zones. A 100 ms window of one behind
+    /// a delaying layer tells them apart: heard late, each request meets a
+    /// new window.
+    #[test]
+    fn delays_add_up_when_the_next_layer_hears_the_request_late() {
+        let layers = r#"layers = [
+            { kind = "nginx-limit-req", rate = "10r/s", burst = 5 },
+            { kind = "fixed-window", window = "100ms", threshold = 1 },
+        ]"#;
+        let mut longest = chain(layers);
+        let mut adding = chain(&format!("delays = \"add-up\"\n{layers}"));
+        let ms = |ms: u64| Nanos(ms * 1_000_000);
+        let added: Vec<Decision> = (0..3).map(|_| adding.decide(ms(0))).collect();
+        assert_eq!(
+            added,
+            [Decision::Admit, Decision::Delay(ms(100)), Decision::Delay(ms(200))]
+        );
+        assert!(longest.decide(ms(0)).admitted());
+        assert!(!longest.decide(ms(0)).admitted(), "both heard it at 0");
+        assert_eq!(adding.max_delay(), longest.max_delay());
+        let one: Chain = chain(
+            r#"delays = "add-up"
+            layers = [
+                { kind = "nginx-limit-req", rate = "10r/s", burst = 5 },
+                { kind = "nginx-limit-req", rate = "10r/s", burst = 5 },
+            ]"#,
+        );
+        assert_eq!(one.max_delay(), Nanos(2 * longest.max_delay().get()));
     }
 
     const WINDOW_THEN_BUCKET: &str = r#"layers = [

@@ -72,7 +72,9 @@ pub(super) fn places(
             // (ngx_http_limit_req_handler: a zone that rejects unlocks the
             // ones before it untouched).
             count_rejected: false,
+            delays_add_up: false,
             dry_run: in_dry_run(id),
+            notes: Vec::new(),
         });
     }
     places
