@@ -45,9 +45,9 @@ pub fn import(args: &ImportArgs) -> Result<()> {
     }
     let text = if args.chain {
         use crate::import::Dialect;
-        if ![Dialect::Nginx, Dialect::Traefik].contains(&dialect) {
+        if ![Dialect::Nginx, Dialect::Traefik, Dialect::Kong].contains(&dialect) {
             bail!(
-                "--chain: a {} configuration applies one limit where it applies any; --chain reads nginx locations and Traefik routers",
+                "--chain: --chain reads nginx locations, Traefik routers and Kong routes and services; a {} configuration has none",
                 dialect.name()
             );
         }

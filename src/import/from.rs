@@ -106,6 +106,8 @@ pub fn from_table(value: toml::Value, base_dir: &Path) -> Result<FromImport, Fie
         location: Option<String>,
         server: Option<String>,
         router: Option<String>,
+        route: Option<String>,
+        service: Option<String>,
         format: Option<Dialect>,
     }
     let from: From = crate::config::parse_table(match value {
@@ -123,16 +125,27 @@ pub fn from_table(value: toml::Value, base_dir: &Path) -> Result<FromImport, Fie
     // taken from it: `burstsim import` shows those warnings.
     let imported = import(&path, from.format).map_err(|err| compact(&err))?;
     let file = from.file.display();
-    let place = match (&from.location, &from.router) {
-        (Some(_), Some(_)) => {
-            return Err(field_error!(
-                "router",
-                "give location (nginx) or router (Traefik), not both"
+    // A location (nginx), a router (Traefik), a route or service (Kong).
+    let places: Vec<(&'static str, &String)> = [
+        ("location", &from.location),
+        ("router", &from.router),
+        ("route", &from.route),
+        ("service", &from.service),
+    ]
+    .into_iter()
+    .filter_map(|(kind, name)| name.as_ref().map(|name| (kind, name)))
+    .collect();
+    let place = match places[..] {
+        [] => None,
+        [one] => Some(one),
+        [(first, _), (second, _), ..] => {
+            return Err(FieldError::at(
+                second,
+                format!(
+                    "give one of location (nginx), router (Traefik), route or service (Kong), not both {first} and {second}"
+                ),
             ));
         }
-        (Some(location), None) => Some(("location", location)),
-        (None, Some(router)) => Some(("router", router)),
-        (None, None) => None,
     };
     if let Some((kind, name)) = place {
         if from.zone.is_some() {
@@ -257,8 +270,12 @@ fn one_place<'a>(
                 "no limit_req applies in location {name:?} ({}), in it or in a block around it",
                 place.at
             ),
+            "router" => format!(
+                "router {name:?} ({}) applies no rateLimit middleware",
+                place.at
+            ),
             _ => format!(
-                "{kind} {name:?} ({}) applies no rateLimit middleware",
+                "no rate-limiting plugin applies on {kind} {name:?} ({}): none on it, its service or globally",
                 place.at
             ),
         });
@@ -320,16 +337,22 @@ pub fn render_places(path: &Path, dialect: Dialect, places: &[Place]) -> String 
     // gateway applies their limits.
     let (kind, gateway, limits) = match dialect {
         Dialect::Traefik => ("router", "Traefik", "rateLimit middleware"),
+        Dialect::Kong => ("route", "Kong", "rate-limiting plugin"),
         _ => ("location", "nginx", "limit_req"),
     };
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "# `burstsim import --chain {}` ({}): {} {kind}{} with limits, each as {gateway} applies them.",
+        "# `burstsim import --chain {}` ({}): {} {} with limits, each as {gateway} applies them.",
         comment(&path.display().to_string()),
         dialect.name(),
         limited.len(),
-        if limited.len() == 1 { "" } else { "s" }
+        match (limited.len(), dialect) {
+            (1, Dialect::Kong) => "route or service".to_string(),
+            (_, Dialect::Kong) => "routes and services".to_string(),
+            (1, _) => kind.to_string(),
+            _ => format!("{kind}s"),
+        }
     );
     let _ = writeln!(
         out,

@@ -6,7 +6,7 @@
 //! `response-ratelimiting` are errors at their line.
 
 use super::yaml::Node;
-use super::{Block, Source};
+use super::{Block, Place, Source};
 use crate::error::ScenarioError;
 
 pub(super) const SUPPORTED: &str = "supported: plugins named rate-limiting with second, minute, hour, day, month, year, policy (local, cluster, redis), sync_rate -1 or 0, limit_by, and fields that change no decision (redis connection, headers, error messages)";
@@ -32,39 +32,134 @@ const IGNORED: &[&str] = &[
     "redis_database",
 ];
 
-pub(super) fn read(source: &Source, documents: &[Node]) -> Result<Vec<Block>, ScenarioError> {
-    let mut blocks = Vec::new();
+pub(super) fn read(source: &Source, documents: &[Node]) -> Result<super::Read, ScenarioError> {
+    let mut found = Found::default();
     for document in documents {
-        visit(source, document, "", None, &mut blocks)?;
+        visit(source, document, "", Scope::default(), &mut found)?;
     }
-    Ok(blocks)
+    let places = places(source, &found);
+    Ok(super::Read {
+        blocks: found.plugins.into_iter().map(|(block, _)| block).collect(),
+        places,
+        ..super::Read::default()
+    })
 }
 
-/// The entity a plugin is on: what it is (`consumer`, `service`, `route`;
-/// empty when the list does not say) and its name; `None` for global.
-type Owner<'a> = Option<(&'a str, &'a str)>;
+/// Where a plugin is: on a service, a route, a consumer (each `None` when
+/// not), or in a list of entities of another kind (`other`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Scope<'a> {
+    service: Option<&'a str>,
+    route: Option<&'a str>,
+    consumer: Option<&'a str>,
+    other: Option<&'a str>,
+    /// Whether a plugin on a route names its service itself (then Kong
+    /// keys it by both).
+    names_service: bool,
+}
 
-/// A node, and the plugins listed in it, inside `owner`; `kind` is what the
+impl Scope<'_> {
+    /// `consumer bot`, `route orders`, `service checkout`, or `global`.
+    fn on(&self) -> String {
+        match (self.consumer, self.route, self.service, self.other) {
+            (Some(consumer), ..) => format!("consumer {consumer}"),
+            (None, Some(route), ..) => format!("route {route}"),
+            (None, None, Some(service), _) => format!("service {service}"),
+            (None, None, None, Some(other)) => other.to_string(),
+            (None, None, None, None) => "global".to_string(),
+        }
+    }
+
+    /// The entity's name, if on one.
+    fn name(&self) -> Option<&str> {
+        self.consumer.or(self.route).or(self.service).or(self.other)
+    }
+
+    /// Kong's compound key of a plugin here (route, service, consumer):
+    /// a plugin on a route is keyed by the route alone unless it names its
+    /// service itself.
+    fn key(&self) -> (Option<&str>, Option<&str>, Option<&str>, Option<&str>) {
+        let service = if self.route.is_some() && !self.names_service {
+            None
+        } else {
+            self.service
+        };
+        (self.route, service, self.consumer, self.other)
+    }
+}
+
+/// The plugins read, each with its scope, and the routes (with their
+/// service) and services declared.
+#[derive(Default)]
+struct Found<'a> {
+    plugins: Vec<(Block, Scope<'a>)>,
+    routes: Vec<(&'a str, Option<&'a str>, usize)>,
+    services: Vec<(&'a str, usize)>,
+}
+
+/// A node, and the plugins listed in it, inside `scope`; `kind` is what the
 /// node is when it is an entity of a `consumers`, `services` or `routes` list.
 fn visit<'a>(
     source: &Source,
     node: &'a Node,
     kind: &'a str,
-    owner: Owner<'a>,
-    blocks: &mut Vec<Block>,
+    mut scope: Scope<'a>,
+    found: &mut Found<'a>,
 ) -> Result<(), ScenarioError> {
     // A consumer is named by its username or custom_id, not a name.
     let name = ["name", "username", "custom_id"]
         .iter()
         .find_map(|key| node.get(key).and_then(Node::text));
-    let owner = match name {
-        Some(name) if node.get("config").is_none() => Some((kind, name)),
-        _ => owner,
-    };
+    if let Some(name) = name
+        && node.get("config").is_none()
+    {
+        match kind {
+            "consumer" => scope.consumer = Some(name),
+            "route" => {
+                // A route at the top names its service.
+                let service = node
+                    .get("service")
+                    .and_then(|s| s.text().or_else(|| s.get("name").and_then(Node::text)));
+                scope.route = Some(name);
+                scope.service = service.or(scope.service);
+                found.routes.push((name, scope.service, node.line));
+            }
+            "service" => {
+                scope.service = Some(name);
+                found.services.push((name, node.line));
+            }
+            _ => scope.other = Some(name),
+        }
+    }
     if let Some(plugins) = node.get("plugins") {
         for plugin in plugins.items() {
-            if let Some(block) = plugin_block(source, plugin, owner)? {
-                blocks.push(block);
+            // A plugin listed at the top names what it is on.
+            let mut at = scope;
+            for (field, slot) in [
+                ("service", &mut at.service),
+                ("route", &mut at.route),
+                ("consumer", &mut at.consumer),
+            ] {
+                if let Some(named) = plugin
+                    .get(field)
+                    .and_then(|s| s.text().or_else(|| s.get("name").and_then(Node::text)))
+                {
+                    *slot = Some(named);
+                    at.names_service |= field == "service";
+                }
+            }
+            if let Some(block) = plugin_block(source, plugin, &at)? {
+                if let Some((first, _)) = found.plugins.iter().find(|(_, s)| s.key() == at.key()) {
+                    return Err(plugin.error(
+                        source,
+                        format!(
+                            "a second rate-limiting plugin on {}: Kong keeps one plugin of a name per service, route and consumer (its cache key) and refuses this configuration; the first is {}",
+                            at.on(),
+                            first.heading
+                        ),
+                    ));
+                }
+                found.plugins.push((block, at));
             }
         }
     }
@@ -79,16 +174,91 @@ fn visit<'a>(
             _ => "",
         };
         for child in std::iter::once(value).chain(value.items()) {
-            visit(source, child, kind, owner, blocks)?;
+            visit(source, child, kind, scope, found)?;
         }
     }
     Ok(())
 }
 
+/// Each route and service with the one rate-limiting plugin Kong runs for
+/// a request on it without a consumer's own: the route's, else its
+/// service's, else the global one (Kong runs a plugin once per request,
+/// the most specific configuration: `lookup_cfg` in
+/// `kong/runloop/plugins_iterator.lua`, read at 22246ef).
+fn places(source: &Source, found: &Found) -> Vec<Place> {
+    let plugin = |wanted: Scope| {
+        found
+            .plugins
+            .iter()
+            .find(|(_, scope)| scope.key() == wanted.key())
+            .map(|(block, _)| block.clone())
+    };
+    let global = plugin(Scope::default());
+    let on_service = |service: Option<&str>| {
+        service.and_then(|service| {
+            plugin(Scope {
+                service: Some(service),
+                ..Scope::default()
+            })
+        })
+    };
+    let place = |kind, name: &str, line: usize, chosen: Option<Block>, notes| Place {
+        kind,
+        name: name.to_string(),
+        servers: Vec::new(),
+        at: source.at(line, format!("{kind} {name}")),
+        inherited: None,
+        layers: chosen.into_iter().collect::<Vec<_>>().into(),
+        count_rejected: true,
+        delays_add_up: false,
+        dry_run: false,
+        notes,
+    };
+    // The first configuration found runs; the next one, if any, is what it
+    // hides, said where it is hidden.
+    let most_specific = |levels: Vec<Option<Block>>| -> (Option<Block>, Vec<String>) {
+        let mut found = levels.into_iter().flatten();
+        let chosen = found.next();
+        let notes = match (&chosen, found.next()) {
+            (Some(chosen), Some(wider)) => vec![format!(
+                "Kong runs one rate-limiting plugin per request, the most specific: {} applies here and {} does not",
+                chosen.heading, wider.heading
+            )],
+            _ => Vec::new(),
+        };
+        (chosen, notes)
+    };
+    let mut places: Vec<Place> = found
+        .routes
+        .iter()
+        .map(|&(route, service, line)| {
+            // Route and service, then route (plugins_iterator.lua, lookup_cfg).
+            let both = plugin(Scope {
+                route: Some(route),
+                service,
+                names_service: true,
+                ..Scope::default()
+            });
+            let own = plugin(Scope {
+                route: Some(route),
+                ..Scope::default()
+            });
+            let (chosen, notes) =
+                most_specific(vec![both, own, on_service(service), global.clone()]);
+            place("route", route, line, chosen, notes)
+        })
+        .collect();
+    places.extend(found.services.iter().map(|&(service, line)| {
+        let (chosen, notes) = most_specific(vec![on_service(Some(service)), global.clone()]);
+        place("service", service, line, chosen, notes)
+    }));
+    places
+}
+
 fn plugin_block(
     source: &Source,
     plugin: &Node,
-    owner: Owner,
+    scope: &Scope,
 ) -> Result<Option<Block>, ScenarioError> {
     let Some(name) = plugin.get("name") else {
         return Ok(None);
@@ -105,16 +275,15 @@ fn plugin_block(
     {
         return Ok(None);
     }
-    let label = match (plugin.get("instance_name").and_then(Node::text), owner) {
+    let label = match (
+        plugin.get("instance_name").and_then(Node::text),
+        scope.name(),
+    ) {
         (Some(instance), _) => instance.to_string(),
-        (None, Some((_, name))) => name.to_string(),
+        (None, Some(name)) => name.to_string(),
         (None, None) => "kong-global".to_string(),
     };
-    let on = match owner {
-        Some(("", name)) => name.to_string(),
-        Some((kind, name)) => format!("{kind} {name}"),
-        None => "global".to_string(),
-    };
+    let on = scope.on();
     let config = plugin.require(
         source,
         "config",
@@ -217,7 +386,7 @@ fn plugin_block(
     if policy.is_none_or(|f| f.value.as_str() == Some("local")) {
         block.per_instance("Kong node");
     }
-    if let Some(("consumer", name)) = owner {
+    if let Some(name) = scope.consumer {
         block.notes.push(format!(
             "on consumer {name}: Kong applies it to that consumer's requests only (over a route's or service's plugin); the workload stands for that consumer"
         ));
@@ -268,6 +437,50 @@ mod tests {
             field(&blocks[0], "per"),
             None,
             "limit_by service is one counter"
+        );
+    }
+
+    /// Kong runs one rate-limiting configuration per request, the most
+    /// specific: a route's own, else its service's, else the global one;
+    /// a plugin listed at the top names what it is on. Two on one entity
+    /// are an error, as Kong refuses them.
+    #[test]
+    fn a_route_gets_the_one_plugin_kong_runs_there() {
+        let text = "plugins:\n  - name: rate-limiting\n    config: { second: 1 }\n  - name: rate-limiting\n    route: top\n    config: { second: 4 }\nservices:\n  - name: shop\n    plugins:\n      - name: rate-limiting\n        config: { second: 2 }\n    routes:\n      - name: own\n        plugins:\n          - name: rate-limiting\n            config: { second: 3 }\n      - name: plain\n  - name: bare\n    routes:\n      - name: lone\nroutes:\n  - name: top\n    service: bare\n";
+        let source = crate::import::Source::new(std::path::Path::new("kong.yaml"), text);
+        let read = super::read(&source, &crate::import::yaml::parse(&source).unwrap()).unwrap();
+        let second = |kind: &str, name: &str| {
+            let place = read
+                .places
+                .iter()
+                .find(|p| p.kind == kind && p.name == name)
+                .unwrap_or_else(|| panic!("{kind} {name}"));
+            assert_eq!(place.layers.len(), 1);
+            (
+                field(&place.layers[0], "second").unwrap(),
+                place.notes.len(),
+            )
+        };
+        assert_eq!(
+            second("route", "own"),
+            ("3".into(), 1),
+            "its own hides the service's"
+        );
+        assert_eq!(
+            second("route", "plain"),
+            ("2".into(), 1),
+            "the service's hides the global"
+        );
+        assert_eq!(second("route", "lone"), ("1".into(), 0), "the global one");
+        assert_eq!(second("route", "top"), ("4".into(), 1), "named at the top");
+        assert_eq!(second("service", "shop"), ("2".into(), 1));
+        assert_eq!(second("service", "bare"), ("1".into(), 0));
+
+        let twice = "services:\n  - name: shop\n    plugins:\n      - name: rate-limiting\n        config: { second: 2 }\n      - name: rate-limiting\n        instance_name: other\n        config: { second: 5 }\n";
+        let err = read_text("kong.yaml", twice, Dialect::Kong).unwrap_err();
+        assert!(
+            err.contains("kong.yaml:6:9: a second rate-limiting plugin on service shop"),
+            "{err}"
         );
     }
 

@@ -306,14 +306,14 @@ fn read(source: &Source, dialect: Dialect) -> Result<Read, ScenarioError> {
     let blocks = match dialect {
         Dialect::Nginx => return nginx::read(source),
         Dialect::Traefik => return traefik::read(source, &yaml::parse(source)?),
+        Dialect::Kong => return kong::read(source, &yaml::parse(source)?),
         Dialect::Haproxy => haproxy::read(source),
         Dialect::Spring => spring::read(source),
         yaml_dialect => {
             let documents = yaml::parse(source)?;
             match yaml_dialect {
                 Dialect::EnvoyLocal => envoy::read_local(source, &documents),
-                Dialect::EnvoyRatelimit => envoy::read_service(source, &documents),
-                _ => kong::read(source, &documents),
+                _ => envoy::read_service(source, &documents),
             }
         }
     }?;

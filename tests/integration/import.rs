@@ -562,7 +562,7 @@ fn per_instance_limits_say_so_and_a_scenario_without_a_cluster_warns_once() {
     let dir = tree(&[
         (
             "kong.yaml",
-            "plugins:\n  - name: rate-limiting\n    config: { second: 5, policy: redis }\n  - name: rate-limiting\n    instance_name: local\n    config: { second: 5 }\n",
+            "plugins:\n  - name: rate-limiting\n    config: { second: 5, policy: redis }\nservices:\n  - name: s\n    plugins:\n      - name: rate-limiting\n        instance_name: local\n        config: { second: 5 }\n",
         ),
         (
             "nginx.conf",
