@@ -179,13 +179,13 @@ fn keyed_worst(
 ) -> (u64, u64, u64) {
     let mut one = limiter.clone();
     arrivals.iter().for_each(|&t| {
-        one.decide_keyed::<false>(t, Key(0));
+        one.decide_keyed::<false>(t, Key::client(0));
     });
     let mut all = limiter.clone();
     let mut released = Vec::new();
     for &t in arrivals {
         for key in 0..keys {
-            let decision = all.decide_keyed::<false>(t, Key(key));
+            let decision = all.decide_keyed::<false>(t, Key::client(key));
             if decision.admitted() {
                 released.push(t.get().saturating_add(decision.delay().get()));
             }

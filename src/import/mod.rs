@@ -211,9 +211,9 @@ impl<'a> Source<'a> {
     }
 }
 
-/// A limit keyed by the request's Host keeps a state per host, while a
-/// workload's key is its client unless a trace names another field.
-pub(crate) const HOST_KEY_NOTE: &str = "keyed by the request's Host: replay a trace whose key field is the host (key_field), or one synthetic client per host; synthetic clients of one host would each get their own state here";
+/// A limit keyed by the request's Host keeps a state per Host, which a
+/// trace names with `host_field`; synthetic requests all name one.
+pub(crate) const HOST_KEY_NOTE: &str = "keyed by the request's Host (per = \"host\"): a trace names each request's Host with host_field; synthetic requests all name the one site, so they share one state";
 
 /// What an import found in a configuration.
 pub struct Imported {

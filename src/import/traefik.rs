@@ -269,13 +269,14 @@ fn middleware(source: &Source, name: &str, limit: &Node) -> Result<Block, Scenar
         }
         None => "not set: Traefik keeps a bucket per client address".into(),
     };
-    block.set("per", "key", from);
     let by_host = criterion.is_some_and(|node| match &node.value {
         Value::Map(entries) => entries.iter().any(|(k, v)| {
             k == "requestHost" && matches!(&v.value, Value::Scalar(s) if s == "true")
         }),
         _ => false,
     });
+    // requestHost keys the bucket by the request's Host: per Host, not client.
+    block.set("per", if by_host { "host" } else { "key" }, from);
     if by_host {
         block.notes.push(super::HOST_KEY_NOTE.to_string());
     }

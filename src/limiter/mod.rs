@@ -198,18 +198,22 @@ pub enum Setting {
 /// reads the rest.
 struct PerKeyFields {
     evict_after: Option<Nanos>,
+    by_host: bool,
 }
 
 impl PerKeyFields {
-    /// `Some` for `per = "key"`; `None` for `per = "global"` or no `per`.
+    /// `Some` for `per = "key"` or `per = "host"`; `None` for
+    /// `per = "global"` or no `per`.
     fn take(table: &mut toml::Table) -> Result<Option<PerKeyFields>, FieldError> {
         let per = match table.remove("per") {
             None => "global".to_string(),
-            Some(toml::Value::String(per)) if per == "key" || per == "global" => per,
+            Some(toml::Value::String(per)) if ["key", "host", "global"].contains(&per.as_str()) => {
+                per
+            }
             Some(other) => {
                 return Err(field_error!(
                     "per",
-                    "expected \"global\" or \"key\", got {other}"
+                    "expected \"global\", \"key\" (a state per client) or \"host\" (per Host the requests name), got {other}"
                 ));
             }
         };
@@ -226,7 +230,10 @@ impl PerKeyFields {
                 "forgets idle keys of a limiter with per = \"key\"; add it, or drop evict_after"
             )),
             ("global", None) => Ok(None),
-            _ => Ok(Some(PerKeyFields { evict_after })),
+            _ => Ok(Some(PerKeyFields {
+                evict_after,
+                by_host: per == "host",
+            })),
         }
     }
 }
@@ -299,6 +306,7 @@ macro_rules! kinds {
                     return Ok(LimiterConfig::PerKey(per_key::Config {
                         inner: Box::new(inner),
                         evict_after: per.evict_after,
+                        by_host: per.by_host,
                     }));
                 }
                 let table = KindTable::new(table, KINDS)?;
@@ -413,6 +421,12 @@ macro_rules! kinds {
         }
 
         impl Limiter {
+            /// Whether it keeps a state per Host (`per = "host"`), so its
+            /// figures per key are per Host.
+            pub fn keyed_by_host(&self) -> bool {
+                matches!(self, Limiter::PerKey(per) if per.by_host())
+            }
+
             /// Decides every arrival of `chunk` in order without HINTS (an open
             /// loop hears no hints), telling `to` each decision: the kind is
             /// matched once, and the loop is compiled for each.

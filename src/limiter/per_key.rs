@@ -1,6 +1,7 @@
 //! `per = "key"`: every client key gets a limiter of its own, in its initial
 //! state at the key's first request — as an API's "100 per second" is per
-//! API key. With `evict_after`, a key idle that long is forgotten, as a store
+//! API key. `per = "host"`: every Host the requests name does (nginx's
+//! `$host`, Traefik's `requestHost`); synthetic requests all name one. With `evict_after`, a key idle that long is forgotten, as a store
 //! expires it, and comes back fresh (a full bucket, a new window): a known
 //! source of bursts, modelled as it happens.
 
@@ -23,6 +24,8 @@ pub struct Config {
     /// Forget a key idle this long: no request, and none of its delayed
     /// requests still to be released.
     pub evict_after: Option<Nanos>,
+    /// `per = "host"`: a state per Host the requests name, not per client.
+    pub by_host: bool,
 }
 
 impl Config {
@@ -34,6 +37,7 @@ impl Config {
         Ok(PerKey {
             prototype: self.inner.build(context)?,
             evict_after: self.evict_after.map(Nanos::get),
+            by_host: self.by_host,
             slots: KeySlots::default(),
             states: Vec::new(),
             idle: BTreeSet::new(),
@@ -60,6 +64,7 @@ struct KeyState {
 pub struct PerKey {
     prototype: Limiter,
     evict_after: Option<u64>,
+    by_host: bool,
     slots: KeySlots,
     /// Per slot, together so one key's state shares a cache line or two.
     states: Vec<KeyState>,
@@ -73,6 +78,11 @@ pub struct PerKey {
 }
 
 impl PerKey {
+    /// Whether it keeps a state per Host rather than per client.
+    pub fn by_host(&self) -> bool {
+        self.by_host
+    }
+
     /// The most keys that had state at once.
     pub fn keys_alive_max(&self) -> u64 {
         self.alive_max
@@ -105,9 +115,11 @@ impl PerKey {
         }
     }
 
-    /// The slot of `key`, its state fresh if it had none.
+    /// The slot of `key` (its client, or with `per = "host"` its host), its
+    /// state fresh if it had none.
     fn slot(&mut self, key: Key) -> u32 {
-        let (slot, new) = self.slots.slot(key);
+        let id = if self.by_host { key.host } else { key.client };
+        let (slot, new) = self.slots.slot(id);
         if new {
             assert!(
                 self.states.len() < MAX_KEYS,

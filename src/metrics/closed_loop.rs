@@ -292,7 +292,7 @@ mod tests {
     fn at(ms: u64, key: u64) -> Arrival {
         Arrival {
             time: Nanos(ms * 1_000_000),
-            key: Key(key),
+            key: Key::client(key),
         }
     }
 

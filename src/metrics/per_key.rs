@@ -107,7 +107,7 @@ impl PerKeyCounts {
     }
 
     fn slot(&mut self, key: Key) -> u32 {
-        let (slot, new) = self.slots.slot(key);
+        let (slot, new) = self.slots.slot(key.client);
         if new {
             self.keys.push(key);
             self.counts.push(KeyCounts::default());
@@ -168,7 +168,7 @@ impl PerKeyCounts {
             worst_rolling_p50: rank(0.5),
             worst_rolling_p99: rank(0.99),
             worst_rolling_max: rank(1.0),
-            worst_key: self.keys[worst_slot].0,
+            worst_key: self.keys[worst_slot].client,
             worst_key_name: None,
             spike_ratio: per_key_nominal.filter(|&n| n > 0.0).map(|nominal| Spread {
                 p50: rank(0.5) as f64 / nominal,
@@ -205,10 +205,10 @@ mod tests {
         ];
         let mut counts = PerKeyCounts::new(Nanos(10));
         for &(t, k) in &admitted {
-            counts.admitted(Nanos(t), Key(k));
+            counts.admitted(Nanos(t), Key::client(k));
         }
-        counts.rejected(Key(3));
-        counts.rejected(Key(4));
+        counts.rejected(Key::client(3));
+        counts.rejected(Key::client(4));
         let summary = counts.finish(None, Some(2.0)).unwrap();
         let brute = |key: u64| {
             let times: Vec<u64> = admitted

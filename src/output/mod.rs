@@ -93,7 +93,7 @@ impl DecisionSink for DecisionFiles {
         admitted: bool,
     ) -> std::io::Result<()> {
         let writer = &mut self.files[workload][limiter].1;
-        let (time, key) = (arrival.time.get(), arrival.key.0);
+        let (time, key) = (arrival.time.get(), arrival.key.client);
         write!(writer, "{time},{key},{admitted}")?;
         if self.attempts[workload] {
             write!(writer, ",{attempt}")?;

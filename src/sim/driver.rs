@@ -104,7 +104,7 @@ impl Driver for Pattern {
         // Key 0 is the default key: a one-key pattern is unkeyed traffic.
         Some(Arrival {
             time,
-            key: crate::traffic::Key(key),
+            key: crate::traffic::Key::client(key),
         })
     }
 

@@ -135,7 +135,7 @@ mod tests {
         Event::Arrive(
             Arrival {
                 time: Nanos(5),
-                key: Key(key),
+                key: Key::client(key),
             },
             Attempt::first(Nanos(5)),
         )
@@ -145,17 +145,17 @@ mod tests {
     fn events_come_in_time_order_then_in_the_order_scheduled() {
         let mut events = Events::default();
         events.schedule(Nanos(5), arrive(1));
-        events.schedule(Nanos(3), Event::Release(Key(0)));
-        events.schedule(Nanos(5), Event::Release(Key(0)));
+        events.schedule(Nanos(3), Event::Release(Key::client(0)));
+        events.schedule(Nanos(5), Event::Release(Key::client(0)));
         events.schedule(Nanos(5), arrive(2));
         let order: Vec<(u64, Event)> =
             std::iter::from_fn(|| events.pop().map(|(t, e)| (t.get(), e))).collect();
         assert_eq!(
             order,
             [
-                (3, Event::Release(Key(0))),
+                (3, Event::Release(Key::client(0))),
                 (5, arrive(1)),
-                (5, Event::Release(Key(0))),
+                (5, Event::Release(Key::client(0))),
                 (5, arrive(2))
             ]
         );
@@ -164,18 +164,24 @@ mod tests {
     #[test]
     fn only_releases_due_by_now_are_taken_as_releases() {
         let mut events = Events::default();
-        events.schedule(Nanos(2), Event::Release(Key(0)));
+        events.schedule(Nanos(2), Event::Release(Key::client(0)));
         events.schedule(Nanos(4), arrive(1));
-        events.schedule(Nanos(4), Event::Release(Key(0)));
+        events.schedule(Nanos(4), Event::Release(Key::client(0)));
         assert_eq!(events.release_due(Nanos(1)), None);
-        assert_eq!(events.release_due(Nanos(9)), Some((Nanos(2), Key(0))));
+        assert_eq!(
+            events.release_due(Nanos(9)),
+            Some((Nanos(2), Key::client(0)))
+        );
         assert_eq!(
             events.release_due(Nanos(9)),
             None,
             "a client's request is next"
         );
         assert_eq!(events.pop(), Some((Nanos(4), arrive(1))));
-        assert_eq!(events.release_due(Nanos(4)), Some((Nanos(4), Key(0))));
+        assert_eq!(
+            events.release_due(Nanos(4)),
+            Some((Nanos(4), Key::client(0)))
+        );
         assert!(events.is_empty());
     }
 }

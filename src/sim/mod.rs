@@ -139,10 +139,13 @@ fn simulate_workload(
     } else {
         simulate_open(scenario, options, index, sink)?
     };
-    // The busiest client, named as the input names it.
-    for run in &mut runs {
-        if let Some(keys) = &mut run.summary.keys {
-            keys.worst_key_name = workload.key_name(crate::traffic::Key(keys.worst_key));
+    // The busiest client, named as the input names it (a limit per Host
+    // counts Hosts, which have no client's name).
+    for (run, named) in runs.iter_mut().zip(&scenario.limiters) {
+        if let Some(keys) = &mut run.summary.keys
+            && !named.limiter.keyed_by_host()
+        {
+            keys.worst_key_name = workload.key_name(crate::traffic::Key::client(keys.worst_key));
         }
     }
     Ok(WorkloadResults::new(workload, runs))

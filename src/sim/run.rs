@@ -49,8 +49,11 @@ struct Counters {
     events: Events,
     /// Delays of delayed requests (nginx without `nodelay`).
     delays: Option<Histogram<u64>>,
-    /// Figures per client key, when the workload's requests name clients.
+    /// Figures per client key, when the workload's requests name clients
+    /// (per Host, for a limit with `per = "host"`).
     keys: Option<PerKeyCounts>,
+    /// Whether `keys` counts Hosts.
+    keys_by_host: bool,
     /// Figures of clients that retry, when they do.
     closed: Option<ClosedLoop>,
     /// What got through while a cluster's store was down, and after.
@@ -115,6 +118,7 @@ impl RunState {
             rejected_with_spare_capacity: 0,
             events: Events::default(),
             keys: keyed.then(|| PerKeyCounts::new(metrics.rolling)),
+            keys_by_host: named.limiter.keyed_by_host(),
             closed: None,
             outages: match &named.limiter {
                 Limiter::Cluster(cluster) => cluster.outages().map(|(outages, on_error)| {
@@ -365,6 +369,11 @@ impl crate::limiter::Decisions for Counters {
     }
 }
 
+/// The key a request is counted under: its client, or its Host.
+fn counted(key: Key, by_host: bool) -> Key {
+    if by_host { Key::client(key.host) } else { key }
+}
+
 impl Counters {
     /// Counts one decision on `arrival`, released after `delay` if admitted.
     #[inline(always)]
@@ -415,7 +424,7 @@ impl Counters {
             return;
         }
         if let Some(keys) = &mut self.keys {
-            keys.rejected(key);
+            keys.rejected(counted(key, self.keys_by_host));
         }
         if let Some(capacity) = self.capacity
             && self.rolling.trailing_count(now) < capacity
@@ -438,7 +447,7 @@ impl Counters {
     #[inline(never)]
     fn deliver_extras(&mut self, at: Nanos, key: Key) {
         if let Some(keys) = &mut self.keys {
-            keys.admitted(at, key);
+            keys.admitted(at, counted(key, self.keys_by_host));
         }
         if let Some(trailing) = &mut self.trailing {
             trailing.push(at);
@@ -540,7 +549,7 @@ mod tests {
         let mut run = RunState::new(&scenario, &Options::default(), &scenario.limiters[0], true);
         let at = |time: u64, key: u64| Arrival {
             time: Nanos(time),
-            key: Key(key),
+            key: Key::client(key),
         };
         // 15 at 0.5 s, then one more at exactly 1 s, when the retries are due.
         let mut sent: Vec<Arrival> = (0..15).map(|k| at(500_000_000, k)).collect();
@@ -548,7 +557,7 @@ mod tests {
         let mut driver = RetryOnce { sent, next: 0 };
         let mut decided = Vec::new();
         run.drive(&mut driver, |arrival, _, decision| {
-            decided.push((arrival.time.get(), arrival.key.0, decision.admitted()));
+            decided.push((arrival.time.get(), arrival.key.client, decision.admitted()));
             Ok(())
         })
         .unwrap();

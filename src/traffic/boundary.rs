@@ -170,7 +170,7 @@ impl Iterator for PerClient {
                 if (self.start..self.end).contains(&time) {
                     return Some(Arrival {
                         time: Nanos(time),
-                        key: Key(key),
+                        key: Key::client(key),
                     });
                 }
                 continue;

@@ -99,11 +99,11 @@ impl Draw {
     #[inline]
     pub fn next_key(&mut self) -> Key {
         match &self.picker {
-            Picker::Uniform(count) => Key(self.rng.random_range(0..*count)),
+            Picker::Uniform(count) => Key::client(self.rng.random_range(0..*count)),
             Picker::Table(cdf) => {
                 let total = *cdf.last().expect("at least one client");
                 let u = self.rng.random_range(0..total);
-                Key(cdf.partition_point(|&c| c <= u) as u64)
+                Key::client(cdf.partition_point(|&c| c <= u) as u64)
             }
         }
     }
@@ -178,7 +178,7 @@ mod tests {
         let mut draw = clients.draw(Rng::seed_from_u64(3));
         let mut counts = vec![0; clients.count.get() as usize];
         for _ in 0..draws {
-            counts[draw.next_key().0 as usize] += 1;
+            counts[draw.next_key().client as usize] += 1;
         }
         counts
     }

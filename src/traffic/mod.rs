@@ -23,19 +23,44 @@ use crate::config::{KindTable, parse_table};
 use crate::error::{FieldError, field_error};
 use crate::time::Nanos;
 
-/// Whose request it is: an API key, a user, an address. Synthetic sources
-/// send everything as [`Key::DEFAULT`]; a trace may name a key column, whose
-/// text is hashed (FNV-1a) to a key.
+/// Whose request it is — an API key, a user, an address — and which Host
+/// it names. Synthetic sources send everything as [`Key::DEFAULT`] or as
+/// numbered clients; a trace may name a key column and a host column, whose
+/// text is hashed (FNV-1a). Every request without a host names the one site
+/// (host 0).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Key(pub u64);
+pub struct Key {
+    /// The client: a synthetic client's number, or a trace's key hashed.
+    pub client: u64,
+    /// The Host it names: a trace's host field hashed, else 0.
+    pub host: u64,
+}
 
 impl Key {
     /// The one key of traffic that names none.
-    pub const DEFAULT: Key = Key(0);
+    pub const DEFAULT: Key = Key { client: 0, host: 0 };
+
+    /// Client number `client`, of the one site.
+    pub const fn client(client: u64) -> Key {
+        Key { client, host: 0 }
+    }
 
     /// The key a trace's key field `text` names.
     pub fn named(text: &[u8]) -> Key {
-        Key(crate::random::fnv1a(text))
+        Key::client(crate::random::fnv1a(text))
+    }
+
+    /// The same client, naming the Host whose text is `host`.
+    pub fn on_host(self, host: &[u8]) -> Key {
+        self.on_host_of(Key::named(host))
+    }
+
+    /// The same client, naming the Host a field read as a key names.
+    pub fn on_host_of(self, host: Key) -> Key {
+        Key {
+            host: host.client,
+            ..self
+        }
     }
 }
 
@@ -316,8 +341,8 @@ impl SourceConfig {
         with_kind!(&self.kind, config => config.key_name(key)).or_else(|| {
             self.clients
                 .as_ref()
-                .filter(|clients| key.0 < clients.count.get())
-                .map(|_| format!("client {}", key.0))
+                .filter(|clients| key.client < clients.count.get())
+                .map(|_| format!("client {}", key.client))
         })
     }
 

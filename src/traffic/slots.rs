@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 
-use super::Key;
 use crate::random::MixState;
 
 /// Keys below this index the table directly (the most synthetic clients).
@@ -16,17 +15,18 @@ const DENSE: u64 = super::clients::MAX_CLIENTS;
 pub struct KeySlots {
     /// By key, for small keys: its number + 1 (0: not seen).
     dense: Vec<u32>,
-    sparse: HashMap<Key, u32, MixState>,
+    sparse: HashMap<u64, u32, MixState>,
     count: u32,
 }
 
 impl KeySlots {
-    /// `key`'s number, and whether it is seen for the first time.
+    /// The number of `id` (a client, or a host), and whether it is seen
+    /// for the first time.
     #[inline]
-    pub fn slot(&mut self, key: Key) -> (u32, bool) {
+    pub fn slot(&mut self, id: u64) -> (u32, bool) {
         let next = self.count;
-        let slot = if key.0 < DENSE {
-            let index = key.0 as usize;
+        let slot = if id < DENSE {
+            let index = id as usize;
             if index >= self.dense.len() {
                 self.dense.resize((index + 1).next_power_of_two(), 0);
             }
@@ -36,7 +36,7 @@ impl KeySlots {
             }
             *entry - 1
         } else {
-            *self.sparse.entry(key).or_insert(next)
+            *self.sparse.entry(id).or_insert(next)
         };
         let new = slot == next;
         if new {
@@ -59,15 +59,16 @@ impl KeySlots {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::traffic::Key;
 
     #[test]
     fn keys_are_numbered_in_the_order_first_seen_small_or_hashed() {
         let mut slots = KeySlots::default();
-        let hashed = Key::named(b"alice");
-        assert_eq!(slots.slot(Key(7)), (0, true));
+        let hashed = Key::named(b"alice").client;
+        assert_eq!(slots.slot(7), (0, true));
         assert_eq!(slots.slot(hashed), (1, true));
-        assert_eq!(slots.slot(Key(0)), (2, true));
-        assert_eq!(slots.slot(Key(7)), (0, false));
+        assert_eq!(slots.slot(0), (2, true));
+        assert_eq!(slots.slot(7), (0, false));
         assert_eq!(slots.slot(hashed), (1, false));
         assert_eq!(slots.len(), 3);
     }

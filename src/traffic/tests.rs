@@ -16,14 +16,14 @@ fn keyed(lists: &[&[u64]]) -> Vec<(u64, u64)> {
                 .iter()
                 .map(|&t| Arrival {
                     time: Nanos(t),
-                    key: Key(source as u64),
+                    key: Key::client(source as u64),
                 })
                 .collect();
             Source::Trace(trace::Arrivals::from_sorted(arrivals))
         })
         .collect();
     Merge::new(sources)
-        .map(|a| (a.time.get(), a.key.0))
+        .map(|a| (a.time.get(), a.key.client))
         .collect()
 }
 
@@ -52,7 +52,7 @@ fn giving_a_source_clients_spreads_its_keys_and_keeps_its_times() {
         keyed.iter().map(|a| a.time).collect::<Vec<_>>()
     );
     assert!(plain.iter().all(|a| a.key == Key::DEFAULT));
-    let keys: std::collections::BTreeSet<u64> = keyed.iter().map(|a| a.key.0).collect();
+    let keys: std::collections::BTreeSet<u64> = keyed.iter().map(|a| a.key.client).collect();
     assert!(keys.len() > 40 && keys.iter().all(|&k| k < 50), "{keys:?}");
     assert!(source("clients = { count = 50 }").is_stochastic());
     // Refused where the source is checked in its place, before any file is read.
@@ -86,7 +86,7 @@ fn per_client_bursts_come_around_each_clients_own_boundaries() {
     for client in 0..20 {
         let times: Vec<u64> = arrivals
             .iter()
-            .filter(|a| a.key == Key(client))
+            .filter(|a| a.key == Key::client(client))
             .map(|a| a.time.get())
             .collect();
         // Boundaries at p + k s for k = 1..=4 lie inside the run (p < 1 s): 5 arrivals each.

@@ -36,6 +36,16 @@ struct Server {
 
 impl Server {
     fn start(binary: &Path) -> Server {
+        Server::start_with(
+            binary,
+            "stick-table type ip size 1k expire 60s store http_req_rate(1s)",
+            LIMIT,
+        )
+    }
+
+    /// A frontend whose table is `table` (its stick-table line) and whose
+    /// deny is above `limit`.
+    fn start_with(binary: &Path, table: &str, limit: u64) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let _starting = common::STARTING
             .lock()
@@ -51,9 +61,9 @@ defaults
     timeout server 5s
 frontend limited
     bind 127.0.0.1:{port}
-    stick-table type ip size 1k expire 60s store http_req_rate(1s)
+    {table}
     http-request track-sc0 src
-    http-request deny deny_status 429 if {{ sc_http_req_rate(0) gt {LIMIT} }}
+    http-request deny deny_status 429 if {{ sc_http_req_rate(0) gt {limit} }}
     http-request return status 200 content-type text/plain string ok
 "
         );
@@ -218,5 +228,79 @@ fn haproxy_admits_and_denies_as_the_freq_ctr_model() {
         explained.len() <= 6,
         "{} answers needed the tolerance: {explained:?}",
         explained.len()
+    );
+}
+
+/// `expire` forgets an idle client in HAProxy, its rate with it, and the
+/// limiter `burstsim import` makes of the same configuration forgets it too
+/// (`evict_after`): after a pause longer than `expire` and far shorter than
+/// the rate's period, a second burst passes as the first did. Without the
+/// expiry the rate of the first burst would still deny it.
+#[test]
+#[ignore = "needs HAProxy (Debian's haproxy): run with --include-ignored, as .ci/run does"]
+fn an_expired_entry_is_forgotten_as_the_imported_model_forgets_it() {
+    let _alone = crate::common::real_time();
+    let Some(binary) = haproxy() else {
+        required("not installed: haproxy; .ci/run installs Debian's haproxy");
+        return;
+    };
+    let table = "stick-table type ip size 1k expire 1s store http_req_rate(10s)";
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("haproxy.cfg");
+    std::fs::write(
+        &conf,
+        format!("frontend web\n    {table}\n    http-request track-sc0 src\n    http-request deny deny_status 429 if {{ sc_http_req_rate(0) gt 5 }}\n"),
+    )
+    .unwrap();
+    let imported = Command::new(env!("CARGO_BIN_EXE_burstsim"))
+        .arg("import")
+        .arg(&conf)
+        .output()
+        .unwrap();
+    assert!(imported.status.success(), "{imported:?}");
+    let document: toml::Table =
+        toml::from_str(&String::from_utf8(imported.stdout).unwrap()).unwrap();
+    let mut block = document["limiter"].as_array().unwrap()[0]
+        .as_table()
+        .unwrap()
+        .clone();
+    block.remove("name");
+    assert_eq!(block["evict_after"].as_str(), Some("1s"), "{block:?}");
+    let build = |table: toml::Table| {
+        LimiterConfig::from_table(table)
+            .unwrap()
+            .build(Context::default())
+            .unwrap()
+    };
+    let mut ours = build(block.clone());
+    block.remove("evict_after");
+    let mut remembering = build(block);
+
+    let server = Server::start_with(&binary, table, 5);
+    let start = Instant::now();
+    let mut answers = Vec::new();
+    for pause_ms in [1_600u64, 0] {
+        for _ in 0..8 {
+            let now = Nanos(start.elapsed().as_nanos() as u64);
+            let key = burstsim::traffic::Key::DEFAULT;
+            answers.push((
+                server.get() == 200,
+                ours.decide_keyed::<false>(now, key).admitted(),
+                remembering.decide_keyed::<false>(now, key).admitted(),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(pause_ms));
+    }
+    let theirs: Vec<bool> = answers.iter().map(|a| a.0).collect();
+    let model: Vec<bool> = answers.iter().map(|a| a.1).collect();
+    assert_eq!(theirs, model, "HAProxy vs the imported model");
+    assert_eq!(
+        theirs.iter().filter(|&&ok| ok).count(),
+        10,
+        "5 of each burst"
+    );
+    assert!(
+        answers.iter().any(|a| a.1 != a.2),
+        "without the expiry the second burst is denied: {answers:?}"
     );
 }

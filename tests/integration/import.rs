@@ -719,3 +719,77 @@ fn a_location_is_imported_as_the_chain_nginx_applies() {
             "no limit_req applies in location \"/static/\"",
         ));
 }
+
+/// A limit keyed by the request's Host (Traefik's `requestHost`, nginx's
+/// `$host`) imports as `per = "host"`: synthetic clients of one site share
+/// its one bucket, as Traefik holds them (a bucket per client, as the import
+/// made it before, let 3× the site's limit through); a trace naming each
+/// request's Host with `host_field` gives each tenant its own.
+#[test]
+fn a_host_keyed_limit_keeps_a_state_per_host_not_per_client() {
+    let dir = tree(&[
+        (
+            "traefik.yaml",
+            "http:\n  middlewares:\n    site:\n      rateLimit:\n        average: 100\n        burst: 50\n        sourceCriterion:\n          requestHost: true\n",
+        ),
+        (
+            "nginx.conf",
+            "http {\n  limit_req_zone $host zone=tenant:1m rate=10r/s;\n  server { location / { limit_req zone=tenant burst=3 nodelay; } }\n}\n",
+        ),
+        (
+            "tenants.csv",
+            "time_ns,host,client\n0,a.shop,1\n0,b.shop,2\n0,a.shop,3\n0,b.shop,4\n0,a.shop,5\n0,b.shop,6\n0,a.shop,7\n0,b.shop,8\n0,a.shop,9\n0,b.shop,10\n0,a.shop,11\n0,b.shop,12\n",
+        ),
+    ]);
+    let traefik = import(&dir.path().join("traefik.yaml"), &[]);
+    assert!(traefik.contains("per = \"host\""), "{traefik}");
+    let nginx = import(&dir.path().join("nginx.conf"), &[]);
+    assert!(nginx.contains("per = \"host\""), "{nginx}");
+
+    let worst = |limiter: &str, workload: &str| -> (u64, u64) {
+        let scenario = dir.path().join("s.toml");
+        fs::write(
+            &scenario,
+            format!(
+                "name = \"s\"\nduration = \"4s\"\nseed = 1\n[backend]\ncapacity = 150\n[[workload]]\nname = \"w\"\n{workload}\n[[limiter]]\nname = \"l\"\n{limiter}\n"
+            ),
+        )
+        .unwrap();
+        let out = dir.path().join("out");
+        burstsim()
+            .args(["run", "--no-charts", "--quiet", "--out"])
+            .arg(&out)
+            .arg(&scenario)
+            .assert()
+            .success();
+        let summary: Value =
+            serde_json::from_slice(&fs::read(out.join("summary.json")).unwrap()).unwrap();
+        let run = &summary["runs"][0];
+        (
+            run["admitted"].as_u64().unwrap(),
+            run["worst_rolling"].as_u64().unwrap(),
+        )
+    };
+    let crowd = "sources = [{ kind = \"poisson\", rate = 600, clients = { count = 1000 } }]";
+    let (_, per_host) = worst("from = { file = \"traefik.yaml\" }", crowd);
+    assert!(per_host <= 151, "one site, one bucket: {per_host}");
+    let (_, per_client) = worst("from = { file = \"traefik.yaml\" }\nper = \"key\"", crowd);
+    assert!(per_client > 300, "a bucket per client: {per_client}");
+
+    let trace = |host: &str| {
+        format!(
+            "sources = [{{ kind = \"trace\", path = \"tenants.csv\", key_field = \"client\"{host} }}]"
+        )
+    };
+    // 12 requests at once, alternating two Hosts: burst 3 + 1 each.
+    let (tenants, _) = worst(
+        "from = { file = \"nginx.conf\" }",
+        &trace(", host_field = \"host\""),
+    );
+    assert_eq!(tenants, 8);
+    let (one_site, _) = worst("from = { file = \"nginx.conf\" }", &trace(""));
+    assert_eq!(
+        one_site, 4,
+        "without host_field every request names one site"
+    );
+}

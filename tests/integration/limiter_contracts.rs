@@ -404,7 +404,7 @@ proptest! {
         let mut together = per_key(&config, None);
         let mut apart: std::collections::HashMap<u64, Limiter> = std::collections::HashMap::new();
         for &(t, key) in &times {
-            let theirs = together.decide_keyed::<true>(Nanos(t), Key(key));
+            let theirs = together.decide_keyed::<true>(Nanos(t), Key::client(key));
             let own = apart.entry(key).or_insert_with(|| limiter(&config)).decide(Nanos(t));
             prop_assert_eq!(theirs, own, "{} at {} for key {}", config, t, key);
         }
@@ -419,7 +419,7 @@ proptest! {
         let mut limiter = per_key(&config, evict);
         let mut released = Vec::new();
         for &(t, key) in &times {
-            let decision = limiter.decide_keyed::<false>(Nanos(t), Key(key));
+            let decision = limiter.decide_keyed::<false>(Nanos(t), Key::client(key));
             if decision.admitted() {
                 released.push(t + decision.delay().get());
             }
@@ -455,7 +455,7 @@ proptest! {
         arrivals.sort_unstable();
         let mut released = Vec::new();
         for &(t, key) in &arrivals {
-            let decision = limiter.decide_keyed::<false>(Nanos(t), Key(key));
+            let decision = limiter.decide_keyed::<false>(Nanos(t), Key::client(key));
             if decision.admitted() {
                 released.push(t + decision.delay().get());
             }
@@ -474,7 +474,8 @@ fn an_evicted_key_comes_back_fresh() {
         "kind = \"fixed-window\"\nwindow = \"1000ns\"\nthreshold = 2\nalign = \"first-request\"";
     let mut kept = per_key(config, None);
     let mut evicted = per_key(config, Some(100));
-    let decide = |l: &mut Limiter, t: u64| l.decide_keyed::<false>(Nanos(t), Key(7)).admitted();
+    let decide =
+        |l: &mut Limiter, t: u64| l.decide_keyed::<false>(Nanos(t), Key::client(7)).admitted();
     for l in [&mut kept, &mut evicted] {
         assert!(decide(l, 0) && decide(l, 0) && !decide(l, 0));
     }
@@ -501,7 +502,7 @@ fn a_key_holding_delayed_requests_is_not_forgotten() {
     for burst in 0..8u64 {
         let at = burst * 1_500_000_000;
         for _ in 0..101 {
-            let decision = limiter.decide_keyed::<false>(Nanos(at), Key(3));
+            let decision = limiter.decide_keyed::<false>(Nanos(at), Key::client(3));
             if decision.admitted() {
                 released.push(at + decision.delay().get());
             }
@@ -531,7 +532,11 @@ fn reaches_per_key(config: &str, trace: &[(u64, u64)], interval: u64) {
     let mut limiter = per_key(config, None);
     let mut passed: Vec<u64> = trace
         .iter()
-        .filter(|&&(t, k)| limiter.decide_keyed::<false>(Nanos(t), Key(k)).admitted())
+        .filter(|&&(t, k)| {
+            limiter
+                .decide_keyed::<false>(Nanos(t), Key::client(k))
+                .admitted()
+        })
         .map(|&(t, _)| t)
         .collect();
     passed.sort_unstable();

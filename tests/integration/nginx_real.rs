@@ -296,7 +296,7 @@ fn a_host_keyed_zone_limits_each_host_as_nginx_does() {
     block.remove("name");
     assert_eq!(
         block.get("per").and_then(|p| p.as_str()),
-        Some("key"),
+        Some("host"),
         "{block:?}"
     );
     let mut limiter = LimiterConfig::from_table(block)
@@ -315,7 +315,7 @@ fn a_host_keyed_zone_limits_each_host_as_nginx_does() {
             let ours = limiter
                 .decide_keyed::<false>(
                     Nanos(at.as_nanos() as u64),
-                    burstsim::traffic::Key::named(host.as_bytes()),
+                    burstsim::traffic::Key::DEFAULT.on_host(host.as_bytes()),
                 )
                 .admitted();
             answers.push((round, host, status, ours));

@@ -310,16 +310,17 @@ fn limit_req(
     }
     match key_meaning(&zone.key.text) {
         Some(meaning) => {
+            let by_host = ["$host", "$http_host"].contains(&zone.key.text.as_str());
             block.set(
                 "per",
-                "key",
+                if by_host { "host" } else { "key" },
                 here(
                     files,
                     &zone.key,
                     format!("key {}: {meaning}", zone.key.text),
                 ),
             );
-            if ["$host", "$http_host"].contains(&zone.key.text.as_str()) {
+            if by_host {
                 block.notes.push(HOST_KEY_NOTE.to_string());
             }
             if zone.key.text.starts_with("$http_") && zone.key.text != "$http_host" {

@@ -120,7 +120,7 @@ impl Input {
             (Input::Csv { record, .. }, Layout::Csv { key, .. }) => {
                 String::from_utf8_lossy(record.get((*key)?)?.trim_ascii()).into_owned()
             }
-            (Input::Lines { line, .. }, Layout::Combined { key }) => {
+            (Input::Lines { line, .. }, Layout::Combined { key, .. }) => {
                 Combined::parse(line.trim())?.field((*key)?)?.to_string()
             }
             (Input::Lines { line, .. }, Layout::Json { key, .. }) => {
@@ -143,7 +143,15 @@ impl Input {
         path: &Path,
     ) -> Result<Option<(u64, Key)>, FieldError> {
         match (self, layout) {
-            (Input::Csv { reader, record }, Layout::Csv { column, unit, key }) => {
+            (
+                Input::Csv { reader, record },
+                Layout::Csv {
+                    column,
+                    unit,
+                    key,
+                    host,
+                },
+            ) => {
                 let line = record.position().map_or(1, |p| p.line() + 1);
                 let more = reader
                     .read_byte_record(record)
@@ -159,6 +167,10 @@ impl Input {
                 let key = match *key {
                     Some(column) => parse_key(record, column, path)?,
                     None => Key::DEFAULT,
+                };
+                let key = match *host {
+                    Some(column) => key.on_host_of(parse_key(record, column, path)?),
+                    None => key,
                 };
                 Ok(Some((time, key)))
             }
@@ -187,7 +199,7 @@ impl Input {
                     FieldError::new(format!("{}:{number}: {what}", path.display()))
                 };
                 return match layout {
-                    Layout::Combined { key } => {
+                    Layout::Combined { key, host } => {
                         let fields = Combined::parse(text).ok_or_else(|| {
                             at(FieldError::new(format!(
                                 "{:?} is not a combined log line (ADDR IDENT USER [TIME] \"REQUEST\" STATUS BYTES …)",
@@ -203,9 +215,18 @@ impl Input {
                         let key = key
                             .and_then(|name| fields.field(name))
                             .map_or(Key::DEFAULT, |k| Key::named(k.as_bytes()));
+                        let key = match host.and_then(|name| fields.field(name)) {
+                            Some(host) => key.on_host(host.as_bytes()),
+                            None => key,
+                        };
                         Ok(Some((time, key)))
                     }
-                    Layout::Json { time, unit, key } => json_row(text, time, *unit, key.as_deref())
+                    Layout::Json {
+                        time,
+                        unit,
+                        key,
+                        host,
+                    } => json_row(text, time, *unit, (key.as_deref(), host.as_deref()))
                         .map(Some)
                         .map_err(at),
                     Layout::Csv { .. } => unreachable!("CSV is read as records"),
@@ -224,7 +245,7 @@ pub(super) fn json_row(
     text: &str,
     field: &str,
     unit: Option<Unit>,
-    key: Option<&str>,
+    (key, host): (Option<&str>, Option<&str>),
 ) -> Result<(u64, Key), FieldError> {
     // Values as written: a number of epoch seconds goes through the same
     // decimal parser as CSV's time_s, never through a float (which would turn
@@ -251,13 +272,18 @@ pub(super) fn json_row(
             .into());
         }
     };
+    let named = |name: &str, what: &str| match object.get(name).map(|raw| json_text(raw)) {
+        Some(JsonText::String(text)) => Ok(Key::named(text.trim().as_bytes())),
+        Some(JsonText::Number(text) | JsonText::Other(text)) => Ok(Key::named(text.as_bytes())),
+        None => Err(FieldError::new(format!("no {what} field {name:?}"))),
+    };
     let key = match key {
         None => Key::DEFAULT,
-        Some(name) => match object.get(name).map(|raw| json_text(raw)) {
-            Some(JsonText::String(text)) => Key::named(text.trim().as_bytes()),
-            Some(JsonText::Number(text) | JsonText::Other(text)) => Key::named(text.as_bytes()),
-            None => return Err(format!("no key field {name:?}").into()),
-        },
+        Some(name) => named(name, "key")?,
+    };
+    let key = match host {
+        None => key,
+        Some(name) => key.on_host_of(named(name, "host")?),
     };
     Ok((time, key))
 }

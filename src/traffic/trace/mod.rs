@@ -56,6 +56,11 @@ pub struct Config {
     /// (`remote_addr`, `remote_user`, `http_user_agent`, …).
     #[serde(alias = "key_field")]
     pub key: Option<String>,
+    /// The column or field naming the Host each request names, for limits
+    /// kept per Host (`per = "host"`); without it every request names the
+    /// one site.
+    #[serde(rename = "host_field")]
+    pub host: Option<String>,
     /// Shift the trace so its earliest timestamp is the source's start
     /// (default: true for logs and date-times, false for CSV numbers).
     pub rebase: Option<bool>,
@@ -102,14 +107,17 @@ enum Layout {
         column: usize,
         unit: Unit,
         key: Option<usize>,
+        host: Option<usize>,
     },
     Combined {
         key: Option<&'static str>,
+        host: Option<&'static str>,
     },
     Json {
         time: String,
         unit: Option<Unit>,
         key: Option<String>,
+        host: Option<String>,
     },
 }
 
@@ -222,27 +230,32 @@ impl Config {
                 if self.column.is_some() || self.unit.is_some() {
                     return Err("time_field and unit: a combined log's time is its [10/Oct/2000:13:55:36 -0700] field; remove them".into());
                 }
-                let key = match &self.key {
-                    None => None,
-                    Some(key) => Some(
-                        *logs::COMBINED_FIELDS
-                            .iter()
-                            .find(|f| **f == key.as_str())
-                            .ok_or_else(|| {
-                                field_error!(
-                                    "key_field",
-                                    "a combined log has no field {key:?}; it has {}",
+                let field = |name: &Option<String>, what: &'static str| match name {
+                    None => Ok(None),
+                    Some(name) => logs::COMBINED_FIELDS
+                        .iter()
+                        .find(|f| **f == name.as_str())
+                        .map(|f| Some(*f))
+                        .ok_or_else(|| {
+                            FieldError::at(
+                                what,
+                                format!(
+                                    "a combined log has no field {name:?}; it has {}",
                                     logs::COMBINED_FIELDS.join(", ")
-                                )
-                            })?,
-                    ),
+                                ),
+                            )
+                        }),
                 };
-                Ok(Layout::Combined { key })
+                Ok(Layout::Combined {
+                    key: field(&self.key, "key_field")?,
+                    host: field(&self.host, "host_field")?,
+                })
             }
             (Format::Jsonl, _) => Ok(Layout::Json {
                 time: self.column.clone().unwrap_or_else(|| "time".into()),
                 unit: self.unit,
                 key: self.key.clone(),
+                host: self.host.clone(),
             }),
             (Format::Csv, Input::Lines { .. }) => unreachable!("a CSV file is read as CSV"),
         }
@@ -272,13 +285,21 @@ impl Config {
                     wanted.join(" or ")
                 )
             })?;
-        let key =
-            match &self.key {
-                None => None,
-                Some(key) => Some(headers.iter().position(|h| h.trim() == key).ok_or_else(
-                    || format!("{}:1: no key column {key:?} in the header", shown.display()),
-                )?),
-            };
+        let column_of = |name: &Option<String>, what: &str| match name {
+            None => Ok(None),
+            Some(name) => headers
+                .iter()
+                .position(|h| h.trim() == name)
+                .map(Some)
+                .ok_or_else(|| {
+                    format!(
+                        "{}:1: no {what} column {name:?} in the header",
+                        shown.display()
+                    )
+                }),
+        };
+        let key = column_of(&self.key, "key")?;
+        let host = column_of(&self.host, "host")?;
         let unit = match (self.unit, name) {
             (Some(unit), _) => unit,
             (None, name) if name.ends_with("_ns") => Unit::Nanos,
@@ -291,7 +312,12 @@ impl Config {
                 ));
             }
         };
-        Ok(Layout::Csv { column, unit, key })
+        Ok(Layout::Csv {
+            column,
+            unit,
+            key,
+            host,
+        })
     }
 
     /// Reads the whole file once, streaming: every row must hold a timestamp.
@@ -308,20 +334,33 @@ impl Config {
         let shown = base_dir.join(&self.path);
         let (mut rows, mut unsorted, mut earliest, mut previous) = (0u64, 0u64, u64::MAX, 0u64);
         let (mut first, mut outside, mut whole_seconds) = (None, 0u64, true);
-        let mut keys: std::collections::HashSet<Key, crate::random::MixState> =
+        let mut keys: std::collections::HashSet<u64, crate::random::MixState> =
             std::collections::HashSet::default();
-        let keyed = self.key.is_some();
+        let mut hosts = keys.clone();
+        let (keyed, hosted) = (self.key.is_some(), self.host.is_some());
         let mut names = std::collections::HashMap::default();
         while let Some((time, key)) = input.next(&layout, &shown)? {
-            let new = keyed && keys.insert(key);
+            let new = keyed && keys.insert(key.client);
             if new && names.len() < NAMED_KEYS {
-                names.extend(input.key_text(&layout).map(|text| (key, text)));
+                names.extend(
+                    input
+                        .key_text(&layout)
+                        .map(|text| (Key::client(key.client), text)),
+                );
             }
-            if new && keys.len() as u64 > MAX_KEYS {
+            let new_host = hosted && hosts.insert(key.host);
+            if (new && keys.len() as u64 > MAX_KEYS)
+                || (new_host && hosts.len() as u64 > MAX_KEYS)
+            {
+                let (what, column) = if new {
+                    ("keys", &self.key)
+                } else {
+                    ("hosts", &self.host)
+                };
                 return Err(format!(
-                    "{}: more than {MAX_KEYS} distinct keys in column {:?}; state is kept per key, and that many is refused",
+                    "{}: more than {MAX_KEYS} distinct {what} in column {:?}; state is kept per key, and that many is refused",
                     shown.display(),
-                    self.key.as_deref().unwrap_or_default()
+                    column.as_deref().unwrap_or_default()
                 ).into());
             }
             unsorted += u64::from(time < previous);
@@ -356,7 +395,7 @@ impl Config {
         let scan = Scan {
             layout,
             whole_seconds: spreading,
-            keys: (keys.len() as u64).max(1),
+            keys: (keys.len().max(hosts.len()) as u64).max(1),
             names: std::sync::Arc::new(names),
             earliest,
             sorted: unsorted == 0,
