@@ -117,6 +117,11 @@ impl Workload {
         self.sources().iter().any(SourceConfig::is_keyed)
     }
 
+    /// Whether its requests name Hosts (a trace's host column).
+    pub fn names_hosts(&self) -> bool {
+        self.sources().iter().any(SourceConfig::names_hosts)
+    }
+
     /// How the results name client `key` (see [`SourceConfig::key_name`]).
     pub fn key_name(&self, key: crate::traffic::Key) -> Option<String> {
         self.sources()

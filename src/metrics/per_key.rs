@@ -17,7 +17,7 @@ use crate::traffic::slots::KeySlots;
 pub struct PerKeyCounts {
     interval: u64,
     slots: KeySlots,
-    keys: Vec<Key>,
+    keys: Vec<u64>,
     /// Per slot, together so one key's figures share a cache line.
     counts: Vec<KeyCounts>,
     /// The admissions of the trailing interval, oldest first.
@@ -109,13 +109,14 @@ impl PerKeyCounts {
     fn slot(&mut self, key: Key) -> u32 {
         let (slot, new) = self.slots.slot(key.client);
         if new {
-            self.keys.push(key);
+            self.keys.push(key.client);
             self.counts.push(KeyCounts::default());
         }
         slot
     }
 
     /// A request of `key` reached the backend at `at` (non-decreasing).
+    #[inline]
     pub fn admitted(&mut self, at: Nanos, key: Key) {
         let at = at.get();
         while let Some(&(then, slot)) = self.ring.front() {
@@ -134,6 +135,7 @@ impl PerKeyCounts {
     }
 
     /// A request of `key` was rejected.
+    #[inline]
     pub fn rejected(&mut self, key: Key) {
         let slot = self.slot(key) as usize;
         self.counts[slot].rejected += 1;
@@ -168,7 +170,7 @@ impl PerKeyCounts {
             worst_rolling_p50: rank(0.5),
             worst_rolling_p99: rank(0.99),
             worst_rolling_max: rank(1.0),
-            worst_key: self.keys[worst_slot].client,
+            worst_key: self.keys[worst_slot],
             worst_key_name: None,
             spike_ratio: per_key_nominal.filter(|&n| n > 0.0).map(|nominal| Spread {
                 p50: rank(0.5) as f64 / nominal,

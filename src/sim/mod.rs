@@ -180,9 +180,18 @@ fn simulate_open(
             })?;
             None
         }
-        Err(merge) => in_chunks(merge, pipelined, &mut |chunk: &[Arrival]| {
-            decide(&mut runs, sink, index, chunk)
-        })?
+        // Requests naming Hosts: whole arrivals; else a time and a client.
+        Err(merge) if workload.names_hosts() => {
+            in_chunks(merge, pipelined, &mut |chunk: &[Arrival]| {
+                decide(&mut runs, sink, index, chunk)
+            })?
+            .take_error()
+        }
+        Err(merge) => in_chunks(
+            merge,
+            pipelined,
+            &mut |chunk: &[crate::traffic::Client]| decide(&mut runs, sink, index, chunk),
+        )?
         .take_error(),
     };
     if let Some(err) = error {

@@ -137,7 +137,7 @@ mod tests {
         let scenario = scenario();
         let mut alone = arrivals(&scenario, &scenario.workloads[0], 0).unwrap();
         let mut expected = Vec::new();
-        let mut chunk = Vec::new();
+        let mut chunk: Vec<Arrival> = Vec::new();
         loop {
             alone.refill(&mut chunk, CHUNK);
             if chunk.is_empty() {
@@ -147,7 +147,7 @@ mod tests {
         }
         let mut got = Vec::new();
         let merge = arrivals(&scenario, &scenario.workloads[0], 0).unwrap();
-        pipeline(merge, &mut |chunk| {
+        pipeline(merge, &mut |chunk: &[Arrival]| {
             got.push(chunk.to_vec());
             Ok(())
         })
@@ -195,7 +195,7 @@ mod tests {
         let scenario = scenario();
         let merge = arrivals(&scenario, &scenario.workloads[0], 0).unwrap();
         let mut seen = 0;
-        let err = pipeline(merge, &mut |_| {
+        let err = pipeline(merge, &mut |_: &[Arrival]| {
             seen += 1;
             if seen == 3 {
                 anyhow::bail!("disk full")

@@ -280,11 +280,11 @@ impl Kind for Config {
     }
 
     /// The kind of bursts matched once a chunk, not once an arrival.
-    fn refill(arrivals: &mut Bursts, out: &mut Vec<Arrival>, count: usize) {
+    fn refill<T: Timed>(arrivals: &mut Bursts, out: &mut Vec<T>, count: usize) {
         out.clear();
         match arrivals {
-            Bursts::Shared(shared) => out.extend(shared.take(count).map(Arrival::at)),
-            Bursts::PerClient(each) => out.extend(each.take(count)),
+            Bursts::Shared(shared) => out.extend(shared.take(count).map(T::at)),
+            Bursts::PerClient(each) => out.extend(each.take(count).map(T::of)),
         }
     }
 }

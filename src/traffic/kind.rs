@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::de::DeserializeOwned;
 
 use super::clients::Clients;
-use super::{Arrival, Rng, Timed};
+use super::{Rng, Timed};
 use crate::error::FieldError;
 use crate::time::Nanos;
 
@@ -77,6 +77,11 @@ pub trait Kind: Clone + std::fmt::Debug + DeserializeOwned {
         false
     }
 
+    /// Whether its requests name Hosts (a trace's host column).
+    fn names_hosts(&self) -> bool {
+        false
+    }
+
     /// The most distinct keys it names without `clients`.
     fn keys(&self, place: Place) -> Result<u64, FieldError> {
         let _ = place;
@@ -91,9 +96,9 @@ pub trait Kind: Clone + std::fmt::Debug + DeserializeOwned {
 
     /// Replaces what `out` holds with the stream's next `count` arrivals,
     /// fewer only at its end.
-    fn refill(arrivals: &mut Self::Arrivals, out: &mut Vec<Arrival>, count: usize) {
+    fn refill<T: Timed>(arrivals: &mut Self::Arrivals, out: &mut Vec<T>, count: usize) {
         out.clear();
-        out.extend(arrivals.take(count).map(Timed::arrival));
+        out.extend(arrivals.take(count).map(|a| T::of(a.arrival())));
     }
 
     /// The text that names `key` in its input, if it names keys itself.

@@ -84,14 +84,20 @@ impl Arrival {
     }
 }
 
-/// What the simulator's chunks hold: whole arrivals, or bare times when
-/// every arrival has the default key (half the bytes to write, and to move
-/// from the thread that generates them to the one that decides).
+/// What the simulator's chunks hold: whole arrivals; a time and a client
+/// when no request names a Host ([`Client`], two thirds of the bytes); or
+/// bare times when every arrival has the default key (a third), to write
+/// and to move from the thread that generates them to the one that decides.
 pub trait Timed: Copy + Send + 'static {
     /// A default-key arrival at `time`.
     fn at(time: Nanos) -> Self;
     /// The arrival it stands for.
     fn arrival(self) -> Arrival;
+    /// `arrival` as this holds it: only what the chunk type keeps (a
+    /// workload chooses the type that keeps all its requests say).
+    fn of(arrival: Arrival) -> Self;
+    /// The same request, of `key`.
+    fn with_key(self, key: Key) -> Self;
 }
 
 impl Timed for Arrival {
@@ -104,6 +110,56 @@ impl Timed for Arrival {
     fn arrival(self) -> Arrival {
         self
     }
+
+    #[inline]
+    fn of(arrival: Arrival) -> Arrival {
+        arrival
+    }
+
+    #[inline]
+    fn with_key(self, key: Key) -> Arrival {
+        Arrival { key, ..self }
+    }
+}
+
+/// A request of the one site: when it arrives and whose it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Client {
+    time: Nanos,
+    client: u64,
+}
+
+impl Timed for Client {
+    #[inline]
+    fn at(time: Nanos) -> Client {
+        Client { time, client: 0 }
+    }
+
+    #[inline]
+    fn arrival(self) -> Arrival {
+        Arrival {
+            time: self.time,
+            key: Key::client(self.client),
+        }
+    }
+
+    #[inline]
+    fn of(arrival: Arrival) -> Client {
+        debug_assert_eq!(arrival.key.host, 0, "a workload naming Hosts keeps them");
+        Client {
+            time: arrival.time,
+            client: arrival.key.client,
+        }
+    }
+
+    #[inline]
+    fn with_key(self, key: Key) -> Client {
+        debug_assert_eq!(key.host, 0, "a workload naming Hosts keeps them");
+        Client {
+            client: key.client,
+            ..self
+        }
+    }
 }
 
 impl Timed for Nanos {
@@ -115,6 +171,22 @@ impl Timed for Nanos {
     #[inline]
     fn arrival(self) -> Arrival {
         Arrival::at(self)
+    }
+
+    #[inline]
+    fn of(arrival: Arrival) -> Nanos {
+        debug_assert_eq!(
+            arrival.key,
+            Key::DEFAULT,
+            "bare times are the default key's"
+        );
+        arrival.time
+    }
+
+    #[inline]
+    fn with_key(self, key: Key) -> Nanos {
+        debug_assert_eq!(key, Key::DEFAULT, "bare times are the default key's");
+        self
     }
 }
 
@@ -218,7 +290,7 @@ macro_rules! sources {
         impl Source {
             /// Replaces what `out` holds with its next `count` arrivals, fewer
             /// only at its end: one tight loop per kind, for the simulator's chunks.
-            fn refill(&mut self, out: &mut Vec<Arrival>, count: usize) {
+            fn refill<T: Timed>(&mut self, out: &mut Vec<T>, count: usize) {
                 match self {
                     $(Source::$variant(source) => {
                         <$module::Config as Kind>::refill(source, out, count)
@@ -226,7 +298,7 @@ macro_rules! sources {
                     Source::Keyed(source, clients) => {
                         source.refill(out, count);
                         for arrival in out.iter_mut() {
-                            arrival.key = clients.next_key();
+                            *arrival = arrival.with_key(clients.next_key());
                         }
                     }
                 }
@@ -333,6 +405,11 @@ impl SourceConfig {
     /// Whether its requests name their clients: `clients`, or a trace's key column.
     pub fn is_keyed(&self) -> bool {
         self.clients.is_some() || with_kind!(&self.kind, config => config.names_keys())
+    }
+
+    /// Whether its requests name Hosts (a trace's host column).
+    pub fn names_hosts(&self) -> bool {
+        with_kind!(&self.kind, config => config.names_hosts())
     }
 
     /// How the results name client `key`: as a trace's key column writes
@@ -442,9 +519,9 @@ pub fn at_rate(place: Place, per_second: &crate::decimal::Decimal) -> u128 {
 }
 
 /// Replaces what `out` holds with `arrivals`.
-fn refill(out: &mut Vec<Arrival>, arrivals: impl Iterator<Item = Arrival>) {
+fn refill<T: Timed>(out: &mut Vec<T>, arrivals: impl Iterator<Item = Arrival>) {
     out.clear();
-    out.extend(arrivals);
+    out.extend(arrivals.map(T::of));
 }
 
 /// The time-merge of several sources. Simultaneous arrivals come in source
@@ -485,8 +562,8 @@ impl Merge {
     }
 }
 
-impl Chunks<Arrival> for Merge {
-    fn refill(&mut self, out: &mut Vec<Arrival>, count: usize) {
+impl<T: Timed> Chunks<T> for Merge {
+    fn refill(&mut self, out: &mut Vec<T>, count: usize) {
         match self.sources.as_mut_slice() {
             [single] => single.refill(out, count),
             _ => refill(out, self.take(count)),

@@ -7,7 +7,7 @@ use rand::{Rng as _, TryRng};
 use rand_distr::{Distribution, Exp1};
 use serde::Deserialize;
 
-use super::{Arrival, Chunks, Kind, Place, Rng, Timed};
+use super::{Chunks, Kind, Place, Rng, Timed};
 use crate::decimal::Decimal;
 use crate::error::{FieldError, field_error};
 use crate::time::{NANOS_PER_SEC, Nanos};
@@ -151,7 +151,7 @@ impl Kind for Config {
         Ok(self.stream(place.start, place.end, rng))
     }
 
-    fn refill(arrivals: &mut Arrivals, out: &mut Vec<Arrival>, count: usize) {
+    fn refill<T: Timed>(arrivals: &mut Arrivals, out: &mut Vec<T>, count: usize) {
         Chunks::refill(arrivals, out, count);
     }
 }

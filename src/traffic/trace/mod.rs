@@ -614,6 +614,10 @@ impl Kind for Config {
         self.key.is_some()
     }
 
+    fn names_hosts(&self) -> bool {
+        self.host.is_some()
+    }
+
     fn keys(&self, place: Place) -> Result<u64, FieldError> {
         self.key_count(place.base_dir, place.start, place.end)
     }
