@@ -11,8 +11,6 @@ pub use self::align::Align;
 pub use self::decision::{Decision, Hint};
 pub use self::rate_limiter::{RateLimiter, StoreOps};
 
-use serde::Deserialize;
-
 use crate::config::KindTable;
 use crate::error::{FieldError, field_error};
 
@@ -194,50 +192,6 @@ pub enum Setting {
     Companion,
 }
 
-/// `per` and `evict_after`, taken out of a limiter's table before its kind
-/// reads the rest.
-struct PerKeyFields {
-    evict_after: Option<Nanos>,
-    by_host: bool,
-}
-
-impl PerKeyFields {
-    /// `Some` for `per = "key"` or `per = "host"`; `None` for
-    /// `per = "global"` or no `per`.
-    fn take(table: &mut toml::Table) -> Result<Option<PerKeyFields>, FieldError> {
-        let per = match table.remove("per") {
-            None => "global".to_string(),
-            Some(toml::Value::String(per)) if ["key", "host", "global"].contains(&per.as_str()) => {
-                per
-            }
-            Some(other) => {
-                return Err(field_error!(
-                    "per",
-                    "expected \"global\", \"key\" (a state per client) or \"host\" (per Host the requests name), got {other}"
-                ));
-            }
-        };
-        let evict_after = match table.remove("evict_after") {
-            None => None,
-            Some(value) => Some(
-                Nanos::deserialize(value)
-                    .map_err(|err| FieldError::at("evict_after", err.to_string()))?,
-            ),
-        };
-        match (per.as_str(), evict_after) {
-            ("global", Some(_)) => Err(field_error!(
-                "evict_after",
-                "forgets idle keys of a limiter with per = \"key\"; add it, or drop evict_after"
-            )),
-            ("global", None) => Ok(None),
-            _ => Ok(Some(PerKeyFields {
-                evict_after,
-                by_host: per == "host",
-            })),
-        }
-    }
-}
-
 /// What a limiter's configuration may depend on outside itself.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Context {
@@ -301,7 +255,7 @@ macro_rules! kinds {
             /// fields, and `per` (`"global"`, the default, or `"key"`) with
             /// `evict_after`.
             pub fn from_table(mut table: toml::Table) -> Result<LimiterConfig, FieldError> {
-                if let Some(per) = PerKeyFields::take(&mut table)? {
+                if let Some(per) = per_key::Fields::take(&mut table)? {
                     let inner = LimiterConfig::from_table(table)?;
                     return Ok(LimiterConfig::PerKey(per_key::Config {
                         inner: Box::new(inner),

@@ -7,6 +7,8 @@
 
 use std::collections::BTreeSet;
 
+use serde::Deserialize as _;
+
 use super::{Context, Decision, Limiter, LimiterConfig, RateLimiter, StoreOps};
 use crate::error::{FieldError, field_error};
 use crate::time::Nanos;
@@ -15,6 +17,50 @@ use crate::traffic::slots::KeySlots;
 
 /// The most distinct keys one per-key limiter keeps state for.
 pub const MAX_KEYS: usize = 10_000_000;
+
+/// `per` and `evict_after`, taken out of a limiter's table before its kind
+/// reads the rest.
+pub(super) struct Fields {
+    pub(super) evict_after: Option<Nanos>,
+    pub(super) by_host: bool,
+}
+
+impl Fields {
+    /// `Some` for `per = "key"` or `per = "host"`; `None` for
+    /// `per = "global"` or no `per`.
+    pub(super) fn take(table: &mut toml::Table) -> Result<Option<Fields>, FieldError> {
+        let per = match table.remove("per") {
+            None => "global".to_string(),
+            Some(toml::Value::String(per)) if ["key", "host", "global"].contains(&per.as_str()) => {
+                per
+            }
+            Some(other) => {
+                return Err(field_error!(
+                    "per",
+                    "expected \"global\", \"key\" (a state per client) or \"host\" (per Host the requests name), got {other}"
+                ));
+            }
+        };
+        let evict_after = match table.remove("evict_after") {
+            None => None,
+            Some(value) => Some(
+                Nanos::deserialize(value)
+                    .map_err(|err| FieldError::at("evict_after", err.to_string()))?,
+            ),
+        };
+        match (per.as_str(), evict_after) {
+            ("global", Some(_)) => Err(field_error!(
+                "evict_after",
+                "forgets idle keys of a limiter with per = \"key\"; add it, or drop evict_after"
+            )),
+            ("global", None) => Ok(None),
+            _ => Ok(Some(Fields {
+                evict_after,
+                by_host: per == "host",
+            })),
+        }
+    }
+}
 
 /// A limiter with `per = "key"`.
 #[derive(Clone, Debug)]

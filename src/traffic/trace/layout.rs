@@ -1,0 +1,133 @@
+//! Where a trace's rows keep their time, key and Host: from a CSV file's
+//! header, or from the configuration for a log.
+
+use std::path::Path;
+
+use super::logs;
+use super::{Config, Format, Input, Reader, Unit};
+use crate::error::{FieldError, field_error};
+
+/// Where a row's time and key are.
+#[derive(Clone, Debug)]
+pub(super) enum Layout {
+    Csv {
+        column: usize,
+        unit: Unit,
+        key: Option<usize>,
+        host: Option<usize>,
+    },
+    Combined {
+        key: Option<&'static str>,
+        host: Option<&'static str>,
+    },
+    Json {
+        time: String,
+        unit: Option<Unit>,
+        key: Option<String>,
+        host: Option<String>,
+    },
+}
+
+
+impl Config {
+    /// Where each row's time and key are: from the header of a CSV file,
+    /// from the configuration for a log.
+    pub(super) fn locate(&self, base_dir: &Path, input: &mut Input) -> Result<Layout, FieldError> {
+        let shown = base_dir.join(&self.path);
+        match (self.format, input) {
+            (Format::Csv, Input::Csv { reader, .. }) => self.locate_csv(&shown, reader),
+            (Format::Combined, _) => {
+                if self.column.is_some() || self.unit.is_some() {
+                    return Err("time_field and unit: a combined log's time is its [10/Oct/2000:13:55:36 -0700] field; remove them".into());
+                }
+                let field = |name: &Option<String>, what: &'static str| match name {
+                    None => Ok(None),
+                    Some(name) => logs::COMBINED_FIELDS
+                        .iter()
+                        .find(|f| **f == name.as_str())
+                        .map(|f| Some(*f))
+                        .ok_or_else(|| {
+                            FieldError::at(
+                                what,
+                                format!(
+                                    "a combined log has no field {name:?}; it has {}",
+                                    logs::COMBINED_FIELDS.join(", ")
+                                ),
+                            )
+                        }),
+                };
+                Ok(Layout::Combined {
+                    key: field(&self.key, "key_field")?,
+                    host: field(&self.host, "host_field")?,
+                })
+            }
+            (Format::Jsonl, _) => Ok(Layout::Json {
+                time: self.column.clone().unwrap_or_else(|| "time".into()),
+                unit: self.unit,
+                key: self.key.clone(),
+                host: self.host.clone(),
+            }),
+            (Format::Csv, Input::Lines { .. }) => unreachable!("a CSV file is read as CSV"),
+        }
+    }
+
+    /// The time column, its unit and the key column, from a CSV header.
+    fn locate_csv(&self, shown: &Path, reader: &mut Reader) -> Result<Layout, FieldError> {
+        let headers = reader
+            .headers()
+            .map_err(|err| format!("{}: {err}", shown.display()))?;
+        let wanted: Vec<&str> = match &self.column {
+            Some(column) => vec![column.as_str()],
+            None => vec!["time_ns", "time_s", "time_ms"],
+        };
+        let (column, name) = wanted
+            .iter()
+            .find_map(|name| {
+                headers
+                    .iter()
+                    .position(|h| h.trim() == *name)
+                    .map(|i| (i, *name))
+            })
+            .ok_or_else(|| {
+                format!(
+                    "{}:1: no column {} in the header",
+                    shown.display(),
+                    wanted.join(" or ")
+                )
+            })?;
+        let column_of = |name: &Option<String>, what: &str| match name {
+            None => Ok(None),
+            Some(name) => headers
+                .iter()
+                .position(|h| h.trim() == name)
+                .map(Some)
+                .ok_or_else(|| {
+                    format!(
+                        "{}:1: no {what} column {name:?} in the header",
+                        shown.display()
+                    )
+                }),
+        };
+        let key = column_of(&self.key, "key")?;
+        let host = column_of(&self.host, "host")?;
+        let unit = match (self.unit, name) {
+            (Some(unit), _) => unit,
+            (None, name) if name.ends_with("_ns") => Unit::Nanos,
+            (None, name) if name.ends_with("_s") => Unit::Seconds,
+            (None, name) if name.ends_with("_ms") => Unit::Millis,
+            (None, name) => {
+                return Err(field_error!(
+                    "unit",
+                    "the unit of column {name:?} is unknown; set unit = \"ns\", \"s\", \"ms\" or \"rfc3339\""
+                ));
+            }
+        };
+        Ok(Layout::Csv {
+            column,
+            unit,
+            key,
+            host,
+        })
+    }
+
+}
