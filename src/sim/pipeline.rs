@@ -36,85 +36,189 @@ pub(super) const PIPELINE_FROM: u128 = 1 << 20;
 /// Chunks generated ahead of the decisions, at most.
 const PIPELINE_DEPTH: usize = 4;
 
+/// The stream and how far it has gone, shared by the two threads: whoever
+/// holds it makes the next chunk, so chunks are made one at a time, in order.
+struct Shared<S> {
+    stream: S,
+    /// Whether the stream has ended (or the decisions stopped).
+    done: bool,
+}
+
 /// Generates `arrivals` in chunks on a second thread while `decide` takes
 /// them in order on this one: the same chunks in the same order as one
-/// thread makes them, so results do not depend on it. Returns the stream, to
-/// ask for the error that cut a trace short.
+/// thread makes them, so results do not depend on it. When the generator
+/// falls behind — its core busy with another program — this thread makes
+/// the next chunk itself instead of waiting, so two threads are never much
+/// slower than one. Returns the stream, to ask for the error that cut a
+/// trace short.
 fn pipeline<T: Timed, S: Chunks<T>>(
-    mut arrivals: S,
+    arrivals: S,
     decide: &mut dyn FnMut(&[T]) -> Result<()>,
 ) -> Result<S> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
+    use std::time::Instant;
+
+    let shared = Mutex::new(Shared {
+        stream: arrivals,
+        done: false,
+    });
     let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Vec<T>>(PIPELINE_DEPTH);
     let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<T>>();
-    std::thread::scope(|scope| {
-        let producer = scope.spawn(move || {
+    // Set while the decisions make chunks themselves.
+    let wanted = AtomicBool::new(false);
+    fn lock<S>(shared: &Mutex<Shared<S>>) -> std::sync::MutexGuard<'_, Shared<S>> {
+        shared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+    let outcome = std::thread::scope(|scope| {
+        let shared = &shared;
+        let wanted = &wanted;
+        scope.spawn(move || {
             loop {
+                // The decisions are making chunks themselves: stay out of
+                // their way until they ask again.
+                if wanted.load(Ordering::Relaxed) {
+                    std::thread::sleep(BEHIND_AFTER);
+                    if lock(shared).done {
+                        return;
+                    }
+                    continue;
+                }
                 // Chunks come back once decided, so a few are reused all along.
                 let mut chunk = empty_rx
                     .try_recv()
                     .unwrap_or_else(|_| Vec::with_capacity(CHUNK));
-                arrivals.refill(&mut chunk, CHUNK);
-                // An empty chunk ends the stream; a failed send means the
-                // decisions stopped on an error.
-                if chunk.is_empty() || !hand_over(&full_tx, chunk) {
-                    return arrivals;
+                // Made and sent while holding the stream: every chunk made
+                // before is in the queue when the decisions take the stream.
+                let mut held = lock(shared);
+                if held.done {
+                    return;
+                }
+                held.stream.refill(&mut chunk, CHUNK);
+                if chunk.is_empty() {
+                    held.done = true;
+                    return;
+                }
+                // A failed send means the decisions stopped on an error.
+                if full_tx.send(chunk).is_err() {
+                    held.done = true;
+                    return;
                 }
             }
         });
+        let mut ready = std::collections::VecDeque::new();
+        let mut spare = Vec::with_capacity(CHUNK);
         let mut outcome = Ok(());
-        while let Some(chunk) = next_chunk(&full_rx) {
-            outcome = crate::interrupt::check()
-                .map_err(anyhow::Error::from)
-                .and_then(|()| decide(&chunk));
-            if outcome.is_err() {
-                break;
+        // Chunks made here since the generator was last given the stream,
+        // and waits in a row for the one it is making.
+        let (mut made_here, mut waiting_since) = (0u32, None::<Instant>);
+        // Times the generator was found behind.
+        let mut takeovers = 0u32;
+        'decide: loop {
+            if ready.is_empty() {
+                match full_rx.try_recv() {
+                    Ok(chunk) => ready.push_back(chunk),
+                    Err(TryRecvError::Empty) => match shared.try_lock() {
+                        // The generator is behind: take what it sent, then
+                        // make the next chunk here, and go on making them
+                        // (it is asked to stay out) until the generator is
+                        // tried again.
+                        Ok(mut held) => {
+                            waiting_since = None;
+                            made_here += 1;
+                            // Given back a few times; lost again each time,
+                            // the core is not coming back: keep it here.
+                            if made_here >= RETRY_GENERATOR_AFTER && takeovers < GIVE_BACK_TIMES {
+                                made_here = 0;
+                                wanted.store(false, Ordering::Relaxed);
+                            }
+                            ready.extend(full_rx.try_iter());
+                            if !held.done {
+                                let mut chunk = std::mem::take(&mut spare);
+                                held.stream.refill(&mut chunk, CHUNK);
+                                if chunk.is_empty() {
+                                    held.done = true;
+                                } else {
+                                    ready.push_back(chunk);
+                                }
+                            }
+                            if ready.is_empty() && held.done {
+                                break 'decide;
+                            }
+                        }
+                        // It is making a chunk now: wait for it. Far
+                        // longer than a chunk takes, and it has lost its
+                        // core: ask for the stream after this chunk.
+                        Err(_) => match full_rx.recv_timeout(WAIT) {
+                            Ok(chunk) => {
+                                waiting_since = None;
+                                ready.push_back(chunk);
+                            }
+                            Err(RecvTimeoutError::Timeout) => {
+                                let since = *waiting_since.get_or_insert_with(Instant::now);
+                                if since.elapsed() >= BEHIND_AFTER
+                                    && !wanted.swap(true, Ordering::Relaxed)
+                                {
+                                    takeovers += 1;
+                                    made_here = 0;
+                                }
+                            }
+                            Err(RecvTimeoutError::Disconnected) => break 'decide,
+                        },
+                    },
+                    Err(TryRecvError::Disconnected) => break 'decide,
+                }
+                continue;
             }
-            let _ = empty_tx.send(chunk);
+            while let Some(chunk) = ready.pop_front() {
+                outcome = crate::interrupt::check()
+                    .map_err(anyhow::Error::from)
+                    .and_then(|()| decide(&chunk));
+                if outcome.is_err() {
+                    break 'decide;
+                }
+                if spare.capacity() == 0 {
+                    spare = chunk;
+                } else {
+                    let _ = empty_tx.send(chunk);
+                }
+            }
         }
-        // Unblocks a producer waiting to send after an error.
+        // Unblocks a generator waiting to send (it holds the stream then),
+        // and stops it.
         drop(full_rx);
-        let arrivals = producer
-            .join()
-            .expect("the arrival generator does not panic");
-        outcome.map(|()| arrivals)
+        lock(shared).done = true;
+        outcome
+    });
+    outcome.map(|()| {
+        shared
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .stream
     })
 }
 
-/// The next chunk from the generator, or `None` when it has finished. The
-/// decisions usually outrun the generator: waiting a few microseconds on the
-/// core before sleeping saves a wake-up (a system call on each side) per chunk.
-fn next_chunk<T>(chunks: &std::sync::mpsc::Receiver<Vec<T>>) -> Option<Vec<T>> {
-    use std::sync::mpsc::TryRecvError;
-    for _ in 0..SPINS_BEFORE_SLEEP {
-        match chunks.try_recv() {
-            Ok(chunk) => return Some(chunk),
-            Err(TryRecvError::Disconnected) => return None,
-            Err(TryRecvError::Empty) => std::hint::spin_loop(),
-        }
-    }
-    chunks.recv().ok()
-}
+/// Chunks the decisions make themselves before the generator is given the
+/// stream again (it may have its core back): some tens of milliseconds, so
+/// the millisecond lost finding out again costs a few percent at most.
+const RETRY_GENERATOR_AFTER: u32 = 1024;
 
-/// Sends `chunk` to the decisions, false when they have stopped. When the
-/// queue is full the generator, too, waits a few microseconds on the core
-/// before sleeping: with the two sides about as fast, each would otherwise
-/// put the other to sleep and wake it up again chunk after chunk.
-fn hand_over<T>(chunks: &std::sync::mpsc::SyncSender<Vec<T>>, mut chunk: Vec<T>) -> bool {
-    use std::sync::mpsc::TrySendError;
-    for _ in 0..SPINS_BEFORE_SLEEP {
-        match chunks.try_send(chunk) {
-            Ok(()) => return true,
-            Err(TrySendError::Disconnected(_)) => return false,
-            Err(TrySendError::Full(back)) => chunk = back,
-        }
-        std::hint::spin_loop();
-    }
-    chunks.send(chunk).is_ok()
-}
+/// Times the decisions give the stream back to a generator found behind
+/// before they keep it to the end.
+const GIVE_BACK_TIMES: u32 = 3;
 
-/// How often the decisions look for a chunk before sleeping until one comes
-/// (a few microseconds: a chunk takes tens to generate).
-const SPINS_BEFORE_SLEEP: u32 = 2_000;
+/// How long the decisions wait for the chunk the generator is making before
+/// taking it that the generator has lost its core (a chunk takes tens of
+/// microseconds; a busy neighbour takes the core for milliseconds).
+const BEHIND_AFTER: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// How long the decisions wait for the chunk the generator is making before
+/// looking again, and the generator for the stream while the decisions make
+/// chunks (a chunk takes tens of microseconds to make).
+const WAIT: std::time::Duration = std::time::Duration::from_micros(20);
 
 #[cfg(test)]
 mod tests {
@@ -154,6 +258,61 @@ mod tests {
         .unwrap();
         assert!(expected.len() > 10, "{} chunks", expected.len());
         assert_eq!(got, expected);
+    }
+
+    /// A stream whose chunks are slow to make on any thread but the test's
+    /// own (the generator's core busy elsewhere), counting who made each.
+    struct SlowOffThread<S> {
+        inner: S,
+        made_here: usize,
+        made_there: usize,
+    }
+
+    impl<T: Timed, S: Chunks<T>> Chunks<T> for SlowOffThread<S> {
+        fn refill(&mut self, out: &mut Vec<T>, count: usize) {
+            if std::thread::current().name().is_none() {
+                std::thread::sleep(std::time::Duration::from_millis(3));
+                self.made_there += 1;
+            } else {
+                self.made_here += 1;
+            }
+            self.inner.refill(out, count);
+        }
+    }
+
+    /// When the generator falls behind, the deciding thread makes chunks
+    /// itself — still the same chunks in the same order.
+    #[test]
+    fn a_slow_generator_is_overtaken_without_reordering_a_chunk() {
+        let scenario = scenario();
+        let mut expected = Vec::new();
+        in_chunks(
+            arrivals(&scenario, &scenario.workloads[0], 0).unwrap(),
+            false,
+            &mut |chunk: &[Arrival]| {
+                expected.push(chunk.to_vec());
+                Ok(())
+            },
+        )
+        .unwrap();
+        let slow = SlowOffThread {
+            inner: arrivals(&scenario, &scenario.workloads[0], 0).unwrap(),
+            made_here: 0,
+            made_there: 0,
+        };
+        let mut got = Vec::new();
+        let slow = pipeline(slow, &mut |chunk: &[Arrival]| {
+            got.push(chunk.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(got, expected);
+        assert!(
+            slow.made_here > slow.made_there,
+            "made here {}, by the generator {}",
+            slow.made_here,
+            slow.made_there
+        );
     }
 
     #[test]
