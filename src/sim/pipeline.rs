@@ -68,6 +68,8 @@ fn pipeline<T: Timed, S: Chunks<T>>(
     let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<T>>();
     // Set while the decisions make chunks themselves.
     let wanted = AtomicBool::new(false);
+    // Set once the decisions are over.
+    let over = AtomicBool::new(false);
     fn lock<S>(shared: &Mutex<Shared<S>>) -> std::sync::MutexGuard<'_, Shared<S>> {
         shared
             .lock()
@@ -75,14 +77,16 @@ fn pipeline<T: Timed, S: Chunks<T>>(
     }
     let outcome = std::thread::scope(|scope| {
         let shared = &shared;
-        let wanted = &wanted;
+        let (wanted, over) = (&wanted, &over);
         scope.spawn(move || {
             loop {
                 // The decisions are making chunks themselves: stay out of
                 // their way until they ask again.
+                // (Looking at a flag, not the stream: taking the stream
+                // only to look would make the decisions wait for it.)
                 if wanted.load(Ordering::Relaxed) {
                     std::thread::sleep(BEHIND_AFTER);
-                    if lock(shared).done {
+                    if over.load(Ordering::Relaxed) {
                         return;
                     }
                     continue;
@@ -190,6 +194,7 @@ fn pipeline<T: Timed, S: Chunks<T>>(
         // Unblocks a generator waiting to send (it holds the stream then),
         // and stops it.
         drop(full_rx);
+        over.store(true, Ordering::Relaxed);
         lock(shared).done = true;
         outcome
     });
