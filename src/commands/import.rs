@@ -7,6 +7,9 @@ use anyhow::{Result, bail};
 use crate::cli::ImportArgs;
 use crate::limiter::{Context, LimiterConfig};
 
+/// The most limits `import --chain` prints, over every place.
+const MAX_CHAIN_LAYERS: usize = 10 * crate::import::MAX_BLOCKS;
+
 /// `burstsim import`.
 pub fn import(args: &ImportArgs) -> Result<()> {
     let crate::import::Imported {
@@ -60,6 +63,19 @@ pub fn import(args: &ImportArgs) -> Result<()> {
                 } else {
                     "router"
                 }
+            );
+        }
+        // Locations may share a level's limits: what is printed is bounded
+        // by the layers printed, not by the limits in the file.
+        let layers: usize = places
+            .iter()
+            .filter(|p| !p.dry_run)
+            .map(|p| p.layers.len())
+            .sum();
+        if layers > MAX_CHAIN_LAYERS {
+            bail!(
+                "{}: --chain: {layers} limits over all the places that apply them, more than the {MAX_CHAIN_LAYERS} one import prints; import without --chain, or take one place with from = {{ file, location }}",
+                args.file.display()
             );
         }
         for place in places.iter().filter(|p| !p.dry_run && !p.layers.is_empty()) {

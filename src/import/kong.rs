@@ -5,6 +5,8 @@
 //! path, which is `per = "key"`. `rate-limiting-advanced` and
 //! `response-ratelimiting` are errors at their line.
 
+use std::collections::HashMap;
+
 use super::yaml::Node;
 use super::{Block, Place, Source};
 use crate::error::ScenarioError;
@@ -58,7 +60,15 @@ struct Scope<'a> {
     names_service: bool,
 }
 
-impl Scope<'_> {
+/// Route, service, consumer, other: where Kong runs a plugin.
+type ScopeKey<'a> = (
+    Option<&'a str>,
+    Option<&'a str>,
+    Option<&'a str>,
+    Option<&'a str>,
+);
+
+impl<'a> Scope<'a> {
     /// `consumer bot`, `route orders`, `service checkout`, or `global`.
     fn on(&self) -> String {
         match (self.consumer, self.route, self.service, self.other) {
@@ -78,7 +88,7 @@ impl Scope<'_> {
     /// Kong's compound key of a plugin here (route, service, consumer):
     /// a plugin on a route is keyed by the route alone unless it names its
     /// service itself.
-    fn key(&self) -> (Option<&str>, Option<&str>, Option<&str>, Option<&str>) {
+    fn key(&self) -> ScopeKey<'a> {
         let service = if self.route.is_some() && !self.names_service {
             None
         } else {
@@ -93,6 +103,8 @@ impl Scope<'_> {
 #[derive(Default)]
 struct Found<'a> {
     plugins: Vec<(Block, Scope<'a>)>,
+    /// Each plugin's number in `plugins`, by Kong's key of where it is.
+    by_key: HashMap<ScopeKey<'a>, usize>,
     routes: Vec<(&'a str, Option<&'a str>, usize)>,
     services: Vec<(&'a str, usize)>,
 }
@@ -149,16 +161,17 @@ fn visit<'a>(
                 }
             }
             if let Some(block) = plugin_block(source, plugin, &at)? {
-                if let Some((first, _)) = found.plugins.iter().find(|(_, s)| s.key() == at.key()) {
+                if let Some(&first) = found.by_key.get(&at.key()) {
                     return Err(plugin.error(
                         source,
                         format!(
                             "a second rate-limiting plugin on {}: Kong keeps one plugin of a name per service, route and consumer (its cache key) and refuses this configuration; the first is {}",
                             at.on(),
-                            first.heading
+                            found.plugins[first].0.heading
                         ),
                     ));
                 }
+                found.by_key.insert(at.key(), found.plugins.len());
                 found.plugins.push((block, at));
             }
         }
@@ -188,10 +201,9 @@ fn visit<'a>(
 fn places(source: &Source, found: &Found) -> Vec<Place> {
     let plugin = |wanted: Scope| {
         found
-            .plugins
-            .iter()
-            .find(|(_, scope)| scope.key() == wanted.key())
-            .map(|(block, _)| block.clone())
+            .by_key
+            .get(&wanted.key())
+            .map(|&i| found.plugins[i].0.clone())
     };
     let global = plugin(Scope::default());
     let on_service = |service: Option<&str>| {

@@ -793,3 +793,41 @@ fn a_host_keyed_limit_keeps_a_state_per_host_not_per_client() {
         "without host_field every request names one site"
     );
 }
+
+/// What a configuration can make large is refused before the work: blocks
+/// nested past 64 (every location's limits are found by walking out of it),
+/// and `--chain` printing more than 10,000 limits over all its places
+/// (locations share a level's limits, so a file of 1,000 can print millions).
+#[test]
+fn deep_nesting_and_a_huge_chain_listing_are_refused() {
+    let deep = format!(
+        "http {{ limit_req_zone $a zone=z:1m rate=1r/s; limit_req zone=z;\n{}{}}}\n",
+        "location /x { ".repeat(100),
+        "} ".repeat(100)
+    );
+    let err = refused("nginx.conf", &deep, &["--chain"]);
+    assert!(err.contains("blocks nested more than 64 deep"), "{err}");
+
+    let mut wide = String::from("http {\n  limit_req_zone $a zone=z:1m rate=1r/s;\n  server {\n");
+    for _ in 0..1_000 {
+        wide.push_str("    limit_req zone=z;\n");
+    }
+    for i in 0..11 {
+        wide.push_str(&format!("    location /{i}/ {{ }}\n"));
+    }
+    wide.push_str("  }\n}\n");
+    let err = refused("nginx.conf", &wide, &["--chain"]);
+    assert!(
+        err.contains(
+            "--chain: 11000 limits over all the places that apply them, more than the 10000"
+        ),
+        "{err}"
+    );
+    // Without --chain the same file imports: its 1,000 limits are within bounds.
+    let dir = tree(&[("nginx.conf", &wide)]);
+    burstsim()
+        .arg("import")
+        .arg(dir.path().join("nginx.conf"))
+        .assert()
+        .success();
+}

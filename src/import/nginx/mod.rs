@@ -11,6 +11,9 @@ use super::{Block, HOST_KEY_NOTE, Source};
 use crate::error::ScenarioError;
 use files::{Files, Item, Token};
 
+/// The deepest nesting of blocks read (real configurations nest a handful).
+const MAX_NESTING: usize = 64;
+
 pub(super) const SUPPORTED: &str = "supported: limit_req_zone (key, zone, rate), limit_req (zone, burst, nodelay, delay) and include";
 
 /// A directive: its words (the name first), the blocks it sits in, and
@@ -67,7 +70,7 @@ struct Zone {
 /// that are not here, limits in a dry run).
 pub(super) fn read(source: &Source) -> Result<super::Read, ScenarioError> {
     let (mut files, items) = Files::read(source)?;
-    let parsed = directives(items);
+    let parsed = directives(&files, items)?;
     let directives = &parsed.directives;
     let mut zones = std::collections::HashMap::new();
     // `limit_req_dry_run` per block: on or off there and inside.
@@ -375,7 +378,7 @@ fn key_meaning(key: &str) -> Option<String> {
 
 /// The items as directives in their blocks (`include`s already followed
 /// and braces balanced by [`Files::read`]).
-fn directives(items: Vec<Item>) -> Parsed {
+fn directives(files: &Files, items: Vec<Item>) -> Result<Parsed, ScenarioError> {
     let mut directives = Vec::new();
     // Every block (0: the main context).
     let mut all = vec![Head {
@@ -395,6 +398,17 @@ fn directives(items: Vec<Item>) -> Parsed {
                     block: open.last().copied().unwrap_or(0),
                 }),
                 "{" => {
+                    // Every location's limits are found by walking out of
+                    // it: nesting is bounded so that stays linear.
+                    if open.len() > MAX_NESTING {
+                        return Err(error(
+                            files,
+                            &mark,
+                            &format!(
+                                "blocks nested more than {MAX_NESTING} deep; burstsim reads no deeper"
+                            ),
+                        ));
+                    }
                     let name: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
                     all.push(Head {
                         parent: open.last().copied().unwrap_or(0),
@@ -414,10 +428,10 @@ fn directives(items: Vec<Item>) -> Parsed {
             },
         }
     }
-    Parsed {
+    Ok(Parsed {
         directives,
         blocks: all,
-    }
+    })
 }
 
 #[cfg(test)]
