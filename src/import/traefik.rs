@@ -76,6 +76,10 @@ fn references(list: Option<&Node>) -> Vec<String> {
 
 /// The deepest nesting of `chain` middlewares followed.
 const MAX_CHAIN_DEPTH: usize = 16;
+/// The most middleware references one router's chains are followed through.
+const MAX_FOLLOWED: usize = 4_096;
+/// The most rate limits all routers apply together (each a copy).
+const MAX_ROUTER_LAYERS: usize = 10 * super::MAX_BLOCKS;
 
 /// Every router (file provider `http.routers`, or each route of an
 /// `IngressRoute`: `NAME`, or `NAME#N` when it has several) with the
@@ -113,18 +117,27 @@ fn routers(
         }
     }
     let mut places = Vec::new();
+    // Limits over all routers: a chain shared by many is copied into each.
+    let mut all_layers = 0usize;
     for (name, router, names) in found {
         let mut layers = Vec::new();
         let mut notes = Vec::new();
+        let mut followed = 0usize;
         expand(
             &names,
-            limits,
-            chains,
-            &mut Vec::new(),
+            (limits, chains),
+            (&mut Vec::new(), &mut followed),
             &mut layers,
             &mut notes,
         )
         .map_err(|err| router.error(source, format!("router {name:?}: {err}")))?;
+        all_layers += layers.len();
+        if all_layers > MAX_ROUTER_LAYERS {
+            return Err(router.error(
+                source,
+                format!("routers applying more than {MAX_ROUTER_LAYERS} rate limits in all, this one included; burstsim reads no more"),
+            ));
+        }
         if layers.len() > super::MAX_BLOCKS {
             return Err(router.error(
                 source,
@@ -157,13 +170,20 @@ fn routers(
 /// it lists; `stack` is the chains being expanded (a cycle is an error).
 fn expand(
     names: &[String],
-    limits: &HashMap<&str, &Block>,
-    chains: &HashMap<String, Vec<String>>,
-    stack: &mut Vec<String>,
+    (limits, chains): (&HashMap<&str, &Block>, &HashMap<String, Vec<String>>),
+    (stack, followed): (&mut Vec<String>, &mut usize),
     layers: &mut Vec<Block>,
     notes: &mut Vec<String>,
 ) -> Result<(), String> {
     for name in names {
+        // Chains listing chains many times over grow as a power of their
+        // length without a limit in them: every reference counts.
+        *followed += 1;
+        if *followed > MAX_FOLLOWED {
+            return Err(format!(
+                "more than {MAX_FOLLOWED} middleware references followed through its chains; burstsim follows no more"
+            ));
+        }
         if let Some(block) = limits.get(name.as_str()) {
             layers.push((*block).clone());
         } else if let Some(inner) = chains.get(name) {
@@ -180,7 +200,7 @@ fn expand(
                 ));
             }
             stack.push(name.clone());
-            expand(inner, limits, chains, stack, layers, notes)?;
+            expand(inner, (limits, chains), (stack, followed), layers, notes)?;
             stack.pop();
         } else if !notes.iter().any(|n| n.contains(&format!("{name:?}"))) {
             notes.push(format!(
@@ -319,6 +339,28 @@ mod tests {
             .to_string();
         assert!(
             err.contains("router \"api\": a cycle of chain middlewares: clients → clients"),
+            "{err}"
+        );
+
+        // Chains listing chains 20 times over, 10 deep: 20^10 references
+        // without a limit among them, refused after 4,096.
+        let mut blowup =
+            String::from("http:\n  routers:\n    api:\n      middlewares: [c0]\n  middlewares:\n");
+        for level in 0..10 {
+            let next = format!("c{}", level + 1);
+            blowup.push_str(&format!(
+                "    c{level}:\n      chain:\n        middlewares: [{}]\n",
+                vec![next.as_str(); 20].join(", ")
+            ));
+        }
+        blowup.push_str("    c10:\n      compress: {}\n");
+        let source = crate::import::Source::new(std::path::Path::new("traefik.yaml"), &blowup);
+        let err = super::read(&source, &crate::import::yaml::parse(&source).unwrap())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("more than 4096 middleware references followed"),
             "{err}"
         );
     }
