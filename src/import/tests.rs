@@ -140,15 +140,7 @@ fn a_location_applies_the_limits_nginx_merges_into_it() {
     assert_eq!(places[0].table()["kind"].as_str(), Some("nginx-limit-req"));
 
     // Chosen by `from`, by location and, where it is ambiguous, server.
-    let from = |extra: &str| {
-        let value: toml::Value =
-            toml::from_str::<toml::Table>(&format!("v = {{ file = \"nginx.conf\", {extra} }}"))
-                .unwrap()["v"]
-                .clone();
-        from_table(value, dir.path())
-            .map(|f| (f.name, f.table))
-            .map_err(|e| e.to_string())
-    };
+    let from = |extra: &str| taken(dir.path(), "nginx.conf", extra);
     let (name, table) = from("location = \"/y/\"").unwrap();
     assert_eq!(name, "location /y/");
     assert_eq!(table["kind"].as_str(), Some("chain"));
@@ -183,15 +175,7 @@ fn a_router_is_taken_whole_from_a_traefik_file() {
         "http:\n  routers:\n    api:\n      middlewares: [site, client]\n    one:\n      middlewares: [client]\n  middlewares:\n    site:\n      rateLimit: { average: 100, burst: 50 }\n    client:\n      rateLimit: { average: 10 }\n",
     )
     .unwrap();
-    let from = |extra: &str| {
-        let value =
-            toml::from_str::<toml::Table>(&format!("v = {{ file = \"traefik.yaml\", {extra} }}"))
-                .unwrap()["v"]
-                .clone();
-        from_table(value, dir.path())
-            .map(|f| (f.name, f.table))
-            .map_err(|e| e.to_string())
-    };
+    let from = |extra: &str| taken(dir.path(), "traefik.yaml", extra);
     let (name, table) = from("router = \"api\"").unwrap();
     assert_eq!(name, "router api");
     assert_eq!(table["kind"].as_str(), Some("chain"));
@@ -207,4 +191,15 @@ fn a_router_is_taken_whole_from_a_traefik_file() {
     );
     let err = from("router = \"api\", location = \"/\"").unwrap_err();
     assert!(err.contains("not both"), "{err}");
+}
+
+/// What `from = { file = "<file>", <extra> }` takes from `dir`: its name and
+/// table, or the error as text.
+fn taken(dir: &Path, file: &str, extra: &str) -> Result<(String, toml::Table), String> {
+    let value = toml::from_str::<toml::Table>(&format!("v = {{ file = {file:?}, {extra} }}"))
+        .unwrap()["v"]
+        .clone();
+    from_table(value, dir)
+        .map(|f| (f.name, f.table))
+        .map_err(|e| e.to_string())
 }

@@ -170,3 +170,31 @@ pub fn real_time() -> std::sync::MutexGuard<'static, ()> {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+/// The first `[[limiter]]` block `burstsim import [extra] conf` prints, its
+/// name removed, as a user would paste it.
+pub fn imported_limiter(conf: &std::path::Path, extra: &[&str]) -> toml::Table {
+    let imported = std::process::Command::new(env!("CARGO_BIN_EXE_burstsim"))
+        .arg("import")
+        .args(extra)
+        .arg(conf)
+        .output()
+        .unwrap();
+    assert!(imported.status.success(), "{imported:?}");
+    let document: toml::Table =
+        toml::from_str(&String::from_utf8(imported.stdout).unwrap()).unwrap();
+    let mut block = document["limiter"].as_array().unwrap()[0]
+        .as_table()
+        .unwrap()
+        .clone();
+    block.remove("name");
+    block
+}
+
+/// A limiter built from a scenario's limiter table.
+pub fn built(table: toml::Table) -> burstsim::limiter::Limiter {
+    burstsim::limiter::LimiterConfig::from_table(table)
+        .unwrap()
+        .build(burstsim::limiter::Context::default())
+        .unwrap()
+}

@@ -252,29 +252,11 @@ fn an_expired_entry_is_forgotten_as_the_imported_model_forgets_it() {
         format!("frontend web\n    {table}\n    http-request track-sc0 src\n    http-request deny deny_status 429 if {{ sc_http_req_rate(0) gt 5 }}\n"),
     )
     .unwrap();
-    let imported = Command::new(env!("CARGO_BIN_EXE_burstsim"))
-        .arg("import")
-        .arg(&conf)
-        .output()
-        .unwrap();
-    assert!(imported.status.success(), "{imported:?}");
-    let document: toml::Table =
-        toml::from_str(&String::from_utf8(imported.stdout).unwrap()).unwrap();
-    let mut block = document["limiter"].as_array().unwrap()[0]
-        .as_table()
-        .unwrap()
-        .clone();
-    block.remove("name");
+    let mut block = common::imported_limiter(&conf, &[]);
     assert_eq!(block["evict_after"].as_str(), Some("1s"), "{block:?}");
-    let build = |table: toml::Table| {
-        LimiterConfig::from_table(table)
-            .unwrap()
-            .build(Context::default())
-            .unwrap()
-    };
-    let mut ours = build(block.clone());
+    let mut ours = common::built(block.clone());
     block.remove("evict_after");
-    let mut remembering = build(block);
+    let mut remembering = common::built(block);
 
     let server = Server::start_with(&binary, table, 5);
     let start = Instant::now();

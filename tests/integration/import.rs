@@ -652,43 +652,40 @@ fn a_location_is_imported_as_the_chain_nginx_applies() {
         .unwrap();
         file
     };
-    let pasted = scenario(&stdout);
-    burstsim()
-        .args(["run", "--no-charts", "--quiet", "--out"])
-        .arg(dir.path().join("pasted"))
-        .arg(&pasted)
-        .assert()
-        .success();
-    let summary = |out: &str| -> Value {
-        serde_json::from_slice(&fs::read(dir.path().join(out).join("summary.json")).unwrap())
-            .unwrap()
+    // Runs `limiter` into folder `out` and reads its summary's runs.
+    let runs = |out: &str, limiter: &str| -> Value {
+        let file = scenario(limiter);
+        let folder = dir.path().join(out);
+        burstsim()
+            .args(["run", "--no-charts", "--quiet", "--out"])
+            .arg(&folder)
+            .arg(&file)
+            .assert()
+            .success();
+        let summary: Value =
+            serde_json::from_slice(&fs::read(folder.join("summary.json")).unwrap()).unwrap();
+        summary["runs"].clone()
     };
+    let pasted = runs("pasted", &stdout);
     let root = fs::canonicalize(".").unwrap();
     let config = root.join(path);
     let config = config.display();
-    let taken = scenario(&format!(
-        "[[limiter]]\nname = \"api\"\nfrom = {{ file = {config:?}, location = \"/api/\" }}"
-    ));
-    burstsim()
-        .args(["run", "--no-charts", "--quiet", "--out"])
-        .arg(dir.path().join("taken"))
-        .arg(&taken)
-        .assert()
-        .success();
-    let runs = summary("taken")["runs"].clone();
-    assert!(runs.as_array().is_some_and(|r| r.len() == 1), "{runs}");
-    assert_eq!(summary("pasted")["runs"], runs);
+    let taken = runs(
+        "taken",
+        &format!(
+            "[[limiter]]\nname = \"api\"\nfrom = {{ file = {config:?}, location = \"/api/\" }}"
+        ),
+    );
+    assert!(taken.as_array().is_some_and(|r| r.len() == 1), "{taken}");
+    assert_eq!(pasted, taken);
 
-    let layered = scenario(&format!(
-        "[[limiter]]\nname = \"api\"\nkind = \"chain\"\ncount_rejected = false\nlayers = [{{ from = {{ file = {config:?}, zone = \"site\" }} }}, {{ from = {{ file = {config:?}, zone = \"per_client\" }} }}]"
-    ));
-    burstsim()
-        .args(["run", "--no-charts", "--quiet", "--out"])
-        .arg(dir.path().join("layered"))
-        .arg(&layered)
-        .assert()
-        .success();
-    assert_eq!(summary("layered")["runs"], summary("taken")["runs"]);
+    let layered = runs(
+        "layered",
+        &format!(
+            "[[limiter]]\nname = \"api\"\nkind = \"chain\"\ncount_rejected = false\nlayers = [{{ from = {{ file = {config:?}, zone = \"site\" }} }}, {{ from = {{ file = {config:?}, zone = \"per_client\" }} }}]"
+        ),
+    );
+    assert_eq!(layered, taken);
 
     let missing = scenario(&format!(
         "[[limiter]]\nname = \"api\"\nkind = \"chain\"\nlayers = [{{ kind = \"sliding-log\", window = \"1s\", threshold = 5 }}, {{ from = {{ file = {config:?}, zone = \"nope\" }} }}]"

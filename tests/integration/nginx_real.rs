@@ -281,28 +281,13 @@ fn a_host_keyed_zone_limits_each_host_as_nginx_does() {
         "http {\n  limit_req_zone $host zone=one:1m rate=10r/s;\n  server { location / { limit_req zone=one burst=3 nodelay; } }\n}\n",
     )
     .unwrap();
-    let imported = Command::new(env!("CARGO_BIN_EXE_burstsim"))
-        .arg("import")
-        .arg(&conf)
-        .output()
-        .unwrap();
-    assert!(imported.status.success(), "{imported:?}");
-    let document: toml::Table =
-        toml::from_str(&String::from_utf8(imported.stdout).unwrap()).unwrap();
-    let mut block = document["limiter"].as_array().unwrap()[0]
-        .as_table()
-        .unwrap()
-        .clone();
-    block.remove("name");
+    let block = common::imported_limiter(&conf, &[]);
     assert_eq!(
         block.get("per").and_then(|p| p.as_str()),
         Some("host"),
         "{block:?}"
     );
-    let mut limiter = LimiterConfig::from_table(block)
-        .unwrap()
-        .build(Context::default())
-        .unwrap();
+    let mut limiter = common::built(block);
 
     let server = Server::start_keyed(&binary, "$host", "10r/s", "burst=3 nodelay");
     let start = Instant::now();
@@ -354,30 +339,12 @@ fn a_location_with_two_zones_is_the_chain_nginx_applies() {
         format!("http {{\n  {zones}\n  server {{ location / {{ {limits} }} }}\n}}\n"),
     )
     .unwrap();
-    let imported = Command::new(env!("CARGO_BIN_EXE_burstsim"))
-        .args(["import", "--chain"])
-        .arg(&conf)
-        .output()
-        .unwrap();
-    assert!(imported.status.success(), "{imported:?}");
-    let document: toml::Table =
-        toml::from_str(&String::from_utf8(imported.stdout).unwrap()).unwrap();
-    let mut chain = document["limiter"].as_array().unwrap()[0]
-        .as_table()
-        .unwrap()
-        .clone();
-    chain.remove("name");
+    let mut chain = common::imported_limiter(&conf, &["--chain"]);
     assert_eq!(chain["kind"].as_str(), Some("chain"), "{chain:?}");
     assert_eq!(chain["count_rejected"].as_bool(), Some(false), "{chain:?}");
-    let build = |table: toml::Table| {
-        LimiterConfig::from_table(table)
-            .unwrap()
-            .build(Context::default())
-            .unwrap()
-    };
-    let mut ours = build(chain.clone());
+    let mut ours = common::built(chain.clone());
     chain.insert("count_rejected".into(), true.into());
-    let mut counting = build(chain);
+    let mut counting = common::built(chain);
 
     let server = Server::start_with(&binary, zones, limits);
     let start = Instant::now();
