@@ -7,7 +7,7 @@ use std::path::Path;
 use burstsim::limiter::{Context, Limiter, LimiterConfig, RateLimiter};
 use burstsim::time::Nanos;
 
-use crate::common;
+use super::common;
 
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000_000_000;

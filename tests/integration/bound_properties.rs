@@ -7,7 +7,7 @@ use burstsim::limiter::{Context, Limiter, LimiterConfig, RateLimiter};
 use burstsim::time::Nanos;
 use proptest::prelude::*;
 
-use crate::common;
+use super::common;
 
 fn build(text: &str) -> Limiter {
     let table: toml::Table = toml::from_str(text).expect("valid TOML");

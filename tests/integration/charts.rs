@@ -2,7 +2,7 @@
 //! title, axis labels and every limiter; the shaded interval where the
 //! summary says; a report that needs nothing from the network.
 
-use crate::common;
+use super::common;
 
 use common::required;
 
@@ -207,7 +207,7 @@ fn no_charts_writes_no_charts_and_no_report() {
 #[test]
 #[ignore = "needs Chromium (Debian's chromium): run with --include-ignored, as .ci/run does"]
 fn the_report_renders_non_blank_in_a_headless_browser() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let promo = run("scenarios/promo.toml", &[]);
     let Some((pixels, channels)) = screenshot(&promo.out, 1280, 2400) else {
         return;
@@ -302,7 +302,7 @@ fn a_limiter_keeps_its_colour_by_name_across_reports() {
 #[test]
 #[ignore = "needs Chromium (Debian's chromium): run with --include-ignored, as .ci/run does"]
 fn the_reports_first_screen_holds_the_verdict_and_a_chart() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let promo = run("scenarios/promo.toml", &[]);
     let html = fs::read_to_string(promo.out.join("report.html")).unwrap();
     let at = |needle: &str| html.find(needle).unwrap_or_else(|| panic!("no {needle}"));

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
-use crate::common;
+use super::common;
 use predicates::prelude::*;
 use serde_json::Value;
 

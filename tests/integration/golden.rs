@@ -17,7 +17,7 @@ use std::path::Path;
 
 use assert_cmd::Command;
 
-use crate::common;
+use super::common;
 
 /// FNV-1a, 64 bits: a fixed, portable digest (std's hasher may change).
 fn fnv1a(bytes: &[u8]) -> u64 {

@@ -10,7 +10,7 @@
 //! edge to the millisecond. Skipped, with a message, where the source or a
 //! C compiler is missing.
 
-use crate::common;
+use super::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -69,7 +69,7 @@ fn times(state: &mut u64, count: usize, period_ms: u64) -> Vec<u64> {
 #[test]
 #[ignore = "needs HAProxy's source in BURSTSIM_HAPROXY_SOURCE and cc: run with --include-ignored, as .ci/run does"]
 fn haproxy_rate_decides_every_request_as_haproxys_freq_ctr() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let dir = tempfile::tempdir().unwrap();
     let Some(driver) = driver(dir.path()) else {
         common::required(

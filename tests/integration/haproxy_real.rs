@@ -6,7 +6,7 @@
 //! unexplained. Skipped, with a message, where no `haproxy` is installed;
 //! `.ci/run` installs Debian's so CI runs it.
 
-use crate::common;
+use super::common;
 
 use common::required;
 
@@ -181,7 +181,7 @@ fn compare(sent: &[(u64, u16)], clock_offset: u64) -> (Vec<(u64, u64)>, Vec<(u64
 #[test]
 #[ignore = "needs HAProxy (Debian's haproxy): run with --include-ignored, as .ci/run does"]
 fn haproxy_admits_and_denies_as_the_freq_ctr_model() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let Some(binary) = haproxy() else {
         required("not installed: haproxy; .ci/run installs Debian's haproxy");
         return;
@@ -239,7 +239,7 @@ fn haproxy_admits_and_denies_as_the_freq_ctr_model() {
 #[test]
 #[ignore = "needs HAProxy (Debian's haproxy): run with --include-ignored, as .ci/run does"]
 fn an_expired_entry_is_forgotten_as_the_imported_model_forgets_it() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let Some(binary) = haproxy() else {
         required("not installed: haproxy; .ci/run installs Debian's haproxy");
         return;

@@ -8,7 +8,7 @@ use burstsim::time::Nanos;
 use burstsim::traffic::Key;
 use proptest::prelude::*;
 
-use crate::common;
+use super::common;
 
 fn limiter(text: &str) -> Limiter {
     let table: toml::Table = toml::from_str(text).expect("test configs are valid TOML");

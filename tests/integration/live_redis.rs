@@ -2,7 +2,7 @@
 //! simulator (edges within timing jitter are followed and reported), and the
 //! non-atomic GET, INCR, PEXPIRE variant over-admits.
 
-use crate::common;
+use super::common;
 
 use std::fs;
 
@@ -72,7 +72,7 @@ fn spawn_live(
 #[test]
 #[ignore = "needs redis-server: run with --include-ignored, as .ci/run does"]
 fn live_replay_agrees_with_the_simulator_on_atomic_scripts() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let _one_at_a_time = one_replay_at_a_time();
     let Some(server) = started_redis() else {
         return;
@@ -237,7 +237,7 @@ fn live_refuses_a_speed_that_would_run_longer_than_the_wall_time_limit() {
 #[test]
 #[ignore = "needs redis-server: run with --include-ignored, as .ci/run does"]
 fn a_live_run_killed_midway_leaves_no_sliding_log_key_without_expiry() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let _one_at_a_time = one_replay_at_a_time();
     let Some(server) = started_redis() else {
         return;
@@ -281,7 +281,7 @@ fn a_live_run_killed_midway_leaves_no_sliding_log_key_without_expiry() {
 #[test]
 #[ignore = "needs redis-server: run with --include-ignored, as .ci/run does"]
 fn live_through_a_paused_redis_reports_what_each_policy_lets_through() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let _one_at_a_time = one_replay_at_a_time();
     let Some(server) = started_redis() else {
         return;
@@ -374,7 +374,7 @@ fn live_through_a_paused_redis_reports_what_each_policy_lets_through() {
 #[test]
 #[ignore = "needs redis-server: run with --include-ignored, as .ci/run does"]
 fn a_live_run_killed_during_the_naive_window_leaves_no_key_without_expiry() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let _one_at_a_time = one_replay_at_a_time();
     let Some(server) = started_redis() else {
         return;
@@ -454,7 +454,7 @@ fn a_password_in_the_redis_url_never_reaches_an_error_message() {
 #[test]
 #[ignore = "needs redis-server: run with --include-ignored, as .ci/run does"]
 fn max_wall_time_holds_while_redis_stops_answering() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let _one_at_a_time = one_replay_at_a_time();
     let Some(server) = started_redis() else {
         return;
@@ -494,7 +494,7 @@ fn max_wall_time_holds_while_redis_stops_answering() {
 #[test]
 #[ignore = "needs redis-server: run with --include-ignored, as .ci/run does"]
 fn live_refuses_a_trace_whose_stream_ends_in_an_error() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let _one_at_a_time = one_replay_at_a_time();
     let Some(server) = started_redis() else {
         return;

@@ -3,7 +3,7 @@
 //! delays to within scheduling noise). Skipped, with a message, where no
 //! `nginx` is installed; `.ci/run` installs Debian's nginx so CI runs it.
 
-use crate::common;
+use super::common;
 
 use common::required;
 
@@ -152,7 +152,7 @@ fn replay(server: &Server) -> Vec<(Duration, u16, Duration)> {
 #[test]
 #[ignore = "needs nginx (Debian's nginx-light): run with --include-ignored, as .ci/run does"]
 fn nodelay_admits_and_rejects_exactly_as_nginx() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let Some(binary) = nginx() else {
         required("not installed: nginx; .ci/run installs Debian's nginx");
         return;
@@ -181,7 +181,7 @@ fn nodelay_admits_and_rejects_exactly_as_nginx() {
 #[test]
 #[ignore = "needs nginx (Debian's nginx-light): run with --include-ignored, as .ci/run does"]
 fn without_nodelay_nginx_delays_as_the_model_says() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let Some(binary) = nginx() else {
         required("not installed: nginx; .ci/run installs Debian's nginx");
         return;
@@ -212,7 +212,7 @@ fn without_nodelay_nginx_delays_as_the_model_says() {
 #[test]
 #[ignore = "needs nginx (Debian's nginx-light): run with --include-ignored, as .ci/run does"]
 fn import_refuses_the_limit_req_parameters_nginx_refuses() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let Some(binary) = nginx() else {
         common::required("not installed: nginx; .ci/run installs Debian's nginx");
         return;
@@ -268,7 +268,7 @@ fn import_refuses_the_limit_req_parameters_nginx_refuses() {
 #[test]
 #[ignore = "needs nginx (Debian's nginx-light): run with --include-ignored, as .ci/run does"]
 fn a_host_keyed_zone_limits_each_host_as_nginx_does() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let Some(binary) = nginx() else {
         required("not installed: nginx; .ci/run installs Debian's nginx");
         return;
@@ -324,7 +324,7 @@ fn a_host_keyed_zone_limits_each_host_as_nginx_does() {
 #[test]
 #[ignore = "needs nginx (Debian's nginx-light): run with --include-ignored, as .ci/run does"]
 fn a_location_with_two_zones_is_the_chain_nginx_applies() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let Some(binary) = nginx() else {
         required("not installed: nginx; .ci/run installs Debian's nginx");
         return;

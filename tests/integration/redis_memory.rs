@@ -5,7 +5,7 @@
 
 use burstsim::limiter::{Context, LimiterConfig, RateLimiter};
 
-use crate::common;
+use super::common;
 
 use common::{RedisServer, redis_server, required};
 
@@ -46,7 +46,7 @@ fn state_bytes(config: &str) -> i64 {
 #[test]
 #[ignore = "needs redis-server: run with --include-ignored, as .ci/run does"]
 fn reported_state_sizes_match_what_redis_keeps() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let Some(binary) = redis_server() else {
         required("not installed: redis-server; .ci/run installs Debian's");
         return;

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use burstsim::limiter::{Context, RateLimiter};
 use burstsim::time::Nanos;
 
-use crate::common;
+use super::common;
 
 use common::{RedisServer, redis_server, required};
 
@@ -89,7 +89,7 @@ fn key(index: usize, t: u64) -> String {
 #[test]
 #[ignore = "needs redis-server: run with --include-ignored, as .ci/run does"]
 fn atomic_incr_in_redis_decides_as_the_model() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let Some(binary) = redis_server() else {
         required("not installed: redis-server; .ci/run installs Debian's");
         return;
@@ -110,7 +110,7 @@ fn atomic_incr_in_redis_decides_as_the_model() {
 #[test]
 #[ignore = "needs redis-server: run with --include-ignored, as .ci/run does"]
 fn get_then_incr_in_redis_over_a_round_trip_decides_as_the_model() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let Some(binary) = redis_server() else {
         required("not installed: redis-server; .ci/run installs Debian's");
         return;
@@ -145,7 +145,7 @@ fn get_then_incr_in_redis_over_a_round_trip_decides_as_the_model() {
 #[test]
 #[ignore = "needs redis-server: run with --include-ignored, as .ci/run does"]
 fn incr_with_pexpire_in_redis_decides_as_the_store_clock_model() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let Some(binary) = redis_server() else {
         required("not installed: redis-server; .ci/run installs Debian's");
         return;

@@ -10,7 +10,7 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-use crate::common;
+use super::common;
 
 const PROMO: &str = "scenarios/sweep-promo.toml";
 
@@ -196,7 +196,7 @@ fn shards_merged_are_byte_identical_to_the_whole_sweep_whatever_the_threads() {
 #[test]
 #[ignore = "needs GNU parallel: run with --include-ignored, as .ci/run does"]
 fn shards_under_gnu_parallel_merge_into_the_whole_sweep_and_resume() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     if !Path::new("/usr/bin/parallel").exists() {
         common::required("GNU parallel is not installed (Debian's `parallel`)");
         return;

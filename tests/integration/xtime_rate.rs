@@ -9,7 +9,7 @@
 //! `golang-golang-x-time-dev` and `golang-github-mailgun-ttlmap-dev` so CI
 //! runs it.
 
-use crate::common;
+use super::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -81,7 +81,7 @@ fn times(mix: &mut Mix, count: usize, scale: u64, offset: u64) -> Vec<u64> {
 #[test]
 #[ignore = "needs Go with golang.org/x/time/rate and mailgun/ttlmap: run with --include-ignored, as .ci/run does"]
 fn traefik_decides_every_request_as_x_time_rate_does() {
-    let _alone = crate::common::real_time();
+    let _alone = super::common::real_time();
     let dir = tempfile::tempdir().unwrap();
     let Some(driver) = driver(dir.path()) else {
         common::required(
