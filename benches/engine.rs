@@ -31,8 +31,7 @@ fn arrivals() -> Vec<Nanos> {
         .arrivals(
             Nanos(u64::MAX / 2),
             Path::new("."),
-            stream(1, "bench", 0, 0),
-            stream(2, "bench", 0, 0),
+            (stream(1, "bench", 0, 0), stream(2, "bench", 0, 0)),
         )
         .unwrap()
         .take(REQUESTS)
@@ -130,8 +129,7 @@ fn generators(c: &mut Criterion) {
                 .arrivals(
                     Nanos(u64::MAX / 2),
                     &dir,
-                    stream(1, "bench", 0, 0),
-                    stream(2, "bench", 0, 0),
+                    (stream(1, "bench", 0, 0), stream(2, "bench", 0, 0)),
                 )
                 .unwrap()
                 .count()
@@ -145,8 +143,7 @@ fn generators(c: &mut Criterion) {
                     .arrivals(
                         Nanos(1_000 * 1_000_000_000),
                         Path::new("."),
-                        stream(1, "bench", 0, 0),
-                        stream(2, "bench", 0, 0),
+                        (stream(1, "bench", 0, 0), stream(2, "bench", 0, 0)),
                     )
                     .unwrap();
                 arrivals

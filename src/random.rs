@@ -13,6 +13,27 @@ pub fn unique_id() -> String {
     format!("{}-{random:016x}", std::process::id())
 }
 
+/// The random generator behind every stochastic source and retrying client,
+/// named after its algorithm so results do not change when `rand` changes
+/// its default.
+pub type Rng = rand_xoshiro::Xoshiro256PlusPlus;
+
+/// The random stream of one source of one workload, derived from the scenario
+/// seed, the workload's name and the source's position, so that adding a
+/// workload or a source leaves the others' traffic unchanged.
+pub fn stream(seed: u64, workload: &str, source: usize, replication: u64) -> Rng {
+    let name_hash = fnv1a(workload.as_bytes());
+    let mut state = seed
+        ^ name_hash.rotate_left(17)
+        ^ (source as u64).rotate_left(41)
+        ^ replication.rotate_left(53);
+    let mut seed_bytes = [0u8; 32];
+    for chunk in seed_bytes.chunks_exact_mut(8) {
+        chunk.copy_from_slice(&splitmix64(&mut state).to_le_bytes());
+    }
+    <Rng as rand::SeedableRng>::from_seed(seed_bytes)
+}
+
 /// The golden-ratio increment of SplitMix64, also its usual starting state.
 pub const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
 

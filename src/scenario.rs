@@ -227,7 +227,15 @@ impl Scenario {
 
 /// Reads and validates the scenario at `path`.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-    parse(&read(path)?, path)
+    parse(
+        &crate::input::read_text(path, crate::input::MAX_SCENARIO_BYTES).map_err(|cause| {
+            ScenarioError::Read {
+                path: path.to_owned(),
+                cause,
+            }
+        })?,
+        path,
+    )
 }
 
 /// The text of the scenario file at `path` (bounded in size).

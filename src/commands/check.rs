@@ -4,8 +4,8 @@ use anyhow::Result;
 
 use super::{coloured, load, print, with_capacity};
 use crate::cli::{CheckArgs, CheckFormat};
+use crate::replicate;
 use crate::results::RunResult;
-use crate::{replicate, sim};
 
 /// `burstsim check`: true when every run stays within the backend.
 pub fn check(args: &CheckArgs) -> Result<bool> {
@@ -19,8 +19,13 @@ pub fn check(args: &CheckArgs) -> Result<bool> {
         args.limits.max_requests,
         args.limits.max_memory,
     )?;
-    let results =
-        replicate::simulate_replicated(&scenario, &sim::Options::default(), replications, &())?;
+    let results = replicate::simulate_replicated(
+        &scenario,
+        replicate::Keep::Timeline,
+        replications,
+        None,
+        &(),
+    )?;
     let capacity = results.capacity().unwrap_or(0);
     let runs = results.runs().count();
     let failures: Vec<(&RunResult, Vec<String>)> = results

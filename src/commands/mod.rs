@@ -57,56 +57,19 @@ fn with_capacity(scenario: Scenario, capacity: Option<NonZeroU64>) -> Result<Sce
 }
 
 /// A progress bar on standard error when it is a terminal and the work has
-/// several parts; hidden otherwise.
-fn progress_bar(units: u64, quiet: bool, what: &str) -> ProgressBar {
-    if quiet || units < 2 || !std::io::stderr().is_terminal() {
+/// several parts; hidden otherwise. `units` is None when the work learns
+/// its length itself ([`crate::replicate::Progress::start`]).
+fn progress_bar(units: Option<u64>, quiet: bool, what: &str) -> ProgressBar {
+    if quiet || units.is_some_and(|n| n < 2) || !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::new(units);
+    let bar = ProgressBar::new(units.unwrap_or(0));
     if let Ok(style) = ProgressStyle::with_template(&format!(
         "{{elapsed:>4}} [{{bar:40}}] {{pos}}/{{len}} {what} {{eta}} left"
     )) {
         bar.set_style(style.progress_chars("=> "));
     }
     bar
-}
-
-/// A progress bar that learns its length when the work starts: see
-/// [`progress_bar`].
-struct Bar {
-    bar: std::sync::OnceLock<ProgressBar>,
-    quiet: bool,
-    what: &'static str,
-}
-
-impl Bar {
-    fn new(quiet: bool, what: &'static str) -> Bar {
-        Bar {
-            bar: std::sync::OnceLock::new(),
-            quiet,
-            what,
-        }
-    }
-
-    /// Clears the bar from the terminal.
-    fn finish(&self) {
-        if let Some(bar) = self.bar.get() {
-            bar.finish_and_clear();
-        }
-    }
-}
-
-impl crate::replicate::Progress for Bar {
-    fn start(&self, units: u64) {
-        self.bar
-            .get_or_init(|| progress_bar(units, self.quiet, self.what));
-    }
-
-    fn advance(&self) {
-        if let Some(bar) = self.bar.get() {
-            bar.inc(1);
-        }
-    }
 }
 
 /// The scenario at `path`, its warnings shown.

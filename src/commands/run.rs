@@ -2,16 +2,15 @@
 
 use std::num::NonZeroU64;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 
-use super::{Bar, load, print_results, results_folder, warn};
+use super::{load, print_results, progress_bar, results_folder, warn};
 use crate::cli::RunArgs;
-use crate::output::{DecisionFiles, Staging};
-use crate::report::{self, csv, html, table};
-use crate::{chart, replicate, sim};
+use crate::job;
+use crate::report::table;
 /// `burstsim run`.
 pub fn run(args: &RunArgs) -> Result<()> {
-    let bar = Bar::new(args.quiet, "workload runs");
+    let bar = progress_bar(None, args.quiet, "workload runs");
     let mut scenario = load(&args.scenario)?;
     if let Some(seed) = args.seed {
         scenario.seed = seed;
@@ -19,59 +18,26 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let replications = args
         .replications
         .map_or(scenario.replications, NonZeroU64::get);
-    // Before any work, the decisions pass included.
-    crate::memory::check(
-        &scenario,
+    let plan = job::Plan {
         replications,
-        !args.no_charts,
-        args.limits.max_requests,
-        args.limits.max_memory,
-    )?;
-    let target = results_folder(args.out.as_deref(), &scenario.name);
-    let staging = Staging::new(&target)?;
-    warn(staging.notes());
-    let options = if args.no_charts {
-        sim::Options::default()
-    } else {
-        sim::for_charts(&scenario)
+        charts: !args.no_charts,
+        decisions: args.decisions,
+        stats: args.stats,
+        max_requests: args.limits.max_requests,
+        max_memory: args.limits.max_memory,
     };
-    let started = std::time::Instant::now();
-    let results = replicate::simulate_replicated(&scenario, &options, replications, &bar)?;
-    bar.finish();
-    if args.stats {
-        eprintln!("{}", replicate::throughput(&results, started.elapsed()));
+    let target = results_folder(args.out.as_deref(), &scenario.name);
+    let done = job::run(&scenario, &plan, &target, &warn, &bar)?;
+    bar.finish_and_clear();
+    if let Some(line) = &done.throughput {
+        eprintln!("{line}");
     }
-    if args.decisions {
-        // Decisions are replication 0's, streamed in a pass of their own.
-        let mut files = DecisionFiles::create(staging.path(), &scenario)?;
-        sim::simulate(&scenario, &sim::Options::default(), Some(&mut files))?;
-        files.finish()?;
-    }
-    let summary = results.summary();
-    let verdict = crate::check::Verdict::of(&summary.runs);
-    let json = report::render_json(&summary);
-    let summary_csv = csv::render_summary(&summary.runs);
-    staging.write("summary.json", &json)?;
-    staging.write("summary.csv", &summary_csv)?;
-    csv::write_timeline(results.runs(), staging.create("timeline.csv")?)
-        .context("writing timeline.csv")?;
-    if !args.no_charts {
-        // The charts and the report's tables draw the same selection.
-        let drawn = results.drawn();
-        let charts = chart::render_charts(&drawn)?;
-        for chart in &charts {
-            staging.write(&format!("charts/{}", chart.file), &chart.svg)?;
-        }
-        staging.write(
-            "report.html",
-            &html::render_report(&results, &drawn, &charts, verdict.as_ref()),
-        )?;
-    }
-    staging.commit()?;
+    let runs = &done.summary.runs;
+    let verdict = crate::check::Verdict::of(runs);
     let tables = [
-        Some(table::render_table(&summary.runs)),
-        table::render_closed_loop(&summary.runs),
-        table::render_outages(&summary.runs),
+        Some(table::render_table(runs)),
+        table::render_closed_loop(runs),
+        table::render_outages(runs),
     ];
     let mut tables = tables
         .into_iter()
@@ -85,8 +51,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
         args.format,
         &target,
         tables,
-        &json,
-        &summary_csv,
+        &done.json,
+        &done.summary_csv,
     )
 }
 

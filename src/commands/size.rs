@@ -24,7 +24,11 @@ pub fn size(args: &SizeArgs) -> Result<()> {
         args.limits.max_requests,
         args.limits.max_memory,
     )?;
-    let bar = progress_bar(scenario.limiters.len() as u64, args.quiet, "limiters sized");
+    let bar = progress_bar(
+        Some(scenario.limiters.len() as u64),
+        args.quiet,
+        "limiters sized",
+    );
     let report = crate::size::size(&scenario, capacity, replications, &|| bar.inc(1));
     bar.finish_and_clear();
     let report = report?;

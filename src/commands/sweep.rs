@@ -17,7 +17,7 @@ use crate::scenario::Scenario;
 use crate::sweep::results::SweepResults;
 use crate::sweep::shard::{self, Identity, Part, PointResult, Shard};
 use crate::sweep::{Base, Grid, fingerprint};
-use crate::{chart, replicate, sim};
+use crate::{chart, replicate};
 
 /// The file a shard writes in its folder.
 const PART: &str = "sweep-part.json";
@@ -132,18 +132,19 @@ pub fn sweep(args: &SweepArgs) -> Result<()> {
     };
     let runs_per_point = (scenario.workloads.len() * scenario.limiters.len()) as u128;
     check_sweep(&estimates, &mine, runs_per_point, args, path)?;
-    let bar = progress_bar(mine.len() as u64, args.output.quiet, "points");
+    let bar = progress_bar(Some(mine.len() as u64), args.output.quiet, "points");
     let results: Vec<Result<PointResult>> = mine
         .par_iter()
         .map(|&p| {
             let scenario = point(p)?;
-            let options = sim::Options {
-                skip_timeline: true,
-                ..sim::Options::default()
-            };
-            let results =
-                replicate::simulate_replicated(&scenario, &options, replications(&scenario), &())
-                    .with_context(|| format!("{}: at {}", path.display(), grid.named(p)))?;
+            let results = replicate::simulate_replicated(
+                &scenario,
+                replicate::Keep::Figures,
+                replications(&scenario),
+                None,
+                &(),
+            )
+            .with_context(|| format!("{}: at {}", path.display(), grid.named(p)))?;
             bar.inc(1);
             Ok(PointResult {
                 point: p,

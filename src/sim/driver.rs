@@ -59,7 +59,7 @@ pub fn for_limiter(
     if let Some(retry) = workload.retry {
         let arrivals = super::arrivals(scenario, workload, replication)?;
         let rng =
-            crate::traffic::stream(scenario.seed ^ RETRY_STREAM, &workload.name, 0, replication);
+            crate::random::stream(scenario.seed ^ RETRY_STREAM, &workload.name, 0, replication);
         return Ok(Box::new(RetryingClients::new(
             arrivals,
             retry,

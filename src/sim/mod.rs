@@ -98,23 +98,12 @@ pub fn curve_intervals(scenario: &Scenario) -> Vec<Nanos> {
     intervals
 }
 
-/// Runs every workload through every limiter.
-pub fn simulate(
-    scenario: &Scenario,
-    options: &Options,
-    mut sink: Option<&mut dyn DecisionSink>,
-) -> Result<Results> {
-    let workloads = if sink.is_none() {
-        // Workloads are independent: one per core.
-        (0..scenario.workloads.len())
-            .into_par_iter()
-            .map(|index| simulate_one(scenario, options, index))
-            .collect::<Result<Vec<_>>>()?
-    } else {
-        (0..scenario.workloads.len())
-            .map(|index| simulate_workload(scenario, options, index, &mut sink))
-            .collect::<Result<Vec<_>>>()?
-    };
+/// Runs every workload through every limiter, one workload per core.
+pub fn simulate(scenario: &Scenario, options: &Options) -> Result<Results> {
+    let workloads = (0..scenario.workloads.len())
+        .into_par_iter()
+        .map(|index| simulate_one(scenario, options, index))
+        .collect::<Result<Vec<_>>>()?;
     Ok(Results::new(scenario, options.curve.clone(), workloads))
 }
 
@@ -125,6 +114,17 @@ pub fn simulate_one(
     index: usize,
 ) -> Result<WorkloadResults> {
     simulate_workload(scenario, options, index, &mut None)
+}
+
+/// Runs workload number `index` through every limiter, each decision told
+/// to `sink` as it is made.
+pub fn simulate_recorded(
+    scenario: &Scenario,
+    options: &Options,
+    index: usize,
+    sink: &mut dyn DecisionSink,
+) -> Result<WorkloadResults> {
+    simulate_workload(scenario, options, index, &mut Some(sink))
 }
 
 fn simulate_workload(
@@ -317,8 +317,11 @@ pub fn arrivals(scenario: &Scenario, workload: &Workload, replication: u64) -> R
         .iter()
         .enumerate()
         .map(|(i, source)| {
-            let (times, keys) = streams(scenario.seed, &workload.name, i, replication);
-            source.arrivals(scenario.duration, &scenario.base_dir, times, keys)
+            source.arrivals(
+                scenario.duration,
+                &scenario.base_dir,
+                streams(scenario.seed, &workload.name, i, replication),
+            )
         })
         .collect::<Result<Vec<Source>, FieldError>>()
         .map_err(anyhow::Error::msg)

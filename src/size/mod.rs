@@ -221,7 +221,6 @@ impl<'a> Probe<'a> {
                     skip_timeline: true,
                     ..Options::default()
                 },
-                None,
             )?;
             // One limiter: one run per workload.
             for (cost, run) in costs.iter_mut().zip(outcome.runs()) {

@@ -17,8 +17,6 @@ pub use arrival::{Arrival, Client, Key, Timed};
 
 use std::path::Path;
 
-use rand::SeedableRng;
-use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Deserialize;
 
 pub use self::kind::{Kind, Place};
@@ -33,9 +31,7 @@ pub trait Chunks<T: Timed>: Send {
     fn refill(&mut self, out: &mut Vec<T>, count: usize);
 }
 
-/// The random generator behind every stochastic source, named after its
-/// algorithm so results do not change when `rand` changes its default.
-pub type Rng = Xoshiro256PlusPlus;
+pub use crate::random::{Rng, stream};
 
 /// The most requests in one burst (or one adversary pattern), which is held in memory.
 pub const MAX_BURST: u64 = 50_000_000;
@@ -322,15 +318,15 @@ impl SourceConfig {
         with_kind!(&self.kind, config => config.estimated_arrivals(place))
     }
 
-    /// The source's arrivals for one run, drawn from `rng`; its clients'
-    /// keys from `keys`.
+    /// The source's arrivals for one run, drawn from its `streams` ([`streams`]):
+    /// times from the first, its clients' keys from the second.
     pub fn arrivals(
         &self,
         duration: Nanos,
         base_dir: &Path,
-        rng: Rng,
-        keys: Rng,
+        streams: (Rng, Rng),
     ) -> Result<Source, FieldError> {
+        let (rng, keys) = streams;
         let place = self.place(duration, base_dir)?;
         let itself = with_kind!(&self.kind, config => config.keys_itself(place.clients));
         match &self.clients {
@@ -438,26 +434,9 @@ pub fn keys_stream(seed: u64, workload: &str, source: usize, replication: u64) -
 
 /// A source's two streams, of times and of clients: ([`stream`], [`keys_stream`]).
 pub fn streams(seed: u64, workload: &str, source: usize, replication: u64) -> (Rng, Rng) {
-    (
-        stream(seed, workload, source, replication),
-        stream(seed ^ KEYS_SEED, workload, source, replication),
-    )
-}
-
-/// The random stream of one source of one workload, derived from the scenario
-/// seed, the workload's name and the source's position, so that adding a
-/// workload or a source leaves the others' traffic unchanged.
-pub fn stream(seed: u64, workload: &str, source: usize, replication: u64) -> Rng {
-    let name_hash = crate::random::fnv1a(workload.as_bytes());
-    let mut state = seed
-        ^ name_hash.rotate_left(17)
-        ^ (source as u64).rotate_left(41)
-        ^ replication.rotate_left(53);
-    let mut seed_bytes = [0u8; 32];
-    for chunk in seed_bytes.chunks_exact_mut(8) {
-        chunk.copy_from_slice(&crate::random::splitmix64(&mut state).to_le_bytes());
-    }
-    Rng::from_seed(seed_bytes)
+    let [times, keys] =
+        [seed, seed ^ KEYS_SEED].map(|seed| stream(seed, workload, source, replication));
+    (times, keys)
 }
 
 #[cfg(test)]

@@ -40,8 +40,7 @@ fn giving_a_source_clients_spreads_its_keys_and_keeps_its_times() {
             .arrivals(
                 Nanos::SECOND,
                 Path::new("."),
-                stream(1, "w", 0, 0),
-                keys_stream(1, "w", 0, 0),
+                (stream(1, "w", 0, 0), keys_stream(1, "w", 0, 0)),
             )
             .unwrap()
             .collect()
@@ -75,8 +74,7 @@ fn per_client_bursts_come_around_each_clients_own_boundaries() {
         .arrivals(
             Nanos(5 * NANOS),
             Path::new("."),
-            stream(1, "w", 0, 0),
-            keys_stream(1, "w", 0, 0),
+            (stream(1, "w", 0, 0), keys_stream(1, "w", 0, 0)),
         )
         .unwrap()
         .collect();

@@ -123,8 +123,7 @@ fn simulate(text: &str, times: &[u64]) -> Vec<(String, u64, u64)> {
     let path = dir.path().join("s.toml");
     std::fs::write(&path, text).unwrap();
     let scenario = burstsim::scenario::load(&path).unwrap();
-    let outcome =
-        burstsim::sim::simulate(&scenario, &burstsim::sim::Options::default(), None).unwrap();
+    let outcome = burstsim::sim::simulate(&scenario, &burstsim::sim::Options::default()).unwrap();
     outcome
         .runs()
         .map(|r| {
@@ -290,8 +289,7 @@ threshold = 10
     let path = dir.path().join("s.toml");
     std::fs::write(&path, text).unwrap();
     let scenario = burstsim::scenario::load(&path).unwrap();
-    let outcome =
-        burstsim::sim::simulate(&scenario, &burstsim::sim::Options::default(), None).unwrap();
+    let outcome = burstsim::sim::simulate(&scenario, &burstsim::sim::Options::default()).unwrap();
     let runs: Vec<_> = outcome.runs().map(|r| &r.summary).collect();
     let per_client = runs[0];
     assert_eq!(

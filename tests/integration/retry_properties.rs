@@ -52,7 +52,7 @@ proptest! {
             // unit tests check those messages.
             Err(err) => return Err(TestCaseError::reject(err.to_string())),
         };
-        let results = match simulate(&scenario, &Options::default(), None) {
+        let results = match simulate(&scenario, &Options::default()) {
             Ok(results) => results,
             Err(err) if err.to_string().contains("offers no requests") => {
                 return Err(TestCaseError::reject("no requests"));
@@ -74,7 +74,7 @@ proptest! {
             // What is admitted arrived: never more admitted than attempts in an interval.
             prop_assert!(run.worst_rolling <= c.worst_rolling_attempts, "{}", text);
         }
-        let again = simulate(&scenario, &Options::default(), None).unwrap();
+        let again = simulate(&scenario, &Options::default()).unwrap();
         prop_assert_eq!(
             serde_json::to_string(&results.summary()).unwrap(),
             serde_json::to_string(&again.summary()).unwrap()
