@@ -161,7 +161,7 @@ pub fn from_table(value: toml::Value, base_dir: &Path) -> Result<FromImport, Fie
             ));
         }
         let place = one_place(&imported.places, kind, name, from.server.as_deref())
-            .map_err(|err| FieldError::at(kind, format!("{file}: {err}")))?;
+            .map_err(|why| FieldError::at(kind, format!("{file}: {why}")))?;
         return Ok(FromImport {
             name: place.title(),
             table: place.table(),
@@ -203,6 +203,56 @@ pub fn from_table(value: toml::Value, base_dir: &Path) -> Result<FromImport, Fie
     })
 }
 
+/// Why no one place of a kind and name was found (the text follows the
+/// file's name in the error).
+#[derive(Debug, thiserror::Error)]
+enum NoPlace {
+    #[error("{kind} {name:?} ({at}) is under limit_req_dry_run on: nginx rejects nothing there")]
+    DryRun {
+        kind: String,
+        name: String,
+        at: String,
+    },
+    #[error("no limit_req applies in location {name:?} ({at}), in it or in a block around it")]
+    NoLimitReq { name: String, at: String },
+    #[error("router {name:?} ({at}) applies no rateLimit middleware")]
+    NoRateLimit { name: String, at: String },
+    #[error(
+        "no rate-limiting plugin applies on {kind} {name:?} ({at}): none on it, its service or globally"
+    )]
+    NoPlugin {
+        kind: String,
+        name: String,
+        at: String,
+    },
+    #[error("has no {kind} {name:?}; it has no {kind} at all")]
+    NoneOfKind { kind: String, name: String },
+    #[error("has no {kind} {name:?}; it has {listed}")]
+    NotNamed {
+        kind: String,
+        name: String,
+        listed: String,
+    },
+    #[error(
+        "no server named {server:?} has {kind} {name:?}; the servers that do are named {servers}"
+    )]
+    NotInServer {
+        kind: String,
+        name: String,
+        server: String,
+        servers: String,
+    },
+    #[error(
+        "{count} blocks are {kind} {name:?} ({at}); say which with server = one of its server_names"
+    )]
+    Several {
+        kind: String,
+        name: String,
+        count: usize,
+        at: String,
+    },
+}
+
 /// The place of `kind` named `name` (in the server named `server`, if
 /// given) with at least one limit, or why there is none.
 fn one_place<'a>(
@@ -210,7 +260,7 @@ fn one_place<'a>(
     kind: &str,
     name: &str,
     server: Option<&str>,
-) -> Result<&'a Place, String> {
+) -> Result<&'a Place, NoPlace> {
     let listed = |places: &mut dyn Iterator<Item = &Place>| {
         let all: Vec<String> = places.map(|p| format!("{:?}", p.name)).collect();
         let more = all.len().saturating_sub(20);
@@ -223,10 +273,15 @@ fn one_place<'a>(
     let of_kind = || places.iter().filter(|p| p.kind == kind);
     let named: Vec<&Place> = of_kind().filter(|p| p.name == name.trim()).collect();
     if named.is_empty() {
+        let (kind, name) = (kind.to_string(), name.to_string());
         return Err(if of_kind().next().is_none() {
-            format!("has no {kind} {name:?}; it has no {kind} at all")
+            NoPlace::NoneOfKind { kind, name }
         } else {
-            format!("has no {kind} {name:?}; it has {}", listed(&mut of_kind()))
+            NoPlace::NotNamed {
+                kind,
+                name,
+                listed: listed(&mut of_kind()),
+            }
         });
     }
     let chosen: Vec<&Place> = named
@@ -237,47 +292,47 @@ fn one_place<'a>(
     let place = match (&chosen[..], server) {
         ([one], _) => *one,
         ([], Some(server)) => {
-            return Err(format!(
-                "no server named {server:?} has {kind} {name:?}; the servers that do are named {}",
-                named
+            return Err(NoPlace::NotInServer {
+                kind: kind.to_string(),
+                name: name.to_string(),
+                server: server.to_string(),
+                servers: named
                     .iter()
                     .map(|p| format!("[{}]", p.servers.join(" ")))
                     .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+                    .join(", "),
+            });
         }
         (several, _) => {
-            return Err(format!(
-                "{} blocks are {kind} {name:?} ({}); say which with server = one of its server_names",
-                several.len(),
-                several
+            return Err(NoPlace::Several {
+                kind: kind.to_string(),
+                name: name.to_string(),
+                count: several.len(),
+                at: several
                     .iter()
                     .map(|p| p.at.as_str())
                     .collect::<Vec<_>>()
-                    .join("; ")
-            ));
+                    .join("; "),
+            });
         }
     };
+    let (name, at) = (name.to_string(), place.at.clone());
     if place.dry_run {
-        return Err(format!(
-            "{kind} {name:?} ({}) is under limit_req_dry_run on: nginx rejects nothing there",
-            place.at
-        ));
+        return Err(NoPlace::DryRun {
+            kind: kind.to_string(),
+            name,
+            at,
+        });
     }
     if place.layers.is_empty() {
         return Err(match kind {
-            "location" => format!(
-                "no limit_req applies in location {name:?} ({}), in it or in a block around it",
-                place.at
-            ),
-            "router" => format!(
-                "router {name:?} ({}) applies no rateLimit middleware",
-                place.at
-            ),
-            _ => format!(
-                "no rate-limiting plugin applies on {kind} {name:?} ({}): none on it, its service or globally",
-                place.at
-            ),
+            "location" => NoPlace::NoLimitReq { name, at },
+            "router" => NoPlace::NoRateLimit { name, at },
+            _ => NoPlace::NoPlugin {
+                kind: kind.to_string(),
+                name,
+                at,
+            },
         });
     }
     Ok(place)

@@ -166,6 +166,22 @@ fn routers(
     Ok(places)
 }
 
+/// Why a router's chains could not be followed.
+#[derive(Debug, thiserror::Error)]
+enum ChainError {
+    #[error(
+        "more than {MAX_FOLLOWED} middleware references followed through its chains; burstsim follows no more"
+    )]
+    TooManyReferences,
+    #[error("a cycle of chain middlewares: {0}")]
+    Cycle(String),
+    #[error(
+        "chain middlewares nested more than {MAX_CHAIN_DEPTH} deep, or more than {max} rate limits",
+        max = super::MAX_BLOCKS
+    )]
+    TooDeep,
+}
+
 /// The rateLimit blocks of `names` in order, each `chain` replaced by what
 /// it lists; `stack` is the chains being expanded (a cycle is an error).
 fn expand(
@@ -174,30 +190,22 @@ fn expand(
     (stack, followed): (&mut Vec<String>, &mut usize),
     layers: &mut Vec<Block>,
     notes: &mut Vec<String>,
-) -> Result<(), String> {
+) -> Result<(), ChainError> {
     for name in names {
         // Chains listing chains many times over grow as a power of their
         // length without a limit in them: every reference counts.
         *followed += 1;
         if *followed > MAX_FOLLOWED {
-            return Err(format!(
-                "more than {MAX_FOLLOWED} middleware references followed through its chains; burstsim follows no more"
-            ));
+            return Err(ChainError::TooManyReferences);
         }
         if let Some(block) = limits.get(name.as_str()) {
             layers.push((*block).clone());
         } else if let Some(inner) = chains.get(name) {
             if stack.contains(name) {
-                return Err(format!(
-                    "a cycle of chain middlewares: {} → {name}",
-                    stack.join(" → ")
-                ));
+                return Err(ChainError::Cycle(format!("{} → {name}", stack.join(" → "))));
             }
             if stack.len() == MAX_CHAIN_DEPTH || layers.len() > super::MAX_BLOCKS {
-                return Err(format!(
-                    "chain middlewares nested more than {MAX_CHAIN_DEPTH} deep, or more than {} rate limits",
-                    super::MAX_BLOCKS
-                ));
+                return Err(ChainError::TooDeep);
             }
             stack.push(name.clone());
             expand(inner, (limits, chains), (stack, followed), layers, notes)?;
