@@ -41,11 +41,118 @@ pub const MAX_ROW_BYTES: u64 = 1 << 20;
 pub(super) const BUFFER_BYTES: usize = 1 << 16;
 
 /// The opened file, read no further than its length when opened, hashing
-/// every byte it hands out, and refusing to hand out more than a row's
-/// worth (and the buffer) before the row is done.
+/// every byte it hands out (as stored: compressed, if it is).
 pub(super) struct Hashing {
     pub(super) file: std::io::Take<File>,
     pub(super) hasher: DefaultHasher,
+}
+
+impl Read for Hashing {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read(buf)?;
+        self.hasher.write(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// The file's bytes as text: as stored, or decompressed when its first bytes
+/// say it is gzip (one member or several, as `zcat` reads them) or zstd (one
+/// frame or several) — by content, whatever its name.
+pub(super) enum Decoded {
+    Plain(BufReader<Hashing>),
+    Gzip(Box<flate2::bufread::MultiGzDecoder<BufReader<Hashing>>>),
+    Zstd(Box<Zstd>),
+}
+
+/// gzip's first two bytes.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// A zstd frame's first four bytes.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+/// The largest zstd window accepted (zstd's own default limit for
+/// decompression, `--long` aside): what one stream may hold in memory.
+const ZSTD_MAX_WINDOW: u64 = 128 << 20;
+
+impl Decoded {
+    /// Looks at the file's first bytes to tell how it is stored.
+    pub(super) fn of(hashing: Hashing) -> std::io::Result<Decoded> {
+        let mut raw = BufReader::with_capacity(BUFFER_BYTES, hashing);
+        let head = raw.fill_buf()?;
+        Ok(if head.starts_with(&GZIP_MAGIC) {
+            Decoded::Gzip(Box::new(flate2::bufread::MultiGzDecoder::new(raw)))
+        } else if head.starts_with(&ZSTD_MAGIC) {
+            Decoded::Zstd(Box::new(Zstd::new(raw)?))
+        } else {
+            Decoded::Plain(raw)
+        })
+    }
+
+    /// The file underneath, hashing as it is read.
+    pub(super) fn hashing(&mut self) -> &mut Hashing {
+        match self {
+            Decoded::Plain(raw) => raw.get_mut(),
+            Decoded::Gzip(gzip) => gzip.get_mut().get_mut(),
+            Decoded::Zstd(zstd) => zstd.frames().get_mut().get_mut(),
+        }
+    }
+}
+
+impl Read for Decoded {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Decoded::Plain(raw) => raw.read(buf),
+            Decoded::Gzip(gzip) => gzip.read(buf),
+            Decoded::Zstd(zstd) => zstd.read(buf),
+        }
+    }
+}
+
+/// Concatenated zstd frames (what `zstd -c a b` or `cat a.zst b.zst` make),
+/// read one after the other.
+pub(super) struct Zstd {
+    /// Always there but while moving on to the next frame.
+    frames: Option<Frames>,
+}
+
+type Frames =
+    ruzstd::decoding::StreamingDecoder<BufReader<Hashing>, ruzstd::decoding::FrameDecoder>;
+
+impl Zstd {
+    fn new(raw: BufReader<Hashing>) -> std::io::Result<Zstd> {
+        let frames =
+            ruzstd::decoding::StreamingDecoder::new_with_max_window_size(raw, ZSTD_MAX_WINDOW)
+                .map_err(std::io::Error::other)?;
+        Ok(Zstd {
+            frames: Some(frames),
+        })
+    }
+
+    fn frames(&mut self) -> &mut Frames {
+        self.frames.as_mut().expect("a zstd stream between frames")
+    }
+}
+
+impl Read for Zstd {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let n = self.frames().read(buf)?;
+            if n > 0 || buf.is_empty() || self.frames().get_mut().fill_buf()?.is_empty() {
+                return Ok(n);
+            }
+            // A frame ended and more bytes follow: the next frame's header.
+            let (source, decoder) = self.frames.take().expect("a zstd stream").into_parts();
+            self.frames = Some(
+                ruzstd::decoding::StreamingDecoder::new_with_decoder(source, decoder)
+                    .map_err(std::io::Error::other)?,
+            );
+        }
+    }
+}
+
+/// The text of the file, refusing to hand out more than a row's worth (and
+/// the buffer) before the row is done: counted after decompression, so a
+/// small compressed file cannot hold a row larger than that.
+pub(super) struct Capped {
+    pub(super) decoded: Decoded,
     /// Bytes handed out since the last row was done: at most the row and
     /// the buffer read ahead of it.
     pub(super) since_row: u64,
@@ -53,10 +160,9 @@ pub(super) struct Hashing {
     pub(super) capped: bool,
 }
 
-impl Read for Hashing {
+impl Read for Capped {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.file.read(buf)?;
-        self.hasher.write(&buf[..n]);
+        let n = self.decoded.read(buf)?;
         self.since_row += n as u64;
         if self.capped && self.since_row > MAX_ROW_BYTES + BUFFER_BYTES as u64 {
             return Err(std::io::Error::new(
@@ -70,7 +176,7 @@ impl Read for Hashing {
     }
 }
 
-pub(super) type Reader = csv::Reader<BufReader<Hashing>>;
+pub(super) type Reader = csv::Reader<BufReader<Capped>>;
 
 /// The opened file, read as CSV records or as lines.
 pub(super) enum Input {
@@ -78,11 +184,15 @@ pub(super) enum Input {
         reader: Box<Reader>,
         /// Reused for every row, so streaming allocates nothing per row.
         record: csv::ByteRecord,
+        /// Rows `where` left out so far.
+        left_out: u64,
     },
     Lines {
-        reader: Box<BufReader<Hashing>>,
+        reader: Box<BufReader<Capped>>,
         line: String,
         number: u64,
+        /// Rows `where` left out so far.
+        left_out: u64,
     },
 }
 
@@ -95,20 +205,33 @@ impl Input {
         }
     }
 
-    pub(super) fn hashing(&mut self) -> &mut Hashing {
+    /// Rows `where` left out so far.
+    pub(super) fn left_out(&self) -> u64 {
+        match self {
+            Input::Csv { left_out, .. } | Input::Lines { left_out, .. } => *left_out,
+        }
+    }
+
+    pub(super) fn capped(&mut self) -> &mut Capped {
         match self {
             Input::Csv { reader, .. } => reader.get_mut().get_mut(),
             Input::Lines { reader, .. } => reader.get_mut(),
         }
     }
 
-    /// Reads what is left of the file and returns the hash of all of it.
+    pub(super) fn hashing(&mut self) -> &mut Hashing {
+        self.capped().decoded.hashing()
+    }
+
+    /// Reads what is left of the file and returns the hash of all of it
+    /// (after the compressed stream's end too: every byte stored).
     pub(super) fn drain(&mut self) -> std::io::Result<u64> {
-        self.hashing().capped = false;
+        self.capped().capped = false;
         match self {
             Input::Csv { reader, .. } => std::io::copy(reader.get_mut(), &mut std::io::sink())?,
             Input::Lines { reader, .. } => std::io::copy(reader, &mut std::io::sink())?,
         };
+        std::io::copy(self.hashing(), &mut std::io::sink())?;
         Ok(self.hashing().hasher.finish())
     }
 
@@ -144,14 +267,19 @@ impl Input {
     ) -> Result<Option<(u64, Key)>, FieldError> {
         match (self, layout) {
             (
-                Input::Csv { reader, record },
+                Input::Csv {
+                    reader,
+                    record,
+                    left_out,
+                },
                 Layout::Csv {
                     column,
                     unit,
                     key,
                     host,
+                    filter,
                 },
-            ) => {
+            ) => loop {
                 let line = record.position().map_or(1, |p| p.line() + 1);
                 let more = reader
                     .read_byte_record(record)
@@ -163,6 +291,23 @@ impl Input {
                     return Ok(None);
                 }
                 reader.get_mut().get_mut().since_row = 0;
+                if let Some((conditions, columns)) = filter.as_deref() {
+                    let field = |i: usize| {
+                        columns[i]
+                            .and_then(|column| record.get(column))
+                            .and_then(|bytes| std::str::from_utf8(bytes).ok())
+                    };
+                    let row = Row {
+                        method: field(0),
+                        path: field(1),
+                        status: field(2),
+                        host: field(3),
+                    };
+                    if !conditions.keeps(&row) {
+                        *left_out += 1;
+                        continue;
+                    }
+                }
                 let time = parse(record, *column, *unit, path)?;
                 let key = match *key {
                     Some(column) => parse_key(record, column, path)?,
@@ -172,13 +317,14 @@ impl Input {
                     Some(column) => key.on_host_of(parse_key(record, column, path)?),
                     None => key,
                 };
-                Ok(Some((time, key)))
-            }
+                return Ok(Some((time, key)));
+            },
             (
                 Input::Lines {
                     reader,
                     line,
                     number,
+                    left_out,
                 },
                 layout,
             ) => loop {
@@ -199,13 +345,23 @@ impl Input {
                     FieldError::new(format!("{}:{number}: {what}", path.display()))
                 };
                 return match layout {
-                    Layout::Combined { key, host } => {
+                    Layout::Combined { key, host, filter } => {
                         let fields = Combined::parse(text).ok_or_else(|| {
                             at(FieldError::new(format!(
                                 "{:?} is not a combined log line (ADDR IDENT USER [TIME] \"REQUEST\" STATUS BYTES …)",
                                 crate::input::quote_at_most(text, 64)
                             )))
                         })?;
+                        if let Some(conditions) = filter {
+                            let row = Row::of_request(
+                                fields.field("request").unwrap_or_default(),
+                                fields.field("status").unwrap_or_default(),
+                            );
+                            if !conditions.keeps(&row) {
+                                *left_out += 1;
+                                continue;
+                            }
+                        }
                         let time = logs::combined_time(fields.time).ok_or_else(|| {
                             at(FieldError::new(format!(
                                 "[{}] is not a time like [10/Oct/2000:13:55:36 -0700]",
@@ -226,9 +382,20 @@ impl Input {
                         unit,
                         key,
                         host,
-                    } => json_row(text, time, *unit, (key.as_deref(), host.as_deref()))
-                        .map(Some)
-                        .map_err(at),
+                        filter,
+                    } => match json_row(
+                        text,
+                        time,
+                        *unit,
+                        (key.as_deref(), host.as_deref()),
+                        filter.as_deref(),
+                    ) {
+                        Ok(None) => {
+                            *left_out += 1;
+                            continue;
+                        }
+                        row => row.map_err(at),
+                    },
                     Layout::Csv { .. } => unreachable!("CSV is read as records"),
                 };
             },
@@ -240,18 +407,40 @@ impl Input {
 /// The most characters of a key's text kept to name it.
 pub(super) const KEY_TEXT_CHARS: usize = 64;
 
-/// The time and key of one JSON line.
+/// The time and key of one JSON line; None when `filter` leaves it out.
 pub(super) fn json_row(
     text: &str,
     field: &str,
     unit: Option<Unit>,
     (key, host): (Option<&str>, Option<&str>),
-) -> Result<(u64, Key), FieldError> {
+    filter: Option<&(Where, [Option<String>; 4])>,
+) -> Result<Option<(u64, Key)>, FieldError> {
     // Values as written: a number of epoch seconds goes through the same
     // decimal parser as CSV's time_s, never through a float (which would turn
     // 1764460800.999999999 into 1764460801).
     let object: std::collections::HashMap<String, &serde_json::value::RawValue> =
         serde_json::from_str(text).map_err(|err| format!("not a JSON object ({err})"))?;
+    if let Some((conditions, fields)) = filter {
+        let texts: Vec<Option<String>> = fields
+            .iter()
+            .map(|name| {
+                let raw = object.get(name.as_deref()?)?;
+                Some(match json_text(raw) {
+                    JsonText::String(text) => text,
+                    JsonText::Number(text) | JsonText::Other(text) => text.to_string(),
+                })
+            })
+            .collect();
+        let row = Row {
+            method: texts[0].as_deref(),
+            path: texts[1].as_deref(),
+            status: texts[2].as_deref(),
+            host: texts[3].as_deref(),
+        };
+        if !conditions.keeps(&row) {
+            return Ok(None);
+        }
+    }
     let value = object.get(field).ok_or_else(|| {
         format!("no field {field:?}; set time_field to the field holding the time")
     })?;
@@ -285,7 +474,7 @@ pub(super) fn json_row(
         None => key,
         Some(name) => key.on_host_of(named(name, "host")?),
     };
-    Ok((time, key))
+    Ok(Some((time, key)))
 }
 
 /// A JSON value as written in the line.

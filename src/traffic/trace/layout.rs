@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::logs;
-use super::{Config, Format, Input, Reader, Unit};
+use super::{Config, Format, Input, Reader, Unit, Where};
 use crate::error::{FieldError, field_error};
 
 /// Where a row's time and key are.
@@ -15,16 +15,21 @@ pub(super) enum Layout {
         unit: Unit,
         key: Option<usize>,
         host: Option<usize>,
+        /// `where`, and the columns of the fields it reads.
+        filter: Option<Box<(Where, [Option<usize>; 4])>>,
     },
     Combined {
         key: Option<&'static str>,
         host: Option<&'static str>,
+        filter: Option<Box<Where>>,
     },
     Json {
         time: String,
         unit: Option<Unit>,
         key: Option<String>,
         host: Option<String>,
+        /// `where`, and the fields it reads.
+        filter: Option<Box<(Where, [Option<String>; 4])>>,
     },
 }
 
@@ -56,9 +61,16 @@ impl Config {
                             )
                         }),
                 };
+                if self.filter.as_ref().is_some_and(|w| w.host.is_some()) {
+                    return Err(field_error!(
+                        "where.host",
+                        "a combined log names no Host; log $host (a JSON or CSV log) to filter by it"
+                    ));
+                }
                 Ok(Layout::Combined {
                     key: field(&self.key, "key_field")?,
                     host: field(&self.host, "host_field")?,
+                    filter: self.filter.clone(),
                 })
             }
             (Format::Jsonl, _) => Ok(Layout::Json {
@@ -66,6 +78,12 @@ impl Config {
                 unit: self.unit,
                 key: self.key.clone(),
                 host: self.host.clone(),
+                filter: self.filter.as_ref().map(|conditions| {
+                    Box::new((
+                        (**conditions).clone(),
+                        conditions.names(self.host.as_deref()),
+                    ))
+                }),
             }),
             (Format::Csv, Input::Lines { .. }) => unreachable!("a CSV file is read as CSV"),
         }
@@ -122,11 +140,24 @@ impl Config {
                 ));
             }
         };
+        let filter = match &self.filter {
+            None => None,
+            Some(conditions) => {
+                let mut columns = [None; 4];
+                for (i, name) in conditions.names(self.host.as_deref()).iter().enumerate() {
+                    if let Some(name) = name {
+                        columns[i] = column_of(&Some(name.clone()), super::filter::FIELDS[i])?;
+                    }
+                }
+                Some(Box::new(((**conditions).clone(), columns)))
+            }
+        };
         Ok(Layout::Csv {
             column,
             unit,
             key,
             host,
+            filter,
         })
     }
 

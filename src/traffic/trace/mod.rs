@@ -23,6 +23,7 @@ use crate::time::{NANOS_PER_SEC, Nanos};
 
 mod arrivals;
 mod fields;
+mod filter;
 mod input;
 mod layout;
 #[cfg(test)]
@@ -33,6 +34,8 @@ use self::arrivals::*;
 use self::fields::*;
 pub use self::input::MAX_ROW_BYTES;
 use self::input::*;
+pub use self::filter::Where;
+use self::filter::Row;
 use self::layout::Layout;
 
 /// `kind = "trace"`.
@@ -63,6 +66,10 @@ pub struct Config {
     /// one site.
     #[serde(rename = "host_field")]
     pub host: Option<String>,
+    /// Only the rows of one part of a mixed log: `where = { path_prefix =
+    /// "/api/", method = "POST", host = "shop.example", status = "2xx" }`.
+    #[serde(rename = "where")]
+    pub filter: Option<Box<Where>>,
     /// Shift the trace so its earliest timestamp is the source's start
     /// (default: true for logs and date-times, false for CSV numbers).
     pub rebase: Option<bool>,
@@ -179,10 +186,15 @@ impl Config {
         let hashing = Hashing {
             file: file.take(identity.len),
             hasher: DefaultHasher::new(),
+        };
+        let decoded = Decoded::of(hashing)
+            .map_err(|err| field_error!("path", "cannot replay {}: {err}", path.display()))?;
+        let capped = Capped {
+            decoded,
             since_row: 0,
             capped: true,
         };
-        let buffered = BufReader::with_capacity(BUFFER_BYTES, hashing);
+        let buffered = BufReader::with_capacity(BUFFER_BYTES, capped);
         let input = match self.format {
             Format::Csv => Input::Csv {
                 reader: Box::new(
@@ -191,11 +203,13 @@ impl Config {
                         .from_reader(buffered),
                 ),
                 record: csv::ByteRecord::new(),
+                left_out: 0,
             },
             Format::Combined | Format::Jsonl => Input::Lines {
                 reader: Box::new(buffered),
                 line: String::new(),
                 number: 0,
+                left_out: 0,
             },
         };
         Ok((input, identity))
@@ -258,6 +272,7 @@ impl Config {
             };
             outside += u64::from(!(start.get()..end.get()).contains(&shifted));
         }
+        let left_out = input.left_out();
         let checksum = input
             .drain()
             .map_err(|err| format!("{}: {err}", shown.display()))?;
@@ -301,6 +316,13 @@ impl Config {
             outside = rows - all.filter(|a| (start..end).contains(&a.time)).count() as u64;
         }
         // A replay of nothing would pass every check: refuse it.
+        if rows == 0 && left_out > 0 {
+            return Err(field_error!(
+                "where",
+                "none of the {left_out} rows of {} matches; loosen the conditions",
+                shown.display()
+            ));
+        }
         if rows == 0 {
             return Err(format!(
                 "{}: the trace has no rows, so there is nothing to replay; give it one timestamp per row{}",
@@ -324,6 +346,13 @@ impl Config {
             ).into());
         }
         let mut warnings = Vec::new();
+        if left_out > 0 {
+            warnings.push(format!(
+                "{}: {left_out} of {} rows do not match `where` and are left out",
+                shown.display(),
+                rows + left_out
+            ));
+        }
         if unsorted > 0 {
             warnings.push(format!(
                 "{}: {unsorted} of {rows} rows are earlier than the row before them; the trace was sorted in memory",
@@ -470,6 +499,9 @@ impl Kind for Config {
                 "clients",
                 "a trace names its clients in a key column (`key = \"client\"`); drop `clients`"
             ));
+        }
+        if let Some(conditions) = &self.filter {
+            conditions.check()?;
         }
         self.check(place.base_dir, place.start, place.end)
     }

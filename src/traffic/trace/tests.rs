@@ -463,3 +463,116 @@ fn only_the_first_named_keys_keep_their_text() {
     let kept = config.scanned.get().unwrap().names.len();
     assert_eq!(kept, NAMED_KEYS);
 }
+
+/// Times and keys replayed from a file of `bytes`, and the check's warnings.
+fn replay_bytes(name: &str, bytes: &[u8], extra: &str) -> Result<(Replayed, Vec<String>), String> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(name), bytes).unwrap();
+    let config: Config = toml::from_str(&format!("path = \"{name}\"\n{extra}")).unwrap();
+    let warnings = config
+        .check(dir.path(), Nanos(0), Nanos(u64::MAX))
+        .map_err(|e| e.to_string())?;
+    let mut arrivals = config
+        .replay(dir.path(), Nanos(0), Nanos(u64::MAX), rng())
+        .map_err(|e| e.to_string())?;
+    let rows: Vec<(u64, Key)> = arrivals.by_ref().map(|a| (a.time.get(), a.key)).collect();
+    arrivals.take_error().map_or(Ok((rows, warnings)), Err)
+}
+
+fn gzip(text: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(text).unwrap();
+    encoder.finish().unwrap()
+}
+
+fn zstd(text: &[u8]) -> Vec<u8> {
+    ruzstd::encoding::compress_to_vec(text, ruzstd::encoding::CompressionLevel::Fastest)
+}
+
+/// A combined log of `lines` requests from a few addresses over a few seconds.
+fn combined_log(lines: u32) -> String {
+    (0..lines)
+        .map(|i| {
+            format!(
+                "198.51.100.{} - - [27/Nov/2026:09:00:{:02} +0000] \"{} /{}/{i} HTTP/1.1\" {} 5 \"-\" \"a\"\n",
+                i % 7,
+                i * 60 / lines,
+                if i % 3 == 0 { "POST" } else { "GET" },
+                if i % 2 == 0 { "api" } else { "static" },
+                if i % 5 == 0 { 429 } else { 200 },
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_gzip_or_zstd_log_replays_as_the_plain_one_whatever_its_name() {
+    let plain = combined_log(3_000);
+    let (half, rest) = plain.split_at(plain.len() / 2 + 7);
+    // The halves as two gzip members and as two zstd frames, as `cat a.gz
+    // b.gz` and `zstd -c a b` make them; the names say nothing.
+    let gzipped = [gzip(half.as_bytes()), gzip(rest.as_bytes())].concat();
+    let zstded = [zstd(half.as_bytes()), zstd(rest.as_bytes())].concat();
+    let extra = "format = \"combined\"\nkey_field = \"remote_addr\"\nspread = \"none\"";
+    let (expected, _) = replay_bytes("access.log", plain.as_bytes(), extra).unwrap();
+    assert_eq!(expected.len(), 3_000);
+    for (name, bytes) in [("access.log.1", &gzipped), ("access.log.2.gz", &gzipped), ("x.txt", &zstded)] {
+        let (rows, warnings) = replay_bytes(name, bytes, extra).unwrap();
+        assert_eq!(rows, expected, "{name}");
+        assert!(warnings.is_empty(), "{name}: {warnings:?}");
+    }
+    // A broken stream is an error naming the file and line, not a short replay.
+    let mut cut = gzipped.clone();
+    cut.truncate(gzipped.len() / 3);
+    let err = replay_bytes("cut.gz", &cut, extra).unwrap_err();
+    assert!(err.contains("cut.gz:"), "{err}");
+}
+
+#[test]
+fn a_compressed_row_is_capped_by_its_text_not_its_bytes() {
+    // 4 MiB of one line compress to a few kilobytes: the cap still holds.
+    let line = format!("time_ns\n{}\n", "1".repeat(4 << 20));
+    for bytes in [gzip(line.as_bytes()), zstd(line.as_bytes())] {
+        assert!(bytes.len() < 64 << 10);
+        let err = replay_bytes("t.csv", &bytes, "").unwrap_err();
+        assert!(err.contains("longer than 1048576 bytes"), "{err}");
+    }
+}
+
+#[test]
+fn where_keeps_the_rows_of_one_path_method_and_status() {
+    let log = combined_log(600);
+    let extra = "format = \"combined\"\nspread = \"none\"\n";
+    let kept = |conditions: &str| {
+        replay_bytes("a.log", log.as_bytes(), &format!("{extra}where = {{ {conditions} }}"))
+    };
+    let count = |f: &dyn Fn(u32) -> bool| (0..600).filter(|&i| f(i)).count();
+    let (rows, warnings) = kept("path_prefix = \"/api/\"").unwrap();
+    assert_eq!(rows.len(), count(&|i| i % 2 == 0));
+    assert!(warnings[0].contains("300 of 600 rows do not match `where`"), "{warnings:?}");
+    let (rows, _) = kept("path_prefix = \"/api/\", method = \"post\", status = \"2xx\"").unwrap();
+    assert_eq!(rows.len(), count(&|i| i % 2 == 0 && i % 3 == 0 && i % 5 != 0));
+    let (rows, _) = kept("status = [429, \"3xx\"]").unwrap();
+    assert_eq!(rows.len(), count(&|i| i % 5 == 0));
+    let err = kept("method = \"DELETE\"").unwrap_err();
+    assert!(err.contains("none of the 600 rows"), "{err}");
+    let err = kept("host = \"shop.example\"").unwrap_err();
+    assert!(err.contains("names no Host"), "{err}");
+    // JSON lines and CSV read the fields by name (or as named in `where`).
+    let json = "{\"time\": 1.5, \"uri\": \"/api/a\", \"method\": \"GET\", \"host\": \"Shop.example\"}\n\
+                {\"time\": 2.5, \"uri\": \"/static/a\", \"method\": \"GET\", \"host\": \"shop.example\"}\n\
+                {\"time\": 3.5, \"uri\": \"/api/b\", \"method\": \"GET\", \"host\": \"blog.example\"}\n";
+    let (rows, _) = replay_bytes(
+        "a.jsonl",
+        json.as_bytes(),
+        "format = \"jsonl\"\nhost_field = \"host\"\nwhere = { path_prefix = \"/api/\", path_field = \"uri\", host = \"shop.example\" }",
+    )
+    .unwrap();
+    assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), [0]);
+    let csv = "time_ns,path,status\n1,/api/a,200\n2,/api/b,503\n3,/x,200\n";
+    let (rows, _) = replay_bytes("t.csv", csv.as_bytes(), "where = { path_prefix = \"/api\", status = 200 }").unwrap();
+    assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), [1]);
+    let err = replay_bytes("t.csv", csv.as_bytes(), "where = { method = \"GET\" }").unwrap_err();
+    assert!(err.contains("no method column \"method\""), "{err}");
+}
