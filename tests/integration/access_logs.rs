@@ -13,6 +13,11 @@ const SOURCE: &str = r#"{ kind = "trace", format = "combined", path = "traces/ch
 /// `summary.json` of access-log.toml with its source replaced by `source`
 /// (paths relative to the shipped traces), and what it warned.
 fn summary(dir: &Path, name: &str, source: &str) -> (Vec<u8>, String) {
+    summary_with_input(dir, name, source, &[])
+}
+
+/// [`summary`], with `stdin` on the program's standard input.
+fn summary_with_input(dir: &Path, name: &str, source: &str, stdin: &[u8]) -> (Vec<u8>, String) {
     let text = fs::read_to_string(SCENARIO).unwrap();
     assert!(text.contains(SOURCE), "the scenario's source changed");
     let traces = fs::canonicalize("scenarios/traces").unwrap();
@@ -26,10 +31,37 @@ fn summary(dir: &Path, name: &str, source: &str) -> (Vec<u8>, String) {
         .arg(&file)
         .args(["-q", "--no-charts", "--out"])
         .arg(&out)
+        .write_stdin(stdin)
         .assert()
         .success();
     let warnings = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
     (fs::read(out.join("summary.json")).unwrap(), warnings)
+}
+
+#[test]
+fn a_gzipped_log_on_standard_input_replays_as_the_file_does() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let (plain, _) = summary(dir.path(), "plain", SOURCE);
+    let log = fs::read("scenarios/traces/checkout-access.log").unwrap();
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gzip.write_all(&log).unwrap();
+    let gzipped = gzip.finish().unwrap();
+    // `zcat access.log.gz | burstsim run` and `burstsim run < access.log.gz`:
+    // decompressed or not, standard input is read once, for every replication.
+    for (name, input) in [("piped", &log), ("piped-gzip", &gzipped)] {
+        let (piped, warnings) = summary_with_input(
+            dir.path(),
+            name,
+            &SOURCE.replace("traces/checkout-access.log", "-"),
+            input,
+        );
+        assert!(plain == piped, "{name}: standard input replays differently");
+        assert!(
+            warnings.contains("<standard input>: its timestamps are whole seconds"),
+            "{warnings}"
+        );
+    }
 }
 
 #[test]

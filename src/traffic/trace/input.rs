@@ -40,10 +40,57 @@ pub const MAX_ROW_BYTES: u64 = 1 << 20;
 /// What the reader holds ahead of the row it is reading.
 pub(super) const BUFFER_BYTES: usize = 1 << 16;
 
+/// Where a trace's bytes are: its file, or the copy of standard input (read
+/// at an offset of its own, so runs may read it side by side).
+pub(super) enum Stored {
+    File(File),
+    Spool { file: &'static File, at: u64 },
+}
+
+impl Stored {
+    pub(super) fn metadata(&self) -> std::io::Result<std::fs::Metadata> {
+        match self {
+            Stored::File(file) => file.metadata(),
+            Stored::Spool { file, .. } => file.metadata(),
+        }
+    }
+}
+
+impl Read for Stored {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stored::File(file) => file.read(buf),
+            Stored::Spool { file, at } => {
+                #[cfg(unix)]
+                let n = std::os::unix::fs::FileExt::read_at(*file, buf, *at)?;
+                #[cfg(windows)]
+                let n = std::os::windows::fs::FileExt::seek_read(*file, buf, *at)?;
+                *at += n as u64;
+                Ok(n)
+            }
+        }
+    }
+}
+
+/// Standard input, copied once to a file of its own that nothing else
+/// names (removed by the system when burstsim exits): `path = "-"`.
+pub(super) fn spooled_stdin() -> Result<&'static File, String> {
+    static SPOOL: std::sync::OnceLock<Result<File, String>> = std::sync::OnceLock::new();
+    SPOOL
+        .get_or_init(|| {
+            let mut file = tempfile::tempfile().map_err(|err| err.to_string())?;
+            std::io::copy(&mut std::io::stdin().lock(), &mut file)
+                .map_err(|err| err.to_string())?;
+            Ok(file)
+        })
+        .as_ref()
+        .map_err(|err| format!("cannot read standard input: {err}"))
+}
+
 /// The opened file, read no further than its length when opened, hashing
 /// every byte it hands out (as stored: compressed, if it is).
 pub(super) struct Hashing {
-    pub(super) file: std::io::Take<File>,
+    pub(super) file: std::io::Take<Stored>,
     pub(super) hasher: DefaultHasher,
 }
 

@@ -38,7 +38,7 @@ impl Config {
     /// Where each row's time and key are: from the header of a CSV file,
     /// from the configuration for a log.
     pub(super) fn locate(&self, base_dir: &Path, input: &mut Input) -> Result<Layout, FieldError> {
-        let shown = base_dir.join(&self.path);
+        let shown = self.shown(base_dir);
         match (self.format, input) {
             (Format::Csv, Input::Csv { reader, .. }) => self.locate_csv(&shown, reader),
             (Format::Combined, _) => {

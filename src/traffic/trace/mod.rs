@@ -169,6 +169,20 @@ impl Config {
         }
     }
 
+    /// `path = "-"`: the trace is standard input, read once.
+    fn is_stdin(&self) -> bool {
+        self.path.as_os_str() == "-"
+    }
+
+    /// The trace's file as errors name it.
+    fn shown(&self, base_dir: &Path) -> PathBuf {
+        if self.is_stdin() {
+            PathBuf::from("<standard input>")
+        } else {
+            base_dir.join(&self.path)
+        }
+    }
+
     /// Opens the file once as a regular file and, when it was checked
     /// before, insists it is the same one.
     fn open(
@@ -176,9 +190,18 @@ impl Config {
         base_dir: &Path,
         expected: Option<FileIdentity>,
     ) -> Result<(Input, FileIdentity), FieldError> {
-        let path = base_dir.join(&self.path);
-        let (file, meta) = crate::input::open_regular(&path)
-            .map_err(|err| field_error!("path", "cannot replay {}: {err}", path.display()))?;
+        let path = self.shown(base_dir);
+        let (file, meta) = if self.is_stdin() {
+            let file = spooled_stdin().map_err(|err| FieldError::at("path", err))?;
+            let meta = file
+                .metadata()
+                .map_err(|err| field_error!("path", "cannot replay {}: {err}", path.display()))?;
+            (Stored::Spool { file, at: 0 }, meta)
+        } else {
+            let (file, meta) = crate::input::open_regular(&path)
+                .map_err(|err| field_error!("path", "cannot replay {}: {err}", path.display()))?;
+            (Stored::File(file), meta)
+        };
         let identity = FileIdentity::of(&meta);
         if expected.is_some_and(|expected| expected != identity) {
             return Err(changed(&path).into());
@@ -226,7 +249,7 @@ impl Config {
     ) -> Result<(Scan, Vec<String>), FieldError> {
         let (mut input, identity) = self.open(base_dir, None)?;
         let layout = self.locate(base_dir, &mut input)?;
-        let shown = base_dir.join(&self.path);
+        let shown = self.shown(base_dir);
         let (mut rows, mut unsorted, mut earliest, mut previous) = (0u64, 0u64, u64::MAX, 0u64);
         let (mut first, mut outside, mut whole_seconds) = (None, 0u64, true);
         let mut keys: std::collections::HashSet<u64, crate::random::MixState> =
@@ -475,7 +498,7 @@ impl Config {
                 checksum: scan.checksum,
                 input: Box::new(input),
                 layout: scan.layout.clone(),
-                path: base_dir.join(&self.path),
+                path: self.shown(base_dir),
                 previous: 0,
                 sorted: scan.sorted,
             },
