@@ -122,6 +122,15 @@ impl Workload {
         self.sources().iter().any(SourceConfig::names_hosts)
     }
 
+    /// When its one source is stamped in whole seconds, where its worst
+    /// rolling second of demand lies (see [`SourceConfig::labelled_seconds`]).
+    pub fn labelled_seconds(&self) -> Option<crate::traffic::trace::Labelled> {
+        match self.sources() {
+            [one] => one.labelled_seconds(),
+            _ => None,
+        }
+    }
+
     /// How the results name client `key` (see [`SourceConfig::key_name`]).
     pub fn key_name(&self, key: crate::traffic::Key) -> Option<String> {
         self.sources()

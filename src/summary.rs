@@ -2,6 +2,21 @@
 
 use serde::{Deserialize, Serialize};
 
+/// A whole-second log's worst rolling second, as far as the log can tell.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct WholeSeconds {
+    /// Requests of the busiest labelled second: the least the worst rolling
+    /// second of demand can be (a second's requests all fall inside it).
+    pub offered_low: u64,
+    /// Requests of the busiest two adjacent labelled seconds: the most it
+    /// can be (one second's at its end, the next's at its start).
+    pub offered_high: u64,
+    /// The most the limiter can let through in a rolling second for any
+    /// placement within the seconds: its bound over 1 s or `offered_high`,
+    /// whichever is less (a ceiling; `worst_rolling` is the seeded placement's).
+    pub admitted_at_most: u64,
+}
+
 /// The figures of one workload run through one limiter.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunSummary {
@@ -55,6 +70,11 @@ pub struct RunSummary {
     /// When the workload's requests name their clients: figures per key.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keys: Option<crate::metrics::per_key::KeysSummary>,
+    /// When the workload replays a log stamped in whole seconds (and the
+    /// rolling interval is 1 s): where the true worst second can lie, since
+    /// the log does not say when within its second each request came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whole_seconds: Option<WholeSeconds>,
     /// When the workload's clients retry: attempts, goodput, the herd, lockouts.
     /// `offered` then counts attempts, and `admitted` requests.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -242,8 +242,17 @@ pub const COLUMNS: &[Column] = &[
     Column::csv("worst_rolling", |r| r.worst_rolling.to_string()),
     Column::shown(From(worst_header), worst)
         .in_html(From(|f| format!("worst {}", f.rolling)), |r| {
-            r.worst_rolling.to_string()
+            up_to_the_most(r.worst_rolling, r)
         }),
+    Column::csv("offered_worst_1s_low", |r| {
+        whole_seconds(r, |w| w.offered_low)
+    }),
+    Column::csv("offered_worst_1s_high", |r| {
+        whole_seconds(r, |w| w.offered_high)
+    }),
+    Column::csv("admitted_worst_1s_at_most", |r| {
+        whole_seconds(r, |w| w.admitted_at_most)
+    }),
     Column::csv("worst_rolling_start_ns", |r| {
         r.worst_rolling_start_ns.to_string()
     }),
@@ -443,6 +452,13 @@ pub fn rows(runs: &[RunSummary], format: Format) -> Rows {
         rows.push(cells, run.exceeds_capacity());
     }
     rows
+}
+
+/// A whole-second log's figure, or empty.
+fn whole_seconds(run: &RunSummary, figure: fn(&crate::summary::WholeSeconds) -> u64) -> String {
+    run.whole_seconds
+        .as_ref()
+        .map_or(String::new(), |w| figure(w).to_string())
 }
 
 fn worst_header(frame: &Frame) -> String {

@@ -292,9 +292,44 @@ fn meaning(results: &Results, runs: &[RunSummary]) -> String {
     text
 }
 
+/// The one sentence a whole-second log needs: its worst second is an
+/// interval, and what the table's `83–120` means.
+fn whole_seconds_note(runs: &[RunSummary]) -> String {
+    let mut logs: Vec<(&str, &crate::summary::WholeSeconds)> = Vec::new();
+    for run in runs {
+        if let Some(seconds) = &run.whole_seconds
+            && !logs.iter().any(|(name, _)| *name == run.workload)
+        {
+            logs.push((&run.workload, seconds));
+        }
+    }
+    if logs.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = logs
+        .iter()
+        .map(|(name, seconds)| {
+            format!(
+                "{}'s between {} (its busiest second) and {} (its busiest two adjacent seconds)",
+                super::rows::escape(name),
+                seconds.offered_low,
+                seconds.offered_high
+            )
+        })
+        .collect();
+    format!(
+        "<p class=\"note\">Logs stamped in whole seconds do not say when within its second each request came, so the worst second of demand is an interval — {} — and a worst figure shown as <i>a</i>–<i>b</i> is the seeded placement's and the most any placement could let through.</p>\n",
+        each.join("; ")
+    )
+}
+
 fn results_table(runs: &[RunSummary]) -> String {
     let table = super::columns::rows(runs, super::columns::Format::Html);
-    format!("<h2>Results</h2>\n{}", table.grouped().html())
+    format!(
+        "<h2>Results</h2>\n{}{}",
+        table.grouped().html(),
+        whole_seconds_note(runs)
+    )
 }
 
 /// Clusters whose store goes down: what got through meanwhile, in a table

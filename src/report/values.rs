@@ -6,9 +6,21 @@ use crate::summary::RunSummary;
 
 /// The worst interval's count: with replications, the maximum over them.
 pub(super) fn worst(run: &RunSummary) -> String {
-    match &run.replications {
-        Some(r) => format!("{:.0}", r.worst_rolling.max),
-        None => run.worst_rolling.to_string(),
+    let worst = match &run.replications {
+        Some(r) => r.worst_rolling.max as u64,
+        None => run.worst_rolling,
+    };
+    up_to_the_most(worst, run)
+}
+
+/// `worst`, or for a whole-second log `worst–most`: the seeded placement's
+/// figure up to the most any placement within the seconds could give.
+pub(super) fn up_to_the_most(worst: u64, run: &RunSummary) -> String {
+    match &run.whole_seconds {
+        Some(seconds) if seconds.admitted_at_most > worst => {
+            format!("{worst}–{}", seconds.admitted_at_most)
+        }
+        _ => worst.to_string(),
     }
 }
 

@@ -139,6 +139,23 @@ fn simulate_workload(
     } else {
         simulate_open(scenario, options, index, sink)?
     };
+    // A log of whole seconds cannot say where in its second each request
+    // came: the worst rolling second is an interval, not the seeded draw.
+    if let Some(labelled) = workload.labelled_seconds()
+        && scenario.metrics.rolling == Nanos::SECOND
+    {
+        for run in &mut runs {
+            let summary = &mut run.summary;
+            summary.whole_seconds = Some(crate::summary::WholeSeconds {
+                offered_low: labelled.busiest,
+                offered_high: labelled.busiest_pair,
+                admitted_at_most: summary
+                    .bound
+                    .min(labelled.busiest_pair)
+                    .max(summary.worst_rolling),
+            });
+        }
+    }
     // The busiest client, named as the input names it (a limit per Host
     // counts Hosts, which have no client's name).
     for (run, named) in runs.iter_mut().zip(&scenario.limiters) {

@@ -337,6 +337,7 @@ impl RunState {
                 ),
                 _ => keys.finish(None, None),
             }),
+            whole_seconds: None,
             instances: match &self.limiter {
                 Limiter::Cluster(cluster) => Some(cluster.admitted_per_instance().to_vec()),
                 _ => None,

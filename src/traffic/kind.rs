@@ -101,6 +101,12 @@ pub trait Kind: Clone + std::fmt::Debug + DeserializeOwned {
         out.extend(arrivals.take(count).map(|a| T::of(a.arrival())));
     }
 
+    /// For input stamped in whole seconds: its busiest labelled second and
+    /// busiest two adjacent ones, between which its worst rolling second lies.
+    fn labelled_seconds(&self) -> Option<super::trace::Labelled> {
+        None
+    }
+
     /// The text that names `key` in its input, if it names keys itself.
     fn key_name(&self, key: super::Key) -> Option<String> {
         let _ = key;

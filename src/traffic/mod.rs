@@ -244,6 +244,11 @@ impl SourceConfig {
         with_kind!(&self.kind, config => config.names_hosts())
     }
 
+    /// See [`Kind::labelled_seconds`].
+    pub fn labelled_seconds(&self) -> Option<trace::Labelled> {
+        with_kind!(&self.kind, config => config.labelled_seconds())
+    }
+
     /// How the results name client `key`: as a trace's key column writes
     /// it, or `client N` for the N-th of synthetic clients (from 0).
     pub fn key_name(&self, key: Key) -> Option<String> {

@@ -135,3 +135,53 @@ fn kept_on_the_second_a_log_replays_as_a_csv_of_epoch_seconds() {
         "the log kept on the second replays differently from epoch seconds"
     );
 }
+
+#[test]
+fn a_whole_second_log_reports_the_interval_its_worst_second_lies_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = fs::canonicalize("scenarios/traces").unwrap();
+    // A limiter that passes everything shows the demand itself.
+    let run = |spread: &str| {
+        let file = dir.path().join(format!("{spread}.toml"));
+        fs::write(
+            &file,
+            format!(
+                "name = \"w\"\nduration = \"60s\"\nseed = 3\n[[workload]]\nname = \"log\"\nsources = [{{ kind = \"trace\", format = \"combined\", path = \"{}/checkout-access.log\", spread = \"{spread}\" }}]\n[[limiter]]\nname = \"all\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 1000000\n",
+                traces.display()
+            ),
+        )
+        .unwrap();
+        let out = dir.path().join(spread);
+        Command::cargo_bin("burstsim")
+            .unwrap()
+            .arg("run")
+            .arg(&file)
+            .args(["-q", "--no-charts", "--out"])
+            .arg(&out)
+            .assert()
+            .success();
+        let summary: serde_json::Value =
+            serde_json::from_slice(&fs::read(out.join("summary.json")).unwrap()).unwrap();
+        let run = summary["runs"][0].clone();
+        let figure = |name: &str| run["whole_seconds"][name].as_u64().unwrap();
+        let worst = run["worst_rolling"].as_u64().unwrap();
+        (
+            worst,
+            figure("offered_low"),
+            figure("offered_high"),
+            figure("admitted_at_most"),
+        )
+    };
+    // Every request at its second's start: the busiest second is the worst.
+    let (worst, low, high, most) = run("none");
+    assert_eq!(worst, low);
+    assert!(
+        low < high,
+        "the log's busiest pair is busier than its busiest second"
+    );
+    assert_eq!(most, high, "a limiter that passes all could pass the pair");
+    // Spread at random: somewhere in between.
+    let (worst, spread_low, spread_high, _) = run("uniform");
+    assert_eq!((spread_low, spread_high), (low, high));
+    assert!((low..=high).contains(&worst), "{low} ≤ {worst} ≤ {high}");
+}

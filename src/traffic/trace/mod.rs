@@ -118,6 +118,9 @@ struct Scan {
     layout: Layout,
     /// Whether every timestamp is a whole second (so spreading applies).
     whole_seconds: bool,
+    /// For a sorted trace of whole seconds: the requests of its busiest
+    /// labelled second, and of its busiest two adjacent ones.
+    labelled: Option<Labelled>,
     /// Distinct keys in the file (1 without a key column).
     keys: u64,
     earliest: u64,
@@ -130,6 +133,34 @@ struct Scan {
     /// The text of the first [`NAMED_KEYS`] keys, by key: to name a client
     /// in the results as the file does.
     names: std::sync::Arc<std::collections::HashMap<Key, String, crate::random::MixState>>,
+}
+
+/// A whole-second trace's busiest labelled second and its busiest two
+/// adjacent seconds (counting the rows inside the run): its worst rolling
+/// second of demand lies between them, whatever the true instants were, and
+/// both ends happen for some placement within the seconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Labelled {
+    /// Requests of the busiest labelled second.
+    pub busiest: u64,
+    /// Requests of the busiest two adjacent labelled seconds.
+    pub busiest_pair: u64,
+    /// The label being counted, its count and the one before's (while scanning).
+    current: Option<(u64, u64, u64)>,
+}
+
+impl Labelled {
+    /// Counts a row labelled `second`, in order.
+    fn count(&mut self, second: u64) {
+        let (label, count, before) = match self.current {
+            Some((label, count, before)) if label == second => (label, count + 1, before),
+            Some((label, count, _)) if label + 1 == second => (second, 1, count),
+            _ => (second, 1, 0),
+        };
+        self.current = Some((label, count, before));
+        self.busiest = self.busiest.max(count);
+        self.busiest_pair = self.busiest_pair.max(count + before);
+    }
 }
 
 /// The most keys of a trace whose text is kept to name a client in the
@@ -252,6 +283,7 @@ impl Config {
         let shown = self.shown(base_dir);
         let (mut rows, mut unsorted, mut earliest, mut previous) = (0u64, 0u64, u64::MAX, 0u64);
         let (mut first, mut outside, mut whole_seconds) = (None, 0u64, true);
+        let mut labelled = Labelled::default();
         let mut keys: std::collections::HashSet<u64, crate::random::MixState> =
             std::collections::HashSet::default();
         let mut hosts = keys.clone();
@@ -293,7 +325,11 @@ impl Config {
             } else {
                 time
             };
-            outside += u64::from(!(start.get()..end.get()).contains(&shifted));
+            let inside = (start.get()..end.get()).contains(&shifted);
+            outside += u64::from(!inside);
+            if inside {
+                labelled.count((time - first.min(time)) / NANOS_PER_SEC);
+            }
         }
         let left_out = input.left_out();
         let checksum = input
@@ -314,6 +350,7 @@ impl Config {
         let scan = Scan {
             layout,
             whole_seconds: spreading,
+            labelled: (rows > 0 && whole_seconds && unsorted == 0).then_some(labelled),
             keys: (keys.len().max(hosts.len()) as u64).max(1),
             names: std::sync::Arc::new(names),
             earliest,
@@ -564,6 +601,10 @@ impl Kind for Config {
 
     fn take_error(arrivals: &mut Arrivals) -> Option<String> {
         arrivals.take_error()
+    }
+
+    fn labelled_seconds(&self) -> Option<Labelled> {
+        self.scanned.get()?.labelled
     }
 
     /// As the file writes it, for the keys the check read first.

@@ -576,3 +576,46 @@ fn where_keeps_the_rows_of_one_path_method_and_status() {
     let err = replay_bytes("t.csv", csv.as_bytes(), "where = { method = \"GET\" }").unwrap_err();
     assert!(err.contains("no method column \"method\""), "{err}");
 }
+
+#[test]
+fn labelled_seconds_are_counted_as_brute_force_counts_them() {
+    use rand::RngExt as _;
+    let mut rng = rng();
+    for _ in 0..200 {
+        let mut labels: Vec<u64> = (0..rng.random_range(1..60))
+            .map(|_| rng.random_range(0..12))
+            .collect();
+        labels.sort_unstable();
+        let mut labelled = Labelled::default();
+        labels.iter().for_each(|&l| labelled.count(l));
+        let count = |l: u64| labels.iter().filter(|&&x| x == l).count() as u64;
+        let busiest = (0..13).map(count).max().unwrap();
+        let pair = (0..13).map(|l| count(l) + count(l + 1)).max().unwrap();
+        assert_eq!((labelled.busiest, labelled.busiest_pair), (busiest, pair), "{labels:?}");
+    }
+}
+
+#[test]
+fn a_sorted_whole_second_log_knows_its_busiest_second_and_pair() {
+    // 09:00:00 ×2, 09:00:02 ×1 (a gap), then 3 and 1 in adjacent seconds.
+    let log = "1.1.1.1 - - [27/Nov/2026:09:00:00 +0000] \"GET / HTTP/1.1\" 200 5\n\
+               1.1.1.1 - - [27/Nov/2026:09:00:00 +0000] \"GET / HTTP/1.1\" 200 5\n\
+               1.1.1.1 - - [27/Nov/2026:09:00:02 +0000] \"GET / HTTP/1.1\" 200 5\n\
+               1.1.1.1 - - [27/Nov/2026:09:00:04 +0000] \"GET / HTTP/1.1\" 200 5\n\
+               1.1.1.1 - - [27/Nov/2026:09:00:04 +0000] \"GET / HTTP/1.1\" 200 5\n\
+               1.1.1.1 - - [27/Nov/2026:09:00:04 +0000] \"GET / HTTP/1.1\" 200 5\n\
+               1.1.1.1 - - [27/Nov/2026:09:00:05 +0000] \"GET / HTTP/1.1\" 200 5\n";
+    let (dir, config) = file("a.log", log, "format = \"combined\"");
+    config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+    let labelled = config.labelled_seconds().unwrap();
+    assert_eq!((labelled.busiest, labelled.busiest_pair), (3, 4));
+    // Rows outside the run are not counted: from 4.5 s the 4th second's are out.
+    let (dir, config) = file("a.log", log, "format = \"combined\"");
+    config.check(dir.path(), Nanos(0), Nanos(4_500_000_000)).unwrap();
+    let labelled = config.labelled_seconds().unwrap();
+    assert_eq!((labelled.busiest, labelled.busiest_pair), (3, 3));
+    // Finer timestamps have no labelled seconds.
+    let (dir, config) = file("t.csv", "time_ns\n1\n2\n", "");
+    config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+    assert_eq!(config.labelled_seconds(), None);
+}
