@@ -19,6 +19,13 @@ pub enum Format {
     Combined,
     /// One JSON object per line.
     Jsonl,
+    /// Traefik's JSON access log (`accessLog.format = "json"`): JSON lines,
+    /// the request's start in `StartUTC` (RFC 3339, nanoseconds).
+    Traefik,
+    /// Cloudflare Logpush's HTTP requests dataset in JSON lines: the
+    /// request's start in `EdgeStartTimestamp` (Unix nanoseconds, Logpush's
+    /// default; `unit = "s"` for its `unix` option; RFC 3339 text as written).
+    Cloudflare,
 }
 
 /// The fields of a combined-log line a key may be taken from, by nginx's names.

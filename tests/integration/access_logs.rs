@@ -83,6 +83,44 @@ fn a_combined_log_json_lines_and_rfc3339_csv_replay_to_the_same_figures() {
         combined == json,
         "JSON lines replay differently from the combined log"
     );
+    // Traefik's and Cloudflare's JSON logs of the same requests, by their
+    // own field names and time units.
+    for (format, file, key) in [
+        ("traefik", "checkout-access.traefik.json", "ClientHost"),
+        ("cloudflare", "checkout-access.cloudflare.json", "ClientIP"),
+    ] {
+        let (vendor, _) = summary(
+            dir.path(),
+            format,
+            &format!(
+                r#"{{ kind = "trace", format = "{format}", path = "traces/{file}", key_field = "{key}" }}"#
+            ),
+        );
+        assert!(
+            combined == vendor,
+            "{format}'s log replays differently from the combined log"
+        );
+        // The same part of the log, by each format's own fields.
+        let part = r#"where = { path_prefix = "/api/checkout", method = "POST", status = "2xx" }"#;
+        let (combined_part, _) = summary(
+            dir.path(),
+            "combined-part",
+            &SOURCE.replace(" }", &format!(", {part} }}")),
+        );
+        let (vendor_part, warnings) = summary(
+            dir.path(),
+            &format!("{format}-part"),
+            &format!(
+                r#"{{ kind = "trace", format = "{format}", path = "traces/{file}", key_field = "{key}", {part} }}"#
+            ),
+        );
+        assert!(
+            combined_part == vendor_part,
+            "{format}: where keeps other rows"
+        );
+        assert!(warnings.contains("rows do not match `where`"), "{warnings}");
+        assert!(combined_part != combined);
+    }
     assert!(
         combined == csv,
         "the RFC 3339 CSV replays differently from the combined log"

@@ -149,17 +149,18 @@ impl Where {
     }
 
     /// The CSV column or JSON field holding each field read (by
-    /// [`FIELDS`]' order); the Host's is the trace's `host_field`.
-    pub(super) fn names(&self, host_field: Option<&str>) -> [Option<String>; 4] {
+    /// [`FIELDS`]' order): as `where` names it, else the format's `defaults`;
+    /// the Host's is the trace's `host_field` if it has one.
+    pub(super) fn names(&self, host_field: Option<&str>, defaults: [&str; 4]) -> [Option<String>; 4] {
         let [method, path, status, host] = self.reads();
         let named = |wanted: bool, given: &Option<String>, default: &str| {
             wanted.then(|| given.clone().unwrap_or_else(|| default.to_string()))
         };
         [
-            named(method, &self.method_field, "method"),
-            named(path, &self.path_field, "path"),
-            named(status, &self.status_field, "status"),
-            host.then(|| host_field.unwrap_or("host").to_string()),
+            named(method, &self.method_field, defaults[0]),
+            named(path, &self.path_field, defaults[1]),
+            named(status, &self.status_field, defaults[2]),
+            host.then(|| host_field.unwrap_or(defaults[3]).to_string()),
         ]
     }
 

@@ -427,13 +427,14 @@ impl Input {
                     Layout::Json {
                         time,
                         unit,
+                        numbers,
                         key,
                         host,
                         filter,
                     } => match json_row(
                         text,
                         time,
-                        *unit,
+                        (*unit, *numbers),
                         (key.as_deref(), host.as_deref()),
                         filter.as_deref(),
                     ) {
@@ -458,7 +459,7 @@ pub(super) const KEY_TEXT_CHARS: usize = 64;
 pub(super) fn json_row(
     text: &str,
     field: &str,
-    unit: Option<Unit>,
+    (unit, numbers): (Option<Unit>, Unit),
     (key, host): (Option<&str>, Option<&str>),
     filter: Option<&(Where, [Option<String>; 4])>,
 ) -> Result<Option<(u64, Key)>, FieldError> {
@@ -497,7 +498,7 @@ pub(super) fn json_row(
             parse_text(&text, unit).ok_or_else(|| invalid(&text, unit))?
         }
         JsonText::Number(text) => {
-            let unit = unit.unwrap_or(Unit::Seconds);
+            let unit = unit.unwrap_or(numbers);
             parse_text(text, unit).ok_or_else(|| invalid(text, unit))?
         }
         JsonText::Other(text) => {

@@ -26,6 +26,8 @@ pub(super) enum Layout {
     Json {
         time: String,
         unit: Option<Unit>,
+        /// The unit of a time written as a number, unless `unit` says.
+        numbers: Unit,
         key: Option<String>,
         host: Option<String>,
         /// `where`, and the fields it reads.
@@ -33,6 +35,44 @@ pub(super) enum Layout {
     },
 }
 
+
+/// Where a JSON log's fields are, by the vendor's field names: its time,
+/// the unit of a time written as a number, and the method, path, status
+/// and Host `where` reads.
+struct JsonPreset {
+    time: &'static str,
+    numbers: Unit,
+    fields: [&'static str; 4],
+}
+
+impl JsonPreset {
+    fn of(format: Format) -> JsonPreset {
+        match format {
+            // Traefik v3's accesslog field names (pkg/middlewares/accesslog/logdata.go).
+            Format::Traefik => JsonPreset {
+                time: "StartUTC",
+                numbers: Unit::Seconds,
+                fields: ["RequestMethod", "RequestPath", "DownstreamStatus", "RequestHost"],
+            },
+            // Cloudflare's http_requests dataset fields (Logpush).
+            Format::Cloudflare => JsonPreset {
+                time: "EdgeStartTimestamp",
+                numbers: Unit::Nanos,
+                fields: [
+                    "ClientRequestMethod",
+                    "ClientRequestPath",
+                    "EdgeResponseStatus",
+                    "ClientRequestHost",
+                ],
+            },
+            _ => JsonPreset {
+                time: "time",
+                numbers: Unit::Seconds,
+                fields: super::filter::FIELDS,
+            },
+        }
+    }
+}
 
 impl Config {
     /// Where each row's time and key are: from the header of a CSV file,
@@ -73,18 +113,22 @@ impl Config {
                     filter: self.filter.clone(),
                 })
             }
-            (Format::Jsonl, _) => Ok(Layout::Json {
-                time: self.column.clone().unwrap_or_else(|| "time".into()),
-                unit: self.unit,
-                key: self.key.clone(),
-                host: self.host.clone(),
-                filter: self.filter.as_ref().map(|conditions| {
-                    Box::new((
-                        (**conditions).clone(),
-                        conditions.names(self.host.as_deref()),
-                    ))
-                }),
-            }),
+            (Format::Jsonl | Format::Traefik | Format::Cloudflare, _) => {
+                let preset = JsonPreset::of(self.format);
+                Ok(Layout::Json {
+                    time: self.column.clone().unwrap_or_else(|| preset.time.into()),
+                    unit: self.unit,
+                    numbers: preset.numbers,
+                    key: self.key.clone(),
+                    host: self.host.clone(),
+                    filter: self.filter.as_ref().map(|conditions| {
+                        Box::new((
+                            (**conditions).clone(),
+                            conditions.names(self.host.as_deref(), preset.fields),
+                        ))
+                    }),
+                })
+            }
             (Format::Csv, Input::Lines { .. }) => unreachable!("a CSV file is read as CSV"),
         }
     }
@@ -144,7 +188,11 @@ impl Config {
             None => None,
             Some(conditions) => {
                 let mut columns = [None; 4];
-                for (i, name) in conditions.names(self.host.as_deref()).iter().enumerate() {
+                for (i, name) in conditions
+                    .names(self.host.as_deref(), super::filter::FIELDS)
+                    .iter()
+                    .enumerate()
+                {
                     if let Some(name) = name {
                         columns[i] = column_of(&Some(name.clone()), super::filter::FIELDS[i])?;
                     }

@@ -259,12 +259,14 @@ impl Config {
                 record: csv::ByteRecord::new(),
                 left_out: 0,
             },
-            Format::Combined | Format::Jsonl => Input::Lines {
-                reader: Box::new(buffered),
-                line: String::new(),
-                number: 0,
-                left_out: 0,
-            },
+            Format::Combined | Format::Jsonl | Format::Traefik | Format::Cloudflare => {
+                Input::Lines {
+                    reader: Box::new(buffered),
+                    line: String::new(),
+                    number: 0,
+                    left_out: 0,
+                }
+            }
         };
         Ok((input, identity))
     }
