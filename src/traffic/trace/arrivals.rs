@@ -15,6 +15,10 @@ pub(super) enum Rows {
         previous: u64,
         /// Whether the first pass found the file sorted.
         sorted: bool,
+        /// The files still to read after this one.
+        rest: VecDeque<Part>,
+        /// To open them.
+        config: Box<Config>,
     },
     Sorted(std::vec::IntoIter<(u64, Key)>),
 }
@@ -70,7 +74,9 @@ impl Arrivals {
                 path,
                 previous,
                 sorted,
-            } => {
+                rest,
+                config,
+            } => loop {
                 let row = input.next(layout, path).and_then(|row| match row {
                     None => verify(input, *checksum, path).map(|()| None),
                     Some((time, _)) if *sorted && time < *previous => Err(format!(
@@ -83,11 +89,28 @@ impl Arrivals {
                         Ok(Some((time, key)))
                     }
                 });
-                row.unwrap_or_else(|err| {
-                    self.error = Some(err.to_string());
-                    None
-                })
-            }
+                match row {
+                    Ok(Some(row)) => return Some(row),
+                    // This file is done: the next one, if any.
+                    Ok(None) => {
+                        let part = rest.pop_front()?;
+                        match config.reopen(&part) {
+                            Ok((next, named)) => {
+                                **input = next;
+                                (*checksum, *layout, *path) = (part.checksum, part.layout, named);
+                            }
+                            Err(err) => {
+                                self.error = Some(err.to_string());
+                                return None;
+                            }
+                        }
+                    }
+                    Err(err) => {
+                        self.error = Some(err.to_string());
+                        return None;
+                    }
+                }
+            },
         }
     }
 

@@ -77,8 +77,8 @@ impl JsonPreset {
 impl Config {
     /// Where each row's time and key are: from the header of a CSV file,
     /// from the configuration for a log.
-    pub(super) fn locate(&self, base_dir: &Path, input: &mut Input) -> Result<Layout, FieldError> {
-        let shown = self.shown(base_dir);
+    pub(super) fn locate(&self, shown: &Path, input: &mut Input) -> Result<Layout, FieldError> {
+        let shown = shown.to_path_buf();
         match (self.format, input) {
             (Format::Csv, Input::Csv { reader, .. }) => self.locate_csv(&shown, reader),
             (Format::Combined, _) => {

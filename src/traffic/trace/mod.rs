@@ -26,6 +26,7 @@ mod fields;
 mod filter;
 mod input;
 mod layout;
+mod pattern;
 #[cfg(test)]
 mod tests;
 
@@ -42,8 +43,13 @@ use self::layout::Layout;
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// The file, relative to the scenario file.
+    /// The file, relative to the scenario file; a pattern (`access.log*`)
+    /// for every file it matches, oldest first as logrotate names them; `-`
+    /// for standard input.
+    #[serde(default)]
     pub path: PathBuf,
+    /// Several files, replayed one after the other in this order (instead of `path`).
+    pub paths: Option<Vec<PathBuf>>,
     /// How it is laid out: `"csv"` (default), `"combined"` or `"jsonl"`.
     #[serde(default)]
     pub format: Format,
@@ -115,7 +121,6 @@ const MAX_SPREAD_ROWS: usize = 10_000_000;
 /// What a first pass over the file found.
 #[derive(Clone, Debug)]
 struct Scan {
-    layout: Layout,
     /// Whether every timestamp is a whole second (so spreading applies).
     whole_seconds: bool,
     /// For a sorted trace of whole seconds: the requests of its busiest
@@ -126,14 +131,27 @@ struct Scan {
     earliest: u64,
     sorted: bool,
     rows: u64,
-    /// The file as checked; a replay refuses any other.
-    identity: FileIdentity,
-    /// A hash of every byte as checked; a replay that reads other bytes fails.
-    checksum: u64,
+    /// Its files in replay order, as checked.
+    parts: Vec<Part>,
     /// The text of the first [`NAMED_KEYS`] keys, by key: to name a client
     /// in the results as the file does.
     names: std::sync::Arc<std::collections::HashMap<Key, String, crate::random::MixState>>,
 }
+
+/// One file of a trace, as its check found it.
+#[derive(Clone, Debug)]
+struct Part {
+    /// The file to open (`-` for standard input).
+    path: PathBuf,
+    /// The file as checked; a replay refuses any other.
+    identity: FileIdentity,
+    /// A hash of every byte as checked; a replay that reads other bytes fails.
+    checksum: u64,
+    layout: Layout,
+}
+
+/// The most files one trace may name (by a list or a pattern).
+const MAX_FILES: usize = 10_000;
 
 /// A whole-second trace's busiest labelled second and its busiest two
 /// adjacent seconds (counting the rows inside the run): its worst rolling
@@ -202,27 +220,81 @@ impl Config {
 
     /// `path = "-"`: the trace is standard input, read once.
     fn is_stdin(&self) -> bool {
-        self.path.as_os_str() == "-"
+        self.paths.is_none() && self.path.as_os_str() == "-"
     }
 
-    /// The trace's file as errors name it.
+    /// The trace's file (or files) as errors about all of it name it.
     fn shown(&self, base_dir: &Path) -> PathBuf {
-        if self.is_stdin() {
+        match &self.paths {
+            _ if self.is_stdin() => PathBuf::from("<standard input>"),
+            Some(paths) if paths.len() > 1 => PathBuf::from(format!(
+                "{} (and {} more files)",
+                base_dir.join(&paths[0]).display(),
+                paths.len() - 1
+            )),
+            Some(paths) => base_dir.join(paths.first().map_or(Path::new(""), |p| p.as_path())),
+            None => base_dir.join(&self.path),
+        }
+    }
+
+    /// One of its files as errors about it name it.
+    fn named(file: &Path) -> PathBuf {
+        if file == Path::new("-") {
             PathBuf::from("<standard input>")
         } else {
-            base_dir.join(&self.path)
+            file.to_path_buf()
         }
+    }
+
+    /// The files to replay, in order: `paths` as listed, the files a
+    /// pattern in `path` matches (oldest first, as logrotate names them),
+    /// `path` itself, or `-` for standard input.
+    fn files(&self, base_dir: &Path) -> Result<Vec<PathBuf>, FieldError> {
+        let given = !self.path.as_os_str().is_empty();
+        let files = match (&self.paths, given) {
+            (Some(_), true) => {
+                return Err(field_error!("paths", "give path or paths, not both"));
+            }
+            (None, false) => {
+                return Err(field_error!(
+                    "path",
+                    "missing: give the trace's file (path = \"access.log\"), a pattern (\"access.log*\"), several (paths = [\"access.log.1\", \"access.log\"]) or \"-\" for standard input"
+                ));
+            }
+            (Some(paths), false) => {
+                if paths.iter().any(|p| p.as_os_str() == "-") {
+                    return Err(field_error!("paths", "standard input (\"-\") is a trace of its own: path = \"-\""));
+                }
+                paths.iter().map(|p| base_dir.join(p)).collect()
+            }
+            (None, true) if self.is_stdin() => vec![PathBuf::from("-")],
+            (None, true) if pattern::is_pattern(&self.path) => {
+                pattern::matching(&base_dir.join(&self.path)).map_err(|why| FieldError::at("path", why))?
+            }
+            (None, true) => vec![base_dir.join(&self.path)],
+        };
+        if files.is_empty() {
+            return Err(field_error!("paths", "lists no file"));
+        }
+        if files.len() > MAX_FILES {
+            return Err(field_error!(
+                "path",
+                "names {} files; a trace replays at most {MAX_FILES}",
+                files.len()
+            ));
+        }
+        Ok(files)
     }
 
     /// Opens the file once as a regular file and, when it was checked
     /// before, insists it is the same one.
     fn open(
         &self,
-        base_dir: &Path,
+        file: &Path,
         expected: Option<FileIdentity>,
     ) -> Result<(Input, FileIdentity), FieldError> {
-        let path = self.shown(base_dir);
-        let (file, meta) = if self.is_stdin() {
+        let path = Self::named(file);
+        let (file, meta) = if file == Path::new("-") {
             let file = spooled_stdin().map_err(|err| FieldError::at("path", err))?;
             let meta = file
                 .metadata()
@@ -280,8 +352,7 @@ impl Config {
         start: Nanos,
         end: Nanos,
     ) -> Result<(Scan, Vec<String>), FieldError> {
-        let (mut input, identity) = self.open(base_dir, None)?;
-        let layout = self.locate(base_dir, &mut input)?;
+        let files = self.files(base_dir)?;
         let shown = self.shown(base_dir);
         let (mut rows, mut unsorted, mut earliest, mut previous) = (0u64, 0u64, u64::MAX, 0u64);
         let (mut first, mut outside, mut whole_seconds) = (None, 0u64, true);
@@ -291,7 +362,12 @@ impl Config {
         let mut hosts = keys.clone();
         let (keyed, hosted) = (self.key.is_some(), self.host.is_some());
         let mut names = std::collections::HashMap::default();
-        while let Some((time, key)) = input.next(&layout, &shown)? {
+        let (mut parts, mut left_out) = (Vec::with_capacity(files.len()), 0u64);
+        for file in files {
+        let (mut input, identity) = self.open(&file, None)?;
+        let named = Self::named(&file);
+        let layout = self.locate(&named, &mut input)?;
+        while let Some((time, key)) = input.next(&layout, &named)? {
             let new = keyed && keys.insert(key.client);
             if new && names.len() < NAMED_KEYS {
                 names.extend(
@@ -333,13 +409,20 @@ impl Config {
                 labelled.count((time - first.min(time)) / NANOS_PER_SEC);
             }
         }
-        let left_out = input.left_out();
+        left_out += input.left_out();
         let checksum = input
             .drain()
-            .map_err(|err| format!("{}: {err}", shown.display()))?;
+            .map_err(|err| format!("{}: {err}", named.display()))?;
         let now = input.hashing().file.get_ref().metadata();
         if now.map(|meta| FileIdentity::of(&meta)).ok() != Some(identity) {
-            return Err(changed(&shown).into());
+            return Err(changed(&named).into());
+        }
+        parts.push(Part {
+            path: file,
+            identity,
+            checksum,
+            layout,
+        });
         }
         let spreading = rows > 0 && whole_seconds && self.may_spread();
         if self.spread == Some(Spread::Uniform) && rows > 0 && !whole_seconds {
@@ -350,7 +433,6 @@ impl Config {
             ));
         }
         let scan = Scan {
-            layout,
             whole_seconds: spreading,
             labelled: (rows > 0 && whole_seconds && unsorted == 0).then_some(labelled),
             keys: (keys.len().max(hosts.len()) as u64).max(1),
@@ -358,8 +440,7 @@ impl Config {
             earliest,
             sorted: unsorted == 0,
             rows,
-            identity,
-            checksum,
+            parts,
         };
         if unsorted > 0 && rows > MAX_UNSORTED_ROWS {
             return Err(format!(
@@ -530,16 +611,20 @@ impl Config {
         start: Nanos,
         end: Nanos,
     ) -> Result<Arrivals, FieldError> {
-        let (mut input, _) = self.open(base_dir, Some(scan.identity))?;
-        self.locate(base_dir, &mut input)?;
+        let _ = base_dir;
+        let mut rest: VecDeque<Part> = scan.parts.iter().cloned().collect();
+        let first = rest.pop_front().expect("a checked trace has a file");
+        let (input, path) = self.reopen(&first)?;
         Ok(Arrivals {
             rows: Rows::Stream {
-                checksum: scan.checksum,
+                checksum: first.checksum,
                 input: Box::new(input),
-                layout: scan.layout.clone(),
-                path: self.shown(base_dir),
+                layout: first.layout,
+                path,
                 previous: 0,
                 sorted: scan.sorted,
+                rest,
+                config: Box::new(self.clone()),
             },
             start: start.get(),
             end: end.get(),
@@ -547,6 +632,15 @@ impl Config {
             spread: None,
             error: None,
         })
+    }
+
+    /// Opens one of its files again, insisting it is the one checked, past
+    /// its header; and how errors name it.
+    fn reopen(&self, part: &Part) -> Result<(Input, PathBuf), FieldError> {
+        let (mut input, _) = self.open(&part.path, Some(part.identity))?;
+        let named = Self::named(&part.path);
+        self.locate(&named, &mut input)?;
+        Ok((input, named))
     }
 }
 
@@ -574,7 +668,17 @@ impl Kind for Config {
     }
 
     fn describe(&self) -> String {
-        format!("trace {}", self.path.display())
+        match &self.paths {
+            Some(paths) => format!(
+                "trace {}",
+                paths
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            None => format!("trace {}", self.path.display()),
+        }
     }
 
     fn estimated_arrivals(&self, place: Place) -> Result<u128, FieldError> {

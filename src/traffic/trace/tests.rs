@@ -619,3 +619,77 @@ fn a_sorted_whole_second_log_knows_its_busiest_second_and_pair() {
     config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
     assert_eq!(config.labelled_seconds(), None);
 }
+
+/// Times and keys replayed from the files `files` (name, bytes) of one folder
+/// by the trace `extra` (which names them), and the check's warnings.
+fn replay_files(files: &[(&str, Vec<u8>)], extra: &str) -> Result<(Replayed, Vec<String>), String> {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in files {
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+    }
+    let config: Config = toml::from_str(extra).unwrap();
+    let warnings = config
+        .check(dir.path(), Nanos(0), Nanos(u64::MAX))
+        .map_err(|e| e.to_string())?;
+    let mut arrivals = config
+        .replay(dir.path(), Nanos(0), Nanos(u64::MAX), rng())
+        .map_err(|e| e.to_string())?;
+    let rows: Vec<(u64, Key)> = arrivals.by_ref().map(|a| (a.time.get(), a.key)).collect();
+    arrivals.take_error().map_or(Ok((rows, warnings)), Err)
+}
+
+#[test]
+fn rotated_files_replay_as_the_one_log_they_were() {
+    let whole = combined_log(900);
+    let lines: Vec<&str> = whole.split_inclusive('\n').collect();
+    let (old, rest) = lines.split_at(300);
+    let (middle, new) = rest.split_at(300);
+    let files = [
+        ("access.log.2.gz", gzip(old.concat().as_bytes())),
+        ("access.log.1", middle.concat().into_bytes()),
+        ("access.log", new.concat().into_bytes()),
+    ];
+    let log = "format = \"combined\"\nkey_field = \"remote_addr\"\nspread = \"none\"\n";
+    let (expected, _) = replay_bytes("all.log", whole.as_bytes(), log).unwrap();
+    let (globbed, warnings) = replay_files(&files, &format!("{log}path = \"access.log*\"")).unwrap();
+    assert_eq!(globbed, expected);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let listed = format!("{log}paths = [\"access.log.2.gz\", \"access.log.1\", \"access.log\"]");
+    assert_eq!(replay_files(&files, &listed).unwrap().0, expected);
+    // Listed newest first, the files are out of order: sorted, and said so.
+    let backwards = format!("{log}paths = [\"access.log\", \"access.log.1\", \"access.log.2.gz\"]");
+    let (rows, warnings) = replay_files(&files, &backwards).unwrap();
+    assert_eq!(rows.len(), 900);
+    assert!(warnings.iter().any(|w| w.contains("earlier than the row before them")), "{warnings:?}");
+    // CSV files each with their header.
+    let csv = [("a.csv", b"time_ns\n1\n2\n".to_vec()), ("b.csv", b"time_ns\n3\n".to_vec())];
+    let (rows, _) = replay_files(&csv, "paths = [\"a.csv\", \"b.csv\"]").unwrap();
+    assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), [1, 2, 3]);
+    // A bad line names its own file and line.
+    let bad = [("a.log", b"".to_vec()), ("b.log", b"\nnot a log line\n".to_vec())];
+    let err = replay_files(&bad, "format = \"combined\"\npaths = [\"a.log\", \"b.log\"]").unwrap_err();
+    assert!(err.contains("b.log:2: "), "{err}");
+    // Neither or both of path and paths; a pattern matching nothing.
+    assert!(replay_files(&csv, "format = \"csv\"").unwrap_err().contains("path: missing"));
+    let both = "path = \"a.csv\"\npaths = [\"b.csv\"]";
+    assert!(replay_files(&csv, both).unwrap_err().contains("not both"));
+    let none = replay_files(&csv, "path = \"x*.csv\"").unwrap_err();
+    assert!(none.contains("no file matches"), "{none}");
+}
+
+#[test]
+fn a_later_file_that_changed_after_the_check_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.csv"), "time_ns\n1\n2\n").unwrap();
+    std::fs::write(dir.path().join("b.csv"), "time_ns\n3\n4\n").unwrap();
+    let config: Config = toml::from_str("paths = [\"a.csv\", \"b.csv\"]").unwrap();
+    config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+    std::fs::write(dir.path().join("b.csv"), "time_ns\n3\n5\n").unwrap();
+    let mut arrivals = config
+        .replay(dir.path(), Nanos(0), Nanos(u64::MAX), rng())
+        .unwrap();
+    let times: Vec<u64> = arrivals.by_ref().map(|a| a.time.get()).collect();
+    let err = arrivals.take_error().expect("the change is caught");
+    assert!(err.contains("b.csv"), "{err}");
+    assert!(times.len() < 4, "{times:?}");
+}
