@@ -32,15 +32,7 @@ type Replayed = Vec<(u64, Key)>;
 
 /// Times and keys as replayed from `[0, end)`, and the first pass's warnings.
 fn replay(name: &str, contents: &str, extra: &str) -> Result<(Replayed, Vec<String>), String> {
-    let (dir, config) = file(name, contents, extra);
-    let warnings = config
-        .check(dir.path(), Nanos(0), Nanos(u64::MAX))
-        .map_err(|e| e.to_string())?;
-    let mut arrivals = config
-        .replay(dir.path(), Nanos(0), Nanos(u64::MAX), rng())
-        .map_err(|e| e.to_string())?;
-    let rows: Vec<(u64, Key)> = arrivals.by_ref().map(|a| (a.time.get(), a.key)).collect();
-    arrivals.take_error().map_or(Ok((rows, warnings)), Err)
+    replay_bytes(name, contents.as_bytes(), extra)
 }
 
 const COMBINED: &str = r#"198.51.100.1 - - [27/Nov/2026:09:00:00 +0100] "GET / HTTP/1.1" 200 5 "-" "a"
@@ -466,17 +458,7 @@ fn only_the_first_named_keys_keep_their_text() {
 
 /// Times and keys replayed from a file of `bytes`, and the check's warnings.
 fn replay_bytes(name: &str, bytes: &[u8], extra: &str) -> Result<(Replayed, Vec<String>), String> {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join(name), bytes).unwrap();
-    let config: Config = toml::from_str(&format!("path = \"{name}\"\n{extra}")).unwrap();
-    let warnings = config
-        .check(dir.path(), Nanos(0), Nanos(u64::MAX))
-        .map_err(|e| e.to_string())?;
-    let mut arrivals = config
-        .replay(dir.path(), Nanos(0), Nanos(u64::MAX), rng())
-        .map_err(|e| e.to_string())?;
-    let rows: Vec<(u64, Key)> = arrivals.by_ref().map(|a| (a.time.get(), a.key)).collect();
-    arrivals.take_error().map_or(Ok((rows, warnings)), Err)
+    replay_files(&[(name, bytes.to_vec())], &format!("path = \"{name}\"\n{extra}"))
 }
 
 fn gzip(text: &[u8]) -> Vec<u8> {
