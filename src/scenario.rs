@@ -122,6 +122,15 @@ impl Workload {
         self.sources().iter().any(SourceConfig::names_hosts)
     }
 
+    /// When its one source is a log of responses: the requests the log says
+    /// its own limiter turned away.
+    pub fn turned_away_in_log(&self) -> Option<u64> {
+        match self.sources() {
+            [one] => one.turned_away_in_log(),
+            _ => None,
+        }
+    }
+
     /// When its one source is stamped in whole seconds, where its worst
     /// rolling second of demand lies (see [`SourceConfig::labelled_seconds`]).
     pub fn labelled_seconds(&self) -> Option<crate::traffic::trace::Labelled> {

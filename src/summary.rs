@@ -75,6 +75,11 @@ pub struct RunSummary {
     /// the log does not say when within its second each request came.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub whole_seconds: Option<WholeSeconds>,
+    /// When the workload replays a log of responses: the requests the log
+    /// says the real limiter turned away (`rejected_status`, default 429),
+    /// beside `rejected`, the model's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turned_away_in_log: Option<u64>,
     /// When the workload's clients retry: attempts, goodput, the herd, lockouts.
     /// `offered` then counts attempts, and `admitted` requests.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -45,6 +45,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .collect::<Vec<_>>()
         .join("\n\n")
         + "\n";
+    for line in crate::report::log_comparison(runs) {
+        tables += &format!("{line}\n");
+    }
     tables.extend(verdict.as_ref().map(verdict_lines));
     print_results(
         args.quiet,

@@ -253,6 +253,10 @@ pub const COLUMNS: &[Column] = &[
     Column::csv("admitted_worst_1s_at_most", |r| {
         whole_seconds(r, |w| w.admitted_at_most)
     }),
+    Column::csv("turned_away_in_log", |r| {
+        r.turned_away_in_log
+            .map_or(String::new(), |n| n.to_string())
+    }),
     Column::csv("worst_rolling_start_ns", |r| {
         r.worst_rolling_start_ns.to_string()
     }),

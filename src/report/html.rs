@@ -325,8 +325,12 @@ fn whole_seconds_note(runs: &[RunSummary]) -> String {
 
 fn results_table(runs: &[RunSummary]) -> String {
     let table = super::columns::rows(runs, super::columns::Format::Html);
+    let logged: String = super::log_comparison(runs)
+        .iter()
+        .map(|line| format!("<p class=\"note\">{}.</p>\n", super::rows::escape(line)))
+        .collect();
     format!(
-        "<h2>Results</h2>\n{}{}",
+        "<h2>Results</h2>\n{}{}{logged}",
         table.grouped().html(),
         whole_seconds_note(runs)
     )

@@ -156,6 +156,12 @@ fn simulate_workload(
             });
         }
     }
+    // What the real limiter did, as its log says.
+    if let Some(turned_away) = workload.turned_away_in_log() {
+        for run in &mut runs {
+            run.summary.turned_away_in_log = Some(turned_away);
+        }
+    }
     // The busiest client, named as the input names it (a limit per Host
     // counts Hosts, which have no client's name).
     for (run, named) in runs.iter_mut().zip(&scenario.limiters) {

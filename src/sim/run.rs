@@ -338,6 +338,7 @@ impl RunState {
                 _ => keys.finish(None, None),
             }),
             whole_seconds: None,
+            turned_away_in_log: None,
             instances: match &self.limiter {
                 Limiter::Cluster(cluster) => Some(cluster.admitted_per_instance().to_vec()),
                 _ => None,

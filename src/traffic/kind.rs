@@ -101,6 +101,12 @@ pub trait Kind: Clone + std::fmt::Debug + DeserializeOwned {
         out.extend(arrivals.take(count).map(|a| T::of(a.arrival())));
     }
 
+    /// For a log of responses: how many requests the log says its own
+    /// limiter turned away.
+    fn turned_away_in_log(&self) -> Option<u64> {
+        None
+    }
+
     /// For input stamped in whole seconds: its busiest labelled second and
     /// busiest two adjacent ones, between which its worst rolling second lies.
     fn labelled_seconds(&self) -> Option<super::trace::Labelled> {

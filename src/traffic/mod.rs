@@ -244,6 +244,11 @@ impl SourceConfig {
         with_kind!(&self.kind, config => config.names_hosts())
     }
 
+    /// See [`Kind::turned_away_in_log`].
+    pub fn turned_away_in_log(&self) -> Option<u64> {
+        with_kind!(&self.kind, config => config.turned_away_in_log())
+    }
+
     /// See [`Kind::labelled_seconds`].
     pub fn labelled_seconds(&self) -> Option<trace::Labelled> {
         with_kind!(&self.kind, config => config.labelled_seconds())

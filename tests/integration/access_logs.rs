@@ -141,16 +141,17 @@ fn kept_on_the_second_a_log_replays_as_a_csv_of_epoch_seconds() {
     let dir = tempfile::tempdir().unwrap();
     // The CSV's times (all within 09:00 +01:00 on 27 Nov 2026) as epoch seconds.
     let iso = fs::read_to_string("scenarios/traces/checkout-access.csv").unwrap();
-    let mut epoch = String::from("time_s,client\n");
+    let mut epoch = String::from("time_s,client,status\n");
     for line in iso.lines().skip(1) {
         let (time, rest) = line.split_once(',').unwrap();
         let client = rest.split(',').next().unwrap();
+        let status = rest.rsplit(',').next().unwrap();
         assert!(
             time.starts_with("2026-11-27T09:00:") && time.ends_with("+01:00"),
             "{time}"
         );
         let second: u64 = time[17..19].parse().unwrap();
-        epoch.push_str(&format!("{},{client}\n", 1_764_230_400 + second));
+        epoch.push_str(&format!("{},{client},{status}\n", 1_764_230_400 + second));
     }
     let epoch_file: PathBuf = dir.path().join("epoch.csv");
     fs::write(&epoch_file, epoch).unwrap();

@@ -233,6 +233,9 @@ pub(super) enum Input {
         record: csv::ByteRecord,
         /// Rows `where` left out so far.
         left_out: u64,
+        /// As for lines.
+        turned_away: (u64, u64),
+        rejected_status: Vec<u16>,
     },
     Lines {
         reader: Box<BufReader<Capped>>,
@@ -240,6 +243,11 @@ pub(super) enum Input {
         number: u64,
         /// Rows `where` left out so far.
         left_out: u64,
+        /// Rows kept so far whose logged status says the real limiter turned
+        /// them away, and rows kept whose status was logged at all.
+        turned_away: (u64, u64),
+        /// The statuses that say so.
+        rejected_status: Vec<u16>,
     },
 }
 
@@ -249,6 +257,14 @@ impl Input {
         match self {
             Input::Csv { record, .. } => record.position().map_or(0, csv::Position::line),
             Input::Lines { number, .. } => *number,
+        }
+    }
+
+    /// Rows kept so far that the log says its own limiter turned away, and
+    /// rows kept whose status it logged (a combined log or JSON lines).
+    pub(super) fn turned_away(&self) -> (u64, u64) {
+        match self {
+            Input::Csv { turned_away, .. } | Input::Lines { turned_away, .. } => *turned_away,
         }
     }
 
@@ -318,6 +334,8 @@ impl Input {
                     reader,
                     record,
                     left_out,
+                    turned_away,
+                    rejected_status,
                 },
                 Layout::Csv {
                     column,
@@ -325,6 +343,7 @@ impl Input {
                     key,
                     host,
                     filter,
+                    status,
                 },
             ) => loop {
                 let line = record.position().map_or(1, |p| p.line() + 1);
@@ -364,6 +383,10 @@ impl Input {
                     Some(column) => key.on_host_of(parse_key(record, column, path)?),
                     None => key,
                 };
+                let logged = status
+                    .and_then(|column| record.get(column))
+                    .and_then(|bytes| std::str::from_utf8(bytes).ok());
+                count_status(turned_away, rejected_status, logged);
                 return Ok(Some((time, key)));
             },
             (
@@ -372,6 +395,8 @@ impl Input {
                     line,
                     number,
                     left_out,
+                    turned_away,
+                    rejected_status,
                 },
                 layout,
             ) => loop {
@@ -422,6 +447,7 @@ impl Input {
                             Some(host) => key.on_host(host.as_bytes()),
                             None => key,
                         };
+                        count_status(turned_away, rejected_status, fields.field("status"));
                         Ok(Some((time, key)))
                     }
                     Layout::Json {
@@ -431,18 +457,23 @@ impl Input {
                         key,
                         host,
                         filter,
+                        status,
                     } => match json_row(
                         text,
                         time,
                         (*unit, *numbers),
                         (key.as_deref(), host.as_deref()),
-                        filter.as_deref(),
+                        (filter.as_deref(), status),
                     ) {
                         Ok(None) => {
                             *left_out += 1;
                             continue;
                         }
-                        row => row.map_err(at),
+                        Ok(Some((row, logged))) => {
+                            count_status(turned_away, rejected_status, logged.as_deref());
+                            Ok(Some(row))
+                        }
+                        Err(err) => Err(at(err)),
                     },
                     Layout::Csv { .. } => unreachable!("CSV is read as records"),
                 };
@@ -452,17 +483,32 @@ impl Input {
     }
 }
 
+/// A JSON line's time and key, and its status as written.
+pub(super) type JsonRow = ((u64, Key), Option<String>);
+
+/// `where`, and the JSON fields it reads.
+pub(super) type JsonFilter = (Where, [Option<String>; 4]);
+
+/// Counts a kept row whose logged `status` is one of `rejected`.
+fn count_status(counts: &mut (u64, u64), rejected: &[u16], status: Option<&str>) {
+    if let Some(status) = status.and_then(|s| s.trim().parse::<u16>().ok()) {
+        counts.1 += 1;
+        counts.0 += u64::from(rejected.contains(&status));
+    }
+}
+
 /// The most characters of a key's text kept to name it.
 pub(super) const KEY_TEXT_CHARS: usize = 64;
 
-/// The time and key of one JSON line; None when `filter` leaves it out.
+/// The time and key of one JSON line, and its `status` field as written;
+/// None when `filter` leaves it out.
 pub(super) fn json_row(
     text: &str,
     field: &str,
     (unit, numbers): (Option<Unit>, Unit),
     (key, host): (Option<&str>, Option<&str>),
-    filter: Option<&(Where, [Option<String>; 4])>,
-) -> Result<Option<(u64, Key)>, FieldError> {
+    (filter, status): (Option<&JsonFilter>, &str),
+) -> Result<Option<JsonRow>, FieldError> {
     // Values as written: a number of epoch seconds goes through the same
     // decimal parser as CSV's time_s, never through a float (which would turn
     // 1764460800.999999999 into 1764460801).
@@ -522,7 +568,11 @@ pub(super) fn json_row(
         None => key,
         Some(name) => key.on_host_of(named(name, "host")?),
     };
-    Ok(Some((time, key)))
+    let logged = object.get(status).map(|raw| match json_text(raw) {
+        JsonText::String(text) => text,
+        JsonText::Number(text) | JsonText::Other(text) => text.to_string(),
+    });
+    Ok(Some(((time, key), logged)))
 }
 
 /// A JSON value as written in the line.

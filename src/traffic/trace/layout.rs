@@ -17,6 +17,8 @@ pub(super) enum Layout {
         host: Option<usize>,
         /// `where`, and the columns of the fields it reads.
         filter: Option<Box<(Where, [Option<usize>; 4])>>,
+        /// The column of the response's status, if there is one.
+        status: Option<usize>,
     },
     Combined {
         key: Option<&'static str>,
@@ -32,6 +34,8 @@ pub(super) enum Layout {
         host: Option<String>,
         /// `where`, and the fields it reads.
         filter: Option<Box<(Where, [Option<String>; 4])>>,
+        /// The field of the response's status.
+        status: String,
     },
 }
 
@@ -127,6 +131,11 @@ impl Config {
                             conditions.names(self.host.as_deref(), preset.fields),
                         ))
                     }),
+                    status: self
+                        .filter
+                        .as_ref()
+                        .and_then(|w| w.status_field.clone())
+                        .unwrap_or_else(|| preset.fields[2].to_string()),
                 })
             }
             (Format::Csv, Input::Lines { .. }) => unreachable!("a CSV file is read as CSV"),
@@ -200,12 +209,19 @@ impl Config {
                 Some(Box::new(((**conditions).clone(), columns)))
             }
         };
+        let status_name = self
+            .filter
+            .as_ref()
+            .and_then(|w| w.status_field.clone())
+            .unwrap_or_else(|| "status".to_string());
+        let status = headers.iter().position(|h| h.trim() == status_name);
         Ok(Layout::Csv {
             column,
             unit,
             key,
             host,
             filter,
+            status,
         })
     }
 

@@ -76,6 +76,9 @@ pub struct Config {
     /// "/api/", method = "POST", host = "shop.example", status = "2xx" }`.
     #[serde(rename = "where")]
     pub filter: Option<Box<Where>>,
+    /// The statuses with which the log's own limiter turned a request away
+    /// (default `[429]`), to compare its answers with the models'.
+    pub rejected_status: Option<Vec<u16>>,
     /// Shift the trace so its earliest timestamp is the source's start
     /// (default: true for logs and date-times, false for CSV numbers).
     pub rebase: Option<bool>,
@@ -123,6 +126,8 @@ const MAX_SPREAD_ROWS: usize = 10_000_000;
 struct Scan {
     /// Whether every timestamp is a whole second (so spreading applies).
     whole_seconds: bool,
+    /// Rows the log says its own limiter turned away, when it logs statuses.
+    turned_away: Option<u64>,
     /// For a sorted trace of whole seconds: the requests of its busiest
     /// labelled second, and of its busiest two adjacent ones.
     labelled: Option<Labelled>,
@@ -330,6 +335,8 @@ impl Config {
                 ),
                 record: csv::ByteRecord::new(),
                 left_out: 0,
+                turned_away: (0, 0),
+                rejected_status: self.rejected_status.clone().unwrap_or_else(|| vec![429]),
             },
             Format::Combined | Format::Jsonl | Format::Traefik | Format::Cloudflare => {
                 Input::Lines {
@@ -337,6 +344,8 @@ impl Config {
                     line: String::new(),
                     number: 0,
                     left_out: 0,
+                    turned_away: (0, 0),
+                    rejected_status: self.rejected_status.clone().unwrap_or_else(|| vec![429]),
                 }
             }
         };
@@ -363,6 +372,7 @@ impl Config {
         let (keyed, hosted) = (self.key.is_some(), self.host.is_some());
         let mut names = std::collections::HashMap::default();
         let (mut parts, mut left_out) = (Vec::with_capacity(files.len()), 0u64);
+        let mut turned_away = (0u64, 0u64);
         for file in files {
         let (mut input, identity) = self.open(&file, None)?;
         let named = Self::named(&file);
@@ -410,6 +420,9 @@ impl Config {
             }
         }
         left_out += input.left_out();
+        let (rejected, logged) = input.turned_away();
+        turned_away.0 += rejected;
+        turned_away.1 += logged;
         let checksum = input
             .drain()
             .map_err(|err| format!("{}: {err}", named.display()))?;
@@ -433,6 +446,8 @@ impl Config {
             ));
         }
         let scan = Scan {
+            // Only when every row kept logged its status.
+            turned_away: (turned_away.1 == rows && rows > 0).then_some(turned_away.0),
             whole_seconds: spreading,
             labelled: (rows > 0 && whole_seconds && unsorted == 0).then_some(labelled),
             keys: (keys.len().max(hosts.len()) as u64).max(1),
@@ -707,6 +722,10 @@ impl Kind for Config {
 
     fn take_error(arrivals: &mut Arrivals) -> Option<String> {
         arrivals.take_error()
+    }
+
+    fn turned_away_in_log(&self) -> Option<u64> {
+        self.scanned.get()?.turned_away
     }
 
     fn labelled_seconds(&self) -> Option<Labelled> {

@@ -675,3 +675,32 @@ fn a_later_file_that_changed_after_the_check_is_refused() {
     assert!(err.contains("b.csv"), "{err}");
     assert!(times.len() < 4, "{times:?}");
 }
+
+#[test]
+fn the_logs_own_rejections_are_counted_from_its_statuses() {
+    let log = combined_log(600); // every 5th request logged 429
+    let (dir, config) = file("a.log", &log, "format = \"combined\"");
+    config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+    assert_eq!(config.turned_away_in_log(), Some(120));
+    let (dir, config) = file("a.log", &log, "format = \"combined\"\nrejected_status = [200]");
+    config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+    assert_eq!(config.turned_away_in_log(), Some(480));
+    // Only the rows `where` keeps count.
+    let (dir, config) = file("a.log", &log, "format = \"combined\"\nwhere = { path_prefix = \"/api/\" }");
+    config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+    assert_eq!(config.turned_away_in_log(), Some((0..600).filter(|i| i % 10 == 0).count() as u64));
+    // JSON lines by the status field; a row without it leaves the count unknown.
+    let json = "{\"time\": 1, \"status\": 429}\n{\"time\": 2, \"status\": \"200\"}\n";
+    let (dir, config) = file("a.jsonl", json, "format = \"jsonl\"");
+    config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+    assert_eq!(config.turned_away_in_log(), Some(1));
+    let (dir, config) = file("a.jsonl", &format!("{json}{{\"time\": 3}}\n"), "format = \"jsonl\"");
+    config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+    assert_eq!(config.turned_away_in_log(), None);
+    let (dir, config) = file("t.csv", "time_ns,status\n1,429\n2,200\n", "");
+    config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+    assert_eq!(config.turned_away_in_log(), Some(1));
+    let (dir, config) = file("t.csv", "time_ns\n1\n", "");
+    config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+    assert_eq!(config.turned_away_in_log(), None, "no status column");
+}
