@@ -139,14 +139,20 @@ pub(super) fn busiest(run: &RunSummary) -> String {
 }
 
 /// The most admitted in any second against the backend's capacity:
-/// `OVER 200/s`, `ok 108/s`, or `-` without a backend.
+/// `OVER 200/s`, `ok 108/s` (`ok 47/s, up to 187` when a whole-second log
+/// could put more than the capacity in a second), or `-` without a backend.
 pub fn verdict(run: &RunSummary) -> String {
     match &run.backend {
         None => "-".to_string(),
         Some(backend) => {
             let worst = run.worst_1s_max().unwrap_or(backend.worst_1s);
+            let most = run.whole_seconds.map_or(0, |w| w.admitted_at_most);
             if run.exceeds_capacity() {
                 format!("OVER {worst}/s")
+            } else if most > backend.capacity {
+                // A whole-second log: another placement within its seconds
+                // could pass more than the backend takes.
+                format!("ok {worst}/s, up to {most}")
             } else {
                 format!("ok {worst}/s")
             }
