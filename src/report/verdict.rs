@@ -68,6 +68,27 @@ pub(super) fn sentence(
         ),
         None => "<li><b>Recommended:</b> none of these holds the backend on every workload (the causes above say why); <code>burstsim size</code> sizes those a setting can fix.</li>".to_string(),
     });
+    // Within as the log's whole seconds were placed, not for every placement.
+    let doubtful: Vec<String> = runs
+        .iter()
+        .filter(|run| !verdict.over.contains(&run.limiter.as_str()))
+        .filter_map(|run| {
+            let most = run.whole_seconds?.admitted_at_most;
+            (most > capacity).then(|| {
+                format!(
+                    "<b>{}</b> on <i>{}</i> up to {most}",
+                    escape(&run.limiter),
+                    escape(&run.workload)
+                )
+            })
+        })
+        .collect();
+    if !doubtful.is_empty() {
+        points.insert(causes, format!(
+            "<li><b>Within as placed:</b> the log stamps whole seconds, so within is said of the seeded placement of each request in its second; another placement could let more than {capacity} through in a second: {}.</li>",
+            join(&doubtful)
+        ));
+    }
     let under: Vec<String> = verdict
         .under_limit
         .iter()
