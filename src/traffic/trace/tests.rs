@@ -704,3 +704,17 @@ fn the_logs_own_rejections_are_counted_from_its_statuses() {
     config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
     assert_eq!(config.turned_away_in_log(), None, "no status column");
 }
+
+#[test]
+fn a_truncated_compressed_file_is_an_error_not_a_shorter_log() {
+    let text: String = (1..=20_000).map(|i| format!("{i}\n")).collect();
+    let csv = format!("time_ns\n{text}");
+    for (kind, bytes) in [("gzip", gzip(csv.as_bytes())), ("zstd", zstd(csv.as_bytes()))] {
+        for keep in [bytes.len() / 2, bytes.len() - 9, bytes.len() - 1] {
+            let err = replay_bytes("t.csv", &bytes[..keep], "")
+                .err()
+                .unwrap_or_else(|| panic!("{kind} cut to {keep} of {} bytes replayed", bytes.len()));
+            assert!(err.contains("t.csv"), "{kind}: {err}");
+        }
+    }
+}
