@@ -23,10 +23,13 @@ use crate::time::{NANOS_PER_SEC, Nanos};
 
 mod arrivals;
 mod fields;
+mod files;
 mod filter;
 mod input;
+mod labelled;
 mod layout;
 mod pattern;
+mod stored;
 #[cfg(test)]
 mod tests;
 
@@ -35,7 +38,10 @@ use self::arrivals::*;
 use self::fields::*;
 pub use self::input::MAX_ROW_BYTES;
 use self::input::*;
+use self::files::Part;
 pub use self::filter::Where;
+pub use self::labelled::Labelled;
+use self::stored::*;
 use self::filter::Row;
 use self::layout::Layout;
 
@@ -143,49 +149,6 @@ struct Scan {
     names: std::sync::Arc<std::collections::HashMap<Key, String, crate::random::MixState>>,
 }
 
-/// One file of a trace, as its check found it.
-#[derive(Clone, Debug)]
-struct Part {
-    /// The file to open (`-` for standard input).
-    path: PathBuf,
-    /// The file as checked; a replay refuses any other.
-    identity: FileIdentity,
-    /// A hash of every byte as checked; a replay that reads other bytes fails.
-    checksum: u64,
-    layout: Layout,
-}
-
-/// The most files one trace may name (by a list or a pattern).
-const MAX_FILES: usize = 10_000;
-
-/// A whole-second trace's busiest labelled second and its busiest two
-/// adjacent seconds (counting the rows inside the run): its worst rolling
-/// second of demand lies between them, whatever the true instants were, and
-/// both ends happen for some placement within the seconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Labelled {
-    /// Requests of the busiest labelled second.
-    pub busiest: u64,
-    /// Requests of the busiest two adjacent labelled seconds.
-    pub busiest_pair: u64,
-    /// The label being counted, its count and the one before's (while scanning).
-    current: Option<(u64, u64, u64)>,
-}
-
-impl Labelled {
-    /// Counts a row labelled `second`, in order.
-    fn count(&mut self, second: u64) {
-        let (label, count, before) = match self.current {
-            Some((label, count, before)) if label == second => (label, count + 1, before),
-            Some((label, count, _)) if label + 1 == second => (second, 1, count),
-            _ => (second, 1, 0),
-        };
-        self.current = Some((label, count, before));
-        self.busiest = self.busiest.max(count);
-        self.busiest_pair = self.busiest_pair.max(count + before);
-    }
-}
-
 /// The most keys of a trace whose text is kept to name a client in the
 /// results: the first 10,000 seen, 64 characters each (about 1.5 MB in all,
 /// whatever the trace holds). A later key is named by its hash.
@@ -221,135 +184,6 @@ impl Config {
             Some(spread) => spread == Spread::Uniform,
             None => self.is_log(),
         }
-    }
-
-    /// `path = "-"`: the trace is standard input, read once.
-    fn is_stdin(&self) -> bool {
-        self.paths.is_none() && self.path.as_os_str() == "-"
-    }
-
-    /// The trace's file (or files) as errors about all of it name it.
-    fn shown(&self, base_dir: &Path) -> PathBuf {
-        match &self.paths {
-            _ if self.is_stdin() => PathBuf::from("<standard input>"),
-            Some(paths) if paths.len() > 1 => PathBuf::from(format!(
-                "{} (and {} more files)",
-                base_dir.join(&paths[0]).display(),
-                paths.len() - 1
-            )),
-            Some(paths) => base_dir.join(paths.first().map_or(Path::new(""), |p| p.as_path())),
-            None => base_dir.join(&self.path),
-        }
-    }
-
-    /// One of its files as errors about it name it.
-    fn named(file: &Path) -> PathBuf {
-        if file == Path::new("-") {
-            PathBuf::from("<standard input>")
-        } else {
-            file.to_path_buf()
-        }
-    }
-
-    /// The files to replay, in order: `paths` as listed, the files a
-    /// pattern in `path` matches (oldest first, as logrotate names them),
-    /// `path` itself, or `-` for standard input.
-    fn files(&self, base_dir: &Path) -> Result<Vec<PathBuf>, FieldError> {
-        let given = !self.path.as_os_str().is_empty();
-        let files = match (&self.paths, given) {
-            (Some(_), true) => {
-                return Err(field_error!("paths", "give path or paths, not both"));
-            }
-            (None, false) => {
-                return Err(field_error!(
-                    "path",
-                    "missing: give the trace's file (path = \"access.log\"), a pattern (\"access.log*\"), several (paths = [\"access.log.1\", \"access.log\"]) or \"-\" for standard input"
-                ));
-            }
-            (Some(paths), false) => {
-                if paths.iter().any(|p| p.as_os_str() == "-") {
-                    return Err(field_error!("paths", "standard input (\"-\") is a trace of its own: path = \"-\""));
-                }
-                paths.iter().map(|p| base_dir.join(p)).collect()
-            }
-            (None, true) if self.is_stdin() => vec![PathBuf::from("-")],
-            (None, true) if pattern::is_pattern(&self.path) => {
-                pattern::matching(&base_dir.join(&self.path)).map_err(|why| FieldError::at("path", why))?
-            }
-            (None, true) => vec![base_dir.join(&self.path)],
-        };
-        if files.is_empty() {
-            return Err(field_error!("paths", "lists no file"));
-        }
-        if files.len() > MAX_FILES {
-            return Err(field_error!(
-                "path",
-                "names {} files; a trace replays at most {MAX_FILES}",
-                files.len()
-            ));
-        }
-        Ok(files)
-    }
-
-    /// Opens the file once as a regular file and, when it was checked
-    /// before, insists it is the same one.
-    fn open(
-        &self,
-        file: &Path,
-        expected: Option<FileIdentity>,
-    ) -> Result<(Input, FileIdentity), FieldError> {
-        let path = Self::named(file);
-        let (file, meta) = if file == Path::new("-") {
-            let file = spooled_stdin().map_err(|err| FieldError::at("path", err))?;
-            let meta = file
-                .metadata()
-                .map_err(|err| field_error!("path", "cannot replay {}: {err}", path.display()))?;
-            (Stored::Spool { file, at: 0 }, meta)
-        } else {
-            let (file, meta) = crate::input::open_regular(&path)
-                .map_err(|err| field_error!("path", "cannot replay {}: {err}", path.display()))?;
-            (Stored::File(file), meta)
-        };
-        let identity = FileIdentity::of(&meta);
-        if expected.is_some_and(|expected| expected != identity) {
-            return Err(changed(&path).into());
-        }
-        let hashing = Hashing {
-            file: file.take(identity.len),
-            hasher: DefaultHasher::new(),
-        };
-        let decoded = Decoded::of(hashing)
-            .map_err(|err| field_error!("path", "cannot replay {}: {err}", path.display()))?;
-        let capped = Capped {
-            decoded,
-            since_row: 0,
-            capped: true,
-        };
-        let buffered = BufReader::with_capacity(BUFFER_BYTES, capped);
-        let input = match self.format {
-            Format::Csv => Input::Csv {
-                reader: Box::new(
-                    csv::ReaderBuilder::new()
-                        .flexible(true)
-                        .from_reader(buffered),
-                ),
-                record: csv::ByteRecord::new(),
-                left_out: 0,
-                turned_away: (0, 0),
-                rejected_status: self.rejected_status.clone().unwrap_or_else(|| vec![429]),
-            },
-            Format::Combined | Format::Jsonl | Format::Traefik | Format::Cloudflare => {
-                Input::Lines {
-                    reader: Box::new(buffered),
-                    line: String::new(),
-                    number: 0,
-                    left_out: 0,
-                    turned_away: (0, 0),
-                    rejected_status: self.rejected_status.clone().unwrap_or_else(|| vec![429]),
-                }
-            }
-        };
-        Ok((input, identity))
     }
 
     /// Reads the whole file once, streaming: every row must hold a timestamp.
@@ -649,14 +483,6 @@ impl Config {
         })
     }
 
-    /// Opens one of its files again, insisting it is the one checked, past
-    /// its header; and how errors name it.
-    fn reopen(&self, part: &Part) -> Result<(Input, PathBuf), FieldError> {
-        let (mut input, _) = self.open(&part.path, Some(part.identity))?;
-        let named = Self::named(&part.path);
-        self.locate(&named, &mut input)?;
-        Ok((input, named))
-    }
 }
 
 impl Kind for Config {

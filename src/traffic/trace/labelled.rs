@@ -1,0 +1,31 @@
+//! A whole-second trace's busiest labelled second and busiest adjacent
+//! pair, counted as it is checked.
+
+/// A whole-second trace's busiest labelled second and its busiest two
+/// adjacent seconds (counting the rows inside the run): its worst rolling
+/// second of demand lies between them, whatever the true instants were, and
+/// both ends happen for some placement within the seconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Labelled {
+    /// Requests of the busiest labelled second.
+    pub busiest: u64,
+    /// Requests of the busiest two adjacent labelled seconds.
+    pub busiest_pair: u64,
+    /// The label being counted, its count and the one before's (while scanning).
+    current: Option<(u64, u64, u64)>,
+}
+
+impl Labelled {
+    /// Counts a row labelled `second`, in order.
+    pub(super) fn count(&mut self, second: u64) {
+        let (label, count, before) = match self.current {
+            Some((label, count, before)) if label == second => (label, count + 1, before),
+            Some((label, count, _)) if label + 1 == second => (second, 1, count),
+            _ => (second, 1, 0),
+        };
+        self.current = Some((label, count, before));
+        self.busiest = self.busiest.max(count);
+        self.busiest_pair = self.busiest_pair.max(count + before);
+    }
+}
+
