@@ -26,6 +26,48 @@ pub enum Format {
     /// request's start in `EdgeStartTimestamp` (Unix nanoseconds, Logpush's
     /// default; `unit = "s"` for its `unix` option; RFC 3339 text as written).
     Cloudflare,
+    /// Google Cloud's external Application Load Balancer logs as Cloud
+    /// Logging exports them (one LogEntry per line): time `timestamp`, the
+    /// request's fields under `httpRequest` (`httpRequest.remoteIp`).
+    Gcp,
+    /// AWS Application Load Balancer access logs.
+    Alb,
+    /// CloudFront standard logs (tab-separated, `#Fields:` header).
+    Cloudfront,
+    /// Envoy's default access log format.
+    Envoy,
+    /// HAProxy's `option httplog` lines.
+    Haproxy,
+}
+
+impl Format {
+    /// The vendor's text format this names, if it is one.
+    pub fn text(self) -> Option<super::vendor::Text> {
+        use super::vendor::Text;
+        match self {
+            Format::Alb => Some(Text::Alb),
+            Format::Cloudfront => Some(Text::CloudFront),
+            Format::Envoy => Some(Text::Envoy),
+            Format::Haproxy => Some(Text::Haproxy),
+            _ => None,
+        }
+    }
+
+    /// Its name in a scenario.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Csv => "csv",
+            Format::Combined => "combined",
+            Format::Jsonl => "jsonl",
+            Format::Traefik => "traefik",
+            Format::Cloudflare => "cloudflare",
+            Format::Gcp => "gcp",
+            Format::Alb => "alb",
+            Format::Cloudfront => "cloudfront",
+            Format::Envoy => "envoy",
+            Format::Haproxy => "haproxy",
+        }
+    }
 }
 
 /// The fields of a combined-log line a key may be taken from, by nginx's names.

@@ -12,6 +12,7 @@ pub mod clients;
 pub mod kind;
 pub mod logs;
 pub mod slots;
+pub mod vendor;
 
 pub use arrival::{Arrival, Client, Key, Timed};
 

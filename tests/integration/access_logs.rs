@@ -64,6 +64,79 @@ fn a_gzipped_log_on_standard_input_replays_as_the_file_does() {
     }
 }
 
+/// Each vendor's sample of the same requests as the combined log (written
+/// by scripts/vendor_samples.py), and the field naming its client.
+const VENDORS: [(&str, &str, &str); 7] = [
+    ("traefik", "checkout-access.traefik.json", "ClientHost"),
+    ("cloudflare", "checkout-access.cloudflare.json", "ClientIP"),
+    ("gcp", "checkout-access.gcp.json", "httpRequest.remoteIp"),
+    ("alb", "checkout-access.alb.log", "client"),
+    ("cloudfront", "checkout-access.cloudfront.log", "c-ip"),
+    ("envoy", "checkout-access.envoy.log", "x_forwarded_for"),
+    ("haproxy", "checkout-access.haproxy.log", "client_ip"),
+];
+
+/// A vendor's log filtered by a Host it does not name keeps no row (the
+/// Host read where the vendor writes it: a URL, a header, `:authority`);
+/// HAProxy logs a Host only where a capture puts it, named by host_field.
+#[test]
+fn each_vendor_log_is_filtered_by_the_host_it_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = fs::read_to_string(SCENARIO).unwrap();
+    let traces = fs::canonicalize("scenarios/traces").unwrap();
+    for (format, file, key) in VENDORS {
+        let host_field = if format == "haproxy" {
+            r#", host_field = "captured_request_headers""#
+        } else {
+            ""
+        };
+        for (host, kept) in [("Shop.Example", true), ("blog.example", false)] {
+            let source = format!(
+                r#"{{ kind = "trace", format = "{format}", path = "{}/{file}", key_field = "{key}"{host_field}, where = {{ host = "{host}" }} }}"#,
+                traces.display()
+            );
+            let path = dir.path().join(format!("{format}-{kept}.toml"));
+            fs::write(&path, scenario.replace(SOURCE, &source)).unwrap();
+            let out = Command::cargo_bin("burstsim")
+                .unwrap()
+                .args(["run", "-q", "--no-charts", "--out"])
+                .arg(dir.path().join(format!("{format}-{kept}")))
+                .arg(&path)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if kept {
+                assert!(out.status.success(), "{format}: {stderr}");
+            } else {
+                assert_eq!(out.status.code(), Some(2), "{format}: {stderr}");
+                assert!(
+                    stderr.contains("none of the 2308 rows"),
+                    "{format}: {stderr}"
+                );
+            }
+        }
+    }
+    // Without a capture named, HAProxy's where.host is refused with the reason.
+    let source = format!(
+        r#"{{ kind = "trace", format = "haproxy", path = "{}/checkout-access.haproxy.log", where = {{ host = "shop.example" }} }}"#,
+        traces.display()
+    );
+    let path = dir.path().join("haproxy-no-host.toml");
+    fs::write(&path, scenario.replace(SOURCE, &source)).unwrap();
+    let out = Command::cargo_bin("burstsim")
+        .unwrap()
+        .arg("check")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("where.host") && stderr.contains("host_field"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_combined_log_json_lines_and_rfc3339_csv_replay_to_the_same_figures() {
     let dir = tempfile::tempdir().unwrap();
@@ -85,10 +158,7 @@ fn a_combined_log_json_lines_and_rfc3339_csv_replay_to_the_same_figures() {
     );
     // Traefik's and Cloudflare's JSON logs of the same requests, by their
     // own field names and time units.
-    for (format, file, key) in [
-        ("traefik", "checkout-access.traefik.json", "ClientHost"),
-        ("cloudflare", "checkout-access.cloudflare.json", "ClientIP"),
-    ] {
+    for (format, file, key) in VENDORS {
         let (vendor, _) = summary(
             dir.path(),
             format,

@@ -9,7 +9,8 @@ pub(super) enum Rows {
         input: Box<Input>,
         /// The hash of the file's bytes when it was checked.
         checksum: u64,
-        layout: Layout,
+        /// Boxed: a JSON log's field names are most of the source's size.
+        layout: Box<Layout>,
         path: PathBuf,
         /// The last timestamp read, to catch a file that changed after it was checked.
         previous: u64,
@@ -97,7 +98,7 @@ impl Arrivals {
                         match config.reopen(&part) {
                             Ok((next, named)) => {
                                 **input = next;
-                                (*checksum, *layout, *path) = (part.checksum, part.layout, named);
+                                (*checksum, **layout, *path) = (part.checksum, part.layout, named);
                             }
                             Err(err) => {
                                 self.error = Some(err.to_string());

@@ -135,8 +135,9 @@ impl Config {
                 turned_away: (0, 0),
                 rejected_status: self.rejected_status.clone().unwrap_or_else(|| vec![429]),
             },
-            Format::Combined | Format::Jsonl | Format::Traefik | Format::Cloudflare => {
+            _ => {
                 Input::Lines {
+                    header: Vec::new(),
                     reader: Box::new(buffered),
                     line: String::new(),
                     number: 0,

@@ -4,6 +4,7 @@
 use serde::Deserialize;
 
 use crate::error::{FieldError, field_error};
+use crate::traffic::vendor::{Fields, Text, host_of, split_target};
 
 /// `where = { path_prefix = "/api/", method = "POST", host = "…", status = … }`:
 /// a row is kept when it matches every condition given.
@@ -69,6 +70,32 @@ impl<'a> Row<'a> {
             status: Some(status),
             host: None,
         }
+    }
+}
+
+impl<'a> Row<'a> {
+    /// The fields of a vendor's text log that `where` reads; the Host from
+    /// the field at `host` if given, else where the format keeps it.
+    pub(super) fn of_text(format: Text, fields: &Fields<'a>, host: Option<usize>) -> Row<'a> {
+        let roles = format.roles();
+        let at = |name: &str| format.index(name).map(|i| fields[i]);
+        let status = at(roles.status);
+        let mut row = match roles.path {
+            Some(path) => Row {
+                method: at(roles.request),
+                path: at(path),
+                status,
+                host: None,
+            },
+            None => Row::of_request(at(roles.request).unwrap_or_default(), status.unwrap_or_default()),
+        };
+        row.host = match host {
+            Some(i) => Some(fields[i]),
+            // ALB keeps the Host in the request's absolute URL.
+            None if roles.host == Some(roles.request) => row.path,
+            None => roles.host.and_then(at),
+        };
+        row
     }
 }
 
@@ -171,9 +198,19 @@ impl Where {
             want.as_deref()
                 .is_none_or(|want| field.is_some_and(|got| same(got.trim(), want)))
         };
+        // A path may be an absolute URL (ALB, GCP): its path; a Host may be
+        // a URL or carry a port: its name.
+        fn host(text: &str) -> &str {
+            match split_target(text) {
+                (_, Some(host)) => host,
+                (_, None) => host_of(text),
+            }
+        }
         text(row.method, &self.method, &|got, want| got.eq_ignore_ascii_case(want))
-            && text(row.path, &self.path_prefix, &|got, want| got.starts_with(want))
-            && text(row.host, &self.host, &|got, want| got.eq_ignore_ascii_case(want))
+            && text(row.path, &self.path_prefix, &|got, want| {
+                split_target(got).0.starts_with(want)
+            })
+            && text(row.host, &self.host, &|got, want| host(got).eq_ignore_ascii_case(want))
             && (self.status.is_none()
                 || row.status.is_some_and(|got| {
                     self.statuses().iter().any(|s| s.matches(got.trim()))

@@ -56,6 +56,8 @@ pub(super) enum Input {
     },
     Lines {
         reader: Box<BufReader<Capped>>,
+        /// CloudFront's columns by its `#Fields` line (empty: as documented).
+        header: Vec<u8>,
         line: String,
         number: u64,
         /// Rows `where` left out so far.
@@ -126,10 +128,12 @@ impl Input {
             (Input::Lines { line, .. }, Layout::Combined { key, .. }) => {
                 Combined::parse(line.trim())?.field((*key)?)?.to_string()
             }
+            (Input::Lines { line, header, .. }, Layout::Text { format, key, .. }) => {
+                format.split(line.trim(), header)?[(*key)?].trim().to_string()
+            }
             (Input::Lines { line, .. }, Layout::Json { key, .. }) => {
-                let object: std::collections::HashMap<String, &serde_json::value::RawValue> =
-                    serde_json::from_str(line.trim()).ok()?;
-                match json_text(object.get(key.as_deref()?)?) {
+                let object: JsonObject<'_> = serde_json::from_str(line.trim()).ok()?;
+                match json_text(lookup(&object, key.as_deref()?)?) {
                     JsonText::String(text) => text.trim().to_string(),
                     JsonText::Number(text) | JsonText::Other(text) => text.to_string(),
                 }
@@ -209,6 +213,7 @@ impl Input {
             (
                 Input::Lines {
                     reader,
+                    header,
                     line,
                     number,
                     left_out,
@@ -267,6 +272,57 @@ impl Input {
                         count_status(turned_away, rejected_status, fields.field("status"));
                         Ok(Some((time, key)))
                     }
+                    Layout::Text {
+                        format,
+                        time,
+                        key,
+                        host,
+                        filter,
+                        status,
+                    } => {
+                        if format.is_directive(text) {
+                            if let Some(columns) = format.header(text) {
+                                *header = columns;
+                            }
+                            continue;
+                        }
+                        let fields = format.split(text, header).ok_or_else(|| {
+                            at(FieldError::new(format!(
+                                "{:?} is not a line of {} logs",
+                                crate::input::quote_at_most(text, 64),
+                                logs::Format::name(self::text_format(*format))
+                            )))
+                        })?;
+                        if let Some(conditions) = filter
+                            && !conditions.keeps(&Row::of_text(*format, &fields, *host))
+                        {
+                            *left_out += 1;
+                            continue;
+                        }
+                        let when = format.time(&fields, *time).ok_or_else(|| {
+                            at(FieldError::new(format!(
+                                "{}: {:?} is not {}",
+                                format.names()[*time],
+                                crate::input::quote_at_most(&format.time_text(&fields, *time), 64),
+                                format.time_expected()
+                            )))
+                        })?;
+                        let key = key.map_or(Key::DEFAULT, |at| {
+                            Key::named(fields[at].trim().as_bytes())
+                        });
+                        let key = match host {
+                            Some(at) => key.on_host(fields[*at].trim().as_bytes()),
+                            None => key,
+                        };
+                        match format.flagged(&fields) {
+                            Some(flagged) => {
+                                turned_away.1 += 1;
+                                turned_away.0 += u64::from(flagged);
+                            }
+                            None => count_status(turned_away, rejected_status, Some(fields[*status])),
+                        }
+                        Ok(Some((when, key)))
+                    }
                     Layout::Json {
                         time,
                         unit,
@@ -275,18 +331,24 @@ impl Input {
                         host,
                         filter,
                         status,
+                        flag,
                     } => match json_row(
                         text,
                         time,
                         (*unit, *numbers),
                         (key.as_deref(), host.as_deref()),
-                        (filter.as_deref(), status),
+                        (filter.as_deref(), status, *flag),
                     ) {
                         Ok(None) => {
                             *left_out += 1;
                             continue;
                         }
-                        Ok(Some((row, logged))) => {
+                        Ok(Some((row, Logged::Flag(flagged)))) => {
+                            turned_away.1 += 1;
+                            turned_away.0 += u64::from(flagged);
+                            Ok(Some(row))
+                        }
+                        Ok(Some((row, Logged::Status(logged)))) => {
                             count_status(turned_away, rejected_status, logged.as_deref());
                             Ok(Some(row))
                         }
@@ -300,8 +362,47 @@ impl Input {
     }
 }
 
-/// A JSON line's time and key, and its status as written.
-pub(super) type JsonRow = ((u64, Key), Option<String>);
+/// A JSON line's time and key, and what it says the gateway did.
+pub(super) type JsonRow = ((u64, Key), Logged);
+
+/// What a row says its gateway's rate limit did.
+pub(super) enum Logged {
+    /// The gateway's own flag (Cloudflare's `EdgeRateLimitAction`): whether
+    /// it turned the request away.
+    Flag(bool),
+    /// The response's status as written, if logged.
+    Status(Option<String>),
+}
+
+/// A JSON object's members, as written.
+pub(super) type JsonObject<'a> =
+    std::collections::HashMap<String, &'a serde_json::value::RawValue>;
+
+/// The member `name` of `object`, or, for a dotted name such as
+/// `httpRequest.remoteIp` that is not a member itself, the member
+/// `remoteIp` of the object `httpRequest` (to any depth).
+pub(super) fn lookup<'a>(
+    object: &JsonObject<'a>,
+    name: &str,
+) -> Option<&'a serde_json::value::RawValue> {
+    if let Some(value) = object.get(name) {
+        return Some(*value);
+    }
+    let (outer, inner) = name.split_once('.')?;
+    let nested: JsonObject<'a> = serde_json::from_str(object.get(outer)?.get()).ok()?;
+    lookup(&nested, inner)
+}
+
+/// The format of a vendor's text log.
+fn text_format(text: crate::traffic::vendor::Text) -> logs::Format {
+    use crate::traffic::vendor::Text;
+    match text {
+        Text::Alb => logs::Format::Alb,
+        Text::CloudFront => logs::Format::Cloudfront,
+        Text::Envoy => logs::Format::Envoy,
+        Text::Haproxy => logs::Format::Haproxy,
+    }
+}
 
 /// `where`, and the JSON fields it reads.
 pub(super) type JsonFilter = (Where, [Option<String>; 4]);
@@ -324,18 +425,18 @@ pub(super) fn json_row(
     field: &str,
     (unit, numbers): (Option<Unit>, Unit),
     (key, host): (Option<&str>, Option<&str>),
-    (filter, status): (Option<&JsonFilter>, &str),
+    (filter, status, flag): (Option<&JsonFilter>, &str, Option<&str>),
 ) -> Result<Option<JsonRow>, FieldError> {
     // Values as written: a number of epoch seconds goes through the same
     // decimal parser as CSV's time_s, never through a float (which would turn
     // 1764460800.999999999 into 1764460801).
-    let object: std::collections::HashMap<String, &serde_json::value::RawValue> =
+    let object: JsonObject<'_> =
         serde_json::from_str(text).map_err(|err| format!("not a JSON object ({err})"))?;
     if let Some((conditions, fields)) = filter {
         let texts: Vec<Option<String>> = fields
             .iter()
             .map(|name| {
-                let raw = object.get(name.as_deref()?)?;
+                let raw = lookup(&object, name.as_deref()?)?;
                 Some(match json_text(raw) {
                     JsonText::String(text) => text,
                     JsonText::Number(text) | JsonText::Other(text) => text.to_string(),
@@ -352,7 +453,7 @@ pub(super) fn json_row(
             return Ok(None);
         }
     }
-    let value = object.get(field).ok_or_else(|| {
+    let value = lookup(&object, field).ok_or_else(|| {
         format!("no field {field:?}; set time_field to the field holding the time")
     })?;
     let time = match json_text(value) {
@@ -372,7 +473,7 @@ pub(super) fn json_row(
             .into());
         }
     };
-    let named = |name: &str, what: &str| match object.get(name).map(|raw| json_text(raw)) {
+    let named = |name: &str, what: &str| match lookup(&object, name).map(json_text) {
         Some(JsonText::String(text)) => Ok(Key::named(text.trim().as_bytes())),
         Some(JsonText::Number(text) | JsonText::Other(text)) => Ok(Key::named(text.as_bytes())),
         None => Err(FieldError::new(format!("no {what} field {name:?}"))),
@@ -385,10 +486,23 @@ pub(super) fn json_row(
         None => key,
         Some(name) => key.on_host_of(named(name, "host")?),
     };
-    let logged = object.get(status).map(|raw| match json_text(raw) {
+    let as_text = |raw| match json_text(raw) {
         JsonText::String(text) => text,
         JsonText::Number(text) | JsonText::Other(text) => text.to_string(),
-    });
+    };
+    // The gateway's flag where the row has it: Cloudflare's action, empty
+    // when no rate limit acted; "log" and "simulate" let the request through.
+    let logged = match flag.and_then(|name| lookup(&object, name)) {
+        Some(raw) => {
+            let action = as_text(raw);
+            let action = action.trim();
+            Logged::Flag(
+                !action.is_empty()
+                    && !["log", "simulate", "null"].contains(&action.to_ascii_lowercase().as_str()),
+            )
+        }
+        None => Logged::Status(lookup(&object, status).map(as_text)),
+    };
     Ok(Some(((time, key), logged)))
 }
 

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::logs;
+use crate::traffic::vendor::Text;
 use super::{Config, Format, Input, Reader, Unit, Where};
 use crate::error::{FieldError, field_error};
 
@@ -25,6 +26,16 @@ pub(super) enum Layout {
         host: Option<&'static str>,
         filter: Option<Box<Where>>,
     },
+    /// A vendor's text log: positions of its fields.
+    Text {
+        format: Text,
+        time: usize,
+        key: Option<usize>,
+        /// `host_field`, if given.
+        host: Option<usize>,
+        filter: Option<Box<Where>>,
+        status: usize,
+    },
     Json {
         time: String,
         unit: Option<Unit>,
@@ -36,6 +47,9 @@ pub(super) enum Layout {
         filter: Option<Box<(Where, [Option<String>; 4])>>,
         /// The field of the response's status.
         status: String,
+        /// The field in which the gateway flags a request its rate limit
+        /// turned away, when the format has one.
+        flag: Option<&'static str>,
     },
 }
 
@@ -47,6 +61,7 @@ struct JsonPreset {
     time: &'static str,
     numbers: Unit,
     fields: [&'static str; 4],
+    flag: Option<&'static str>,
 }
 
 impl JsonPreset {
@@ -57,6 +72,7 @@ impl JsonPreset {
                 time: "StartUTC",
                 numbers: Unit::Seconds,
                 fields: ["RequestMethod", "RequestPath", "DownstreamStatus", "RequestHost"],
+                flag: None,
             },
             // Cloudflare's http_requests dataset fields (Logpush).
             Format::Cloudflare => JsonPreset {
@@ -68,11 +84,26 @@ impl JsonPreset {
                     "EdgeResponseStatus",
                     "ClientRequestHost",
                 ],
+                flag: Some("EdgeRateLimitAction"),
+            },
+            // Cloud Logging's LogEntry with its HttpRequest: the method, the
+            // request's URL (its path and Host), the status.
+            Format::Gcp => JsonPreset {
+                time: "timestamp",
+                numbers: Unit::Seconds,
+                fields: [
+                    "httpRequest.requestMethod",
+                    "httpRequest.requestUrl",
+                    "httpRequest.status",
+                    "httpRequest.requestUrl",
+                ],
+                flag: None,
             },
             _ => JsonPreset {
                 time: "time",
                 numbers: Unit::Seconds,
                 fields: super::filter::FIELDS,
+                flag: None,
             },
         }
     }
@@ -117,7 +148,10 @@ impl Config {
                     filter: self.filter.clone(),
                 })
             }
-            (Format::Jsonl | Format::Traefik | Format::Cloudflare, _) => {
+            (Format::Alb | Format::Cloudfront | Format::Envoy | Format::Haproxy, _) => {
+                self.locate_text()
+            }
+            (Format::Jsonl | Format::Traefik | Format::Cloudflare | Format::Gcp, _) => {
                 let preset = JsonPreset::of(self.format);
                 Ok(Layout::Json {
                     time: self.column.clone().unwrap_or_else(|| preset.time.into()),
@@ -136,10 +170,71 @@ impl Config {
                         .as_ref()
                         .and_then(|w| w.status_field.clone())
                         .unwrap_or_else(|| preset.fields[2].to_string()),
+                    flag: preset.flag,
                 })
             }
             (Format::Csv, Input::Lines { .. }) => unreachable!("a CSV file is read as CSV"),
         }
+    }
+
+    /// Where a vendor's text log keeps the time, key, Host and status.
+    fn locate_text(&self) -> Result<Layout, FieldError> {
+        let format = self.format.text().expect("a text format");
+        let roles = format.roles();
+        if self.unit.is_some() {
+            return Err(field_error!(
+                "unit",
+                "{} logs write their own time; remove unit",
+                self.format.name()
+            ));
+        }
+        let field = |name: &str, what: &'static str| {
+            format.index(name).ok_or_else(|| {
+                FieldError::at(
+                    what,
+                    format!(
+                        "{} logs have no field {name:?}; they have {}",
+                        self.format.name(),
+                        format.names().join(", ")
+                    ),
+                )
+            })
+        };
+        let time = field(self.column.as_deref().unwrap_or(roles.time), "time_field")?;
+        let key = self.key.as_deref().map(|name| field(name, "key_field")).transpose()?;
+        let host = self.host.as_deref().map(|name| field(name, "host_field")).transpose()?;
+        if let Some(conditions) = &self.filter {
+            if conditions.host.is_some() && host.is_none() && roles.host.is_none() {
+                return Err(field_error!(
+                    "where.host",
+                    "{} logs name no Host; capture it and name the field with host_field",
+                    self.format.name()
+                ));
+            }
+            for (given, what) in [
+                (&conditions.path_field, "where.path_field"),
+                (&conditions.method_field, "where.method_field"),
+                (&conditions.status_field, "where.status_field"),
+            ] {
+                if given.is_some() {
+                    return Err(FieldError::at(
+                        what,
+                        format!(
+                            "{} logs keep their method, path and status in known fields; remove it",
+                            self.format.name()
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(Layout::Text {
+            format,
+            time,
+            key,
+            host,
+            filter: self.filter.clone(),
+            status: field(roles.status, "where.status")?,
+        })
     }
 
     /// The time column, its unit and the key column, from a CSV header.

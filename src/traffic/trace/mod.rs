@@ -56,7 +56,9 @@ pub struct Config {
     pub path: PathBuf,
     /// Several files, replayed one after the other in this order (instead of `path`).
     pub paths: Option<Vec<PathBuf>>,
-    /// How it is laid out: `"csv"` (default), `"combined"` or `"jsonl"`.
+    /// How it is laid out: `"csv"` (default), `"combined"`, `"jsonl"`, or a
+    /// vendor's log (`"alb"`, `"cloudfront"`, `"cloudflare"`, `"envoy"`,
+    /// `"gcp"`, `"haproxy"`, `"traefik"`).
     #[serde(default)]
     pub format: Format,
     /// The CSV column or JSON field of the time (default: `time_ns`, else
@@ -468,7 +470,7 @@ impl Config {
             rows: Rows::Stream {
                 checksum: first.checksum,
                 input: Box::new(input),
-                layout: first.layout,
+                layout: Box::new(first.layout),
                 path,
                 previous: 0,
                 sorted: scan.sorted,
