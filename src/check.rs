@@ -18,6 +18,10 @@ pub enum Failure {
         from_ns: Option<u64>,
         /// The replications it is the worst of, when replicated.
         replications: Option<u64>,
+        /// For a log of whole seconds that stays within as seeded: the
+        /// second's count is that of its requests packed against the
+        /// seconds' edges, a placement the log allows.
+        packed: bool,
     },
     /// Requests the backend had to drop from its full queue.
     Drops {
@@ -38,7 +42,9 @@ pub fn failures(run: &RunSummary) -> Vec<Failure> {
     };
     let replications = run.replications.as_ref().map(|r| r.count);
     let mut failures = Vec::new();
-    let worst_1s = run.worst_1s_max().unwrap_or(backend.worst_1s);
+    let seeded = run.worst_1s_max().unwrap_or(backend.worst_1s);
+    let packed = run.whole_seconds.map_or(0, |w| w.admitted_at_least);
+    let worst_1s = seeded.max(packed);
     if worst_1s > backend.capacity {
         // Where the worst second starts is known for replication 0 only.
         let start = run
@@ -51,8 +57,9 @@ pub fn failures(run: &RunSummary) -> Vec<Failure> {
         failures.push(Failure::Over {
             worst_1s,
             capacity: backend.capacity,
-            from_ns: start.filter(|_| replications.is_none()),
+            from_ns: start.filter(|_| replications.is_none() && seeded > backend.capacity),
             replications,
+            packed: seeded <= backend.capacity,
         });
     }
     if let (Some(queue), Some(dropped)) =
@@ -82,8 +89,10 @@ impl Failure {
                 capacity,
                 from_ns,
                 replications,
+                packed,
             } => {
                 let at = match (replications, from_ns) {
+                    _ if *packed => " with each second's requests of the log packed against the next's (its whole-second stamps allow it)".to_string(),
                     (Some(_), _) => of(replications),
                     (None, Some(ns)) => format!(" from {}", seconds(*ns)),
                     (None, None) => String::new(),

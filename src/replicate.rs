@@ -60,13 +60,18 @@ pub enum Keep {
 
 impl Keep {
     fn options(self, scenario: &Scenario) -> Options {
-        match self {
+        let options = match self {
             Keep::Charts => sim::for_charts(scenario),
             Keep::Timeline => Options::default(),
             Keep::Figures => Options {
                 skip_timeline: true,
                 ..Options::default()
             },
+        };
+        // Replication 0 also places a whole-second log's requests at edges.
+        Options {
+            packed: true,
+            ..options
         }
     }
 }

@@ -131,6 +131,18 @@ impl Workload {
         }
     }
 
+    /// Its one trace with each second's requests packed at its edges (see
+    /// [`SourceConfig::packed`]).
+    pub fn packed(&self, parity: u64) -> Option<Workload> {
+        match &self.traffic {
+            Traffic::Open(sources) if sources.len() == 1 => Some(Workload {
+                traffic: Traffic::Open(vec![sources[0].packed(parity)?]),
+                ..self.clone()
+            }),
+            _ => None,
+        }
+    }
+
     /// When its one source is stamped in whole seconds, where its worst
     /// rolling second of demand lies (see [`SourceConfig::labelled_seconds`]).
     pub fn labelled_seconds(&self) -> Option<crate::traffic::trace::Labelled> {

@@ -11,6 +11,12 @@ pub struct WholeSeconds {
     /// Requests of the busiest two adjacent labelled seconds: the most it
     /// can be (one second's at its end, the next's at its start).
     pub offered_high: u64,
+    /// The most the limiter let through in a rolling second over the
+    /// placements run: the seeded one and each second's requests packed
+    /// against the next second's (even seconds at their end and odd at their
+    /// start, and the reverse) — a placement the log allows, so the worst
+    /// over every placement is at least this.
+    pub admitted_at_least: u64,
     /// The most the limiter can let through in a rolling second for any
     /// placement within the seconds: its bound over 1 s or `offered_high`,
     /// whichever is less (a ceiling; `worst_rolling` is the seeded placement's).
@@ -226,6 +232,7 @@ impl RunSummary {
     /// in any replication.
     pub fn exceeds_capacity(&self) -> bool {
         self.worst_1s_max()
+            .map(|worst| worst.max(self.whole_seconds.map_or(0, |w| w.admitted_at_least)))
             .zip(self.backend.as_ref())
             .is_some_and(|(worst, b)| worst > b.capacity)
     }

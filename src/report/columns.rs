@@ -250,6 +250,9 @@ pub const COLUMNS: &[Column] = &[
     Column::csv("offered_worst_1s_high", |r| {
         whole_seconds(r, |w| w.offered_high)
     }),
+    Column::csv("admitted_worst_1s_at_least", |r| {
+        whole_seconds(r, |w| w.admitted_at_least)
+    }),
     Column::csv("admitted_worst_1s_at_most", |r| {
         whole_seconds(r, |w| w.admitted_at_most)
     }),

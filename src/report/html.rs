@@ -318,7 +318,7 @@ fn whole_seconds_note(runs: &[RunSummary]) -> String {
         })
         .collect();
     format!(
-        "<p class=\"note\">Logs stamped in whole seconds do not say when within its second each request came, so the worst second of demand is an interval — {} — and a worst figure shown as <i>a</i>–<i>b</i> is the seeded placement's and the most any placement could let through.</p>\n",
+        "<p class=\"note\">Logs stamped in whole seconds do not say when within its second each request came, so the worst second of demand is an interval — {} — and a worst figure shown as <i>a</i>–<i>b</i> is the seeded placement's and the most any placement could let through (summary.csv's <code>admitted_worst_1s_at_least</code> is the most a placement run let through: each second's requests packed against the next second's).</p>\n",
         each.join("; ")
     )
 }

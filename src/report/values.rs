@@ -140,15 +140,21 @@ pub(super) fn busiest(run: &RunSummary) -> String {
 
 /// The most admitted in any second against the backend's capacity:
 /// `OVER 200/s`, `ok 108/s` (`ok 47/s, up to 187` when a whole-second log
-/// could put more than the capacity in a second), or `-` without a backend.
+/// could put more than the capacity in a second; `OVER 112/s packed` when
+/// its requests packed against the seconds' edges do), or `-` without a backend.
 pub fn verdict(run: &RunSummary) -> String {
     match &run.backend {
         None => "-".to_string(),
         Some(backend) => {
             let worst = run.worst_1s_max().unwrap_or(backend.worst_1s);
-            let most = run.whole_seconds.map_or(0, |w| w.admitted_at_most);
-            if run.exceeds_capacity() {
+            let (least, most) = run
+                .whole_seconds
+                .map_or((0, 0), |w| (w.admitted_at_least, w.admitted_at_most));
+            if worst > backend.capacity {
                 format!("OVER {worst}/s")
+            } else if least > backend.capacity {
+                // Within as seeded, over with the log's seconds packed.
+                format!("OVER {least}/s packed")
             } else if most > backend.capacity {
                 // A whole-second log: another placement within its seconds
                 // could pass more than the backend takes.

@@ -73,10 +73,11 @@ pub(super) fn sentence(
         .iter()
         .filter(|run| !verdict.over.contains(&run.limiter.as_str()))
         .filter_map(|run| {
-            let most = run.whole_seconds?.admitted_at_most;
+            let seconds = run.whole_seconds?;
+            let (least, most) = (seconds.admitted_at_least, seconds.admitted_at_most);
             (most > capacity).then(|| {
                 format!(
-                    "<b>{}</b> on <i>{}</i> up to {most}",
+                    "<b>{}</b> on <i>{}</i> up to {most} ({least} with each second's requests packed against the next's)",
                     escape(&run.limiter),
                     escape(&run.workload)
                 )

@@ -47,6 +47,9 @@ pub struct Options {
     /// Keep the exact trailing count over `metrics.rolling`, as the most in
     /// each timeline bucket (for charts).
     pub trailing: bool,
+    /// For a log of whole seconds, also run its requests packed against the
+    /// seconds' edges, to find the most another placement admits.
+    pub packed: bool,
 }
 
 /// How many interval lengths the charts' arrival curve samples.
@@ -144,15 +147,19 @@ fn simulate_workload(
     if let Some(labelled) = workload.labelled_seconds()
         && scenario.metrics.rolling == Nanos::SECOND
     {
-        for run in &mut runs {
+        let packed = if options.packed {
+            packed_worst(scenario, index)?
+        } else {
+            vec![0; runs.len()]
+        };
+        for (run, packed) in runs.iter_mut().zip(packed) {
             let summary = &mut run.summary;
+            let at_least = summary.worst_rolling.max(packed);
             summary.whole_seconds = Some(crate::summary::WholeSeconds {
                 offered_low: labelled.busiest,
                 offered_high: labelled.busiest_pair,
-                admitted_at_most: summary
-                    .bound
-                    .min(labelled.busiest_pair)
-                    .max(summary.worst_rolling),
+                admitted_at_least: at_least,
+                admitted_at_most: summary.bound.min(labelled.busiest_pair).max(at_least),
             });
         }
     }
@@ -172,6 +179,35 @@ fn simulate_workload(
         }
     }
     Ok(WorkloadResults::new(workload, runs))
+}
+
+/// The most each limiter admits in a rolling second when workload `index`,
+/// a log of whole seconds, has every second's requests packed against an
+/// edge: even seconds at their end and odd at their start, then the
+/// reverse, so that every two adjacent seconds meet at one instant in one
+/// of the two runs. Both are placements the log allows.
+fn packed_worst(scenario: &Scenario, index: usize) -> Result<Vec<u64>> {
+    let mut worst = vec![0; scenario.limiters.len()];
+    for parity in [0, 1] {
+        let Some(workload) = scenario.workloads[index].packed(parity) else {
+            break;
+        };
+        let mut packed = scenario.clone();
+        packed.workloads[index] = workload;
+        let options = Options {
+            skip_timeline: true,
+            ..Options::default()
+        };
+        let runs = if driver::is_driven(&packed.workloads[index]) {
+            simulate_driven(&packed, &options, index, &mut None)?
+        } else {
+            simulate_open(&packed, &options, index, &mut None)?
+        };
+        for (most, run) in worst.iter_mut().zip(&runs) {
+            *most = (*most).max(run.summary.worst_rolling);
+        }
+    }
+    Ok(worst)
 }
 
 /// Open loop: arrivals generated once, in chunks, and fed to every limiter.

@@ -178,6 +178,22 @@ sources! {
 }
 
 impl SourceConfig {
+    /// A trace of whole seconds with each second's requests packed at its
+    /// edges (see [`trace::Config::packed`]); `None` for other sources.
+    pub fn packed(&self, parity: u64) -> Option<SourceConfig> {
+        match &self.kind {
+            SourceKind::Trace(trace) => {
+                let mut trace = trace.clone();
+                trace.packed = Some(parity);
+                Some(SourceConfig {
+                    kind: SourceKind::Trace(trace),
+                    ..self.clone()
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// Reads a source from a TOML table holding `kind`, its fields,
     /// `clients`, `start` and `end`.
     pub fn from_table(table: toml::Table) -> Result<SourceConfig, FieldError> {

@@ -294,3 +294,114 @@ fn a_whole_second_log_reports_the_interval_its_worst_second_lies_in() {
     assert_eq!((spread_low, spread_high), (low, high));
     assert!((low..=high).contains(&worst), "{low} ≤ {worst} ≤ {high}");
 }
+
+/// A log of whole seconds is also run with each second's requests packed
+/// against the next's: a placement its stamps allow. Ten requests in each
+/// of two adjacent seconds, kept on the second (`spread = "none"`), pass a
+/// fixed window of 8 a second as 8 in any second; packed, 16 meet at one
+/// instant — the fixed window's 2N, exactly its ceiling — and `check`
+/// fails the 12/s backend on it, saying how. Every limiter's figure lies
+/// between the seeded one and the ceiling.
+#[test]
+fn a_whole_second_log_is_also_run_packed_against_its_seconds_edges() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for second in 0..6 {
+        let count = if second == 2 || second == 3 { 10 } else { 3 };
+        for i in 0..count {
+            log.push_str(&format!(
+                "10.0.0.{i} - - [27/Nov/2026:09:00:0{second} +0100] \"GET /api/cart HTTP/1.1\" 200 5 \"-\" \"t\"\n"
+            ));
+        }
+    }
+    fs::write(dir.path().join("edge.log"), log).unwrap();
+    let scenario = dir.path().join("edge.toml");
+    fs::write(
+        &scenario,
+        r#"duration = "10s"
+[backend]
+capacity = 12
+[[workload]]
+name = "log"
+sources = [{ kind = "trace", format = "combined", path = "edge.log", key_field = "remote_addr", spread = "none" }]
+[[limiter]]
+name = "fixed"
+kind = "fixed-window"
+window = "1s"
+threshold = 8
+[[limiter]]
+name = "bucket"
+kind = "token-bucket"
+rate = 8
+burst = 8
+[[limiter]]
+name = "log"
+kind = "sliding-log"
+window = "1s"
+threshold = 8
+[[limiter]]
+name = "per-client"
+kind = "fixed-window"
+window = "1s"
+threshold = 1
+per = "key"
+"#,
+    )
+    .unwrap();
+    let out = Command::cargo_bin("burstsim")
+        .unwrap()
+        .args(["run", "-q", "--no-charts", "--out"])
+        .arg(dir.path().join("out"))
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&fs::read(dir.path().join("out/summary.json")).unwrap()).unwrap();
+    for run in summary["runs"].as_array().unwrap() {
+        let name = run["limiter"].as_str().unwrap();
+        let seconds = &run["whole_seconds"];
+        let (seeded, least, most) = (
+            run["worst_rolling"].as_u64().unwrap(),
+            seconds["admitted_at_least"].as_u64().unwrap(),
+            seconds["admitted_at_most"].as_u64().unwrap(),
+        );
+        assert!(
+            seeded <= least && least <= most,
+            "{name}: {seeded} {least} {most}"
+        );
+        assert_eq!(
+            (
+                seconds["offered_low"].as_u64(),
+                seconds["offered_high"].as_u64()
+            ),
+            (Some(10), Some(20))
+        );
+        match name {
+            "fixed" => assert_eq!((seeded, least, most), (8, 16, 16), "{name}"),
+            // One per client a second: ten clients' 1 + 1 across the edge.
+            "per-client" => assert_eq!((seeded, least), (10, 20), "{name}"),
+            // The bucket's 8 then 1 ns of refill; the log holds 8 in any second.
+            "bucket" | "log" => assert_eq!((seeded, least), (8, 8), "{name}"),
+            _ => unreachable!(),
+        }
+    }
+    let check = Command::cargo_bin("burstsim")
+        .unwrap()
+        .arg("check")
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "log × fixed: 16 admitted in one second with each second's requests of the log packed"
+        ),
+        "{text}"
+    );
+}

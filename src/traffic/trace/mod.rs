@@ -93,6 +93,12 @@ pub struct Config {
     /// Whole-second timestamps spread uniformly within their second, seeded
     /// (`"uniform"`, the default for logs and date-times), or kept on it (`"none"`).
     pub spread: Option<Spread>,
+    /// Instead of spreading whole seconds: every request of a second whose
+    /// number has this parity at the second's last nanosecond, and of the
+    /// others at its first — the placement that packs each such second
+    /// against the next (set by the run, never by a scenario).
+    #[serde(skip)]
+    pub packed: Option<u64>,
     /// The first pass's findings, shared by every clone of this configuration
     /// so that a run reads the file only once more.
     #[serde(skip)]
@@ -443,11 +449,12 @@ impl Config {
             rows.sort_by_key(|&(time, _)| time);
             arrivals.rows = Rows::Sorted(rows.into_iter());
         }
-        if scan.whole_seconds {
+        if scan.whole_seconds || self.packed.is_some() {
             arrivals.spread = Some(Spreader {
                 rng,
                 pending: VecDeque::new(),
                 carry: None,
+                packed: self.packed,
             });
         }
         (arrivals.start, arrivals.end, arrivals.offset) = (start.get(), end.get(), offset);
