@@ -87,6 +87,11 @@ pub fn run(
     )?;
     let throughput = plan.stats.then(|| throughput(&results, started.elapsed()));
     if let Some(files) = decisions {
+        for (workload, limiter, count) in files.disagreements(scenario) {
+            notes(&[format!(
+                "decisions/{workload}/{limiter}.csv: the model and the log's own limiter disagree on {count} requests (its log_admitted column)"
+            )]);
+        }
         files.finish()?;
     }
     let summary = results.summary();

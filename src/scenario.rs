@@ -143,6 +143,25 @@ impl Workload {
         }
     }
 
+    /// Its one trace streaming the log's own verdict on each request in
+    /// place of its key, in the order the limiters see the requests: for a
+    /// log whose every row says it, and requests sent once (no retries).
+    pub fn verdicts(&self) -> Option<Workload> {
+        match &self.traffic {
+            Traffic::Open(sources)
+                if sources.len() == 1
+                    && self.retry.is_none()
+                    && self.turned_away_in_log().is_some() =>
+            {
+                Some(Workload {
+                    traffic: Traffic::Open(vec![sources[0].verdicts()?]),
+                    ..self.clone()
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// When its one source is stamped in whole seconds, where its worst
     /// rolling second of demand lies (see [`SourceConfig::labelled_seconds`]).
     pub fn labelled_seconds(&self) -> Option<crate::traffic::trace::Labelled> {

@@ -28,6 +28,12 @@ pub struct DecisionFiles {
     attempts: Vec<bool>,
     /// Per workload whose requests name clients: the workload, to name them.
     clients: Vec<Option<crate::scenario::Workload>>,
+    /// Per workload replaying a log that says what its own limiter did, per
+    /// limiter: the log's verdicts in the order that limiter sees the
+    /// requests (a second reading of the log, so memory stays flat).
+    logged: Vec<Vec<Option<crate::traffic::Merge>>>,
+    /// Per workload, per limiter: requests on which the model and the log disagree.
+    disagreements: Vec<Vec<u64>>,
 }
 
 impl DecisionFiles {
@@ -49,9 +55,14 @@ impl DecisionFiles {
                     .with_context(|| format!("creating {}", path.display()))?;
                 let mut writer = BufWriter::with_capacity(1 << 16, file);
                 let header = format!(
-                    "time_ns,key,admitted{}{}\n",
+                    "time_ns,key,admitted{}{}{}\n",
                     if attempts { ",attempt" } else { "" },
-                    if workload.is_keyed() { ",client" } else { "" }
+                    if workload.is_keyed() { ",client" } else { "" },
+                    if workload.verdicts().is_some() {
+                        ",log_admitted"
+                    } else {
+                        ""
+                    }
                 );
                 writer
                     .write_all(header.as_bytes())
@@ -65,11 +76,42 @@ impl DecisionFiles {
             .iter()
             .map(|w| w.is_keyed().then(|| w.clone()))
             .collect();
+        let mut logged = Vec::new();
+        for workload in &scenario.workloads {
+            let mut streams = Vec::new();
+            for _ in &scenario.limiters {
+                streams.push(match workload.verdicts() {
+                    Some(verdicts) => Some(crate::sim::arrivals(scenario, &verdicts, 0)?),
+                    None => None,
+                });
+            }
+            logged.push(streams);
+        }
         Ok(DecisionFiles {
+            disagreements: files.iter().map(|w| vec![0; w.len()]).collect(),
             files,
             attempts,
             clients,
+            logged,
         })
+    }
+
+    /// Per workload × limiter whose log says what its own limiter did: the
+    /// requests on which the model and the log disagree.
+    pub fn disagreements<'s>(&self, scenario: &'s Scenario) -> Vec<(&'s str, &'s str, u64)> {
+        let mut all = Vec::new();
+        for (w, workload) in scenario.workloads.iter().enumerate() {
+            for (l, limiter) in scenario.limiters.iter().enumerate() {
+                if self.logged[w][l].is_some() {
+                    all.push((
+                        workload.name.as_str(),
+                        limiter.name.as_str(),
+                        self.disagreements[w][l],
+                    ));
+                }
+            }
+        }
+        all
     }
 
     /// Flushes every file.
@@ -101,6 +143,22 @@ impl DecisionSink for DecisionFiles {
         if let Some(clients) = &self.clients[workload] {
             let name = clients.key_name(arrival.key).unwrap_or_default();
             write!(writer, ",{}", csv_field(&name))?;
+        }
+        if let Some(logged) = &mut self.logged[workload][limiter] {
+            // The same request in the log's own stream: the same instant.
+            let verdict = match logged.next() {
+                Some(same) if same.time == arrival.time => same.key.client,
+                _ => 0,
+            };
+            let log_admitted = match verdict {
+                1 => "true",
+                2 => "false",
+                _ => "",
+            };
+            if verdict != 0 && (verdict == 1) != admitted {
+                self.disagreements[workload][limiter] += 1;
+            }
+            write!(writer, ",{log_admitted}")?;
         }
         writeln!(writer)
     }

@@ -194,6 +194,22 @@ impl SourceConfig {
         }
     }
 
+    /// A trace streaming each row's own verdict in place of its key (see
+    /// [`trace::Config::verdicts`]); `None` for other sources.
+    pub fn verdicts(&self) -> Option<SourceConfig> {
+        match &self.kind {
+            SourceKind::Trace(trace) => {
+                let mut trace = trace.clone();
+                trace.verdicts = true;
+                Some(SourceConfig {
+                    kind: SourceKind::Trace(trace),
+                    ..self.clone()
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// Reads a source from a TOML table holding `kind`, its fields,
     /// `clients`, `start` and `end`.
     pub fn from_table(table: toml::Table) -> Result<SourceConfig, FieldError> {

@@ -405,3 +405,73 @@ per = "key"
         "{text}"
     );
 }
+
+/// `--decisions` beside each model's answer writes the log's own: every
+/// request of a client the log always answered 429 reads `false`, of the
+/// other `true`, in whatever order the seconds' spreading put them; the
+/// run counts the requests on which a model and the log disagree.
+#[test]
+fn decisions_carry_the_logs_own_answer_request_by_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for second in 0..5 {
+        for i in 0..12 {
+            let (client, status) = if i % 3 == 0 {
+                ("10.0.0.66", 429)
+            } else {
+                ("10.0.0.1", 200)
+            };
+            log.push_str(&format!(
+                "{client} - - [27/Nov/2026:09:00:0{second} +0100] \"GET /api/cart HTTP/1.1\" {status} 5 \"-\" \"t\"\n"
+            ));
+        }
+    }
+    fs::write(dir.path().join("mixed.log"), log).unwrap();
+    let scenario = dir.path().join("mixed.toml");
+    fs::write(
+        &scenario,
+        r#"duration = "10s"
+[[workload]]
+name = "log"
+sources = [{ kind = "trace", format = "combined", path = "mixed.log", key_field = "remote_addr" }]
+[[limiter]]
+name = "five"
+kind = "fixed-window"
+window = "1s"
+threshold = 5
+"#,
+    )
+    .unwrap();
+    let out = Command::cargo_bin("burstsim")
+        .unwrap()
+        .args(["run", "--no-charts", "--decisions", "--out"])
+        .arg(dir.path().join("out"))
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let text = fs::read_to_string(dir.path().join("out/decisions/log/five.csv")).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("time_ns,key,admitted,client,log_admitted")
+    );
+    let (mut rows, mut disagree) = (0, 0);
+    for line in lines {
+        let fields: Vec<&str> = line.split(',').collect();
+        let expected = if fields[3] == "10.0.0.66" {
+            "false"
+        } else {
+            "true"
+        };
+        assert_eq!(fields[4], expected, "{line}");
+        disagree += usize::from(fields[2] != fields[4]);
+        rows += 1;
+    }
+    assert_eq!(rows, 60);
+    assert!(
+        stderr.contains(&format!("decisions/log/five.csv: the model and the log's own limiter disagree on {disagree} requests")),
+        "{stderr}"
+    );
+}

@@ -80,7 +80,21 @@ impl Arrivals {
                 rest,
                 config,
             } => loop {
-                let row = input.next(layout, path).and_then(|row| match row {
+                let before = input.turned_away();
+                let row = input.next(layout, path).map(|row| {
+                    if !config.verdicts {
+                        return row;
+                    }
+                    // The log's own verdict, from how its counts moved.
+                    let after = input.turned_away();
+                    let verdict = match (after.1 > before.1, after.0 > before.0) {
+                        (false, _) => 0,
+                        (true, false) => 1,
+                        (true, true) => 2,
+                    };
+                    row.map(|(time, _)| (time, Key::client(verdict)))
+                });
+                let row = row.and_then(|row| match row {
                     None => verify(input, *checksum, path).map(|()| None),
                     Some((time, _)) if *sorted && time < *previous => Err(format!(
                         "{}:{}: the row is earlier than the one before it; the file changed while burstsim read it",

@@ -99,6 +99,11 @@ pub struct Config {
     /// against the next (set by the run, never by a scenario).
     #[serde(skip)]
     pub packed: Option<u64>,
+    /// Each row's own verdict in place of its key: client 1 when the log
+    /// let it through, 2 when its limiter turned it away, 0 when it does not
+    /// say (set by the decision files, never by a scenario).
+    #[serde(skip)]
+    pub verdicts: bool,
     /// The first pass's findings, shared by every clone of this configuration
     /// so that a run reads the file only once more.
     #[serde(skip)]
