@@ -237,13 +237,25 @@ fn estimate(
             .div_ceil(scenario.metrics.bucket.get()),
     );
     let per_bucket = if charts { 12 } else { 8 };
+    // A log of whole seconds run packed too has three sets of runs.
+    let sets: Vec<u128> = scenario
+        .workloads
+        .iter()
+        .map(|w| {
+            if w.labelled_seconds().is_some_and(|l| l.packed) {
+                3
+            } else {
+                1
+            }
+        })
+        .collect();
     let mut rings = 0u128;
-    for &offered in requests {
+    for (&offered, &sets) in requests.iter().zip(&sets) {
         for limiter in &scenario.limiters {
             let bound = limiter.limiter.bound(longest);
             // A power-of-two ring of 8-byte times, up to twice what it holds.
             let held = u128::from(bound).min(offered);
-            rings += held.next_power_of_two().max(1024) * 8;
+            rings += sets * held.next_power_of_two().max(1024) * 8;
         }
     }
     // Each run's figures per key, and each limiter's state as it says: a
@@ -252,7 +264,8 @@ fn estimate(
     let key_state: u128 = keys
         .iter()
         .zip(requests)
-        .map(|(&keys, &requests)| {
+        .zip(&sets)
+        .map(|((&keys, &requests), &sets)| {
             let limiters: u128 = scenario
                 .limiters
                 .iter()
@@ -263,7 +276,8 @@ fn estimate(
                     )
                 })
                 .sum();
-            keys.min(requests) * PER_KEY_FIGURES * scenario.limiters.len() as u128 + limiters
+            sets * (keys.min(requests) * PER_KEY_FIGURES * scenario.limiters.len() as u128
+                + limiters)
         })
         .sum();
     // Clients that retry, per run: at most every request waiting at once

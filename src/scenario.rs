@@ -131,14 +131,11 @@ impl Workload {
         }
     }
 
-    /// Its one trace with each second's requests packed at its edges (see
-    /// [`SourceConfig::packed`]).
-    pub fn packed(&self, parity: u64) -> Option<Workload> {
-        match &self.traffic {
-            Traffic::Open(sources) if sources.len() == 1 => Some(Workload {
-                traffic: Traffic::Open(vec![sources[0].packed(parity)?]),
-                ..self.clone()
-            }),
+    /// Where, within a second, its one trace's whole seconds start in the
+    /// run (see [`SourceConfig::second_origin`]).
+    pub fn second_origin(&self, duration: Nanos) -> Option<u64> {
+        match self.sources() {
+            [one] => one.second_origin(duration),
             _ => None,
         }
     }

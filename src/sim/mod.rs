@@ -17,7 +17,7 @@ use crate::error::FieldError;
 use crate::limiter::RateLimiter;
 use crate::results::{Results, RunResult, WorkloadResults};
 use crate::scenario::{Scenario, Workload};
-use crate::time::Nanos;
+use crate::time::{NANOS_PER_SEC, Nanos};
 use crate::traffic::{Arrival, Merge, Source, Timed, streams};
 
 /// Receives every decision, when the caller asks for them (`--decisions`).
@@ -137,8 +137,8 @@ fn simulate_workload(
     sink: &mut Option<&mut dyn DecisionSink>,
 ) -> Result<WorkloadResults> {
     let workload = &scenario.workloads[index];
-    let mut runs = if driver::is_driven(workload) {
-        simulate_driven(scenario, options, index, sink)?
+    let (mut runs, packed) = if driver::is_driven(workload) {
+        (simulate_driven(scenario, options, index, sink)?, None)
     } else {
         simulate_open(scenario, options, index, sink)?
     };
@@ -147,11 +147,7 @@ fn simulate_workload(
     if let Some(labelled) = workload.labelled_seconds()
         && scenario.metrics.rolling == Nanos::SECOND
     {
-        let packed = if options.packed {
-            packed_worst(scenario, index)?
-        } else {
-            vec![0; runs.len()]
-        };
+        let packed = packed.unwrap_or_else(|| vec![0; runs.len()]);
         for (run, packed) in runs.iter_mut().zip(packed) {
             let summary = &mut run.summary;
             let at_least = summary.worst_rolling.max(packed);
@@ -181,42 +177,108 @@ fn simulate_workload(
     Ok(WorkloadResults::new(workload, runs))
 }
 
-/// The most each limiter admits in a rolling second when workload `index`,
-/// a log of whole seconds, has every second's requests packed against an
-/// edge: even seconds at their end and odd at their start, then the
-/// reverse, so that every two adjacent seconds meet at one instant in one
-/// of the two runs. Both are placements the log allows.
-fn packed_worst(scenario: &Scenario, index: usize) -> Result<Vec<u64>> {
-    let mut worst = vec![0; scenario.limiters.len()];
-    for parity in [0, 1] {
-        let Some(workload) = scenario.workloads[index].packed(parity) else {
-            break;
-        };
-        let mut packed = scenario.clone();
-        packed.workloads[index] = workload;
-        let options = Options {
+/// A log of whole seconds run, beside its seeded placement, with each
+/// second's requests packed against an edge: even seconds (counted from
+/// the log's first) at their last nanosecond and odd at their first, then
+/// the reverse, so that every two adjacent seconds meet at one instant in
+/// one of the two. Both are placements the log allows; the rows are the
+/// seeded pass's, read once, given the packed times.
+struct Packed {
+    /// Where the log's seconds start in the run, within a second.
+    origin: u64,
+    /// The run's last instant.
+    last: u64,
+    /// Each placement's runs, one per limiter.
+    runs: [Vec<RunState>; 2],
+    /// The chunk with packed times, reused.
+    chunk: Vec<Arrival>,
+}
+
+impl Packed {
+    fn new(scenario: &Scenario, options: &Options, index: usize) -> Option<Packed> {
+        let workload = &scenario.workloads[index];
+        if !options.packed
+            || scenario.metrics.rolling != Nanos::SECOND
+            || !workload.labelled_seconds().is_some_and(|l| l.packed)
+        {
+            return None;
+        }
+        let origin = workload.second_origin(scenario.duration)?;
+        let figures = Options {
             skip_timeline: true,
             ..Options::default()
         };
-        let runs = if driver::is_driven(&packed.workloads[index]) {
-            simulate_driven(&packed, &options, index, &mut None)?
-        } else {
-            simulate_open(&packed, &options, index, &mut None)?
+        let runs = || {
+            scenario
+                .limiters
+                .iter()
+                .map(|limiter| RunState::new(scenario, &figures, limiter, workload.is_keyed()))
+                .collect::<Vec<_>>()
         };
-        for (most, run) in worst.iter_mut().zip(&runs) {
-            *most = (*most).max(run.summary.worst_rolling);
+        Some(Packed {
+            origin,
+            last: scenario.duration.get().saturating_sub(1),
+            runs: [runs(), runs()],
+            chunk: Vec::new(),
+        })
+    }
+
+    /// Decides `chunk` packed, if there are packed runs.
+    fn along<T: Timed>(packed: &mut Option<Packed>, chunk: &[T]) {
+        if let Some(packed) = packed {
+            packed.decide(chunk);
         }
     }
-    Ok(worst)
+
+    fn decide<T: Timed>(&mut self, chunk: &[T]) {
+        for (parity, runs) in self.runs.iter_mut().enumerate() {
+            self.chunk.clear();
+            self.chunk.extend(chunk.iter().map(|item| {
+                let arrival = item.arrival();
+                let since = arrival.time.get().saturating_sub(self.origin);
+                let second = since / NANOS_PER_SEC;
+                let start = self.origin + second * NANOS_PER_SEC;
+                let time = if second % 2 == parity as u64 {
+                    start + (NANOS_PER_SEC - 1)
+                } else {
+                    start
+                };
+                Arrival {
+                    time: Nanos(time.min(self.last)),
+                    ..arrival
+                }
+            }));
+            for run in runs.iter_mut() {
+                run.observe_all(&self.chunk);
+            }
+        }
+    }
+
+    /// The most each limiter let through in a rolling second, over both.
+    fn worst(self, scenario: &Scenario, workload: &str) -> Vec<u64> {
+        let figures = Options::default();
+        let [even, odd] = self.runs;
+        even.into_iter()
+            .zip(odd)
+            .zip(&scenario.limiters)
+            .map(|((even, odd), limiter)| {
+                let even = even.finish(scenario, &figures, workload, &limiter.name);
+                let odd = odd.finish(scenario, &figures, workload, &limiter.name);
+                even.summary.worst_rolling.max(odd.summary.worst_rolling)
+            })
+            .collect()
+    }
 }
 
-/// Open loop: arrivals generated once, in chunks, and fed to every limiter.
+/// Open loop: arrivals generated once, in chunks, and fed to every limiter;
+/// for a log of whole seconds, also the most each admits with them packed
+/// against the seconds' edges.
 fn simulate_open(
     scenario: &Scenario,
     options: &Options,
     index: usize,
     sink: &mut Option<&mut dyn DecisionSink>,
-) -> Result<Vec<RunResult>> {
+) -> Result<(Vec<RunResult>, Option<Vec<u64>>)> {
     let workload = &scenario.workloads[index];
     let arrivals = arrivals(scenario, workload, options.replication)?;
     let mut runs = scenario
@@ -231,6 +293,7 @@ fn simulate_open(
     });
     let pipelined = big.is_ok_and(|n| n >= PIPELINE_FROM)
         && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    let mut packed = Packed::new(scenario, options, index);
     let error = match arrivals.into_poisson() {
         // One Poisson source without clients: chunks of bare times.
         Ok(times) => {
@@ -242,6 +305,7 @@ fn simulate_open(
         // Requests naming Hosts: whole arrivals; else a time and a client.
         Err(merge) if workload.names_hosts() => {
             in_chunks(merge, pipelined, &mut |chunk: &[Arrival]| {
+                Packed::along(&mut packed, chunk);
                 decide(&mut runs, sink, index, chunk)
             })?
             .take_error()
@@ -249,7 +313,10 @@ fn simulate_open(
         Err(merge) => in_chunks(
             merge,
             pipelined,
-            &mut |chunk: &[crate::traffic::Client]| decide(&mut runs, sink, index, chunk),
+            &mut |chunk: &[crate::traffic::Client]| {
+                Packed::along(&mut packed, chunk);
+                decide(&mut runs, sink, index, chunk)
+            },
         )?
         .take_error(),
     };
@@ -262,11 +329,13 @@ fn simulate_open(
         workload,
         runs.iter().map(RunState::offered).sum(),
     )?;
-    Ok(runs
+    let packed = packed.map(|packed| packed.worst(scenario, &workload.name));
+    let runs = runs
         .into_iter()
         .zip(&scenario.limiters)
         .map(|(run, limiter)| run.finish(scenario, options, &workload.name, &limiter.name))
-        .collect())
+        .collect();
+    Ok((runs, packed))
 }
 
 /// Every limiter decides every arrival of `chunk`, in order.

@@ -178,18 +178,11 @@ sources! {
 }
 
 impl SourceConfig {
-    /// A trace of whole seconds with each second's requests packed at its
-    /// edges (see [`trace::Config::packed`]); `None` for other sources.
-    pub fn packed(&self, parity: u64) -> Option<SourceConfig> {
+    /// For a trace: where, within a second, its whole seconds start in the
+    /// run (see [`trace::Config::second_origin`]); `None` for other sources.
+    pub fn second_origin(&self, duration: Nanos) -> Option<u64> {
         match &self.kind {
-            SourceKind::Trace(trace) => {
-                let mut trace = trace.clone();
-                trace.packed = Some(parity);
-                Some(SourceConfig {
-                    kind: SourceKind::Trace(trace),
-                    ..self.clone()
-                })
-            }
+            SourceKind::Trace(trace) => Some(trace.second_origin(self.window(duration).ok()?.0)),
             _ => None,
         }
     }

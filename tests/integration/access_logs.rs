@@ -404,6 +404,75 @@ per = "key"
         ),
         "{text}"
     );
+    // Told not to (as past 1,000,000 rows by default): the seeded figure
+    // alone, and check judges it.
+    let toml = fs::read_to_string(&scenario).unwrap();
+    fs::write(
+        &scenario,
+        toml.replace("spread = \"none\"", "spread = \"none\", packed = false"),
+    )
+    .unwrap();
+    let out = Command::cargo_bin("burstsim")
+        .unwrap()
+        .args(["run", "-q", "--no-charts", "--out"])
+        .arg(dir.path().join("unpacked"))
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = fs::read_to_string(dir.path().join("unpacked/summary.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let column = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let fixed: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    assert_eq!(fixed[column("limiter")], "fixed", "{csv}");
+    assert_eq!(
+        (
+            fixed[column("admitted_worst_1s_at_least")],
+            fixed[column("admitted_worst_1s_at_most")]
+        ),
+        ("8", "16")
+    );
+    let check = Command::cargo_bin("burstsim")
+        .unwrap()
+        .arg("check")
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    // Asked of a trace with finer stamps: refused, naming the field.
+    let fine = r#"duration = "10s"
+[[workload]]
+name = "log"
+sources = [{ kind = "trace", path = "fine.csv", packed = true }]
+[[limiter]]
+name = "fixed"
+kind = "fixed-window"
+window = "1s"
+threshold = 8
+"#;
+    fs::write(dir.path().join("fine.csv"), "time_ns\n5\n1000000007\n").unwrap();
+    fs::write(&scenario, fine).unwrap();
+    let check = Command::cargo_bin("burstsim")
+        .unwrap()
+        .arg("check")
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&check.stderr);
+    assert_eq!(check.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("packed: packs the requests of a sorted log stamped in whole seconds"),
+        "{stderr}"
+    );
 }
 
 /// `--decisions` beside each model's answer writes the log's own: every

@@ -31,8 +31,6 @@ pub(super) struct Spreader {
     pub(super) pending: VecDeque<(u64, Key)>,
     /// The first row of the next second, read while gathering this one's.
     pub(super) carry: Option<(u64, Key)>,
-    /// Packed against the seconds' edges instead (see [`Config::packed`]).
-    pub(super) packed: Option<u64>,
 }
 
 /// The running source. A row that fails to parse now (the file changed since
@@ -155,18 +153,8 @@ impl Arrivals {
                         return None;
                     }
                 }
-                match spread.packed {
-                    Some(parity) if second % 2 == parity => {
-                        for row in &mut rows {
-                            row.0 += NANOS_PER_SEC - 1;
-                        }
-                    }
-                    Some(_) => {}
-                    None => {
-                        for row in &mut rows {
-                            row.0 += spread.rng.random_range(0..NANOS_PER_SEC);
-                        }
-                    }
+                for row in &mut rows {
+                    row.0 += spread.rng.random_range(0..NANOS_PER_SEC);
                 }
                 rows.sort_by_key(|&(time, _)| time);
                 spread.pending.extend(rows);

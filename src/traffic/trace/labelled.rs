@@ -11,9 +11,18 @@ pub struct Labelled {
     pub busiest: u64,
     /// Requests of the busiest two adjacent labelled seconds.
     pub busiest_pair: u64,
+    /// Whether a run also decides its requests packed against the seconds'
+    /// edges (the trace's `packed`; by default when it holds at most
+    /// [`PACKED_ROWS`] rows).
+    pub packed: bool,
     /// The label being counted, its count and the one before's (while scanning).
     current: Option<(u64, u64, u64)>,
 }
+
+/// The most rows of a whole-second trace a run also decides packed against
+/// the seconds' edges unless told (`packed = true`): that takes two more
+/// sets of every limiter's state and decisions.
+pub const PACKED_ROWS: u64 = 1_000_000;
 
 impl Labelled {
     /// Counts a row labelled `second`, in order.

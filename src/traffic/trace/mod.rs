@@ -40,7 +40,7 @@ pub use self::input::MAX_ROW_BYTES;
 use self::input::*;
 use self::files::Part;
 pub use self::filter::Where;
-pub use self::labelled::Labelled;
+pub use self::labelled::{Labelled, PACKED_ROWS};
 use self::stored::*;
 use self::filter::Row;
 use self::layout::Layout;
@@ -87,18 +87,16 @@ pub struct Config {
     /// The statuses with which the log's own limiter turned a request away
     /// (default `[429]`), to compare its answers with the models'.
     pub rejected_status: Option<Vec<u16>>,
+    /// Also decide its whole seconds' requests packed against the seconds'
+    /// edges, for the most a placement the log allows lets through (default:
+    /// when it holds at most 1,000,000 rows).
+    pub packed: Option<bool>,
     /// Shift the trace so its earliest timestamp is the source's start
     /// (default: true for logs and date-times, false for CSV numbers).
     pub rebase: Option<bool>,
     /// Whole-second timestamps spread uniformly within their second, seeded
     /// (`"uniform"`, the default for logs and date-times), or kept on it (`"none"`).
     pub spread: Option<Spread>,
-    /// Instead of spreading whole seconds: every request of a second whose
-    /// number has this parity at the second's last nanosecond, and of the
-    /// others at its first — the placement that packs each such second
-    /// against the next (set by the run, never by a scenario).
-    #[serde(skip)]
-    pub packed: Option<u64>,
     /// Each row's own verdict in place of its key: client 1 when the log
     /// let it through, 2 when its limiter turned it away, 0 when it does not
     /// say (set by the decision files, never by a scenario).
@@ -188,6 +186,16 @@ impl Config {
     /// Whether the trace is shifted to start at the source's start.
     fn rebased(&self) -> bool {
         self.rebase.unwrap_or_else(|| self.is_log())
+    }
+
+    /// Where, within a second, its whole seconds start in a run whose source
+    /// starts at `start`: a rebased trace's first second starts there.
+    pub fn second_origin(&self, start: Nanos) -> u64 {
+        if self.rebased() {
+            start.get() % NANOS_PER_SEC
+        } else {
+            0
+        }
     }
 
     /// Whether whole-second timestamps may be spread: then each replication
@@ -292,11 +300,20 @@ impl Config {
                 shown.display()
             ));
         }
+        labelled.packed = self.packed.unwrap_or(rows <= PACKED_ROWS);
+        let labelled = (rows > 0 && whole_seconds && unsorted == 0).then_some(labelled);
+        if self.packed == Some(true) && labelled.is_none() {
+            return Err(field_error!(
+                "packed",
+                "packs the requests of a sorted log stamped in whole seconds, and {} is not one; remove it",
+                shown.display()
+            ));
+        }
         let scan = Scan {
             // Only when every row kept logged its status.
             turned_away: (turned_away.1 == rows && rows > 0).then_some(turned_away.0),
             whole_seconds: spreading,
-            labelled: (rows > 0 && whole_seconds && unsorted == 0).then_some(labelled),
+            labelled,
             keys: (keys.len().max(hosts.len()) as u64).max(1),
             names: std::sync::Arc::new(names),
             earliest,
@@ -351,6 +368,13 @@ impl Config {
             ).into());
         }
         let mut warnings = Vec::new();
+        if scan.labelled.is_some_and(|l| !l.packed) && self.packed.is_none() {
+            warnings.push(format!(
+                "{}: {} rows, so its requests are not also run packed against its seconds' edges (admitted_at_least is the seeded figure); set packed = true to run them, with two more sets of each limiter's state",
+                shown.display(),
+                scan.rows
+            ));
+        }
         if left_out > 0 {
             warnings.push(format!(
                 "{}: {left_out} of {} rows do not match `where` and are left out",
@@ -454,12 +478,11 @@ impl Config {
             rows.sort_by_key(|&(time, _)| time);
             arrivals.rows = Rows::Sorted(rows.into_iter());
         }
-        if scan.whole_seconds || self.packed.is_some() {
+        if scan.whole_seconds {
             arrivals.spread = Some(Spreader {
                 rng,
                 pending: VecDeque::new(),
                 carry: None,
-                packed: self.packed,
             });
         }
         (arrivals.start, arrivals.end, arrivals.offset) = (start.get(), end.get(), offset);
