@@ -361,7 +361,10 @@ frontend limited
     std::thread::sleep(Duration::from_millis(200));
     drop(server);
     let text = std::fs::read_to_string(&log).unwrap();
-    let ours = text.lines().filter(|line| line.contains("{burstsim}")).count();
+    let ours = text
+        .lines()
+        .filter(|line| line.contains("{burstsim}"))
+        .count();
     assert_eq!(ours, statuses.len(), "{text}");
     let denied = statuses.iter().filter(|&&s| s == 429).count() as u64;
     assert!(denied > 20, "{statuses:?}");
@@ -392,11 +395,17 @@ per = "key"
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let summary: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("out/summary.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(dir.path().join("out/summary.json")).unwrap())
+            .unwrap();
     let run = &summary["runs"][0];
-    assert_eq!(run["offered"].as_u64(), Some(statuses.len() as u64), "{run}");
+    assert_eq!(
+        run["offered"].as_u64(),
+        Some(statuses.len() as u64),
+        "{run}"
+    );
     assert_eq!(run["turned_away_in_log"].as_u64(), Some(denied), "{run}");
-    let decisions = std::fs::read_to_string(dir.path().join("out/decisions/logged/model.csv")).unwrap();
+    let decisions =
+        std::fs::read_to_string(dir.path().join("out/decisions/logged/model.csv")).unwrap();
     let disagree = decisions
         .lines()
         .skip(1)
@@ -405,6 +414,9 @@ per = "key"
             fields[2] != fields[4]
         })
         .count();
-    eprintln!("the model and HAProxy's log disagree on {disagree} of {} requests", statuses.len());
+    eprintln!(
+        "the model and HAProxy's log disagree on {disagree} of {} requests",
+        statuses.len()
+    );
     assert!(disagree <= 3, "{disagree} disagreements: {stderr}");
 }

@@ -25,6 +25,22 @@ pub struct Labelled {
 pub const PACKED_ROWS: u64 = 1_000_000;
 
 impl Labelled {
+    /// From each labelled second's count, in order of the seconds.
+    pub(super) fn of_counts(counts: impl IntoIterator<Item = (u64, u64)>) -> Labelled {
+        let mut labelled = Labelled::default();
+        let mut previous: Option<(u64, u64)> = None;
+        for (second, count) in counts {
+            let before = match previous {
+                Some((label, n)) if label + 1 == second => n,
+                _ => 0,
+            };
+            labelled.busiest = labelled.busiest.max(count);
+            labelled.busiest_pair = labelled.busiest_pair.max(count + before);
+            previous = Some((second, count));
+        }
+        labelled
+    }
+
     /// Counts a row labelled `second`, in order.
     pub(super) fn count(&mut self, second: u64) {
         let (label, count, before) = match self.current {

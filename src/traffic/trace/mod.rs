@@ -270,7 +270,7 @@ impl Config {
             };
             let inside = (start.get()..end.get()).contains(&shifted);
             outside += u64::from(!inside);
-            if inside {
+            if inside && unsorted == 0 {
                 labelled.count((time - first.min(time)) / NANOS_PER_SEC);
             }
         }
@@ -301,15 +301,16 @@ impl Config {
             ));
         }
         labelled.packed = self.packed.unwrap_or(rows <= PACKED_ROWS);
-        let labelled = (rows > 0 && whole_seconds && unsorted == 0).then_some(labelled);
+        // An unsorted trace's seconds are counted below, once sorted.
+        let labelled = (rows > 0 && whole_seconds).then_some(labelled);
         if self.packed == Some(true) && labelled.is_none() {
             return Err(field_error!(
                 "packed",
-                "packs the requests of a sorted log stamped in whole seconds, and {} is not one; remove it",
+                "packs the requests of a log stamped in whole seconds, and {} has finer stamps; remove it",
                 shown.display()
             ));
         }
-        let scan = Scan {
+        let mut scan = Scan {
             // Only when every row kept logged its status.
             turned_away: (turned_away.1 == rows && rows > 0).then_some(turned_away.0),
             whole_seconds: spreading,
@@ -335,7 +336,24 @@ impl Config {
             };
             let mut all = self.stream(base_dir, &scan, Nanos::ZERO, Nanos(u64::MAX))?;
             all.offset = offset;
-            outside = rows - all.filter(|a| (start..end).contains(&a.time)).count() as u64;
+            // Each labelled second's rows inside the run, counted in order
+            // of the seconds (at most one entry per row, and the rows are
+            // held in memory to be sorted anyway).
+            let mut seconds = std::collections::BTreeMap::<u64, u64>::new();
+            let mut inside = 0u64;
+            for arrival in all.filter(|a| (start..end).contains(&a.time)) {
+                inside += 1;
+                if whole_seconds {
+                    let since = arrival.time.get() - start.get().min(arrival.time.get());
+                    *seconds.entry(since / NANOS_PER_SEC).or_default() += 1;
+                }
+            }
+            outside = rows - inside;
+            if let Some(labelled) = &mut scan.labelled {
+                let packed = labelled.packed;
+                *labelled = Labelled::of_counts(seconds);
+                labelled.packed = packed;
+            }
         }
         // A replay of nothing would pass every check: refuse it.
         if rows == 0 && left_out > 0 {
