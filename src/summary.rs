@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct WholeSeconds {
     /// Requests of the busiest labelled second: the least the worst rolling
-    /// second of demand can be (a second's requests all fall inside it).
+    /// second of demand can be (a second's requests all fall inside it);
+    /// with a shorter rolling interval r, the least its worst can be, ⌈that
+    /// ÷ ⌈1 s / r⌉⌉ (the second's requests lie in that many intervals).
     pub offered_low: u64,
     /// Requests of the busiest two adjacent labelled seconds: the most it
     /// can be (one second's at its end, the next's at its start).
@@ -228,11 +230,24 @@ pub struct QueueSummary {
 }
 
 impl RunSummary {
+    /// A whole-second log's interval, when its rolling interval is a second
+    /// (so its figures are per second, as the backend's capacity).
+    pub fn whole_seconds_per_second(&self) -> Option<WholeSeconds> {
+        self.whole_seconds
+            .filter(|_| self.rolling_ns == crate::time::NANOS_PER_SEC)
+    }
+
     /// True when the run let through more in 1 s than the backend can take,
-    /// in any replication.
+    /// in any replication, or a whole-second log packed against its
+    /// seconds' edges did.
     pub fn exceeds_capacity(&self) -> bool {
         self.worst_1s_max()
-            .map(|worst| worst.max(self.whole_seconds.map_or(0, |w| w.admitted_at_least)))
+            .map(|worst| {
+                worst.max(
+                    self.whole_seconds_per_second()
+                        .map_or(0, |w| w.admitted_at_least),
+                )
+            })
             .zip(self.backend.as_ref())
             .is_some_and(|(worst, b)| worst > b.capacity)
     }

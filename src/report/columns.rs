@@ -244,16 +244,16 @@ pub const COLUMNS: &[Column] = &[
         .in_html(From(|f| format!("worst {}", f.rolling)), |r| {
             up_to_the_most(r.worst_rolling, r)
         }),
-    Column::csv("offered_worst_1s_low", |r| {
+    Column::csv("offered_worst_rolling_low", |r| {
         whole_seconds(r, |w| w.offered_low)
     }),
-    Column::csv("offered_worst_1s_high", |r| {
+    Column::csv("offered_worst_rolling_high", |r| {
         whole_seconds(r, |w| w.offered_high)
     }),
-    Column::csv("admitted_worst_1s_at_least", |r| {
+    Column::csv("admitted_worst_rolling_at_least", |r| {
         whole_seconds(r, |w| w.admitted_at_least)
     }),
-    Column::csv("admitted_worst_1s_at_most", |r| {
+    Column::csv("admitted_worst_rolling_at_most", |r| {
         whole_seconds(r, |w| w.admitted_at_most)
     }),
     Column::csv("turned_away_in_log", |r| {

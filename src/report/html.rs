@@ -306,19 +306,30 @@ fn whole_seconds_note(runs: &[RunSummary]) -> String {
     if logs.is_empty() {
         return String::new();
     }
+    let per_second = runs[0].rolling_ns == crate::time::NANOS_PER_SEC;
     let each: Vec<String> = logs
         .iter()
         .map(|(name, seconds)| {
             format!(
-                "{}'s between {} (its busiest second) and {} (its busiest two adjacent seconds)",
+                "{}'s between {} (its busiest second{}) and {} (its busiest two adjacent seconds)",
                 super::rows::escape(name),
                 seconds.offered_low,
+                if per_second {
+                    ""
+                } else {
+                    " over the intervals that cover it"
+                },
                 seconds.offered_high
             )
         })
         .collect();
     format!(
-        "<p class=\"note\">Logs stamped in whole seconds do not say when within its second each request came, so the worst second of demand is an interval — {} — and a worst figure shown as <i>a</i>–<i>b</i> is the seeded placement's and the most any placement could let through (summary.csv's <code>admitted_worst_1s_at_least</code> is the most a placement run let through: each second's requests packed against the next second's).</p>\n",
+        "<p class=\"note\">Logs stamped in whole seconds do not say when within its second each request came, so the worst {} of demand is an interval — {} — and a worst figure shown as <i>a</i>–<i>b</i> is the seeded placement's and the most any placement could let through (summary.csv's <code>admitted_worst_rolling_at_least</code> is the most a placement run let through: each second's requests packed against the next second's).</p>\n",
+        if per_second {
+            "second".to_string()
+        } else {
+            Nanos(runs[0].rolling_ns).to_string()
+        },
         each.join("; ")
     )
 }

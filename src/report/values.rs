@@ -148,7 +148,7 @@ pub fn verdict(run: &RunSummary) -> String {
         Some(backend) => {
             let worst = run.worst_1s_max().unwrap_or(backend.worst_1s);
             let (least, most) = run
-                .whole_seconds
+                .whole_seconds_per_second()
                 .map_or((0, 0), |w| (w.admitted_at_least, w.admitted_at_most));
             if worst > backend.capacity {
                 format!("OVER {worst}/s")

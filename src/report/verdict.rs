@@ -73,7 +73,7 @@ pub(super) fn sentence(
         .iter()
         .filter(|run| !verdict.over.contains(&run.limiter.as_str()))
         .filter_map(|run| {
-            let seconds = run.whole_seconds?;
+            let seconds = run.whole_seconds_per_second()?;
             let (least, most) = (seconds.admitted_at_least, seconds.admitted_at_most);
             (most > capacity).then(|| {
                 format!(

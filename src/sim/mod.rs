@@ -145,14 +145,19 @@ fn simulate_workload(
     // A log of whole seconds cannot say where in its second each request
     // came: the worst rolling second is an interval, not the seeded draw.
     if let Some(labelled) = workload.labelled_seconds()
-        && scenario.metrics.rolling == Nanos::SECOND
+        && scenario.metrics.rolling <= Nanos::SECOND
     {
+        // Within a rolling interval of a second or less: at least the
+        // busiest second's requests over the intervals that cover it (all
+        // of them at a shorter interval's reach, or spread over ⌈1 s / r⌉
+        // of them), at most the busiest two adjacent seconds' (packed).
+        let covering = NANOS_PER_SEC.div_ceil(scenario.metrics.rolling.get());
         let packed = packed.unwrap_or_else(|| vec![0; runs.len()]);
         for (run, packed) in runs.iter_mut().zip(packed) {
             let summary = &mut run.summary;
             let at_least = summary.worst_rolling.max(packed);
             summary.whole_seconds = Some(crate::summary::WholeSeconds {
-                offered_low: labelled.busiest,
+                offered_low: labelled.busiest.div_ceil(covering),
                 offered_high: labelled.busiest_pair,
                 admitted_at_least: at_least,
                 admitted_at_most: summary.bound.min(labelled.busiest_pair).max(at_least),
@@ -198,7 +203,7 @@ impl Packed {
     fn new(scenario: &Scenario, options: &Options, index: usize) -> Option<Packed> {
         let workload = &scenario.workloads[index];
         if !options.packed
-            || scenario.metrics.rolling != Nanos::SECOND
+            || scenario.metrics.rolling > Nanos::SECOND
             || !workload.labelled_seconds().is_some_and(|l| l.packed)
         {
             return None;

@@ -390,6 +390,34 @@ per = "key"
             _ => unreachable!(),
         }
     }
+    // Over a rolling 100 ms: at least the busiest second's 10 over the ten
+    // intervals that cover it, at most the pair's 20; packed, the fixed
+    // window's 16 meet within 1 ns, its bound over 100 ms.
+    let toml = fs::read_to_string(&scenario).unwrap();
+    let short = dir.path().join("short.toml");
+    fs::write(
+        &short,
+        toml.replace("[backend]", "[metrics]\nrolling = \"100ms\"\n[backend]"),
+    )
+    .unwrap();
+    let out = Command::cargo_bin("burstsim")
+        .unwrap()
+        .args(["run", "-q", "--no-charts", "--out"])
+        .arg(dir.path().join("short"))
+        .arg(&short)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shorter: serde_json::Value =
+        serde_json::from_slice(&fs::read(dir.path().join("short/summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        shorter["runs"][0]["whole_seconds"],
+        serde_json::json!({"offered_low": 1, "offered_high": 20, "admitted_at_least": 16, "admitted_at_most": 16})
+    );
     // The same log out of order (sorted in memory): the same interval and
     // the same packed figures.
     let sorted = fs::read_to_string(dir.path().join("edge.log")).unwrap();
@@ -459,8 +487,8 @@ per = "key"
     assert_eq!(fixed[column("limiter")], "fixed", "{csv}");
     assert_eq!(
         (
-            fixed[column("admitted_worst_1s_at_least")],
-            fixed[column("admitted_worst_1s_at_most")]
+            fixed[column("admitted_worst_rolling_at_least")],
+            fixed[column("admitted_worst_rolling_at_most")]
         ),
         ("8", "16")
     );
