@@ -50,8 +50,10 @@ const PER_RUN: u128 = 8 << 10;
 const PER_REPLICATION: u128 = 7 * 32;
 /// Each key's figures in a run: its counts, its slot, its share of the ring.
 const PER_KEY_FIGURES: u128 = 48;
-/// A request waiting to retry: its entry in the run's event queue.
-const PER_PENDING_RETRY: u128 = 64;
+/// A request waiting to retry, in the run's event queue: the event (56
+/// bytes), its free-list slot once taken (4), and its time and place in a
+/// bucket (16) up to three times over (refiled, and a vector's doubling).
+const PER_PENDING_RETRY: u128 = 112;
 /// A client being rejected: its entry in the lockout map.
 const PER_REJECTED_CLIENT: u128 = 48;
 
