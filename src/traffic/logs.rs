@@ -41,18 +41,6 @@ pub enum Format {
 }
 
 impl Format {
-    /// The vendor's text format this names, if it is one.
-    pub fn text(self) -> Option<super::vendor::Text> {
-        use super::vendor::Text;
-        match self {
-            Format::Alb => Some(Text::Alb),
-            Format::Cloudfront => Some(Text::CloudFront),
-            Format::Envoy => Some(Text::Envoy),
-            Format::Haproxy => Some(Text::Haproxy),
-            _ => None,
-        }
-    }
-
     /// Its name in a scenario.
     pub fn name(self) -> &'static str {
         match self {

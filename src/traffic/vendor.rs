@@ -5,7 +5,7 @@
 use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
 
-use super::logs::iso_time;
+use super::logs::{Format, iso_time};
 
 /// The most fields a line of any of these formats has.
 pub const MAX_FIELDS: usize = 34;
@@ -158,6 +158,27 @@ pub struct Roles {
 }
 
 impl Text {
+    /// The vendor's text format `format` names, if it is one.
+    pub fn of(format: Format) -> Option<Text> {
+        match format {
+            Format::Alb => Some(Text::Alb),
+            Format::Cloudfront => Some(Text::CloudFront),
+            Format::Envoy => Some(Text::Envoy),
+            Format::Haproxy => Some(Text::Haproxy),
+            _ => None,
+        }
+    }
+
+    /// The format that names it in a scenario.
+    pub fn format(self) -> Format {
+        match self {
+            Text::Alb => Format::Alb,
+            Text::CloudFront => Format::Cloudfront,
+            Text::Envoy => Format::Envoy,
+            Text::Haproxy => Format::Haproxy,
+        }
+    }
+
     /// Every field a key, a Host or the time may be taken from.
     pub fn names(self) -> &'static [&'static str] {
         match self {

@@ -5,6 +5,33 @@ use super::*;
 
 use crate::error::FieldError;
 
+/// The unit of the timestamps in a trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub enum Unit {
+    /// Integer nanoseconds.
+    #[serde(rename = "ns")]
+    Nanos,
+    /// Decimal seconds, up to nine digits after the point.
+    #[serde(rename = "s")]
+    Seconds,
+    /// Decimal milliseconds, up to six digits after the point.
+    #[serde(rename = "ms")]
+    Millis,
+    /// RFC 3339 / ISO 8601 date-times with an offset.
+    #[serde(rename = "rfc3339", alias = "iso8601")]
+    DateTime,
+}
+
+/// What to do with whole-second timestamps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Spread {
+    /// Each request at a uniformly drawn instant of its second.
+    Uniform,
+    /// Every request of a second at its start.
+    None,
+}
+
 pub(super) fn invalid(text: &str, unit: Unit) -> String {
     format!(
         "{:?} is not {}",

@@ -290,7 +290,7 @@ impl Input {
                             at(FieldError::new(format!(
                                 "{:?} is not a line of {} logs",
                                 crate::input::quote_at_most(text, 64),
-                                logs::Format::name(self::text_format(*format))
+                                format.format().name()
                             )))
                         })?;
                         if let Some(conditions) = filter
@@ -393,16 +393,7 @@ pub(super) fn lookup<'a>(
     lookup(&nested, inner)
 }
 
-/// The format of a vendor's text log.
-fn text_format(text: crate::traffic::vendor::Text) -> logs::Format {
-    use crate::traffic::vendor::Text;
-    match text {
-        Text::Alb => logs::Format::Alb,
-        Text::CloudFront => logs::Format::Cloudfront,
-        Text::Envoy => logs::Format::Envoy,
-        Text::Haproxy => logs::Format::Haproxy,
-    }
-}
+
 
 /// `where`, and the JSON fields it reads.
 pub(super) type JsonFilter = (Where, [Option<String>; 4]);

@@ -179,7 +179,7 @@ impl Config {
 
     /// Where a vendor's text log keeps the time, key, Host and status.
     fn locate_text(&self) -> Result<Layout, FieldError> {
-        let format = self.format.text().expect("a text format");
+        let format = Text::of(self.format).expect("a text format");
         let roles = format.roles();
         if self.unit.is_some() {
             return Err(field_error!(
