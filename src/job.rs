@@ -43,6 +43,9 @@ pub struct Done {
     pub summary_csv: String,
     /// With `stats`: requests and decisions a second, and peak memory.
     pub throughput: Option<String>,
+    /// With `decisions`, for a log that says what its own limiter did: on
+    /// how many requests each model and the log disagree, a line each.
+    pub disagreements: Vec<String>,
 }
 
 /// Runs `scenario` as `plan` says into the results folder `target`:
@@ -86,11 +89,12 @@ pub fn run(
         progress,
     )?;
     let throughput = plan.stats.then(|| throughput(&results, started.elapsed()));
+    let mut disagreements = Vec::new();
     if let Some(files) = decisions {
         for (workload, limiter, count) in files.disagreements(scenario) {
-            notes(&[format!(
+            disagreements.push(format!(
                 "decisions/{workload}/{limiter}.csv: the model and the log's own limiter disagree on {count} requests (its log_admitted column)"
-            )]);
+            ));
         }
         files.finish()?;
     }
@@ -120,6 +124,7 @@ pub fn run(
         json,
         summary_csv,
         throughput,
+        disagreements,
     })
 }
 

@@ -45,7 +45,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .collect::<Vec<_>>()
         .join("\n\n")
         + "\n";
-    for line in crate::report::log_comparison(runs) {
+    for line in crate::report::log_comparison(runs)
+        .iter()
+        .chain(&done.disagreements)
+    {
         tables += &format!("{line}\n");
     }
     tables.extend(verdict.as_ref().map(verdict_lines));
