@@ -38,6 +38,23 @@ fn summary_with_input(dir: &Path, name: &str, source: &str, stdin: &[u8]) -> (Ve
     (fs::read(out.join("summary.json")).unwrap(), warnings)
 }
 
+/// `summary.json` of `burstsim run` of `scenario` into `out`, which must succeed.
+fn run_summary(scenario: &Path, out: &Path) -> serde_json::Value {
+    let run = Command::cargo_bin("burstsim")
+        .unwrap()
+        .args(["run", "-q", "--no-charts", "--out"])
+        .arg(out)
+        .arg(scenario)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    serde_json::from_slice(&fs::read(out.join("summary.json")).unwrap()).unwrap()
+}
+
 #[test]
 fn a_gzipped_log_on_standard_input_replays_as_the_file_does() {
     use std::io::Write as _;
@@ -348,20 +365,7 @@ per = "key"
 "#,
     )
     .unwrap();
-    let out = Command::cargo_bin("burstsim")
-        .unwrap()
-        .args(["run", "-q", "--no-charts", "--out"])
-        .arg(dir.path().join("out"))
-        .arg(&scenario)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: serde_json::Value =
-        serde_json::from_slice(&fs::read(dir.path().join("out/summary.json")).unwrap()).unwrap();
+    let summary = run_summary(&scenario, &dir.path().join("out"));
     for run in summary["runs"].as_array().unwrap() {
         let name = run["limiter"].as_str().unwrap();
         let seconds = &run["whole_seconds"];
@@ -400,20 +404,7 @@ per = "key"
         toml.replace("[backend]", "[metrics]\nrolling = \"100ms\"\n[backend]"),
     )
     .unwrap();
-    let out = Command::cargo_bin("burstsim")
-        .unwrap()
-        .args(["run", "-q", "--no-charts", "--out"])
-        .arg(dir.path().join("short"))
-        .arg(&short)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let shorter: serde_json::Value =
-        serde_json::from_slice(&fs::read(dir.path().join("short/summary.json")).unwrap()).unwrap();
+    let shorter = run_summary(&short, &dir.path().join("short"));
     assert_eq!(
         shorter["runs"][0]["whole_seconds"],
         serde_json::json!({"offered_low": 1, "offered_high": 20, "admitted_at_least": 16, "admitted_at_most": 16})
@@ -423,21 +414,7 @@ per = "key"
     let sorted = fs::read_to_string(dir.path().join("edge.log")).unwrap();
     let reversed: Vec<&str> = sorted.lines().rev().collect();
     fs::write(dir.path().join("edge.log"), reversed.join("\n") + "\n").unwrap();
-    let out = Command::cargo_bin("burstsim")
-        .unwrap()
-        .args(["run", "-q", "--no-charts", "--out"])
-        .arg(dir.path().join("reversed"))
-        .arg(&scenario)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let unsorted: serde_json::Value =
-        serde_json::from_slice(&fs::read(dir.path().join("reversed/summary.json")).unwrap())
-            .unwrap();
+    let unsorted = run_summary(&scenario, &dir.path().join("reversed"));
     for (a, b) in summary["runs"]
         .as_array()
         .unwrap()
@@ -468,18 +445,7 @@ per = "key"
         toml.replace("spread = \"none\"", "spread = \"none\", packed = false"),
     )
     .unwrap();
-    let out = Command::cargo_bin("burstsim")
-        .unwrap()
-        .args(["run", "-q", "--no-charts", "--out"])
-        .arg(dir.path().join("unpacked"))
-        .arg(&scenario)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_summary(&scenario, &dir.path().join("unpacked"));
     let csv = fs::read_to_string(dir.path().join("unpacked/summary.csv")).unwrap();
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     let column = |name: &str| header.iter().position(|h| *h == name).unwrap();

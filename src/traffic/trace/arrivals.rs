@@ -78,12 +78,12 @@ impl Arrivals {
                 rest,
                 config,
             } => loop {
-                let before = input.turned_away();
+                // The log's own verdict, when asked, from how its counts moved.
+                let before = config.verdicts.then(|| input.turned_away());
                 let row = input.next(layout, path).map(|row| {
-                    if !config.verdicts {
+                    let Some(before) = before else {
                         return row;
-                    }
-                    // The log's own verdict, from how its counts moved.
+                    };
                     let after = input.turned_away();
                     let verdict = match (after.1 > before.1, after.0 > before.0) {
                         (false, _) => 0,
