@@ -71,6 +71,8 @@ pub struct Metrics {
     pub profile: Vec<Nanos>,
     /// Timeline resolution.
     pub bucket: Nanos,
+    /// Figures per client key (`keys` in summary.json) for keyed workloads.
+    pub per_key: bool,
 }
 
 /// A named traffic mix.
@@ -166,6 +168,15 @@ impl Workload {
             [one] => one.labelled_seconds(),
             _ => None,
         }
+    }
+
+    /// The key the results show for client `key` as it streamed (see
+    /// [`SourceConfig::key_value`]).
+    pub fn key_value(&self, key: crate::traffic::Key) -> u64 {
+        self.sources()
+            .iter()
+            .find_map(|source| source.key_value(key))
+            .unwrap_or(key.client)
     }
 
     /// How the results name client `key` (see [`SourceConfig::key_name`]).

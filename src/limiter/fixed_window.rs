@@ -61,9 +61,7 @@ pub struct FixedWindow {
     window: u64,
     threshold: u64,
     align: Align,
-    /// End of the current window (exclusive); 0 before the first arrival.
-    end: u64,
-    count: u64,
+    current: Window,
     /// Windows opened so far.
     opened: u64,
     /// Whether rejected requests count too.
@@ -86,8 +84,7 @@ impl FixedWindow {
             window: window.get(),
             threshold,
             align,
-            end: 0,
-            count: 0,
+            current: Window::default(),
             opened: 0,
             count_rejected: false,
             whole_second_hints: false,
@@ -144,23 +141,35 @@ pub(crate) fn after_whole_seconds(now: u64, end: u64) -> u64 {
     now.saturating_add(seconds.saturating_mul(NANOS_PER_SEC))
 }
 
-impl RateLimiter for FixedWindow {
-    fn hint_granularity(&self) -> Nanos {
-        if self.whole_second_hints {
-            Nanos::SECOND
-        } else {
-            Nanos::ZERO
-        }
-    }
+/// One fixed window's running count: all a key's fixed window keeps
+/// (16 bytes), so that a limiter per key holds this per key and the rules once.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Window {
+    /// End of the current window (exclusive); 0 before the first arrival.
+    end: u64,
+    count: u64,
+}
 
+impl Window {
+    /// Whether it has seen a request (a window has opened).
+    pub fn is_open(&self) -> bool {
+        self.end != 0
+    }
+}
+
+impl FixedWindow {
+    /// Decides a request at `now` against `window` by these rules, and says
+    /// whether it opened a new window.
+    ///
     /// Rejects with the end of the current window as both `Retry-After` and
     /// the reset: with epoch windows every client rejected in a window is
     /// told the same instant. With `count_rejected` a rejection counts too,
     /// which changes nothing within the window (it is full already).
     #[inline]
-    fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
+    pub fn decide_in<const HINTS: bool>(&self, window: &mut Window, now: Nanos) -> (Decision, bool) {
         let now = now.get();
-        if now >= self.end {
+        let opened = now >= window.end;
+        if opened {
             // Compare against the cached end instead of dividing on every request.
             let remaining = match self.align {
                 Align::FirstRequest => self.window,
@@ -171,19 +180,54 @@ impl RateLimiter for FixedWindow {
                     self.window - (now % self.window + self.window - phase) % self.window
                 }
             };
-            self.end = now.saturating_add(remaining);
-            self.count = 0;
-            self.opened += 1;
+            window.end = now.saturating_add(remaining);
+            window.count = 0;
         }
-        let admit = self.count < self.threshold;
-        self.count += u64::from(admit | self.count_rejected);
-        Decision::admit_or::<HINTS>(admit, || {
+        let admit = window.count < self.threshold;
+        window.count += u64::from(admit | self.count_rejected);
+        let end = window.end;
+        let decision = Decision::admit_or::<HINTS>(admit, || {
             if self.whole_second_hints {
-                Hint::at_reset(after_whole_seconds(now, self.end))
+                Hint::at_reset(after_whole_seconds(now, end))
             } else {
-                Hint::at_reset(self.end)
+                Hint::at_reset(end)
             }
-        })
+        });
+        (decision, opened)
+    }
+
+    /// Takes back the last admission of `window` (see `refund`), and says
+    /// whether that closes the window it had opened.
+    pub fn refund_in(&self, window: &mut Window, now: Nanos) -> bool {
+        if self.count_rejected {
+            return false;
+        }
+        window.count -= 1;
+        let closed = window.count == 0;
+        if closed {
+            window.end = window.end.min(now.get());
+        }
+        closed
+    }
+}
+
+impl RateLimiter for FixedWindow {
+    fn hint_granularity(&self) -> Nanos {
+        if self.whole_second_hints {
+            Nanos::SECOND
+        } else {
+            Nanos::ZERO
+        }
+    }
+
+    /// By [`FixedWindow::decide_in`], on its one window.
+    #[inline]
+    fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
+        let mut current = self.current;
+        let (decision, opened) = self.decide_in::<HINTS>(&mut current, now);
+        self.current = current;
+        self.opened += u64::from(opened);
+        decision
     }
 
     /// As if the last admitted request had been rejected: when it was the
@@ -192,14 +236,10 @@ impl RateLimiter for FixedWindow {
     /// request opens (or finds) its own.
     /// As if rejected: a window counting rejected requests keeps the count.
     fn refund(&mut self, now: Nanos) {
-        if self.count_rejected {
-            return;
-        }
-        self.count -= 1;
-        if self.count == 0 {
-            self.end = self.end.min(now.get());
-            self.opened -= 1;
-        }
+        let mut current = self.current;
+        let closed = self.refund_in(&mut current, now);
+        self.current = current;
+        self.opened -= u64::from(closed);
     }
 
     /// Any interval of L ns meets at most m = ⌈(L−1)/W⌉ + 1 windows (2 when

@@ -386,6 +386,9 @@ macro_rules! kinds {
             /// matched once, and the loop is compiled for each.
             #[inline]
             pub fn decide_all<T: crate::traffic::Timed>(&mut self, chunk: &[T], to: &mut impl Decisions) {
+                if let Limiter::PerKey(limiter) = self {
+                    return limiter.decide_all(chunk, to);
+                }
                 each_limiter!(self, ($($variant)+), limiter => {
                     for &item in chunk {
                         let arrival = item.arrival();
@@ -484,6 +487,14 @@ macro_rules! kinds {
 pub trait Decisions {
     /// Hears each arrival and the decision on it, in order.
     fn decided(&mut self, arrival: crate::traffic::Arrival, decision: Decision);
+
+    /// Reads what it keeps for `key`, the `nth` request of a batch, to
+    /// bring it into the cache ahead of the decision (see
+    /// [`crate::traffic::slots::KeyTable::touch`]).
+    fn touch(&self, key: Key, nth: usize) -> u64 {
+        let _ = (key, nth);
+        0
+    }
 }
 
 /// The kinds with `count_rejected`: a rejected request counts in the

@@ -9,14 +9,18 @@ use std::collections::BTreeSet;
 
 use serde::Deserialize as _;
 
+use super::fixed_window::{FixedWindow, Window};
 use super::{Context, Decision, Limiter, LimiterConfig, RateLimiter, StoreOps};
 use crate::error::{FieldError, field_error};
 use crate::time::Nanos;
 use crate::traffic::Key;
-use crate::traffic::slots::KeySlots;
+use crate::traffic::slots::{KeyTable, Slot};
 
 /// The most distinct keys one per-key limiter keeps state for.
 pub const MAX_KEYS: usize = 10_000_000;
+
+/// Requests whose keys' states are read together before they are decided.
+const TOUCHED: usize = 64;
 
 /// `per` and `evict_after`, taken out of a limiter's table before its kind
 /// reads the rest.
@@ -80,17 +84,32 @@ impl Config {
         if self.evict_after == Some(Nanos::ZERO) {
             return Err(field_error!("evict_after", "must be longer than 0"));
         }
+        let prototype = self.inner.build(context)?;
+        let states = match &prototype {
+            // A fixed window's rules once, 16 bytes per key: what a key's
+            // window is, without a copy of the rules (or an enum's largest
+            // kind) each.
+            Limiter::FixedWindow(rules) if self.evict_after.is_none() => States::Windows {
+                rules: rules.clone(),
+                windows: KeyTable::new(Window::default()),
+                opened: 0,
+            },
+            _ => States::Any(KeyTable::new(KeyState {
+                limiter: prototype.clone(),
+                last_seen: 0,
+                alive: false,
+            })),
+        };
         Ok(PerKey {
-            prototype: self.inner.build(context)?,
+            prototype,
             evict_after: self.evict_after.map(Nanos::get),
             by_host: self.by_host,
-            slots: KeySlots::default(),
-            states: Vec::new(),
+            states,
             idle: BTreeSet::new(),
             alive_now: 0,
             alive_max: 0,
             created: 0,
-            last: 0,
+            last: None,
         })
     }
 }
@@ -105,22 +124,34 @@ struct KeyState {
     alive: bool,
 }
 
+/// Every key's state.
+#[derive(Clone, Debug)]
+enum States {
+    /// Any limiter, a copy per key (with its last request, for eviction).
+    Any(KeyTable<KeyState>),
+    /// Fixed windows that are never evicted: the rules once, a window per key.
+    Windows {
+        rules: FixedWindow,
+        windows: KeyTable<Window>,
+        /// Windows opened, over all keys.
+        opened: u64,
+    },
+}
+
 /// One limiter per key, created on demand.
 #[derive(Clone, Debug)]
 pub struct PerKey {
     prototype: Limiter,
     evict_after: Option<u64>,
     by_host: bool,
-    slots: KeySlots,
-    /// Per slot, together so one key's state shares a cache line or two.
-    states: Vec<KeyState>,
+    states: States,
     /// With eviction: (last request, slot) of every live key, oldest first.
-    idle: BTreeSet<(u64, u32)>,
+    idle: BTreeSet<(u64, Slot)>,
     alive_now: u64,
     alive_max: u64,
     created: u64,
     /// The slot of the last decision, to take it back.
-    last: u32,
+    last: Option<Slot>,
 }
 
 impl PerKey {
@@ -131,17 +162,44 @@ impl PerKey {
 
     /// The most keys that had state at once.
     pub fn keys_alive_max(&self) -> u64 {
-        self.alive_max
+        match &self.states {
+            States::Any(_) => self.alive_max,
+            States::Windows { .. } => self.keys(),
+        }
     }
 
     /// Distinct keys seen.
     pub fn keys(&self) -> u64 {
-        self.states.len() as u64
+        match &self.states {
+            States::Any(states) => states.len() as u64,
+            States::Windows { windows, .. } => windows.len() as u64,
+        }
     }
 
     /// States created: one per key, and one more each time an evicted key came back.
     pub fn states_created(&self) -> u64 {
-        self.created
+        match &self.states {
+            States::Any(_) => self.created,
+            States::Windows { .. } => self.keys(),
+        }
+    }
+
+    /// The id of `key` this limiter keeps state by: its client, or with
+    /// `per = "host"` its host.
+    #[inline]
+    fn id(&self, key: Key) -> u64 {
+        if self.by_host { key.host } else { key.client }
+    }
+
+    /// Brings the state of `key` into the cache (see [`KeyTable::touch`]).
+    #[inline]
+    pub fn touch(&self, key: Key) -> u64 {
+        match &self.states {
+            States::Windows { windows, .. } => {
+                windows.touch(self.id(key), |window| u64::from(window.is_open()))
+            }
+            States::Any(_) => 0,
+        }
     }
 
     /// The limiter every key gets, in its initial state.
@@ -149,35 +207,61 @@ impl PerKey {
         &self.prototype
     }
 
+    /// Decides every arrival of `chunk`, telling `to` each decision: in
+    /// batches whose keys' states (here and in `to`) are first read one
+    /// after the other, so that their cache misses overlap instead of
+    /// coming one per request.
+    pub fn decide_all<T: crate::traffic::Timed>(
+        &mut self,
+        chunk: &[T],
+        to: &mut impl super::Decisions,
+    ) {
+        for batch in chunk.chunks(TOUCHED) {
+            let mut touched = 0u64;
+            for (nth, item) in batch.iter().enumerate() {
+                let key = item.arrival().key;
+                touched = touched
+                    .wrapping_add(self.touch(key))
+                    .wrapping_add(to.touch(key, nth));
+            }
+            std::hint::black_box(touched);
+            for &item in batch {
+                let arrival = item.arrival();
+                let decision = self.decide_keyed::<false>(arrival.time, arrival.key);
+                to.decided(arrival, decision);
+            }
+        }
+    }
+
     /// Forgets the keys idle for `evict_after` by `now`.
     fn evict(&mut self, now: u64, after: u64) {
+        let States::Any(states) = &mut self.states else {
+            return;
+        };
         while let Some(&(seen, slot)) = self.idle.first() {
             if seen.saturating_add(after) > now {
                 break;
             }
             self.idle.pop_first();
-            self.states[slot as usize].alive = false;
+            states.get_mut(slot).alive = false;
             self.alive_now -= 1;
         }
     }
 
-    /// The slot of `key` (its client, or with `per = "host"` its host), its
-    /// state fresh if it had none.
-    fn slot(&mut self, key: Key) -> u32 {
-        let id = if self.by_host { key.host } else { key.client };
-        let (slot, new) = self.slots.slot(id);
-        if new {
-            assert!(
-                self.states.len() < MAX_KEYS,
-                "validation bounds the keys to {MAX_KEYS}"
-            );
-            self.states.push(KeyState {
-                limiter: self.prototype.clone(),
-                last_seen: 0,
-                alive: false,
-            });
-        }
-        let state = &mut self.states[slot as usize];
+    /// Decides with the key's own limiter (any kind), its state fresh if
+    /// it had none.
+    #[inline]
+    fn decide_any<const HINTS: bool>(&mut self, now: Nanos, key: Key) -> Decision {
+        let id = self.id(key);
+        let States::Any(states) = &mut self.states else {
+            unreachable!("called for a limiter kept whole per key")
+        };
+        let (slot, new) = states.slot(id);
+        assert!(
+            states.len() <= MAX_KEYS,
+            "validation bounds the keys to {MAX_KEYS}"
+        );
+        let state = states.get_mut(slot);
         if !state.alive {
             if !new {
                 state.limiter = self.prototype.clone();
@@ -188,7 +272,23 @@ impl PerKey {
             self.alive_max = self.alive_max.max(self.alive_now);
             self.created += 1;
         }
-        slot
+        let decision = state.limiter.decide_keyed::<HINTS>(now, key);
+        // A key is busy until its last request is served: one delayed to
+        // t + d keeps it until then, so a key is never forgotten while it
+        // still holds requests to release (nginx expires a node only once
+        // its excess has drained).
+        let busy_until = match decision {
+            Decision::Delay(delay) => now.get().saturating_add(delay.get()),
+            _ => now.get(),
+        };
+        let last_seen = state.last_seen.max(busy_until);
+        if self.evict_after.is_some() {
+            self.idle.remove(&(state.last_seen, slot));
+            self.idle.insert((last_seen, slot));
+        }
+        state.last_seen = last_seen;
+        self.last = Some(slot);
+        decision
     }
 }
 
@@ -209,21 +309,20 @@ impl RateLimiter for PerKey {
         self.prototype.hint_granularity()
     }
 
-    /// Per key seen (at most one per request): its state and what the inner
-    /// limiter allocates (memory a growing `Vec` reserves but never touches
-    /// is not counted: the limit is on memory used), with eviction its entry
-    /// in the idle set; and the key table: the dense table of synthetic
-    /// clients' numbers (4 bytes for each number up to the largest, a power
-    /// of two) or the hash map of a trace's keys (up to 48 bytes a key while
-    /// it grows), whichever is larger.
+    /// Per key: its state (a fixed window's 16 bytes, or a whole limiter
+    /// and what it allocates: memory a growing `Vec` reserves but never
+    /// touches is not counted, the limit is on memory used), with eviction
+    /// its entry in the idle set; and the key table's own
+    /// ([`crate::traffic::slots::table_bytes`]).
     fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
-        let seen = u128::from(keys.min(requests).max(1));
-        let state =
-            std::mem::size_of::<KeyState>() as u128 + self.prototype.memory_at_most(1, requests);
+        let state = match &self.states {
+            States::Windows { .. } => std::mem::size_of::<Window>() as u128,
+            States::Any(_) => {
+                std::mem::size_of::<KeyState>() as u128 + self.prototype.memory_at_most(1, requests)
+            }
+        };
         let idle = if self.evict_after.is_some() { 48 } else { 0 };
-        let dense =
-            u128::from(keys.min(crate::traffic::clients::MAX_CLIENTS)).next_power_of_two() * 4;
-        seen * (state + idle) + dense.max(seen * 48)
+        crate::traffic::slots::table_bytes(keys, state + idle)
     }
 
     fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
@@ -233,32 +332,35 @@ impl RateLimiter for PerKey {
     /// The key's own limiter decides, and hints as it does.
     #[inline]
     fn decide_keyed<const HINTS: bool>(&mut self, now: Nanos, key: Key) -> Decision {
+        if let States::Windows {
+            rules,
+            windows,
+            opened,
+        } = &mut self.states
+        {
+            let id = if self.by_host { key.host } else { key.client };
+            let (slot, window, _) = windows.entry(id);
+            let (decision, open) = rules.decide_in::<HINTS>(window, now);
+            *opened += u64::from(open);
+            self.last = Some(slot);
+            return decision;
+        }
         if let Some(after) = self.evict_after {
             self.evict(now.get(), after);
         }
-        let slot = self.slot(key);
-        let state = &mut self.states[slot as usize];
-        let decision = state.limiter.decide_keyed::<HINTS>(now, key);
-        // A key is busy until its last request is served: one delayed to
-        // t + d keeps it until then, so a key is never forgotten while it
-        // still holds requests to release (nginx expires a node only once
-        // its excess has drained).
-        let busy_until = match decision {
-            Decision::Delay(delay) => now.get().saturating_add(delay.get()),
-            _ => now.get(),
-        };
-        let last_seen = state.last_seen.max(busy_until);
-        if self.evict_after.is_some() {
-            self.idle.remove(&(state.last_seen, slot));
-            self.idle.insert((last_seen, slot));
-        }
-        state.last_seen = last_seen;
-        self.last = slot;
-        decision
+        self.decide_any::<HINTS>(now, key)
     }
 
     fn refund(&mut self, now: Nanos) {
-        self.states[self.last as usize].limiter.refund(now);
+        let slot = self.last.expect("a refund follows a decision");
+        match &mut self.states {
+            States::Any(states) => states.get_mut(slot).limiter.refund(now),
+            States::Windows {
+                rules,
+                windows,
+                opened,
+            } => *opened -= u64::from(rules.refund_in(windows.get_mut(slot), now)),
+        }
     }
 
     /// K keys, each within its limiter's bound — and with eviction, each
@@ -313,7 +415,10 @@ impl RateLimiter for PerKey {
 
     /// Every key's.
     fn resets(&self) -> u64 {
-        self.states.iter().map(|state| state.limiter.resets()).sum()
+        match &self.states {
+            States::Any(states) => states.entries().map(|state| state.limiter.resets()).sum(),
+            States::Windows { opened, .. } => *opened,
+        }
     }
 
     /// Every key's windows share their edges when the limiter's are fixed.
@@ -324,7 +429,7 @@ impl RateLimiter for PerKey {
 
 impl PerKey {
     fn scaled(&self, interval: Nanos, bound: impl Fn(&Limiter, Nanos) -> u64) -> u64 {
-        if self.states.is_empty() || interval == Nanos::ZERO {
+        if self.keys() == 0 || interval == Nanos::ZERO {
             return if interval == Nanos::ZERO { 0 } else { u64::MAX };
         }
         let fresh = self

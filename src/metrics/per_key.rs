@@ -10,18 +10,18 @@ use serde::{Deserialize, Serialize};
 
 use crate::time::Nanos;
 use crate::traffic::Key;
-use crate::traffic::slots::KeySlots;
+use crate::traffic::slots::{KeyTable, Slot};
 
 /// Counting, while a run streams.
 #[derive(Clone, Debug)]
 pub struct PerKeyCounts {
     interval: u64,
-    slots: KeySlots,
+    /// The keys in the order first seen.
     keys: Vec<u64>,
-    /// Per slot, together so one key's figures share a cache line.
-    counts: Vec<KeyCounts>,
+    /// Per key, together so one key's figures share a cache line.
+    counts: KeyTable<KeyCounts>,
     /// The admissions of the trailing interval, oldest first.
-    ring: VecDeque<(u64, u32)>,
+    ring: VecDeque<(u64, Slot)>,
 }
 
 /// One key's running figures.
@@ -31,6 +31,8 @@ struct KeyCounts {
     trailing: u32,
     /// The most ever in the trailing interval.
     worst: u32,
+    /// Its place in the order keys were first seen.
+    first: u32,
     admitted: u64,
     rejected: u64,
 }
@@ -99,20 +101,33 @@ impl PerKeyCounts {
     pub fn new(interval: Nanos) -> PerKeyCounts {
         PerKeyCounts {
             interval: interval.get(),
-            slots: KeySlots::default(),
             keys: Vec::new(),
-            counts: Vec::new(),
+            counts: KeyTable::new(KeyCounts::default()),
             ring: VecDeque::new(),
         }
     }
 
-    fn slot(&mut self, key: Key) -> u32 {
-        let (slot, new) = self.slots.slot(key.client);
+    /// The figures of `key`, numbered if new.
+    #[inline]
+    fn entry(&mut self, key: Key) -> (Slot, &mut KeyCounts) {
+        let (slot, counts, new) = self.counts.entry(key.client);
         if new {
+            counts.first = self.keys.len() as u32;
             self.keys.push(key.client);
-            self.counts.push(KeyCounts::default());
         }
-        slot
+        (slot, counts)
+    }
+
+    /// Brings into the cache the figures of `key`, and those of the
+    /// `nth` oldest admission in the trailing interval (the next to leave
+    /// it, as about as many leave as come in) — see [`KeyTable::touch`].
+    #[inline]
+    pub fn touch(&self, key: Key, nth: usize) -> u64 {
+        let leaving = self
+            .ring
+            .get(nth)
+            .map_or(0, |&(_, slot)| self.counts.peek(slot).trailing);
+        self.counts.touch(key.client, |counts| counts.admitted) + u64::from(leaving)
     }
 
     /// A request of `key` reached the backend at `at` (non-decreasing).
@@ -124,10 +139,9 @@ impl PerKeyCounts {
                 break;
             }
             self.ring.pop_front();
-            self.counts[slot as usize].trailing -= 1;
+            self.counts.get_mut(slot).trailing -= 1;
         }
-        let slot = self.slot(key);
-        let counts = &mut self.counts[slot as usize];
+        let (slot, counts) = self.entry(key);
         counts.trailing += 1;
         counts.worst = counts.worst.max(counts.trailing);
         counts.admitted += 1;
@@ -137,8 +151,7 @@ impl PerKeyCounts {
     /// A request of `key` was rejected.
     #[inline]
     pub fn rejected(&mut self, key: Key) {
-        let slot = self.slot(key) as usize;
-        self.counts[slot].rejected += 1;
+        self.entry(key).1.rejected += 1;
     }
 
     /// The figures, or `None` when no key sent anything; `per_key_nominal`
@@ -151,26 +164,28 @@ impl PerKeyCounts {
         if self.keys.is_empty() {
             return None;
         }
-        let mut worst: Vec<u32> = self.counts.iter().map(|c| c.worst).collect();
+        let mut worst: Vec<u32> = self.counts.entries().map(|c| c.worst).collect();
         worst.sort_unstable();
         let rank = |q: f64| {
             let n = worst.len();
             u64::from(worst[((q * n as f64).ceil() as usize).clamp(1, n) - 1])
         };
-        let worst_slot = (0..self.keys.len())
-            .max_by_key(|&i| (self.counts[i].worst, std::cmp::Reverse(i)))
+        let worst_key = self
+            .counts
+            .entries()
+            .max_by_key(|c| (c.worst, std::cmp::Reverse(c.first)))
             .expect("at least one key");
-        let mut admitted: Vec<u64> = self.counts.iter().map(|c| c.admitted).collect();
+        let mut admitted: Vec<u64> = self.counts.entries().map(|c| c.admitted).collect();
         admitted.sort_unstable_by(|a, b| b.cmp(a));
         let top = admitted.len().div_ceil(100);
         let total: u64 = admitted.iter().sum();
         Some(KeysSummary {
             keys: self.keys.len() as u64,
-            throttled: self.counts.iter().filter(|c| c.rejected > 0).count() as u64,
+            throttled: self.counts.entries().filter(|c| c.rejected > 0).count() as u64,
             worst_rolling_p50: rank(0.5),
             worst_rolling_p99: rank(0.99),
             worst_rolling_max: rank(1.0),
-            worst_key: self.keys[worst_slot],
+            worst_key: self.keys[worst_key.first as usize],
             worst_key_name: None,
             spike_ratio: per_key_nominal.filter(|&n| n > 0.0).map(|nominal| Spread {
                 p50: rank(0.5) as f64 / nominal,

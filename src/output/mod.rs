@@ -135,7 +135,11 @@ impl DecisionSink for DecisionFiles {
         admitted: bool,
     ) -> std::io::Result<()> {
         let writer = &mut self.files[workload][limiter].1;
-        let (time, key) = (arrival.time.get(), arrival.key.client);
+        let time = arrival.time.get();
+        let key = match &self.clients[workload] {
+            Some(clients) => clients.key_value(arrival.key),
+            None => arrival.key.client,
+        };
         write!(writer, "{time},{key},{admitted}")?;
         if self.attempts[workload] {
             write!(writer, ",{attempt}")?;

@@ -46,6 +46,7 @@ struct MetricsFile {
     rolling: Option<Spanned<Nanos>>,
     profile: Option<Spanned<Vec<Nanos>>>,
     bucket: Option<Spanned<Nanos>>,
+    per_key: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -258,6 +259,7 @@ impl Validator<'_> {
             rolling,
             profile,
             bucket,
+            per_key: file.per_key.unwrap_or(true),
         })
     }
 
@@ -297,7 +299,10 @@ impl Validator<'_> {
                 let sources = file.get_ref().sources.iter().enumerate().map(|(i, table)| {
                     let base = [Step::Name("workload".into()), Step::Index(w), Step::Name("sources".into()), Step::Index(i)];
                     let fail = |err: FieldError| self.error_in(table.span(), &base, &format!("workload {name:?}, source {}", i + 1), &err);
-                    let source = SourceConfig::from_table(table.get_ref().clone()).map_err(fail)?;
+                    let mut source = SourceConfig::from_table(table.get_ref().clone()).map_err(fail)?;
+                    if file.get_ref().sources.len() == 1 {
+                        source.number_keys();
+                    }
                     let fail = |err: FieldError| self.error_in(table.span(), &base, &format!("workload {name:?}, source {} ({})", i + 1, source.kind_name()), &err);
                     warnings.extend(source.validate(duration, base_dir).map_err(fail)?);
                     Ok(source)

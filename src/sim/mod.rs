@@ -176,7 +176,9 @@ fn simulate_workload(
         if let Some(keys) = &mut run.summary.keys
             && !named.limiter.keyed_by_host()
         {
-            keys.worst_key_name = workload.key_name(crate::traffic::Key::client(keys.worst_key));
+            let worst = crate::traffic::Key::client(keys.worst_key);
+            keys.worst_key = workload.key_value(worst);
+            keys.worst_key_name = workload.key_name(worst);
         }
     }
     Ok(WorkloadResults::new(workload, runs))

@@ -117,7 +117,7 @@ impl RunState {
             capacity: scenario.backend.map(|b| b.capacity_per_sec.get()),
             rejected_with_spare_capacity: 0,
             events: Events::default(),
-            keys: keyed.then(|| PerKeyCounts::new(metrics.rolling)),
+            keys: (keyed && metrics.per_key).then(|| PerKeyCounts::new(metrics.rolling)),
             keys_by_host: named.limiter.keyed_by_host(),
             closed: None,
             outages: match &named.limiter {
@@ -368,6 +368,13 @@ impl crate::limiter::Decisions for Counters {
     #[inline(always)]
     fn decided(&mut self, arrival: Arrival, decision: Decision) {
         self.record(arrival, decision.admitted(), decision.delay());
+    }
+
+    #[inline(always)]
+    fn touch(&self, key: Key, nth: usize) -> u64 {
+        self.keys
+            .as_ref()
+            .map_or(0, |keys| keys.touch(counted(key, self.keys_by_host), nth))
     }
 }
 

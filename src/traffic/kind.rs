@@ -113,6 +113,13 @@ pub trait Kind: Clone + std::fmt::Debug + DeserializeOwned {
         None
     }
 
+    /// The key the results show for `key` as it streamed: itself, unless
+    /// the source numbers its keys (a trace's are shown by their text's hash).
+    fn key_value(&self, key: super::Key) -> Option<u64> {
+        let _ = key;
+        None
+    }
+
     /// The text that names `key` in its input, if it names keys itself.
     fn key_name(&self, key: super::Key) -> Option<String> {
         let _ = key;

@@ -280,6 +280,21 @@ impl SourceConfig {
         with_kind!(&self.kind, config => config.labelled_seconds())
     }
 
+    /// The key the results show for client `key` as it streamed (a
+    /// trace's numbered keys by their text's hash); `None` when it is not
+    /// this source's to say.
+    pub fn key_value(&self, key: Key) -> Option<u64> {
+        with_kind!(&self.kind, config => config.key_value(key))
+    }
+
+    /// Numbers a trace's keys in the order first seen, for the one source
+    /// of a workload (see [`trace::Config::interned`]).
+    pub fn number_keys(&mut self) {
+        if let SourceKind::Trace(trace) = &mut self.kind {
+            trace.interned = true;
+        }
+    }
+
     /// How the results name client `key`: as a trace's key column writes
     /// it, or `client N` for the N-th of synthetic clients (from 0).
     pub fn key_name(&self, key: Key) -> Option<String> {

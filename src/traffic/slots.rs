@@ -1,59 +1,238 @@
-//! Numbering client keys 0, 1, 2, … in the order they are first seen, for
-//! state kept per key in a `Vec`. Keys of synthetic clients are small (0 to
-//! K − 1) and find their number in a table; keys hashed from a trace's text
-//! go through a hash map.
-
-use std::collections::HashMap;
-
-use crate::random::MixState;
+//! State kept per client key (or per Host), found in one step. Keys of
+//! synthetic clients are small (0 to K − 1) and index a `Vec` directly, a
+//! seen bit apiece; keys hashed from a trace's text are numbered in a hash
+//! map the first time they are seen and index a second `Vec`. A [`Slot`]
+//! names an entry of either, so a ring of past requests can find its key's
+//! state again without hashing.
 
 /// Keys below this index the table directly (the most synthetic clients).
 const DENSE: u64 = super::clients::MAX_CLIENTS;
 
-/// Each key's number.
-#[derive(Clone, Debug, Default)]
-pub struct KeySlots {
-    /// By key, for small keys: its number + 1 (0: not seen).
-    dense: Vec<u32>,
-    sparse: HashMap<u64, u32, MixState>,
-    count: u32,
+/// Marks a slot of the hashed part.
+const HASHED: u64 = 1 << 63;
+
+/// Where one key's entry is: a small key's own index, or a hashed key's
+/// number with the top bit set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Slot(u64);
+
+/// An entry per key seen, each starting as a copy of `fresh`.
+#[derive(Clone, Debug)]
+pub struct KeyTable<T> {
+    fresh: T,
+    /// By key, for small keys.
+    dense: Vec<T>,
+    /// One bit per small key: seen.
+    seen: Vec<u64>,
+    numbers: Numbers,
+    /// By number, for hashed keys.
+    hashed: Vec<T>,
+    len: usize,
 }
 
-impl KeySlots {
-    /// The number of `id` (a client, or a host), and whether it is seen
-    /// for the first time.
+impl<T: Clone> KeyTable<T> {
+    /// No key seen; each new key's entry starts as `fresh`.
+    pub fn new(fresh: T) -> KeyTable<T> {
+        KeyTable {
+            fresh,
+            dense: Vec::new(),
+            seen: Vec::new(),
+            numbers: Numbers::default(),
+            hashed: Vec::new(),
+            len: 0,
+        }
+    }
+
+    /// The slot of `id` (a client, or a host), and whether it is seen for
+    /// the first time (its entry is then `fresh`).
     #[inline]
-    pub fn slot(&mut self, id: u64) -> (u32, bool) {
-        let next = self.count;
-        let slot = if id < DENSE {
+    pub fn slot(&mut self, id: u64) -> (Slot, bool) {
+        if id < DENSE {
             let index = id as usize;
             if index >= self.dense.len() {
-                self.dense.resize((index + 1).next_power_of_two(), 0);
+                // Up to this key (the `Vec` grows its room geometrically).
+                self.dense.resize(index + 1, self.fresh.clone());
+                self.seen.resize(index / 64 + 1, 0);
             }
-            let entry = &mut self.dense[index];
-            if *entry == 0 {
-                *entry = next + 1;
-            }
-            *entry - 1
+            let (word, bit) = (&mut self.seen[index / 64], 1u64 << (index % 64));
+            let new = *word & bit == 0;
+            *word |= bit;
+            self.len += usize::from(new);
+            (Slot(id), new)
         } else {
-            *self.sparse.entry(id).or_insert(next)
-        };
-        let new = slot == next;
-        if new {
-            self.count += 1;
+            let (number, new) = self.numbers.number(id);
+            if new {
+                self.hashed.push(self.fresh.clone());
+                self.len += 1;
+            }
+            (Slot(HASHED | u64::from(number)), new)
         }
-        (slot, new)
     }
 
-    /// How many keys have a number.
+    /// The entry at `slot`.
+    #[inline]
+    pub fn get_mut(&mut self, slot: Slot) -> &mut T {
+        if slot.0 & HASHED == 0 {
+            &mut self.dense[slot.0 as usize]
+        } else {
+            &mut self.hashed[(slot.0 & !HASHED) as usize]
+        }
+    }
+
+    /// The entry at `slot`, to read.
+    #[inline]
+    pub fn peek(&self, slot: Slot) -> &T {
+        if slot.0 & HASHED == 0 {
+            &self.dense[slot.0 as usize]
+        } else {
+            &self.hashed[(slot.0 & !HASHED) as usize]
+        }
+    }
+
+    /// The entry of `id`, and whether it is new.
+    #[inline]
+    pub fn entry(&mut self, id: u64) -> (Slot, &mut T, bool) {
+        let (slot, new) = self.slot(id);
+        (slot, self.get_mut(slot), new)
+    }
+
+    /// Reads the entry of a small key `id` if it exists, so that a batch of
+    /// such reads, one after the other, brings their cache lines in
+    /// together before they are decided one by one.
+    #[inline]
+    pub fn touch(&self, id: u64, read: impl Fn(&T) -> u64) -> u64 {
+        self.dense.get(id as usize).map_or(0, read)
+    }
+
+    /// How many keys have an entry.
     pub fn len(&self) -> usize {
-        self.count as usize
+        self.len
     }
 
-    /// Whether no key has a number yet.
+    /// Whether no key has an entry yet.
     pub fn is_empty(&self) -> bool {
-        self.count == 0
+        self.len == 0
     }
+
+    /// Every key's entry, with its key's id for small keys (`None` for a
+    /// hashed key), small keys first.
+    pub fn entries(&self) -> impl Iterator<Item = &T> {
+        let seen = |index: usize| self.seen[index / 64] & (1 << (index % 64)) != 0;
+        self.dense
+            .iter()
+            .enumerate()
+            .filter(move |&(index, _)| seen(index))
+            .map(|(_, entry)| entry)
+            .chain(self.hashed.iter())
+    }
+}
+
+/// 64-bit ids (hashes of text) numbered 0, 1, 2, … in the order first
+/// seen: one open-addressing table of (id, number) pairs, probed linearly,
+/// at most three quarters full — a lookup is one cache line or two.
+#[derive(Clone, Debug, Default)]
+pub struct Numbers {
+    /// (id + 1, number), or (0, _) for a free place; id `u64::MAX`, which
+    /// would wrap to 0, is kept aside.
+    places: Vec<(u64, u32)>,
+    max_id: Option<u32>,
+    len: u32,
+}
+
+impl Numbers {
+    /// The number of `id`, and whether it was just given (the next one).
+    #[inline]
+    pub fn number(&mut self, id: u64) -> (u32, bool) {
+        if id == u64::MAX {
+            let next = self.len;
+            let number = *self.max_id.get_or_insert(next);
+            self.len += u32::from(number == next);
+            return (number, number == next);
+        }
+        if (self.len as usize + 1) * 4 > self.places.len() * 3 {
+            self.grow();
+        }
+        let mask = self.places.len() - 1;
+        let mut at = Self::home(id, mask);
+        loop {
+            let (stored, number) = self.places[at];
+            if stored == id + 1 {
+                return (number, false);
+            }
+            if stored == 0 {
+                let number = self.len;
+                self.places[at] = (id + 1, number);
+                self.len += 1;
+                return (number, true);
+            }
+            at = (at + 1) & mask;
+        }
+    }
+
+    /// The number of `id`, if it has one.
+    #[inline]
+    pub fn get(&self, id: u64) -> Option<u32> {
+        if id == u64::MAX {
+            return self.max_id;
+        }
+        if self.places.is_empty() {
+            return None;
+        }
+        let mask = self.places.len() - 1;
+        let mut at = Self::home(id, mask);
+        loop {
+            let (stored, number) = self.places[at];
+            if stored == id + 1 {
+                return Some(number);
+            }
+            if stored == 0 {
+                return None;
+            }
+            at = (at + 1) & mask;
+        }
+    }
+
+    /// Ids numbered.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether none is.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Where `id`'s probe starts (its bits mixed: ids may be small numbers).
+    #[inline]
+    fn home(id: u64, mask: usize) -> usize {
+        (crate::random::mix(id) as usize) & mask
+    }
+
+    /// Twice the places (at least 16), every id moved to its new place.
+    fn grow(&mut self) {
+        let places = (self.places.len() * 2).max(16);
+        let old = std::mem::replace(&mut self.places, vec![(0, 0); places]);
+        let mask = places - 1;
+        for (stored, number) in old.into_iter().filter(|&(stored, _)| stored != 0) {
+            let mut at = Self::home(stored - 1, mask);
+            while self.places[at].0 != 0 {
+                at = (at + 1) & mask;
+            }
+            self.places[at] = (stored, number);
+        }
+    }
+}
+
+/// Bytes a [`KeyTable`] of `keys` keys holds at most for entries of
+/// `entry` bytes: an entry per key (small keys index up to the largest, at
+/// most the number of keys), and a seen bit per small key or a hash map
+/// place per hashed key ([`Numbers`]: 16 bytes a place, at least a
+/// quarter free, and the old places beside the new while it grows: up to
+/// 48 bytes a key),
+/// whichever is larger.
+pub fn table_bytes(keys: u64, entry: u128) -> u128 {
+    let keys = u128::from(keys.max(1));
+    keys * entry + (keys / 8).max(keys * 48)
 }
 
 #[cfg(test)]
@@ -62,14 +241,67 @@ mod tests {
     use crate::traffic::Key;
 
     #[test]
-    fn keys_are_numbered_in_the_order_first_seen_small_or_hashed() {
-        let mut slots = KeySlots::default();
+    fn small_and_hashed_keys_each_find_their_own_entry() {
+        let mut table = KeyTable::new(0u32);
         let hashed = Key::named(b"alice").client;
-        assert_eq!(slots.slot(7), (0, true));
-        assert_eq!(slots.slot(hashed), (1, true));
-        assert_eq!(slots.slot(0), (2, true));
-        assert_eq!(slots.slot(7), (0, false));
-        assert_eq!(slots.slot(hashed), (1, false));
-        assert_eq!(slots.len(), 3);
+        let (seven, _, new) = table.entry(7);
+        assert!(new);
+        *table.get_mut(seven) += 1;
+        let (alice, entry, new) = table.entry(hashed);
+        assert!(new && *entry == 0);
+        *entry += 10;
+        assert!(table.entry(0).2);
+        assert_eq!(table.entry(7), (seven, &mut 1, false));
+        assert_eq!(table.entry(hashed), (alice, &mut 10, false));
+        assert_ne!(seven, alice);
+        assert_eq!(table.len(), 3);
+        let mut all: Vec<u32> = table.entries().copied().collect();
+        all.sort_unstable();
+        assert_eq!(all, [0, 1, 10]);
+    }
+
+    proptest::proptest! {
+        /// Numbers go to ids in the order first seen, and each id keeps
+        /// its own, whatever the ids (small, equal, at the end of u64).
+        #[test]
+        fn numbers_follow_first_sight(ids in proptest::collection::vec(
+            proptest::prop_oneof![0u64..40, proptest::num::u64::ANY, u64::MAX - 2..=u64::MAX],
+            0..400,
+        )) {
+            let mut numbers = Numbers::default();
+            let mut seen: Vec<u64> = Vec::new();
+            for &id in &ids {
+                let expected = seen.iter().position(|&s| s == id);
+                let (number, new) = numbers.number(id);
+                proptest::prop_assert_eq!(new, expected.is_none());
+                proptest::prop_assert_eq!(number as usize, expected.unwrap_or(seen.len()));
+                if new {
+                    seen.push(id);
+                }
+                proptest::prop_assert_eq!(numbers.get(id), Some(number));
+            }
+            proptest::prop_assert_eq!(numbers.len(), seen.len());
+            for (number, &id) in seen.iter().enumerate() {
+                proptest::prop_assert_eq!(numbers.get(id), Some(number as u32));
+            }
+            proptest::prop_assert_eq!(numbers.get(12345), seen.iter().position(|&s| s == 12345).map(|n| n as u32));
+        }
+    }
+
+    #[test]
+    fn growing_past_a_word_of_seen_bits_keeps_every_entry() {
+        let mut table = KeyTable::new(0u64);
+        for id in (0..1000).rev().step_by(7) {
+            let (_, entry, new) = table.entry(id);
+            assert!(new);
+            *entry = id;
+        }
+        for id in (0..1000).rev().step_by(7) {
+            assert_eq!(table.entry(id), (Slot(id), &mut id.clone(), false));
+        }
+        assert_eq!(table.len(), 143);
+        assert_eq!(table.entries().count(), 143);
+        assert_eq!(table.touch(992, |&v| v), 992);
+        assert_eq!(table.touch(5000, |&v| v), 0);
     }
 }

@@ -20,6 +20,8 @@ pub(super) enum Rows {
         rest: VecDeque<Part>,
         /// To open them.
         config: Box<Config>,
+        /// The check's numbers of the keys, to replay them by number.
+        numbered: Option<Arc<Numbered>>,
     },
     Sorted(std::vec::IntoIter<(u64, Key)>),
 }
@@ -77,6 +79,7 @@ impl Arrivals {
                 sorted,
                 rest,
                 config,
+                numbered,
             } => loop {
                 // The log's own verdict, when asked, from how its counts moved.
                 let before = config.verdicts.then(|| input.turned_away());
@@ -101,7 +104,23 @@ impl Arrivals {
                     ).into()),
                     Some((time, key)) => {
                         *previous = time;
-                        Ok(Some((time, key)))
+                        match numbered {
+                            None => Ok(Some((time, key))),
+                            Some(numbered) => match numbered.numbers.get(key.client) {
+                                Some(number) => Ok(Some((
+                                    time,
+                                    Key {
+                                        client: u64::from(number),
+                                        ..key
+                                    },
+                                ))),
+                                None => Err(format!(
+                                    "{}:{}: the row's key was not in the file when it was checked; the file changed while burstsim read it",
+                                    path.display(),
+                                    input.line()
+                                ).into()),
+                            },
+                        }
                     }
                 });
                 match row {

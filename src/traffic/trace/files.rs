@@ -144,6 +144,7 @@ impl Config {
                     left_out: 0,
                     turned_away: (0, 0),
                     rejected_status: self.rejected_status.clone().unwrap_or_else(|| vec![429]),
+                    times: logs::TimeCache::default(),
                 }
             }
         };

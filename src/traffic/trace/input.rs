@@ -67,6 +67,8 @@ pub(super) enum Input {
         turned_away: (u64, u64),
         /// The statuses that say so.
         rejected_status: Vec<u16>,
+        /// The last time text read and its value.
+        times: logs::TimeCache,
     },
 }
 
@@ -126,7 +128,7 @@ impl Input {
                 String::from_utf8_lossy(record.get((*key)?)?.trim_ascii()).into_owned()
             }
             (Input::Lines { line, .. }, Layout::Combined { key, .. }) => {
-                Combined::parse(line.trim())?.field((*key)?)?.to_string()
+                Combined::parse(line.trim())?.get((*key)?)?.to_string()
             }
             (Input::Lines { line, header, .. }, Layout::Text { format, key, .. }) => {
                 format.split(line.trim(), header)?[(*key)?].trim().to_string()
@@ -219,6 +221,7 @@ impl Input {
                     left_out,
                     turned_away,
                     rejected_status,
+                    times,
                 },
                 layout,
             ) => loop {
@@ -256,16 +259,16 @@ impl Input {
                                 continue;
                             }
                         }
-                        let time = logs::combined_time(fields.time).ok_or_else(|| {
+                        let time = times.combined(fields.time).ok_or_else(|| {
                             at(FieldError::new(format!(
                                 "[{}] is not a time like [10/Oct/2000:13:55:36 -0700]",
                                 fields.time
                             )))
                         })?;
                         let key = key
-                            .and_then(|name| fields.field(name))
+                            .and_then(|at| fields.get(at))
                             .map_or(Key::DEFAULT, |k| Key::named(k.as_bytes()));
-                        let key = match host.and_then(|name| fields.field(name)) {
+                        let key = match host.and_then(|at| fields.get(at)) {
                             Some(host) => key.on_host(host.as_bytes()),
                             None => key,
                         };

@@ -22,8 +22,9 @@ pub(super) enum Layout {
         status: Option<usize>,
     },
     Combined {
-        key: Option<&'static str>,
-        host: Option<&'static str>,
+        /// Places in [`logs::COMBINED_FIELDS`].
+        key: Option<usize>,
+        host: Option<usize>,
         filter: Option<Box<Where>>,
     },
     /// A vendor's text log: positions of its fields.
@@ -124,8 +125,8 @@ impl Config {
                     None => Ok(None),
                     Some(name) => logs::COMBINED_FIELDS
                         .iter()
-                        .find(|f| **f == name.as_str())
-                        .map(|f| Some(*f))
+                        .position(|f| *f == name.as_str())
+                        .map(Some)
                         .ok_or_else(|| {
                             FieldError::at(
                                 what,

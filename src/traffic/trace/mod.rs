@@ -103,6 +103,11 @@ pub struct Config {
     /// say (set by the decision files, never by a scenario).
     #[serde(skip)]
     pub verdicts: bool,
+    /// Whether its keys are replayed numbered 0, 1, 2, … in the order the
+    /// check first saw them (set when it is its workload's only source, so
+    /// no other source's clients share the numbers).
+    #[serde(skip)]
+    pub(crate) interned: bool,
     /// The first pass's findings, shared by every clone of this configuration
     /// so that a run reads the file only once more.
     #[serde(skip)]
@@ -132,6 +137,29 @@ struct Scan {
     /// The text of the first [`NAMED_KEYS`] keys, by key: to name a client
     /// in the results as the file does.
     names: std::sync::Arc<std::collections::HashMap<Key, String, crate::random::MixState>>,
+    /// Its keys numbered in the order first seen.
+    numbered: Arc<Numbered>,
+}
+
+/// A trace's keys numbered 0, 1, 2, … in the order the check first saw
+/// them: replayed by number, every table a run keeps per key is a flat
+/// array indexed by it, and the key is looked up once per row, here.
+#[derive(Debug, Default)]
+struct Numbered {
+    numbers: crate::traffic::slots::Numbers,
+    /// Each number's key as its text hashes ([`Key::named`]), as the results name it.
+    hashes: Vec<u64>,
+}
+
+impl Numbered {
+    /// Numbers `hash` if it is new; whether it was.
+    fn insert(&mut self, hash: u64) -> bool {
+        let new = self.numbers.number(hash).1;
+        if new {
+            self.hashes.push(hash);
+        }
+        new
+    }
 }
 
 /// The most keys of a trace whose text is kept to name a client in the
@@ -195,9 +223,9 @@ impl Config {
         let (mut rows, mut unsorted, mut earliest, mut previous) = (0u64, 0u64, u64::MAX, 0u64);
         let (mut first, mut outside, mut whole_seconds) = (None, 0u64, true);
         let mut labelled = Labelled::default();
-        let mut keys: std::collections::HashSet<u64, crate::random::MixState> =
+        let mut keys = Numbered::default();
+        let mut hosts: std::collections::HashSet<u64, crate::random::MixState> =
             std::collections::HashSet::default();
-        let mut hosts = keys.clone();
         let (keyed, hosted) = (self.key.is_some(), self.host.is_some());
         let mut names = std::collections::HashMap::default();
         let (mut parts, mut left_out) = (Vec::with_capacity(files.len()), 0u64);
@@ -216,7 +244,7 @@ impl Config {
                 );
             }
             let new_host = hosted && hosts.insert(key.host);
-            if (new && keys.len() as u64 > MAX_KEYS)
+            if (new && keys.hashes.len() as u64 > MAX_KEYS)
                 || (new_host && hosts.len() as u64 > MAX_KEYS)
             {
                 let (what, column) = if new {
@@ -289,8 +317,9 @@ impl Config {
             turned_away: (turned_away.1 == rows && rows > 0).then_some(turned_away.0),
             whole_seconds: spreading,
             labelled,
-            keys: (keys.len().max(hosts.len()) as u64).max(1),
+            keys: (keys.hashes.len().max(hosts.len()) as u64).max(1),
             names: std::sync::Arc::new(names),
+            numbered: Arc::new(keys),
             earliest,
             sorted: unsorted == 0,
             rows,
@@ -503,6 +532,8 @@ impl Config {
                 sorted: scan.sorted,
                 rest,
                 config: Box::new(self.clone()),
+                numbered: (self.interned && self.key.is_some() && !self.verdicts)
+                    .then(|| scan.numbered.clone()),
             },
             start: start.get(),
             end: end.get(),
@@ -589,6 +620,17 @@ impl Kind for Config {
 
     /// As the file writes it, for the keys the check read first.
     fn key_name(&self, key: Key) -> Option<String> {
-        self.scanned.get()?.names.get(&key).cloned()
+        let scan = self.scanned.get()?;
+        let key = Key::client(self.key_value(key)?);
+        scan.names.get(&key).cloned()
+    }
+
+    /// A numbered key's hash.
+    fn key_value(&self, key: Key) -> Option<u64> {
+        if !self.interned {
+            return Some(key.client);
+        }
+        let scan = self.scanned.get()?;
+        scan.numbered.hashes.get(usize::try_from(key.client).ok()?).copied()
     }
 }
