@@ -84,8 +84,8 @@ impl<'a> Combined<'a> {
         let line = line.trim_start();
         let (remote_addr, rest) = cut(line, memchr::memchr(b' ', line.as_bytes())?, 1);
         let (ident, rest) = cut(rest, memchr::memchr(b' ', rest.as_bytes())?, 1);
-        let (remote_user, rest) = cut(rest, memchr::memmem::find(rest.as_bytes(), b" [")?, 2);
-        let (time, rest) = cut(rest, memchr::memmem::find(rest.as_bytes(), b"] ")?, 2);
+        let (remote_user, rest) = cut(rest, find_pair(rest.as_bytes(), b' ', b'[')?, 2);
+        let (time, rest) = cut(rest, find_pair(rest.as_bytes(), b']', b' ')?, 2);
         let (request, rest) = quoted(rest)?;
         let rest = rest.trim_start();
         let (status, rest) = match memchr::memchr(b' ', rest.as_bytes()) {
@@ -126,6 +126,19 @@ impl<'a> Combined<'a> {
     /// The field at place `at` of [`COMBINED_FIELDS`].
     pub fn get(&self, at: usize) -> Option<&'a str> {
         self.fields.get(at).copied()
+    }
+}
+
+/// Where the first `first` followed by `second` starts in `bytes` (a
+/// two-byte `memmem` without building a searcher for each line).
+fn find_pair(bytes: &[u8], first: u8, second: u8) -> Option<usize> {
+    let mut from = 0;
+    loop {
+        let at = from + memchr::memchr(first, &bytes[from..])?;
+        if bytes.get(at + 1) == Some(&second) {
+            return Some(at);
+        }
+        from = at + 1;
     }
 }
 
@@ -377,6 +390,16 @@ mod tests {
         );
         assert_eq!(cache.combined("31/Feb/2000:00:00:00 +0000"), None);
         assert_eq!(cache.combined(a), combined_time(a));
+    }
+
+    #[test]
+    fn a_pair_of_bytes_is_found_where_it_first_starts() {
+        assert_eq!(find_pair(b"a [b", b' ', b'['), Some(1));
+        assert_eq!(find_pair(b"a  [b", b' ', b'['), Some(2));
+        assert_eq!(find_pair(b"[ a [", b' ', b'['), Some(3));
+        assert_eq!(find_pair(b"a b", b' ', b'['), None);
+        assert_eq!(find_pair(b"a ", b' ', b'['), None);
+        assert_eq!(find_pair(b"]] ", b']', b' '), Some(1));
     }
 
     #[test]

@@ -24,6 +24,19 @@ pub(super) enum Rows {
         numbered: Option<Arc<Numbered>>,
     },
     Sorted(std::vec::IntoIter<(u64, Key)>),
+    /// The rows the check read and kept.
+    Checked(Box<CheckedRows>),
+}
+
+/// The log's own verdict on the row just read, from how its counts of
+/// (turned away, statuses logged) moved: 0 when it logged no status, 1 let
+/// through, 2 turned away.
+pub(super) fn verdict(before: (u64, u64), after: (u64, u64)) -> u8 {
+    match (after.1 > before.1, after.0 > before.0) {
+        (false, _) => 0,
+        (true, false) => 1,
+        (true, true) => 2,
+    }
 }
 
 /// Whole-second rows spread within their second: one second's rows at a
@@ -70,6 +83,13 @@ impl Arrivals {
     pub(super) fn next_raw(&mut self) -> Option<(u64, Key)> {
         match &mut self.rows {
             Rows::Sorted(times) => times.next(),
+            Rows::Checked(rows) => match rows.next_row() {
+                Ok(row) => row,
+                Err(err) => {
+                    self.error = Some(format!("reading the checked rows again: {err}"));
+                    None
+                }
+            },
             Rows::Stream {
                 input,
                 checksum,
@@ -87,13 +107,8 @@ impl Arrivals {
                     let Some(before) = before else {
                         return row;
                     };
-                    let after = input.turned_away();
-                    let verdict = match (after.1 > before.1, after.0 > before.0) {
-                        (false, _) => 0,
-                        (true, false) => 1,
-                        (true, true) => 2,
-                    };
-                    row.map(|(time, _)| (time, Key::client(verdict)))
+                    let verdict = verdict(before, input.turned_away());
+                    row.map(|(time, _)| (time, Key::client(u64::from(verdict))))
                 });
                 let row = row.and_then(|row| match row {
                     None => verify(input, *checksum, path).map(|()| None),

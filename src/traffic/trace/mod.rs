@@ -22,6 +22,7 @@ use crate::error::{FieldError, field_error};
 use crate::time::{NANOS_PER_SEC, Nanos};
 
 mod arrivals;
+mod checked;
 mod fields;
 mod files;
 mod filter;
@@ -35,6 +36,7 @@ mod tests;
 
 pub use self::arrivals::Arrivals;
 use self::arrivals::*;
+use self::checked::*;
 use self::fields::*;
 pub use self::fields::{Spread, Unit};
 pub use self::input::MAX_ROW_BYTES;
@@ -108,6 +110,10 @@ pub struct Config {
     /// no other source's clients share the numbers).
     #[serde(skip)]
     pub(crate) interned: bool,
+    /// Read the file again for each replay instead of keeping the checked
+    /// rows, as a trace of more than [`CHECKED_BYTES`] of them is.
+    #[serde(skip)]
+    reread: bool,
     /// The first pass's findings, shared by every clone of this configuration
     /// so that a run reads the file only once more.
     #[serde(skip)]
@@ -139,27 +145,8 @@ struct Scan {
     names: std::sync::Arc<std::collections::HashMap<Key, String, crate::random::MixState>>,
     /// Its keys numbered in the order first seen.
     numbered: Arc<Numbered>,
-}
-
-/// A trace's keys numbered 0, 1, 2, … in the order the check first saw
-/// them: replayed by number, every table a run keeps per key is a flat
-/// array indexed by it, and the key is looked up once per row, here.
-#[derive(Debug, Default)]
-struct Numbered {
-    numbers: crate::traffic::slots::Numbers,
-    /// Each number's key as its text hashes ([`Key::named`]), as the results name it.
-    hashes: Vec<u64>,
-}
-
-impl Numbered {
-    /// Numbers `hash` if it is new; whether it was.
-    fn insert(&mut self, hash: u64) -> bool {
-        let new = self.numbers.number(hash).1;
-        if new {
-            self.hashes.push(hash);
-        }
-        new
-    }
+    /// Its rows as read, for the replays (unless too many).
+    checked: Option<Arc<Checked>>,
 }
 
 /// The most keys of a trace whose text is kept to name a client in the
@@ -230,12 +217,23 @@ impl Config {
         let mut names = std::collections::HashMap::default();
         let (mut parts, mut left_out) = (Vec::with_capacity(files.len()), 0u64);
         let mut turned_away = (0u64, 0u64);
+        let mut checked = CheckedWriter::new(hosted, !self.reread);
         for file in files {
         let (mut input, identity) = self.open(&file, None)?;
         let named = Self::named(&file);
         let layout = self.locate(&named, &mut input)?;
-        while let Some((time, key)) = input.next(&layout, &named)? {
-            let new = keyed && keys.insert(key.client);
+        loop {
+            let before = input.turned_away();
+            let Some((time, key)) = input.next(&layout, &named)? else {
+                break;
+            };
+            let (number, new) = if keyed { keys.insert(key.client) } else { (0, false) };
+            checked.row(
+                time,
+                if self.interned && keyed { u64::from(number) } else { key.client },
+                key.host,
+                verdict(before, input.turned_away()),
+            );
             if new && names.len() < NAMED_KEYS {
                 names.extend(
                     input
@@ -320,6 +318,7 @@ impl Config {
             keys: (keys.hashes.len().max(hosts.len()) as u64).max(1),
             names: std::sync::Arc::new(names),
             numbered: Arc::new(keys),
+            checked: checked.finish(),
             earliest,
             sorted: unsorted == 0,
             rows,
@@ -519,6 +518,16 @@ impl Config {
         end: Nanos,
     ) -> Result<Arrivals, FieldError> {
         let _ = base_dir;
+        if let Some(checked) = &scan.checked {
+            return Ok(Arrivals {
+                rows: Rows::Checked(Box::new(CheckedRows::new(checked.clone(), self.verdicts))),
+                start: start.get(),
+                end: end.get(),
+                offset: 0,
+                spread: None,
+                error: None,
+            });
+        }
         let mut rest: VecDeque<Part> = scan.parts.iter().cloned().collect();
         let first = rest.pop_front().expect("a checked trace has a file");
         let (input, path) = self.reopen(&first)?;

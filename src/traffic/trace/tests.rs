@@ -370,8 +370,11 @@ fn parses_seconds_exactly() {
 }
 
 /// Checks a trace, changes it as `change` does, and replays it.
+/// Checks a trace, changes its file, and replays it as a trace too long
+/// to keep its checked rows does: from the file again.
 fn replay_after(change: impl Fn(&Path)) -> Result<Vec<u64>, String> {
-    let (dir, config) = trace("time_ns\n100\n200\n300\n", "");
+    let (dir, mut config) = trace("time_ns\n100\n200\n300\n", "");
+    config.reread = true;
     config
         .check(dir.path(), Nanos(0), Nanos(1000))
         .map_err(|e| e.to_string())?;
@@ -386,6 +389,21 @@ fn replay_after(change: impl Fn(&Path)) -> Result<Vec<u64>, String> {
 #[test]
 fn replays_an_unchanged_trace_cut_at_the_run_end() {
     assert_eq!(replay_after(|_| {}).unwrap(), [100, 200]);
+}
+
+#[test]
+fn a_trace_changed_after_its_check_replays_the_rows_that_were_checked() {
+    let (dir, config) = trace("time_ns\n100\n200\n300\n", "");
+    config.check(dir.path(), Nanos(0), Nanos(1000)).unwrap();
+    std::fs::write(dir.path().join("t.csv"), "time_ns\n150\n").unwrap();
+    for _ in 0..2 {
+        let mut arrivals = config
+            .replay(dir.path(), Nanos(0), Nanos(250), rng())
+            .unwrap();
+        let times: Vec<u64> = arrivals.by_ref().map(|a| a.time.get()).collect();
+        assert_eq!(times, [100, 200]);
+        assert_eq!(arrivals.take_error(), None);
+    }
 }
 
 #[test]
@@ -664,7 +682,8 @@ fn a_later_file_that_changed_after_the_check_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.csv"), "time_ns\n1\n2\n").unwrap();
     std::fs::write(dir.path().join("b.csv"), "time_ns\n3\n4\n").unwrap();
-    let config: Config = toml::from_str("paths = [\"a.csv\", \"b.csv\"]").unwrap();
+    let mut config: Config = toml::from_str("paths = [\"a.csv\", \"b.csv\"]").unwrap();
+    config.reread = true;
     config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
     std::fs::write(dir.path().join("b.csv"), "time_ns\n3\n5\n").unwrap();
     let mut arrivals = config
