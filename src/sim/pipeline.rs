@@ -55,6 +55,21 @@ fn pipeline<T: Timed, S: Chunks<T>>(
     arrivals: S,
     decide: &mut dyn FnMut(&[T]) -> Result<()>,
 ) -> Result<S> {
+    pipeline_judged(arrivals, decide, &|| {
+        let mut core = Core::default();
+        Box::new(move || core.shared())
+    })
+}
+
+/// Whether the calling thread's core is shared, asked once per chunk.
+type Judge = Box<dyn FnMut() -> bool>;
+
+/// [`pipeline`], each thread judging its core by a judge of `judge`'s.
+fn pipeline_judged<T: Timed, S: Chunks<T>>(
+    arrivals: S,
+    decide: &mut dyn FnMut(&[T]) -> Result<()>,
+    judge: &(dyn Fn() -> Judge + Sync),
+) -> Result<S> {
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
@@ -70,6 +85,9 @@ fn pipeline<T: Timed, S: Chunks<T>>(
     let wanted = AtomicBool::new(false);
     // Set once the decisions are over.
     let over = AtomicBool::new(false);
+    // Set when either thread found its core shared: the generator stops,
+    // and the decisions make every chunk from then on.
+    let retired = AtomicBool::new(false);
     fn lock<S>(shared: &Mutex<Shared<S>>) -> std::sync::MutexGuard<'_, Shared<S>> {
         shared
             .lock()
@@ -77,9 +95,16 @@ fn pipeline<T: Timed, S: Chunks<T>>(
     }
     let outcome = std::thread::scope(|scope| {
         let shared = &shared;
-        let (wanted, over) = (&wanted, &over);
+        let (wanted, over, retired) = (&wanted, &over, &retired);
         scope.spawn(move || {
+            let mut shared_core = judge();
             loop {
+                if shared_core() || retired.load(Ordering::Relaxed) {
+                    // Dropping the sender tells the decisions, once they
+                    // have taken every chunk sent.
+                    retired.store(true, Ordering::Relaxed);
+                    return;
+                }
                 // The decisions are making chunks themselves: stay out of
                 // their way until they ask again.
                 // (Looking at a flag, not the stream: taking the stream
@@ -121,6 +146,7 @@ fn pipeline<T: Timed, S: Chunks<T>>(
         let (mut made_here, mut waiting_since) = (0u32, None::<Instant>);
         // Times the generator was found behind.
         let mut takeovers = 0u32;
+        let mut shared_core = judge();
         'decide: loop {
             if ready.is_empty() {
                 match full_rx.try_recv() {
@@ -177,6 +203,9 @@ fn pipeline<T: Timed, S: Chunks<T>>(
                 }
                 continue;
             }
+            if shared_core() {
+                retired.store(true, Ordering::Relaxed);
+            }
             while let Some(chunk) = ready.pop_front() {
                 outcome = crate::interrupt::check()
                     .map_err(anyhow::Error::from)
@@ -188,6 +217,25 @@ fn pipeline<T: Timed, S: Chunks<T>>(
                     spare = chunk;
                 } else {
                     let _ = empty_tx.send(chunk);
+                }
+            }
+        }
+        // The generator retired: every chunk it made is decided, and the
+        // rest are made here, in order.
+        if outcome.is_ok() && retired.load(Ordering::Relaxed) {
+            let mut held = lock(shared);
+            while !held.done {
+                spare.clear();
+                held.stream.refill(&mut spare, CHUNK);
+                if spare.is_empty() {
+                    held.done = true;
+                    break;
+                }
+                outcome = crate::interrupt::check()
+                    .map_err(anyhow::Error::from)
+                    .and_then(|()| decide(&spare));
+                if outcome.is_err() {
+                    break;
                 }
             }
         }
@@ -204,6 +252,77 @@ fn pipeline<T: Timed, S: Chunks<T>>(
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .stream
     })
+}
+
+/// How a thread's core is shared, from the kernel's count of the time the
+/// thread ran and the time it waited to run (`/proc/thread-self/schedstat`,
+/// nanoseconds): a thread that waits half as long as it runs, twice in a
+/// row over [`LOOKED_AT`] of running, shares its core with another program
+/// (one that shares it evenly makes it wait about as long as it runs; a
+/// quiet machine's interruptions and wake-ups, far less), and two threads
+/// are then slower than one. Where the kernel
+/// does not say, a core is never found shared.
+#[derive(Default)]
+struct Core {
+    /// The kernel's counts, opened by the thread they are of, on its first
+    /// look, and read again in place.
+    file: Option<std::fs::File>,
+    /// Running and waiting when last looked at.
+    last: Option<(u64, u64)>,
+    /// Windows in a row found shared.
+    shared_windows: u32,
+    /// Calls since the kernel was last asked.
+    calls: u32,
+}
+
+/// Running time over which waiting is judged.
+const LOOKED_AT: u64 = 5_000_000;
+
+impl Core {
+    /// Whether the calling thread's core has been found shared (looked at
+    /// every 16th call: a chunk's work is tens of microseconds).
+    fn shared(&mut self) -> bool {
+        self.calls += 1;
+        if !self.calls.is_multiple_of(16) {
+            return false;
+        }
+        if self.file.is_none() {
+            self.file = std::fs::File::open("/proc/thread-self/schedstat").ok();
+        }
+        let Some(now) = self.file.as_ref().and_then(Self::times) else {
+            return false;
+        };
+        let Some(last) = self.last else {
+            self.last = Some(now);
+            return false;
+        };
+        let (ran, waited) = (now.0.saturating_sub(last.0), now.1.saturating_sub(last.1));
+        if ran < LOOKED_AT {
+            return false;
+        }
+        self.last = Some(now);
+        self.shared_windows = if waited.saturating_mul(2) >= ran {
+            self.shared_windows + 1
+        } else {
+            0
+        };
+        self.shared_windows >= 2
+    }
+
+    /// The thread's time run and time waited to run, in nanoseconds.
+    fn times(file: &std::fs::File) -> Option<(u64, u64)> {
+        let mut buffer = [0u8; 128];
+        #[cfg(unix)]
+        let read = std::os::unix::fs::FileExt::read_at(file, &mut buffer, 0).ok()?;
+        #[cfg(not(unix))]
+        let read = {
+            let _ = file;
+            0
+        };
+        let text = std::str::from_utf8(&buffer[..read]).ok()?;
+        let mut fields = text.split_ascii_whitespace().map(str::parse::<u64>);
+        Some((fields.next()?.ok()?, fields.next()?.ok()?))
+    }
 }
 
 /// Chunks the decisions make themselves before the generator is given the
@@ -318,6 +437,49 @@ mod tests {
             slow.made_here,
             slow.made_there
         );
+    }
+
+    /// A thread that finds its core shared retires the generator: every
+    /// chunk is still decided once, in order, the rest made by the
+    /// decisions — whichever thread finds it, and however early.
+    #[test]
+    fn a_generator_retired_for_a_shared_core_leaves_the_same_chunks() {
+        let scenario = scenario();
+        let mut expected = Vec::new();
+        in_chunks(
+            arrivals(&scenario, &scenario.workloads[0], 0).unwrap(),
+            false,
+            &mut |chunk: &[Arrival]| {
+                expected.push(chunk.to_vec());
+                Ok(())
+            },
+        )
+        .unwrap();
+        for (on_generator, after) in [(true, 0), (true, 3), (false, 1), (false, 5), (true, 10_000)]
+        {
+            let judge = move || -> Judge {
+                let mut calls = 0;
+                let generator = std::thread::current().name().is_none();
+                Box::new(move || {
+                    calls += 1;
+                    generator == on_generator && calls > after
+                })
+            };
+            let mut got = Vec::new();
+            pipeline_judged(
+                arrivals(&scenario, &scenario.workloads[0], 0).unwrap(),
+                &mut |chunk: &[Arrival]| {
+                    got.push(chunk.to_vec());
+                    Ok(())
+                },
+                &judge,
+            )
+            .unwrap();
+            assert_eq!(
+                got, expected,
+                "retired by the generator: {on_generator}, after {after}"
+            );
+        }
     }
 
     #[test]
