@@ -6,11 +6,15 @@
 # replication-heavy run from one core to all.
 #
 # With ../shared/perf-floor present, first the ratios to that hand-written
-# yardstick, each the median of three back-to-back pairs; then one run on one
-# core against the same run on all, the median of seven alternating pairs
-# (this machine's speed drifts from minute to minute: only pairs compare).
+# yardstick, each the median of three back-to-back pairs: the open loop, per-key
+# limits (10^4 and 10^6 keys, with and without the figures per key) and an
+# access log's replay (on one core and on all); then one run on one core against
+# the same run on all, the median of seven alternating pairs, on a quiet machine
+# and with a neighbour spinning on the last core (this machine's speed drifts
+# from minute to minute: only pairs compare). BURSTSIM_BASELINE=path/to/burstsim
+# also runs the closed loop with that (earlier) binary, in the same minute.
 #
-#   scripts/bench.sh            # everything (about two minutes on 2 cores)
+#   scripts/bench.sh            # everything (about ten minutes on 2 cores)
 #   scripts/bench.sh quick      # only 10^8 through the fixed window
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,35 +75,65 @@ if [ -f "$floor_dir/Cargo.toml" ]; then
     esac >> "$path"
     echo "$path"
   }
-  ratio() { # label floor-kind burstsim-scenario
+  # Each pair runs the floor, then burstsim, back to back; the pair with the
+  # median ratio of three is printed (the machine's speed drifts: only pairs compare).
+  pairs() { # label floor-command burstsim-command (each a string, run by sh)
     local f b pairs=""
     for _ in 1 2 3; do
-      f=$(secs "$floor" "$2" 1e8 small fast 1024)
-      b=$(secs "$bin" run "$3" --no-charts --quiet --out "$tmp/floor-out")
+      f=$(secs sh -c "$2")
+      b=$(secs sh -c "$3")
       pairs+="$(echo "$b / $f" | bc -l) $b $f"$'\n'
     done
-    # The pair with the median ratio.
     read -r r b f < <(sort -n <<< "${pairs%$'\n'}" | sed -n 2p)
-    printf '%-22s burstsim %.2f s, floor %.2f s: %.2fx\n' "$1" "$b" "$f" "$r"
+    printf '%-30s burstsim %6.2f s, floor %5.2f s: %5.2fx\n' "$1" "$b" "$f" "$r"
   }
-  echo "yardstick (../shared/perf-floor, 10^8 Poisson requests; the median of 3 back-to-back pairs):"
+  ratio() { # label floor-kind burstsim-scenario
+    pairs "$1" "$floor $2 1e8 small fast 1024" "$bin run $3 --no-charts --quiet --out $tmp/floor-out"
+  }
+  echo "yardstick (../shared/perf-floor; burstsim's time over the floor's, the median of 3 back-to-back pairs):"
   ratio "same work, fixed" fixed "$(same_work fixed)"
   ratio "default metrics" fixed scenarios/bench-100m.toml
   if [ "${1:-}" != quick ]; then
     ratio "same work, sliding" sliding "$(same_work sliding)"
     ratio "same work, token" token "$(same_work token)"
+    # Per-key limits: the floor's same-work scenarios, and the same without
+    # the figures per key (the floor keeps none).
+    for keys in 10k 1m; do
+      file=$floor_dir/same-work-perkey.toml; n=1e6
+      [ $keys = 10k ] && { file=$floor_dir/same-work-perkey-10k.toml; n=1e4; }
+      sed "s/^bucket = .*/&\nper_key = false/" "$file" > "$tmp/perkey-$keys-off.toml"
+      pairs "per key, $keys keys, figures" "$floor perkey 1e8 $n" "$bin run $file --no-charts --quiet --out $tmp/pk"
+      pairs "per key, $keys keys, no figures" "$floor perkey 1e8 $n" "$bin run $tmp/perkey-$keys-off.toml --no-charts --quiet --out $tmp/pk"
+    done
+    # A 2*10^6-line combined log (257 MB), written by the floor's script next
+    # to a copy of its scenario; on one core, then on two.
+    python3 "$floor_dir/gen-log.py" "$tmp/access-2m.log" >/dev/null
+    cp "$floor_dir/same-work-log.toml" "$tmp/same-work-log.toml"
+    log_run="$bin run $tmp/same-work-log.toml --no-charts --quiet --out $tmp/log"
+    pairs "log replay, one core" "taskset -c 0 $floor log $tmp/access-2m.log" "taskset -c 0 $log_run"
+    pairs "log replay, all cores" "$floor log $tmp/access-2m.log" "$log_run"
   fi
 fi
 if command -v taskset >/dev/null && [ "$(nproc)" -gt 1 ]; then
+  one_vs_all() { # label, then 7 alternating pairs of one core against all
+    local ratios=() one all
+    for _ in 1 2 3 4 5 6 7; do
+      one=$(secs taskset -c 0 "$bin" run scenarios/bench-100m.toml --no-charts --quiet --out "$tmp/one")
+      all=$(secs "$bin" run scenarios/bench-100m.toml --no-charts --quiet --out "$tmp/all")
+      ratios+=("$(echo "$one / $all" | bc -l)")
+    done
+    printf '%-30s %.2fx median (one core / all; above 1: all is faster; pairs: %s)\n' "$1" \
+      "$(printf '%s\n' "${ratios[@]}" | median)" "$(printf '%.2f ' "${ratios[@]}")"
+  }
   echo "one run on all cores against one core (bench-100m, 7 alternating pairs):"
-  ratios=()
-  for _ in 1 2 3 4 5 6 7; do
-    one=$(secs taskset -c 0 "$bin" run scenarios/bench-100m.toml --no-charts --quiet --out "$tmp/one")
-    all=$(secs "$bin" run scenarios/bench-100m.toml --no-charts --quiet --out "$tmp/all")
-    ratios+=("$(echo "$one / $all" | bc -l)")
-  done
-  printf '%-22s %.2fx median (pairs: %s)\n' "$(nproc) cores / 1" \
-    "$(printf '%s\n' "${ratios[@]}" | median)" "$(printf '%.2f ' "${ratios[@]}")"
+  one_vs_all "quiet machine"
+  if [ "${1:-}" != quick ]; then
+    # A neighbour spinning on the last core for the length of the pairs.
+    taskset -c "$(($(nproc) - 1))" sh -c 'while :; do :; done' &
+    spinner=$!
+    one_vs_all "busy neighbour on core $(($(nproc) - 1))"
+    kill "$spinner"
+  fi
 fi
 kinds=(fixed-window smaller-window buffered sliding-log sliding-counter token-bucket chain)
 [ "${1:-}" = quick ] && kinds=(fixed-window)
@@ -116,13 +150,17 @@ echo "10^7 first attempts (Poisson, 10^5/s for 100 s) of clients honouring a fix
 sed -e '/^\[\[workload\]\]/,$d' scenarios/bench-100m.toml > "$tmp/retry.toml"
 printf '[[workload]]\nname = "herd"\nsources = [{ kind = "poisson", rate = 100000 }]\nretry = { policy = "honour-hint", max_attempts = 5 }\n[[limiter]]\nname = "fixed-window"\nkind = "fixed-window"\nwindow = "1s"\nthreshold = 80000\n' >> "$tmp/retry.toml"
 run "closed loop" "$tmp/retry.toml"
+if [ -n "${BURSTSIM_BASELINE:-}" ]; then
+  line=$("$BURSTSIM_BASELINE" run "$tmp/retry.toml" --no-charts --quiet --stats --out "$tmp/out" 2>&1 >/dev/null)
+  printf '%-22s %s\n' "closed loop, baseline" "${line#simulated }"
+fi
 echo "trace replay: 10^7 rows of time_ns CSV (about 1000 s of traffic), fixed window:"
 awk 'BEGIN { print "time_ns"; srand(1); t = 0; for (i = 0; i < 10000000; i++) { t += int(rand() * 200000); printf "%.0f\n", t } }' > "$tmp/trace.csv"
 printf 'name = "trace"\nduration = "1001s"\n[[workload]]\nname = "log"\nsources = [{ kind = "trace", path = "trace.csv" }]\n[[limiter]]\nname = "fixed-window"\nkind = "fixed-window"\nwindow = "1s"\nthreshold = 5000\n' > "$tmp/trace.toml"
 start=$(date +%s.%N)
 run "read + replay" "$tmp/trace.toml"
 end=$(date +%s.%N)
-printf '%-22s %.1f M rows/s end to end (the file is read twice: checked when loaded, then streamed)\n' "" "$(echo "10 / ($end - $start)" | bc -l)"
+printf '%-22s %.1f M rows/s end to end (the file is read once: checked when loaded, its rows kept for the replay)\n' "" "$(echo "10 / ($end - $start)" | bc -l)"
 echo "replication-heavy: scenarios/promo.toml --replications 1000 --no-charts, 1 thread, then all:"
 for threads in 1 "$(nproc)"; do
   line=$(RAYON_NUM_THREADS=$threads "$bin" run scenarios/promo.toml --replications 1000 --no-charts --quiet --stats --out "$tmp/rep" 2>&1 >/dev/null)

@@ -826,6 +826,45 @@ fn decisions_name_each_request_s_client_as_its_input_does() {
     assert!(rows[2].ends_with(",true,\"acme, inc\""), "{text}");
     assert!(rows[3].ends_with(",false,10.0.0.1"), "{text}");
     assert_eq!(cells(rows[1])[1], cells(rows[3])[1], "one key, one client");
+    // Replayed by number, named by their text's hash as before.
+    let hash = |text: &[u8]| burstsim::traffic::Key::named(text).client.to_string();
+    assert_eq!(cells(rows[1])[1], hash(b"10.0.0.1"), "{text}");
+    assert_ne!(cells(rows[2])[1], hash(b"10.0.0.1"), "{text}");
+}
+
+/// `[metrics] per_key = false` leaves out the figures per key and nothing
+/// else: the same decisions, the same worst counts.
+#[test]
+fn figures_per_key_can_be_left_out_without_changing_a_decision() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = |per_key: &str| {
+        let path = dir.path().join(format!("s-{}.toml", per_key.len()));
+        fs::write(
+            &path,
+            format!("duration = \"3s\"\nseed = 4\n[metrics]\n{per_key}\n[[workload]]\nname = \"w\"\nsources = [{{ kind = \"poisson\", rate = 20000, clients = {{ count = 500 }} }}]\n[[limiter]]\nname = \"per-client\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 30\nper = \"key\"\n[[limiter]]\nname = \"global\"\nkind = \"token-bucket\"\nrate = 9000\nburst = 500\n"),
+        )
+        .unwrap();
+        let (out, _) = run(path.to_str().unwrap(), &["--no-charts"]);
+        let summary: Value =
+            serde_json::from_str(&fs::read_to_string(out.path().join("out/summary.json")).unwrap())
+                .unwrap();
+        summary["runs"].as_array().unwrap().clone()
+    };
+    let with = scenario("");
+    let without = scenario("per_key = false");
+    assert_eq!(with.len(), 2);
+    for (with, without) in with.iter().zip(&without) {
+        assert!(with["keys"]["keys"].as_u64().unwrap() > 400, "{with}");
+        assert!(without.get("keys").is_none_or(Value::is_null), "{without}");
+        for figure in [
+            "offered",
+            "admitted",
+            "worst_rolling",
+            "worst_rolling_start_ns",
+        ] {
+            assert_eq!(with[figure], without[figure], "{figure}");
+        }
+    }
 }
 
 /// Each run's `peak` (the busiest clock second of demand and what was turned
