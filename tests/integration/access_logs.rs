@@ -569,3 +569,73 @@ threshold = 5
     );
     assert!(!stderr.contains("disagree"), "{stderr}");
 }
+
+/// Peak memory of `burstsim run --stats` over a combined log of `lines`
+/// lines over the same 600 seconds and 300 addresses, in MB, and its summary.
+fn peak_over_log(dir: &Path, lines: u64) -> (f64, serde_json::Value) {
+    use std::io::Write as _;
+    let log = dir.join(format!("access-{lines}.log"));
+    let mut out = std::io::BufWriter::new(fs::File::create(&log).unwrap());
+    for i in 0..lines {
+        let second = i * 600 / lines;
+        writeln!(
+            out,
+            "10.0.{}.{} - - [27/Nov/2026:09:{:02}:{:02} +0100] \"GET /api/cart?id={i} HTTP/1.1\" 200 512 \"-\" \"curl/8.5\"",
+            i * 7 % 300 / 100,
+            i * 7 % 100,
+            second / 60,
+            second % 60
+        )
+        .unwrap();
+    }
+    out.flush().unwrap();
+    drop(out);
+    let scenario = dir.join(format!("s{lines}.toml"));
+    fs::write(
+        &scenario,
+        format!(
+            "duration = \"10m\"\n[metrics]\nbucket = \"1s\"\n[[workload]]\nname = \"log\"\nsources = [{{ kind = \"trace\", format = \"combined\", path = \"{}\", key_field = \"remote_addr\", spread = \"none\" }}]\n[[limiter]]\nname = \"global\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 600\n[[limiter]]\nname = \"per-client\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 5\nper = \"key\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    let results = dir.join(format!("out{lines}"));
+    let run = Command::cargo_bin("burstsim")
+        .unwrap()
+        .args(["run", "-q", "--no-charts", "--stats", "--out"])
+        .arg(&results)
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    let mb = stderr
+        .split("peak memory ")
+        .nth(1)
+        .and_then(|rest| rest.split(" MB").next())
+        .and_then(|mb| mb.parse().ok())
+        .unwrap_or_else(|| panic!("no peak memory in {stderr:?}"));
+    let summary = serde_json::from_slice(&fs::read(results.join("summary.json")).unwrap()).unwrap();
+    (mb, summary)
+}
+
+/// An in-order log's memory is bounded by its keys and seconds, not its
+/// lines: ten times the lines over the same seconds and addresses (10^6
+/// rows, which held as 24-byte times and keys would take 24 MB) peak within
+/// a few MB of a tenth of them.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_logs_memory_does_not_grow_with_its_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let (small, small_summary) = peak_over_log(dir.path(), 100_000);
+    let (large, large_summary) = peak_over_log(dir.path(), 1_000_000);
+    for (summary, lines) in [(&small_summary, 100_000), (&large_summary, 1_000_000)] {
+        assert_eq!(summary["runs"][0]["offered"], lines, "{summary}");
+        assert_eq!(summary["runs"][1]["keys"]["keys"], 300, "{summary}");
+    }
+    eprintln!("10^5 lines peaked at {small} MB, 10^6 at {large} MB");
+    assert!(
+        large < small + 6.0,
+        "10^5 lines peaked at {small} MB, 10^6 at {large} MB"
+    );
+}
