@@ -389,6 +389,23 @@ macro_rules! kinds {
                 if let Limiter::PerKey(limiter) = self {
                     return limiter.decide_all(chunk, to);
                 }
+                if to.touches() {
+                    // Figures per key: read in batches, as a limiter per key does.
+                    for batch in chunk.chunks(per_key::TOUCHED) {
+                        let touched = batch.iter().enumerate().fold(0u64, |sum, (nth, item)| {
+                            sum.wrapping_add(to.touch(item.arrival().key, nth))
+                        });
+                        std::hint::black_box(touched);
+                        each_limiter!(self, ($($variant)+), limiter => {
+                            for &item in batch {
+                                let arrival = item.arrival();
+                                let decision = limiter.decide_keyed::<false>(arrival.time, arrival.key);
+                                to.decided(arrival, decision);
+                            }
+                        })
+                    }
+                    return;
+                }
                 each_limiter!(self, ($($variant)+), limiter => {
                     for &item in chunk {
                         let arrival = item.arrival();
@@ -494,6 +511,11 @@ pub trait Decisions {
     fn touch(&self, key: Key, nth: usize) -> u64 {
         let _ = (key, nth);
         0
+    }
+
+    /// Whether [`Decisions::touch`] reads anything.
+    fn touches(&self) -> bool {
+        false
     }
 }
 

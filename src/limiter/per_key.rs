@@ -20,7 +20,7 @@ use crate::traffic::slots::{KeyTable, Slot};
 pub const MAX_KEYS: usize = 10_000_000;
 
 /// Requests whose keys' states are read together before they are decided.
-const TOUCHED: usize = 64;
+pub(super) const TOUCHED: usize = 64;
 
 /// `per` and `evict_after`, taken out of a limiter's table before its kind
 /// reads the rest.

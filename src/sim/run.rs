@@ -370,6 +370,10 @@ impl crate::limiter::Decisions for Counters {
         self.record(arrival, decision.admitted(), decision.delay());
     }
 
+    fn touches(&self) -> bool {
+        self.keys.is_some()
+    }
+
     #[inline(always)]
     fn touch(&self, key: Key, nth: usize) -> u64 {
         self.keys
