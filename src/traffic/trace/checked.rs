@@ -58,10 +58,13 @@ pub(super) struct CheckedWriter {
 }
 
 impl CheckedWriter {
-    /// Keeping the rows if `keep`.
+    /// Keeping the rows if `keep`, and unless the environment says
+    /// `BURSTSIM_KEEP_ROWS=0` (a test hook: every trace is then replayed
+    /// from its file, as one past [`CHECKED_BYTES`] is).
     pub(super) fn new(hosted: bool, keep: bool) -> CheckedWriter {
+        let hook = std::env::var_os("BURSTSIM_KEEP_ROWS").is_some_and(|v| v == "0");
         CheckedWriter {
-            out: keep
+            out: (keep && !hook)
                 .then(tempfile::tempfile)
                 .and_then(Result::ok)
                 .map(|file| BufWriter::with_capacity(1 << 20, file)),

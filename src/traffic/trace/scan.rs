@@ -5,7 +5,35 @@
 
 use super::*;
 
+/// Rows whose keys are numbered together.
+const BATCH: usize = 32;
+
 impl Config {
+    /// Numbers the keys of `batch` (time, key, the log's verdict) in order
+    /// and keeps its rows, emptying it: their places in the table are read
+    /// first, one after the other, so that their cache misses overlap.
+    /// `Err` when the keys pass [`MAX_KEYS`].
+    fn number_batch(
+        &self,
+        batch: &mut Vec<(u64, Key, u8)>,
+        keys: &mut Numbered,
+        checked: &mut CheckedWriter,
+    ) -> Result<(), ()> {
+        let touched = batch.iter().fold(0u64, |sum, (_, key, _)| {
+            sum.wrapping_add(keys.numbers.touch(key.client))
+        });
+        std::hint::black_box(touched);
+        for (time, key, verdict) in batch.drain(..) {
+            let (number, new) = keys.insert(key.client);
+            if new && keys.hashes.len() as u64 > MAX_KEYS {
+                return Err(());
+            }
+            let client = if self.interned { u64::from(number) } else { key.client };
+            checked.row(time, client, key.host, verdict);
+        }
+        Ok(())
+    }
+
     /// Reads the whole file once, streaming: every row must hold a timestamp.
     /// Also counts the rows outside `[start, end)` (after rebasing); for an
     /// unsorted file that takes a second pass.
@@ -28,6 +56,16 @@ impl Config {
         let (mut parts, mut left_out) = (Vec::with_capacity(files.len()), 0u64);
         let mut turned_away = (0u64, 0u64);
         let mut checked = CheckedWriter::new(hosted, !self.reread);
+        // Once the first keys' names are kept, rows are numbered in batches
+        // (see `number_batch`); before, each row's key text is read as it is.
+        let mut batch: Vec<(u64, Key, u8)> = Vec::with_capacity(BATCH);
+        let too_many_keys = || {
+            format!(
+                "{}: more than {MAX_KEYS} distinct keys in column {:?}; state is kept per key, and that many is refused",
+                shown.display(),
+                self.key.as_deref().unwrap_or_default()
+            )
+        };
         for file in files {
         let (mut input, identity) = self.open(&file, None)?;
         let named = Self::named(&file);
@@ -37,33 +75,37 @@ impl Config {
             let Some((time, key)) = input.next(&layout, &named)? else {
                 break;
             };
-            let (number, new) = if keyed { keys.insert(key.client) } else { (0, false) };
-            checked.row(
-                time,
-                if self.interned && keyed { u64::from(number) } else { key.client },
-                key.host,
-                verdict(before, input.turned_away()),
-            );
-            if new && names.len() < NAMED_KEYS {
-                names.extend(
-                    input
-                        .key_text(&layout)
-                        .map(|text| (Key::client(key.client), text)),
+            let verdict = verdict(before, input.turned_away());
+            if keyed && names.len() >= NAMED_KEYS {
+                batch.push((time, key, verdict));
+                if batch.len() == BATCH {
+                    self.number_batch(&mut batch, &mut keys, &mut checked)
+                        .map_err(|()| too_many_keys())?;
+                }
+            } else {
+                let (number, new) = if keyed { keys.insert(key.client) } else { (0, false) };
+                checked.row(
+                    time,
+                    if self.interned && keyed { u64::from(number) } else { key.client },
+                    key.host,
+                    verdict,
                 );
+                if new && names.len() < NAMED_KEYS {
+                    names.extend(
+                        input
+                            .key_text(&layout)
+                            .map(|text| (Key::client(key.client), text)),
+                    );
+                }
+                if new && keys.hashes.len() as u64 > MAX_KEYS {
+                    return Err(too_many_keys().into());
+                }
             }
-            let new_host = hosted && hosts.insert(key.host);
-            if (new && keys.hashes.len() as u64 > MAX_KEYS)
-                || (new_host && hosts.len() as u64 > MAX_KEYS)
-            {
-                let (what, column) = if new {
-                    ("keys", &self.key)
-                } else {
-                    ("hosts", &self.host)
-                };
+            if hosted && hosts.insert(key.host) && hosts.len() as u64 > MAX_KEYS {
                 return Err(format!(
-                    "{}: more than {MAX_KEYS} distinct {what} in column {:?}; state is kept per key, and that many is refused",
+                    "{}: more than {MAX_KEYS} distinct hosts in column {:?}; state is kept per key, and that many is refused",
                     shown.display(),
-                    column.as_deref().unwrap_or_default()
+                    self.host.as_deref().unwrap_or_default()
                 ).into());
             }
             unsorted += u64::from(time < previous);
@@ -84,6 +126,8 @@ impl Config {
                 labelled.count((time - first.min(time)) / NANOS_PER_SEC);
             }
         }
+        self.number_batch(&mut batch, &mut keys, &mut checked)
+            .map_err(|()| too_many_keys())?;
         left_out += input.left_out();
         let (rejected, logged) = input.turned_away();
         turned_away.0 += rejected;
