@@ -392,10 +392,7 @@ macro_rules! kinds {
                 if to.touches() {
                     // Figures per key: read in batches, as a limiter per key does.
                     for batch in chunk.chunks(per_key::TOUCHED) {
-                        let touched = batch.iter().enumerate().fold(0u64, |sum, (nth, item)| {
-                            sum.wrapping_add(to.touch(item.arrival().key, nth))
-                        });
-                        std::hint::black_box(touched);
+                        per_key::touch_batch(batch, |key, nth| to.touch(key, nth));
                         each_limiter!(self, ($($variant)+), limiter => {
                             for &item in batch {
                                 let arrival = item.arrival();

@@ -22,6 +22,20 @@ pub const MAX_KEYS: usize = 10_000_000;
 /// Requests whose keys' states are read together before they are decided.
 pub(super) const TOUCHED: usize = 64;
 
+/// Reads what `touch` reads for each request of `batch` (its key, its
+/// place in the batch), one after the other, so that their cache misses
+/// overlap before the requests are decided one by one.
+#[inline]
+pub(super) fn touch_batch<T: crate::traffic::Timed>(
+    batch: &[T],
+    touch: impl Fn(Key, usize) -> u64,
+) {
+    let touched = batch.iter().enumerate().fold(0u64, |sum, (nth, item)| {
+        sum.wrapping_add(touch(item.arrival().key, nth))
+    });
+    std::hint::black_box(touched);
+}
+
 /// `per` and `evict_after`, taken out of a limiter's table before its kind
 /// reads the rest.
 pub(super) struct Fields {
@@ -217,14 +231,9 @@ impl PerKey {
         to: &mut impl super::Decisions,
     ) {
         for batch in chunk.chunks(TOUCHED) {
-            let mut touched = 0u64;
-            for (nth, item) in batch.iter().enumerate() {
-                let key = item.arrival().key;
-                touched = touched
-                    .wrapping_add(self.touch(key))
-                    .wrapping_add(to.touch(key, nth));
-            }
-            std::hint::black_box(touched);
+            touch_batch(batch, |key, nth| {
+                self.touch(key).wrapping_add(to.touch(key, nth))
+            });
             for &item in batch {
                 let arrival = item.arrival();
                 let decision = self.decide_keyed::<false>(arrival.time, arrival.key);
@@ -332,13 +341,13 @@ impl RateLimiter for PerKey {
     /// The key's own limiter decides, and hints as it does.
     #[inline]
     fn decide_keyed<const HINTS: bool>(&mut self, now: Nanos, key: Key) -> Decision {
+        let id = self.id(key);
         if let States::Windows {
             rules,
             windows,
             opened,
         } = &mut self.states
         {
-            let id = if self.by_host { key.host } else { key.client };
             let (slot, window, _) = windows.entry(id);
             let (decision, open) = rules.decide_in::<HINTS>(window, now);
             *opened += u64::from(open);

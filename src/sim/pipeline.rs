@@ -384,6 +384,21 @@ mod tests {
         assert_eq!(got, expected);
     }
 
+    /// The chunks of the scenario's first workload as one thread makes them.
+    fn one_thread_chunks(scenario: &Scenario) -> Vec<Vec<Arrival>> {
+        let mut chunks = Vec::new();
+        in_chunks(
+            arrivals(scenario, &scenario.workloads[0], 0).unwrap(),
+            false,
+            &mut |chunk: &[Arrival]| {
+                chunks.push(chunk.to_vec());
+                Ok(())
+            },
+        )
+        .unwrap();
+        chunks
+    }
+
     /// A stream whose chunks are slow to make on any thread but the test's
     /// own (the generator's core busy elsewhere), counting who made each.
     struct SlowOffThread<S> {
@@ -409,16 +424,7 @@ mod tests {
     #[test]
     fn a_slow_generator_is_overtaken_without_reordering_a_chunk() {
         let scenario = scenario();
-        let mut expected = Vec::new();
-        in_chunks(
-            arrivals(&scenario, &scenario.workloads[0], 0).unwrap(),
-            false,
-            &mut |chunk: &[Arrival]| {
-                expected.push(chunk.to_vec());
-                Ok(())
-            },
-        )
-        .unwrap();
+        let expected = one_thread_chunks(&scenario);
         let slow = SlowOffThread {
             inner: arrivals(&scenario, &scenario.workloads[0], 0).unwrap(),
             made_here: 0,
@@ -445,16 +451,7 @@ mod tests {
     #[test]
     fn a_generator_retired_for_a_shared_core_leaves_the_same_chunks() {
         let scenario = scenario();
-        let mut expected = Vec::new();
-        in_chunks(
-            arrivals(&scenario, &scenario.workloads[0], 0).unwrap(),
-            false,
-            &mut |chunk: &[Arrival]| {
-                expected.push(chunk.to_vec());
-                Ok(())
-            },
-        )
-        .unwrap();
+        let expected = one_thread_chunks(&scenario);
         for (on_generator, after) in [(true, 0), (true, 3), (false, 1), (false, 5), (true, 10_000)]
         {
             let judge = move || -> Judge {

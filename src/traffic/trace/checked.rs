@@ -135,18 +135,7 @@ impl CheckedRows {
             self.next = 0;
             // Whole rows only: the file holds nothing else.
             while self.filled < len {
-                #[cfg(unix)]
-                let n = std::os::unix::fs::FileExt::read_at(
-                    &self.checked.file,
-                    &mut self.buffer[self.filled..],
-                    self.at,
-                )?;
-                #[cfg(windows)]
-                let n = std::os::windows::fs::FileExt::seek_read(
-                    &self.checked.file,
-                    &mut self.buffer[self.filled..],
-                    self.at,
-                )?;
+                let n = read_at(&self.checked.file, &mut self.buffer[self.filled..], self.at)?;
                 if n == 0 {
                     return if self.filled == 0 {
                         Ok(None)

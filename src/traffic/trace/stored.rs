@@ -25,15 +25,21 @@ impl Read for Stored {
         match self {
             Stored::File(file) => file.read(buf),
             Stored::Spool { file, at } => {
-                #[cfg(unix)]
-                let n = std::os::unix::fs::FileExt::read_at(*file, buf, *at)?;
-                #[cfg(windows)]
-                let n = std::os::windows::fs::FileExt::seek_read(*file, buf, *at)?;
+                let n = read_at(file, buf, *at)?;
                 *at += n as u64;
                 Ok(n)
             }
         }
     }
+}
+
+/// Reads `file` from byte `at` without moving its shared offset, so
+/// several readers can read one file side by side.
+pub(super) fn read_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    #[cfg(unix)]
+    return std::os::unix::fs::FileExt::read_at(file, buf, at);
+    #[cfg(windows)]
+    return std::os::windows::fs::FileExt::seek_read(file, buf, at);
 }
 
 /// Standard input, copied once to a file of its own that nothing else
