@@ -151,6 +151,11 @@ pub struct Window {
 }
 
 impl Window {
+    /// The window ending at `end` (0: none yet) holding `count`.
+    pub fn at(end: u64, count: u64) -> Window {
+        Window { end, count }
+    }
+
     /// Whether it has seen a request (a window has opened).
     pub fn is_open(&self) -> bool {
         self.end != 0
@@ -186,14 +191,16 @@ impl FixedWindow {
         let admit = window.count < self.threshold;
         window.count += u64::from(admit | self.count_rejected);
         let end = window.end;
-        let decision = Decision::admit_or::<HINTS>(admit, || {
-            if self.whole_second_hints {
-                Hint::at_reset(after_whole_seconds(now, end))
-            } else {
-                Hint::at_reset(end)
-            }
-        });
-        (decision, opened)
+        (Decision::admit_or::<HINTS>(admit, || self.hint(now, end)), opened)
+    }
+
+    /// What a request rejected at `now` in a window ending at `end` is told.
+    pub(super) fn hint(&self, now: u64, end: u64) -> Hint {
+        if self.whole_second_hints {
+            Hint::at_reset(after_whole_seconds(now, end))
+        } else {
+            Hint::at_reset(end)
+        }
     }
 
     /// Takes back the last admission of `window` (see `refund`), and says
@@ -257,6 +264,11 @@ impl RateLimiter for FixedWindow {
                 whole.max(met.saturating_sub(1))
             }
         }
+    }
+
+    /// A window's end is then never past u64::MAX: every window is whole.
+    fn horizon(&self) -> Nanos {
+        Nanos(u64::MAX - self.window)
     }
 
     fn nominal(&self, interval: Nanos) -> f64 {

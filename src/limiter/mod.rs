@@ -4,6 +4,7 @@
 mod align;
 pub mod cluster;
 mod decision;
+mod key_windows;
 pub mod per_key;
 mod rate_limiter;
 

@@ -9,7 +9,8 @@ use std::collections::BTreeSet;
 
 use serde::Deserialize as _;
 
-use super::fixed_window::{FixedWindow, Window};
+use super::fixed_window::Window;
+use super::key_windows::KeyWindows;
 use super::{Context, Decision, Limiter, LimiterConfig, RateLimiter, StoreOps};
 use crate::error::{FieldError, field_error};
 use crate::time::Nanos;
@@ -100,14 +101,12 @@ impl Config {
         }
         let prototype = self.inner.build(context)?;
         let states = match &prototype {
-            // A fixed window's rules once, 16 bytes per key: what a key's
-            // window is, without a copy of the rules (or an enum's largest
-            // kind) each.
-            Limiter::FixedWindow(rules) if self.evict_after.is_none() => States::Windows {
-                rules: rules.clone(),
-                windows: KeyTable::new(Window::default()),
-                opened: 0,
-            },
+            // A fixed window's rules once, 4 to 16 bytes per key: what a
+            // key's window is, without a copy of the rules (or an enum's
+            // largest kind) each.
+            Limiter::FixedWindow(rules) if self.evict_after.is_none() => {
+                States::Windows(KeyWindows::new(rules.clone()))
+            }
             _ => States::Any(KeyTable::new(KeyState {
                 limiter: prototype.clone(),
                 last_seen: 0,
@@ -144,12 +143,7 @@ enum States {
     /// Any limiter, a copy per key (with its last request, for eviction).
     Any(KeyTable<KeyState>),
     /// Fixed windows that are never evicted: the rules once, a window per key.
-    Windows {
-        rules: FixedWindow,
-        windows: KeyTable<Window>,
-        /// Windows opened, over all keys.
-        opened: u64,
-    },
+    Windows(KeyWindows),
 }
 
 /// One limiter per key, created on demand.
@@ -186,7 +180,7 @@ impl PerKey {
     pub fn keys(&self) -> u64 {
         match &self.states {
             States::Any(states) => states.len() as u64,
-            States::Windows { windows, .. } => windows.len() as u64,
+            States::Windows(windows) => windows.len() as u64,
         }
     }
 
@@ -209,9 +203,7 @@ impl PerKey {
     #[inline]
     pub fn touch(&self, key: Key) -> u64 {
         match &self.states {
-            States::Windows { windows, .. } => {
-                windows.touch(self.id(key), |window| u64::from(window.is_open()))
-            }
+            States::Windows(windows) => windows.touch(self.id(key)),
             States::Any(_) => 0,
         }
     }
@@ -342,15 +334,8 @@ impl RateLimiter for PerKey {
     #[inline]
     fn decide_keyed<const HINTS: bool>(&mut self, now: Nanos, key: Key) -> Decision {
         let id = self.id(key);
-        if let States::Windows {
-            rules,
-            windows,
-            opened,
-        } = &mut self.states
-        {
-            let (slot, window, _) = windows.entry(id);
-            let (decision, open) = rules.decide_in::<HINTS>(window, now);
-            *opened += u64::from(open);
+        if let States::Windows(windows) = &mut self.states {
+            let (slot, decision) = windows.decide::<HINTS>(id, now);
             self.last = Some(slot);
             return decision;
         }
@@ -364,11 +349,7 @@ impl RateLimiter for PerKey {
         let slot = self.last.expect("a refund follows a decision");
         match &mut self.states {
             States::Any(states) => states.get_mut(slot).limiter.refund(now),
-            States::Windows {
-                rules,
-                windows,
-                opened,
-            } => *opened -= u64::from(rules.refund_in(windows.get_mut(slot), now)),
+            States::Windows(windows) => windows.refund(slot, now),
         }
     }
 
@@ -426,7 +407,7 @@ impl RateLimiter for PerKey {
     fn resets(&self) -> u64 {
         match &self.states {
             States::Any(states) => states.entries().map(|state| state.limiter.resets()).sum(),
-            States::Windows { opened, .. } => *opened,
+            States::Windows(windows) => windows.opened(),
         }
     }
 

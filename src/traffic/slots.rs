@@ -96,12 +96,40 @@ impl<T: Clone> KeyTable<T> {
         (slot, self.get_mut(slot), new)
     }
 
+    /// The slot and entry of `id`, if it has one.
+    pub fn find(&self, id: u64) -> Option<(Slot, &T)> {
+        let slot = if id < DENSE {
+            let index = id as usize;
+            let seen = self
+                .seen
+                .get(index / 64)
+                .is_some_and(|word| word & (1 << (index % 64)) != 0);
+            seen.then_some(Slot(id))?
+        } else {
+            Slot(HASHED | u64::from(self.numbers.get(id)?))
+        };
+        Some((slot, self.peek(slot)))
+    }
+
     /// Reads the entry of a small key `id` if it exists, so that a batch of
     /// such reads, one after the other, brings their cache lines in
     /// together before they are decided one by one.
     #[inline]
     pub fn touch(&self, id: u64, read: impl Fn(&T) -> u64) -> u64 {
         self.dense.get(id as usize).map_or(0, read)
+    }
+
+    /// The same keys in the same slots, each entry turned by `turn`;
+    /// `fresh` for keys not seen yet.
+    pub fn map<U: Clone>(self, fresh: U, turn: impl Fn(&T) -> U) -> KeyTable<U> {
+        KeyTable {
+            fresh,
+            dense: self.dense.iter().map(&turn).collect(),
+            seen: self.seen,
+            numbers: self.numbers,
+            hashed: self.hashed.iter().map(&turn).collect(),
+            len: self.len,
+        }
     }
 
     /// How many keys have an entry.
