@@ -113,7 +113,7 @@ impl Config {
         }
         let hashing = Hashing {
             file: file.take(identity.len),
-            hasher: DefaultHasher::new(),
+            hasher: Box::default(),
         };
         let decoded = Decoded::of(hashing)
             .map_err(|err| field_error!("path", "cannot replay {}: {err}", path.display()))?;
@@ -122,13 +122,12 @@ impl Config {
             since_row: 0,
             capped: true,
         };
-        let buffered = BufReader::with_capacity(BUFFER_BYTES, capped);
         let input = match self.format {
             Format::Csv => Input::Csv {
                 reader: Box::new(
                     csv::ReaderBuilder::new()
                         .flexible(true)
-                        .from_reader(buffered),
+                        .from_reader(BufReader::with_capacity(BUFFER_BYTES, capped)),
                 ),
                 record: csv::ByteRecord::new(),
                 left_out: 0,
@@ -138,8 +137,7 @@ impl Config {
             _ => {
                 Input::Lines {
                     header: Vec::new(),
-                    reader: Box::new(buffered),
-                    line: String::new(),
+                    reader: Box::new(LineReader::new(capped)),
                     number: 0,
                     left_out: 0,
                     turned_away: (0, 0),

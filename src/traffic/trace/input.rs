@@ -55,10 +55,10 @@ pub(super) enum Input {
         rejected_status: Vec<u16>,
     },
     Lines {
-        reader: Box<BufReader<Capped>>,
+        /// The lines, the last one read still readable.
+        reader: Box<LineReader>,
         /// CloudFront's columns by its `#Fields` line (empty: as documented).
         header: Vec<u8>,
-        line: String,
         number: u64,
         /// Rows `where` left out so far.
         left_out: u64,
@@ -113,10 +113,11 @@ impl Input {
         self.capped().capped = false;
         match self {
             Input::Csv { reader, .. } => std::io::copy(reader.get_mut(), &mut std::io::sink())?,
-            Input::Lines { reader, .. } => std::io::copy(reader, &mut std::io::sink())?,
+            // What it holds read ahead is hashed already.
+            Input::Lines { reader, .. } => std::io::copy(reader.get_mut(), &mut std::io::sink())?,
         };
         std::io::copy(self.hashing(), &mut std::io::sink())?;
-        Ok(self.hashing().hasher.finish())
+        Ok(self.hashing().hasher.digest())
     }
 
     /// The key of the row last read as its text names it (trimmed as the
@@ -127,14 +128,14 @@ impl Input {
             (Input::Csv { record, .. }, Layout::Csv { key, .. }) => {
                 String::from_utf8_lossy(record.get((*key)?)?.trim_ascii()).into_owned()
             }
-            (Input::Lines { line, .. }, Layout::Combined { key, .. }) => {
-                Combined::parse(line.trim())?.get((*key)?)?.to_string()
+            (Input::Lines { reader, .. }, Layout::Combined { key, .. }) => {
+                Combined::parse(reader.line().trim())?.get((*key)?)?.to_string()
             }
-            (Input::Lines { line, header, .. }, Layout::Text { format, key, .. }) => {
-                format.split(line.trim(), header)?[(*key)?].trim().to_string()
+            (Input::Lines { reader, header, .. }, Layout::Text { format, key, .. }) => {
+                format.split(reader.line().trim(), header)?[(*key)?].trim().to_string()
             }
-            (Input::Lines { line, .. }, Layout::Json { key, .. }) => {
-                let object: JsonObject<'_> = serde_json::from_str(line.trim()).ok()?;
+            (Input::Lines { reader, .. }, Layout::Json { key, .. }) => {
+                let object: JsonObject<'_> = serde_json::from_str(reader.line().trim()).ok()?;
                 match json_text(lookup(&object, key.as_deref()?)?) {
                     JsonText::String(text) => text.trim().to_string(),
                     JsonText::Number(text) | JsonText::Other(text) => text.to_string(),
@@ -216,7 +217,6 @@ impl Input {
                 Input::Lines {
                     reader,
                     header,
-                    line,
                     number,
                     left_out,
                     turned_away,
@@ -225,16 +225,15 @@ impl Input {
                 },
                 layout,
             ) => loop {
-                line.clear();
-                let read = reader
-                    .read_line(line)
+                let more = reader
+                    .advance()
                     .map_err(|err| format!("{}:{}: {err}", path.display(), *number + 1))?;
-                if read == 0 {
+                if !more {
                     return Ok(None);
                 }
                 *number += 1;
                 reader.get_mut().since_row = 0;
-                let text = line.trim();
+                let text = reader.line().trim();
                 if text.is_empty() {
                     continue;
                 }

@@ -6,7 +6,6 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::hash::{DefaultHasher, Hasher};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -29,6 +28,7 @@ mod filter;
 mod input;
 mod labelled;
 mod layout;
+mod lines;
 mod pattern;
 mod scan;
 mod stored;
@@ -46,6 +46,7 @@ use self::files::Part;
 pub use self::filter::Where;
 pub use self::labelled::{Labelled, PACKED_ROWS};
 use self::stored::*;
+use self::lines::LineReader;
 use self::filter::Row;
 use self::layout::Layout;
 

@@ -61,13 +61,13 @@ pub(super) fn spooled_stdin() -> Result<&'static File, String> {
 /// every byte it hands out (as stored: compressed, if it is).
 pub(super) struct Hashing {
     pub(super) file: std::io::Take<Stored>,
-    pub(super) hasher: DefaultHasher,
+    pub(super) hasher: Box<xxhash_rust::xxh3::Xxh3Default>,
 }
 
 impl Read for Hashing {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.file.read(buf)?;
-        self.hasher.write(&buf[..n]);
+        self.hasher.update(&buf[..n]);
         Ok(n)
     }
 }
