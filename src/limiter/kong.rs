@@ -396,7 +396,7 @@ impl RateLimiter for Kong {
     /// The last instant its calendar can name (the year 9998's end).
     fn horizon(&self) -> Nanos {
         let start = match self {
-            Kong::Window(..) => return Nanos(u64::MAX),
+            Kong::Window(window, ..) => return window.horizon(),
             Kong::Calendar(calendar) => calendar.start.0,
         };
         let seconds = (LAST_UNIX - start).max(0) as u64;

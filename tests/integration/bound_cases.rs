@@ -167,6 +167,9 @@ fn a_run_past_a_limiters_exact_horizon_is_refused() {
     for limiter in [
         "kind = \"gcra\"\nquota = \"per_second(1).allow_burst(19)\"",
         "kind = \"nginx-limit-req\"\nrate = \"1r/s\"\nburst = 50",
+        // A window ending past u64::MAX would saturate (and open anew at every request there).
+        "kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 5",
+        "kind = \"smaller-window\"\nwindow = \"1s\"\nthreshold = 50\nsplits = 10",
     ] {
         let text = format!(
             "duration = \"18446744073709551615ns\"\n[metrics]\nbucket = \"1000000h\"\nrolling = \"1s\"\nprofile = [\"1s\"]\n[[workload]]\nname = \"w\"\nsources = [{{ kind = \"uniform\", rate = 1 }}]\n[[limiter]]\nname = \"l\"\n{limiter}\n"
@@ -181,6 +184,16 @@ fn a_run_past_a_limiters_exact_horizon_is_refused() {
     }
     let gcra = limiter("kind = \"gcra\"\nquota = \"per_second(1).allow_burst(19)\"");
     assert_eq!(gcra.horizon(), Nanos(u64::MAX - 19 * S));
+    let fixed = limiter("kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 5");
+    assert_eq!(fixed.horizon(), Nanos(u64::MAX - S));
+    let per_key = limiter("kind = \"fixed-window\"\nwindow = \"3s\"\nthreshold = 5\nper = \"key\"");
+    assert_eq!(per_key.horizon(), Nanos(u64::MAX - 3 * S));
+    let kong = limiter("kind = \"kong\"\nsecond = 10");
+    assert_eq!(
+        kong.horizon(),
+        Nanos(u64::MAX - S),
+        "Kong's sliding window of a second"
+    );
 }
 
 #[test]
