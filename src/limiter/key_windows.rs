@@ -23,6 +23,9 @@ pub(super) trait Cell: Copy + std::fmt::Debug {
     fn count(self) -> u64;
     /// The largest window number or count it holds.
     const LARGEST: u64 = (1 << Self::BITS) - 1;
+    /// The largest threshold it holds: one less than `LARGEST`, so that a
+    /// window full at the threshold still fits.
+    const MAX_COUNT: u64 = Self::LARGEST - 1;
 }
 
 impl Cell for u32 {
@@ -133,8 +136,8 @@ impl KeyWindows {
             .phase(rules.window().get())
             .map(|phase| Grid::new(rules.window().get(), phase));
         let table = match (grid, rules.threshold()) {
-            (Some(_), n) if n <= u32::MAX_COUNT => Table::Narrow(KeyTable::new(0)),
-            (Some(_), n) if n <= u64::MAX_COUNT => Table::Mid(KeyTable::new(0)),
+            (Some(_), n) if n <= <u32 as Cell>::MAX_COUNT => Table::Narrow(KeyTable::new(0)),
+            (Some(_), n) if n <= <u64 as Cell>::MAX_COUNT => Table::Mid(KeyTable::new(0)),
             _ => Table::Wide(KeyTable::new(Window::default())),
         };
         KeyWindows {
@@ -251,7 +254,7 @@ impl KeyWindows {
         };
         let wide = |number: u64, count: u64| Window::at(end(number), count);
         let fits_mid = (1..=<u64 as Cell>::LARGEST).contains(&number)
-            && self.rules.threshold() <= u64::MAX_COUNT;
+            && self.rules.threshold() <= <u64 as Cell>::MAX_COUNT;
         self.table = match std::mem::replace(&mut self.table, Table::Mid(KeyTable::new(0))) {
             Table::Narrow(table) if fits_mid => {
                 Table::Mid(table.map(0, |cell| u64::pack(cell.number(), cell.count())))
@@ -265,16 +268,6 @@ impl KeyWindows {
             wide @ Table::Wide(_) => wide,
         };
     }
-}
-
-/// The most a count of a cell of type `C` holds: one less than its
-/// largest value, so that a window full at the threshold still fits.
-trait MaxCount {
-    const MAX_COUNT: u64;
-}
-
-impl<C: Cell> MaxCount for C {
-    const MAX_COUNT: u64 = C::LARGEST - 1;
 }
 
 /// [`FixedWindow::decide_in`] on a packed cell: its window is `number`

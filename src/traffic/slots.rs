@@ -96,15 +96,17 @@ impl<T: Clone> KeyTable<T> {
         (slot, self.get_mut(slot), new)
     }
 
+    /// Whether the small key `index` has an entry.
+    fn seen(&self, index: usize) -> bool {
+        self.seen
+            .get(index / 64)
+            .is_some_and(|word| word & (1 << (index % 64)) != 0)
+    }
+
     /// The slot and entry of `id`, if it has one.
     pub fn find(&self, id: u64) -> Option<(Slot, &T)> {
         let slot = if id < DENSE {
-            let index = id as usize;
-            let seen = self
-                .seen
-                .get(index / 64)
-                .is_some_and(|word| word & (1 << (index % 64)) != 0);
-            seen.then_some(Slot(id))?
+            self.seen(id as usize).then_some(Slot(id))?
         } else {
             Slot(HASHED | u64::from(self.numbers.get(id)?))
         };
@@ -145,11 +147,10 @@ impl<T: Clone> KeyTable<T> {
     /// Every key's entry, with its key's id for small keys (`None` for a
     /// hashed key), small keys first.
     pub fn entries(&self) -> impl Iterator<Item = &T> {
-        let seen = |index: usize| self.seen[index / 64] & (1 << (index % 64)) != 0;
         self.dense
             .iter()
             .enumerate()
-            .filter(move |&(index, _)| seen(index))
+            .filter(|&(index, _)| self.seen(index))
             .map(|(_, entry)| entry)
             .chain(self.hashed.iter())
     }
