@@ -53,6 +53,16 @@ pub enum Command {
     /// simulator's; writes live.json, summary.json, charts and report.html
     /// under output/<name>-live/.
     Live(LiveArgs),
+    /// Send a workload's requests (by default the adversary's worst pattern
+    /// for the limiter) to a real HTTP endpoint at their scheduled instants,
+    /// and compare its answers with the scenario's model on the actual send
+    /// times; writes probe.json, summary.json, charts and report.html under
+    /// output/<name>-probe/. Loopback targets only, unless --allow-remote.
+    Probe(ProbeArgs),
+    /// Write a workload's schedule for k6 (a script sending each request at
+    /// its exact offset) and vegeta (targets and a pacing note) under
+    /// output/<name>-export/.
+    Export(ExportArgs),
     /// Read a gateway's configuration (nginx, Envoy, envoyproxy/ratelimit,
     /// Kong, Traefik, HAProxy or Spring Cloud Gateway) and print its rate
     /// limits as scenario [[limiter]] blocks, each value commented with the
@@ -304,6 +314,94 @@ pub struct LiveArgs {
     /// (the scenario's duration divided by --speed).
     #[arg(long, value_name = "DURATION", default_value = "1h")]
     pub max_wall_time: crate::time::Nanos,
+}
+
+/// Which requests a probe or an export sends, and how they carry their keys.
+#[derive(Debug, clap::Args)]
+pub struct ScheduleArgs {
+    /// The scenario file (TOML).
+    pub scenario: PathBuf,
+    /// The workload to send (default: the scenario's adversary workload, or
+    /// an adversary searching against --limiter within twice its bound per
+    /// second).
+    #[arg(long, value_name = "NAME")]
+    pub workload: Option<String>,
+    /// The limiter the target enforces: the model compared with it, and the
+    /// one an adversary workload searches against (default: the scenario's
+    /// only limiter).
+    #[arg(long, value_name = "NAME")]
+    pub limiter: Option<String>,
+    /// How a request carries its client key: header:NAME (like
+    /// header:X-Api-Key, value client-N), forwarded-for (X-Forwarded-For,
+    /// an address of 10.0.0.0/8) or source-address (a connection from an
+    /// address of 127.0.0.0/8; loopback targets only).
+    #[arg(long, value_name = "HOW")]
+    pub key_as: Option<String>,
+    /// Refuse a schedule of more requests than this (at most 1000000).
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub max_requests: u64,
+    /// Refuse a schedule with more requests than this due in any 1 s.
+    #[arg(long, value_name = "N", default_value_t = 5_000)]
+    pub max_rate: u64,
+    /// Refuse a schedule longer than this in real time; a probe also stops
+    /// sending here.
+    #[arg(long, value_name = "DURATION", default_value = "2m")]
+    pub max_wall_time: crate::time::Nanos,
+}
+
+/// `burstsim probe`.
+#[derive(Debug, clap::Args)]
+pub struct ProbeArgs {
+    // Which requests: the same flags for probe and export.
+    #[allow(missing_docs)]
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
+    /// The endpoint, like http://127.0.0.1:8080/ (plain HTTP).
+    #[arg(long, value_name = "URL")]
+    pub target: String,
+    /// Allow a target on this host (not loopback): name it exactly as the
+    /// URL does. Repeat for several.
+    #[arg(long, value_name = "HOST")]
+    pub allow_remote: Vec<String>,
+    /// Speak HTTP/2 with prior knowledge (h2c) instead of HTTP/1.1.
+    #[arg(long)]
+    pub http2: bool,
+    /// The most a connection and an answer may take.
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    pub timeout: crate::time::Nanos,
+    /// How coarsely the target's clock ticks (nginx and HAProxy read
+    /// milliseconds): a disagreement within it is explained by timing.
+    #[arg(long, value_name = "DURATION", default_value = "1ms")]
+    pub clock_granularity: crate::time::Nanos,
+    /// Place the schedule's zero on a whole multiple of this much wall-clock
+    /// time, so the target's epoch-aligned windows line up with the model's.
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    pub align: crate::time::Nanos,
+    /// Write the results into this folder instead of output/<name>-probe/.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// `burstsim export`.
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    // Which requests: the same flags for probe and export.
+    #[allow(missing_docs)]
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
+    /// Write the k6 script (probe.k6.js); with neither flag, both are written.
+    #[arg(long)]
+    pub k6: bool,
+    /// Write vegeta's targets and pacing note (vegeta-targets.jsonl,
+    /// vegeta-pacing.txt).
+    #[arg(long)]
+    pub vegeta: bool,
+    /// The URL the exported requests go to (k6 also takes -e TARGET=…).
+    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8080/")]
+    pub target: String,
+    /// Write the files into this folder instead of output/<name>-export/.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// What `run` and `size` print.

@@ -19,6 +19,7 @@ pub(crate) mod live;
 pub(crate) mod memory;
 pub mod metrics;
 pub(crate) mod output;
+pub(crate) mod probe;
 pub mod random;
 pub(crate) mod replicate;
 pub(crate) mod report;

@@ -16,6 +16,8 @@ fn main() -> ExitCode {
         Command::Sweep(args) => commands::sweep(args).map(|()| true),
         Command::Merge(args) => commands::merge(args).map(|()| true),
         Command::Live(args) => commands::live(args).map(|()| true),
+        Command::Probe(args) => commands::probe(args),
+        Command::Export(args) => commands::export(args).map(|()| true),
         Command::Check(args) => commands::check(args),
         Command::Import(args) => commands::import(args).map(|()| true),
         Command::Validate { scenario } => commands::validate(scenario).map(|()| true),

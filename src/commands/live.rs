@@ -5,13 +5,10 @@ use std::io::IsTerminal;
 use anyhow::{Context as _, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{load, results_folder, warn};
+use super::{decided_results, load, results_folder, warn};
 use crate::cli::LiveArgs;
 use crate::output::Staging;
-use crate::report::{self, html, table};
-use crate::results::{Results, WorkloadResults};
-use crate::scenario::Scenario;
-use crate::{chart, scenario, sim};
+use crate::report::table;
 /// `burstsim live`.
 pub fn live(args: &LiveArgs) -> Result<()> {
     let scenario = load(&args.scenario)?;
@@ -108,22 +105,21 @@ pub fn live(args: &LiveArgs) -> Result<()> {
         &(serde_json::to_string_pretty(&results)? + "\n"),
     )?;
     // The live decisions through the same metrics, charts and report as a run.
-    let summarised = live_results(&scenario, workload, &results)?;
-    let summary = summarised.summary();
-    staging.write("summary.json", &report::render_json(&summary))?;
-    let drawn = summarised.drawn();
-    let charts = chart::render_charts(&drawn)?;
-    for chart in &charts {
-        staging.write(&format!("charts/{}", chart.file), &chart.svg)?;
-    }
-    staging.write(
-        "report.html",
-        &html::render_report(
-            &summarised,
-            &drawn,
-            &charts,
-            crate::check::Verdict::of(&summary.runs).as_ref(),
-        ),
+    let rows = results
+        .iter()
+        .map(|r| {
+            let variant = variant_name(r.variant)?;
+            Ok((
+                r.limiter.as_str(),
+                format!("{}-{variant}", r.limiter),
+                format!("in Redis ({variant})"),
+                r.decisions.as_slice(),
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    super::write_decided(
+        &staging,
+        &decided_results(&scenario, workload, "live", &rows)?,
     )?;
     staging.commit()?;
     let mut table = comfy_table::Table::new();
@@ -206,55 +202,6 @@ pub fn live(args: &LiveArgs) -> Result<()> {
         target.display()
     );
     Ok(())
-}
-
-/// The live decisions summarised as the results of a scenario of the
-/// replayed workload with one limiter per Redis script.
-fn live_results(
-    scenario: &Scenario,
-    workload: usize,
-    results: &[crate::live::LiveResult],
-) -> Result<Results> {
-    let mut live = scenario.clone();
-    live.name = format!("{}-live", scenario.name);
-    live.workloads = vec![scenario.workloads[workload].clone()];
-    live.limiters = results
-        .iter()
-        .map(|r| {
-            let base = scenario
-                .limiters
-                .iter()
-                .find(|l| l.name == r.limiter)
-                .expect("results name the scenario's limiters");
-            let variant = serde_json::to_value(r.variant)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
-            scenario::NamedLimiter {
-                name: format!("{}-{variant}", r.limiter),
-                description: format!("{} in Redis ({variant})", base.description),
-                ..base.clone()
-            }
-        })
-        .collect();
-    let options = sim::for_charts(&live);
-    let workload_name = live.workloads[0].name.clone();
-    let runs = live
-        .limiters
-        .iter()
-        .zip(results)
-        .map(|(named, r)| {
-            sim::summarise(
-                &live,
-                &options,
-                named,
-                &workload_name,
-                r.decisions.iter().copied(),
-            )
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let workloads = vec![WorkloadResults::new(&live.workloads[0], runs)];
-    Ok(Results::new(&live, options.curve, workloads))
 }
 
 /// A variant as `live.json` names it: `atomic-fixed-window`.

@@ -5,6 +5,7 @@
 mod check;
 mod import;
 mod live;
+mod probe;
 mod run;
 mod size;
 mod sweep;
@@ -20,6 +21,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 pub use self::check::check;
 pub use self::import::import;
 pub use self::live::live;
+pub use self::probe::{export, probe};
 pub use self::run::run;
 pub use self::size::size;
 pub use self::sweep::{merge, sweep};
@@ -134,4 +136,87 @@ fn print_results(
     };
     std::io::stdout().write_all(text.as_bytes())?;
     Ok(())
+}
+
+/// One row of decisions made outside the simulator: the scenario's limiter
+/// it stands for, its name and how the description ends, and the decisions
+/// (time, admitted) in time order.
+type Decided<'a> = (&'a str, String, String, &'a [(crate::time::Nanos, bool)]);
+
+/// Decisions made outside the simulator (a real Redis, a real gateway)
+/// summarised as the results of a scenario of workload `workload` alone,
+/// named `<scenario>-<suffix>`, with one limiter per row.
+fn decided_results(
+    scenario: &Scenario,
+    workload: usize,
+    suffix: &str,
+    rows: &[Decided],
+) -> Result<crate::results::Results> {
+    let mut decided = scenario.clone();
+    decided.name = format!("{}-{suffix}", scenario.name);
+    decided.workloads = vec![scenario.workloads[workload].clone()];
+    decided.limiters = rows
+        .iter()
+        .map(|(limiter, name, description, _)| {
+            let base = scenario
+                .limiters
+                .iter()
+                .find(|l| l.name == *limiter)
+                .with_context(|| format!("no limiter {limiter:?}"))?;
+            Ok(crate::scenario::NamedLimiter {
+                name: name.clone(),
+                description: format!("{} {description}", base.description),
+                ..base.clone()
+            })
+        })
+        .collect::<Result<_>>()?;
+    let options = crate::sim::for_charts(&decided);
+    let workload_name = decided.workloads[0].name.clone();
+    let runs = decided
+        .limiters
+        .iter()
+        .zip(rows)
+        .map(|(named, (_, _, _, decisions))| {
+            crate::sim::summarise(
+                &decided,
+                &options,
+                named,
+                &workload_name,
+                decisions.iter().copied(),
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let workloads = vec![crate::results::WorkloadResults::new(
+        &decided.workloads[0],
+        runs,
+    )];
+    Ok(crate::results::Results::new(
+        &decided,
+        options.curve,
+        workloads,
+    ))
+}
+
+/// Writes decided results as a run writes its own: summary.json, the
+/// charts and report.html.
+fn write_decided(
+    staging: &crate::output::Staging,
+    results: &crate::results::Results,
+) -> Result<()> {
+    let summary = results.summary();
+    staging.write("summary.json", &crate::report::render_json(&summary))?;
+    let drawn = results.drawn();
+    let charts = crate::chart::render_charts(&drawn)?;
+    for chart in &charts {
+        staging.write(&format!("charts/{}", chart.file), &chart.svg)?;
+    }
+    staging.write(
+        "report.html",
+        &crate::report::html::render_report(
+            results,
+            &drawn,
+            &charts,
+            crate::check::Verdict::of(&summary.runs).as_ref(),
+        ),
+    )
 }

@@ -195,7 +195,7 @@ impl PerKey {
     /// The id of `key` this limiter keeps state by: its client, or with
     /// `per = "host"` its host.
     #[inline]
-    fn id(&self, key: Key) -> u64 {
+    pub(crate) fn id(&self, key: Key) -> u64 {
         if self.by_host { key.host } else { key.client }
     }
 

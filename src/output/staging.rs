@@ -37,6 +37,8 @@ pub struct Staging {
     notes: Vec<String>,
     /// Committed, or given up as a killed process would: not removed on drop.
     kept: bool,
+    /// Whether Ctrl-C stops the writing (see [`Staging::despite_interrupt`]).
+    heeds_interrupt: bool,
 }
 
 /// The results an update started from: their marker, to learn at the commit
@@ -99,6 +101,7 @@ impl Staging {
             base: None,
             notes,
             kept: false,
+            heeds_interrupt: true,
         };
         if update {
             staging.base = Some(Base {
@@ -107,6 +110,24 @@ impl Staging {
             });
         }
         Ok(staging)
+    }
+
+    /// Writes and commits even after Ctrl-C: for results that cannot be
+    /// had again by running the command again (a probe's answers from a
+    /// real server), written once the work itself has stopped.
+    pub fn despite_interrupt(mut self) -> Staging {
+        self.heeds_interrupt = false;
+        self
+    }
+
+    /// `Err(Interrupted)` once a stop was asked for, unless this staging
+    /// writes despite it.
+    fn check_interrupt(&self) -> Result<(), interrupt::Interrupted> {
+        if self.heeds_interrupt {
+            interrupt::check()
+        } else {
+            Ok(())
+        }
     }
 
     /// The staging folder, where files are written.
@@ -122,7 +143,7 @@ impl Staging {
     /// Writes `contents` to `relative` inside the staging folder, replacing
     /// (never writing through) a file already there.
     pub fn write(&self, relative: &str, contents: &str) -> Result<()> {
-        interrupt::check()?;
+        self.check_interrupt()?;
         let path = self.staging.join(relative);
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
@@ -141,7 +162,7 @@ impl Staging {
     /// A new file at `relative` inside the staging folder, for writing a
     /// large file as a stream.
     pub fn create(&self, relative: &str) -> Result<std::io::BufWriter<File>> {
-        interrupt::check()?;
+        self.check_interrupt()?;
         let path = self.staging.join(relative);
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
@@ -178,7 +199,7 @@ impl Staging {
     ) -> Result<()> {
         // Once the commit has started it finishes: an interrupt is heeded
         // before it, never in the middle.
-        interrupt::check()?;
+        self.check_interrupt()?;
         pause_point("commit");
         let _lock = lock_beside(self.parent(), self.name())?;
         pause_point("commit:locked");

@@ -23,6 +23,7 @@ mod live_redis;
 mod nginx_real;
 mod output_races;
 mod output_safety;
+mod probe_real;
 mod redis_memory;
 mod redis_real;
 mod retry_properties;
