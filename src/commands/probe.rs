@@ -95,6 +95,9 @@ struct ProbeFile<'a> {
     answered: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     stopped: Option<&'a str>,
+    /// With retrying clients: what became of the rejections.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retries: Option<crate::probe::RetryFigures>,
     statuses: BTreeMap<u16, u64>,
     errors: BTreeMap<String, u64>,
     /// How late sends began against their schedule (ns).
@@ -148,9 +151,15 @@ pub fn probe(args: &ProbeArgs) -> Result<bool> {
         schedule,
     } = &planned;
     let span = schedule.requests.last().map_or(Nanos::ZERO, |r| r.due);
+    let retrying = scenario.workloads[*workload].retry.is_some();
     eprintln!(
-        "probe: {} requests to {} over {span}, at most {} in any 1 s, from {} client identit{}; {}",
+        "probe: {} {} to {} over {span}, at most {} in any 1 s, from {} client identit{}; {}",
         schedule.requests.len(),
+        if retrying {
+            "first attempts (and the retries their clients make, within --max-requests and --max-rate)"
+        } else {
+            "requests"
+        },
         target.url,
         schedule.peak_per_sec,
         schedule.identities,
@@ -164,6 +173,14 @@ pub fn probe(args: &ProbeArgs) -> Result<bool> {
         timeout: Duration::from_nanos(args.timeout.get()),
         max_wall: Duration::from_nanos(args.schedule.max_wall_time.get()),
         align: Duration::from_nanos(args.align.get()),
+        retry: scenario.workloads[*workload].retry.map(|retry| {
+            let work = &scenario.workloads[*workload];
+            let rng =
+                crate::random::stream(scenario.seed ^ crate::sim::RETRY_STREAM, &work.name, 0, 0);
+            (retry, rng, scenario.duration)
+        }),
+        max_requests: args.schedule.max_requests,
+        max_rate: args.schedule.max_rate,
     };
     let bar = if std::io::stderr().is_terminal() {
         let bar = ProgressBar::new(schedule.requests.len() as u64);
@@ -210,6 +227,7 @@ pub fn probe(args: &ProbeArgs) -> Result<bool> {
         sent: sent.records.len(),
         answered: answered.len(),
         stopped: sent.stopped.as_deref(),
+        retries: sent.retries,
         statuses,
         errors,
         lateness_ns: spread(
@@ -322,6 +340,7 @@ fn requests_csv(records: &[Record]) -> Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "index",
+        "attempt",
         "due_ns",
         "sent_ns",
         "answered_ns",
@@ -334,6 +353,7 @@ fn requests_csv(records: &[Record]) -> Result<String> {
         let hints: Vec<String> = r.hints.iter().map(|(k, v)| format!("{k}: {v}")).collect();
         w.write_record([
             r.index.to_string(),
+            r.attempt.to_string(),
             r.due.to_string(),
             r.sent.to_string(),
             r.answered.to_string(),

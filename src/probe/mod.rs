@@ -21,12 +21,14 @@ use crate::traffic::Key;
 
 mod compare;
 pub mod export;
+mod retry;
 mod send;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use self::compare::worst;
 pub use self::compare::{Agreement, compare};
+pub use self::retry::RetryFigures;
 pub use self::send::{Connection, send};
 
 /// The most requests one probe may send, whatever `--max-requests` says.
@@ -227,12 +229,6 @@ pub fn schedule(
     caps: &Caps,
 ) -> Result<Schedule> {
     let work = &scenario.workloads[workload];
-    if work.retry.is_some() {
-        bail!(
-            "workload {:?}: its clients retry; probe sends open-loop schedules only for now (the retries would have to follow the real answers), so pick another with --workload",
-            work.name
-        );
-    }
     let too_many = || {
         format!(
             "workload {:?}: more than --max-requests {} requests; shorten the scenario, pick another workload, or raise --max-requests (at most {MAX_PROBE_REQUESTS})",
@@ -341,8 +337,11 @@ fn identity_limit(identity: &Identity) -> usize {
 /// the instant the schedule's zero was placed at).
 #[derive(Clone, Debug, Serialize)]
 pub struct Record {
-    /// Its place in the schedule.
+    /// Its place among the requests sent: the schedule's first, then the
+    /// retries in the order they were sent.
     pub index: usize,
+    /// 1 for a first attempt, 2 for its first retry, and so on.
+    pub attempt: u32,
     /// When it was due.
     pub due: u64,
     /// When its sending began.

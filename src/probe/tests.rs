@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::limiter::{Context, Limiter, LimiterConfig, RateLimiter};
+use crate::limiter::{Context, Hint, Limiter, LimiterConfig, RateLimiter};
 use crate::time::NANOS_PER_SEC;
 
 fn limiter(toml: &str) -> Limiter {
@@ -22,6 +22,7 @@ fn record(index: usize, sent: f64, flight: f64, status: u16) -> Record {
     let sent = (sent * MS as f64) as u64;
     Record {
         index,
+        attempt: 1,
         due: sent,
         sent,
         answered: sent + (flight * MS as f64) as u64,
@@ -243,6 +244,7 @@ proptest! {
                 let admitted = run.decide(Nanos(at)).admitted();
                 Record {
                     index,
+                    attempt: 1,
                     due: at,
                     sent: at,
                     answered: at + flight,
@@ -258,4 +260,34 @@ proptest! {
         prop_assert_eq!(a.disagreements, 0, "{:?}", a);
         prop_assert_eq!(a.admitted_target, a.admitted_model);
     }
+}
+
+#[test]
+fn hints_are_read_as_the_headers_say() {
+    let h = |pairs: &[(&str, &str)]| {
+        let headers: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        retry::hint_of(
+            &headers,
+            5 * NANOS_PER_SEC,
+            1_700_000_000 * u128::from(NANOS_PER_SEC),
+        )
+    };
+    let s = |secs: u64| Some(Nanos(secs * NANOS_PER_SEC));
+    assert_eq!(h(&[("retry-after", "2")]).retry_at, s(7));
+    assert_eq!(
+        h(&[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")]).retry_at,
+        None
+    );
+    assert_eq!(h(&[("ratelimit-reset", "3")]).reset_at, s(8));
+    assert_eq!(
+        h(&[("ratelimit", "limit=10, remaining=0, reset=1")]).reset_at,
+        s(6)
+    );
+    assert_eq!(h(&[("x-ratelimit-reset", "4")]).reset_at, s(9));
+    // A Unix time: 1,700,000,030 s is 30 s after the zero.
+    assert_eq!(h(&[("x-ratelimit-reset", "1700000030")]).reset_at, s(30));
+    assert_eq!(h(&[("x-ratelimit-remaining", "0")]), Hint::NONE);
 }

@@ -118,7 +118,7 @@ impl Driver for Pattern {
 }
 
 /// Sets the retry jitter's stream apart from the sources' own.
-const RETRY_STREAM: u64 = 0x7265_7472_7921_2121;
+pub(crate) const RETRY_STREAM: u64 = 0x7265_7472_7921_2121;
 
 /// Clients that retry: their requests' first attempts come from the
 /// workload's sources, and a rejected request comes back as its retry

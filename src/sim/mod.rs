@@ -2,6 +2,7 @@
 //! nothing and writes no file; decisions go to a sink the caller provides.
 
 mod driver;
+pub(crate) use self::driver::RETRY_STREAM;
 mod events;
 mod pipeline;
 mod run;

@@ -364,6 +364,55 @@ fn haproxy_stick_table_rate_per_source_address_as_the_model() {
     }
 }
 
+/// Clients honouring express-rate-limit's real `Retry-After: 1` come back
+/// one second after each rejection's answer, and the model agrees with
+/// every attempt.
+#[test]
+#[ignore = "needs Node.js and tests/probe_express's packages (npm ci): run with --include-ignored, as .ci/run does"]
+fn retrying_clients_read_the_real_retry_after() {
+    let _alone = common::real_time();
+    let Some(express) = express() else {
+        return required(
+            "not installed: node, or tests/probe_express/node_modules; .ci/run runs npm ci there",
+        );
+    };
+    let url = format!("http://127.0.0.1:{}/", express.port);
+    let p = probe(
+        "scenarios/probe-express.toml",
+        &url,
+        &["--workload", "retrying", "--key-as", "header:X-Api-Key"],
+    );
+    assert_eq!(p.status, Some(0), "{}", p.stderr);
+    assert_eq!(p.json["agreement"]["unexplained"], 0, "{}", p.json);
+    let retries = &p.json["retries"];
+    assert!(retries["sent"].as_u64().unwrap() > 0, "{retries}");
+    assert!(retries["hinted"].as_u64().unwrap() > 0, "{retries}");
+    // index,attempt,due_ns,sent_ns,answered_ns,identity,status,error,hints
+    let rows: Vec<Vec<&str>> = p
+        .requests
+        .lines()
+        .skip(1)
+        .map(|line| line.split(',').collect())
+        .collect();
+    let rejected_answers: std::collections::HashSet<u64> = rows
+        .iter()
+        .filter(|r| r[6] == "429")
+        .map(|r| r[4].parse().unwrap())
+        .collect();
+    let retried: Vec<u64> = rows
+        .iter()
+        .filter(|r| r[1] != "1")
+        .map(|r| r[2].parse().unwrap())
+        .collect();
+    assert_eq!(retried.len() as u64, retries["sent"].as_u64().unwrap());
+    for due in retried {
+        assert!(
+            rejected_answers.contains(&(due - 1_000_000_000)),
+            "a retry due at {due} ns is 1 s after no rejection's answer"
+        );
+    }
+}
+
 #[test]
 #[ignore = "needs Node.js and tests/probe_express's packages (npm ci): run with --include-ignored, as .ci/run does"]
 fn express_rate_limit_is_a_first_request_window_per_key() {
