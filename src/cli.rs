@@ -328,7 +328,7 @@ pub struct ScheduleArgs {
     pub workload: Option<String>,
     /// The limiter the target enforces: the model compared with it, and the
     /// one an adversary workload searches against (default: the scenario's
-    /// only limiter).
+    /// first).
     #[arg(long, value_name = "NAME")]
     pub limiter: Option<String>,
     /// How a request carries its client key: header:NAME (like

@@ -39,7 +39,11 @@ fn plan(args: &ScheduleArgs) -> Result<Planned> {
         );
     }
     let mut scenario = load(&args.scenario)?;
-    let limiter = probe::limiter(&scenario, args.limiter.as_deref())?.clone();
+    let (limiter, note) = probe::limiter(&scenario, args.limiter.as_deref())?;
+    let limiter = limiter.clone();
+    if let Some(note) = note {
+        eprintln!("note: {note}");
+    }
     let workload = match &args.workload {
         Some(name) => scenario
             .workloads
@@ -274,6 +278,16 @@ pub fn probe(args: &ProbeArgs) -> Result<bool> {
     )?;
     staging.commit()?;
     println!("{}", summary_table(&file, &agreement));
+    if let Some(backend) = scenario.backend {
+        let capacity = backend.capacity_per_sec.get();
+        let worst = file.worst_rolling_target;
+        println!(
+            "the target let {worst} through in its worst {}: {} the backend's {capacity}/s{}",
+            Nanos(file.rolling_interval_ns),
+            crate::report::ratio(worst as f64 / capacity as f64),
+            if worst > capacity { " — OVER" } else { "" }
+        );
+    }
     println!(
         "sends began late by p50 {} / p99 {} / max {}; answers took p50 {} / p99 {}; results in {}",
         Nanos(file.lateness_ns.p50),
@@ -289,6 +303,23 @@ pub fn probe(args: &ProbeArgs) -> Result<bool> {
         }
         bail!(
             "probe stopped early: {why}; what was measured is in {}",
+            out.display()
+        );
+    }
+    if answered.is_empty() && !sent.records.is_empty() {
+        let (error, count) = file
+            .errors
+            .iter()
+            .max_by_key(|&(_, count)| *count)
+            .map_or(("no answer", 0), |(e, c)| (e.as_str(), *c));
+        bail!(
+            "none of the {} requests sent was answered ({count} of them: {error}){}; what was measured is in {}",
+            sent.records.len(),
+            if args.http2 {
+                "; --http2 speaks HTTP/2 with prior knowledge, which an HTTP/1.1-only listener refuses"
+            } else {
+                ""
+            },
             out.display()
         );
     }

@@ -279,25 +279,29 @@ fn follow(answered: &[&Record], limiter: &Limiter, g: u64, phase: u64) -> Follow
         // Every state the target may be in: each candidate deciding at the
         // send time, the earliest or the latest instant, where that gives
         // the target's answer.
+        // Candidates whose limiters are in the same state are one, kept
+        // with the earliest time of last decision (it holds later ones back
+        // the least).
         let mut next: Vec<State> = Vec::with_capacity(BEAM);
         let mut seen: Vec<String> = Vec::with_capacity(BEAM);
         if agrees {
-            seen.push(format!("{main:?}"));
+            seen.push(format!("{:?}", main.limiter));
             next.push(main.clone());
         }
-        'states: for state in beam.iter() {
+        for state in beam.iter() {
             for at in [sent, sent.saturating_sub(g), latest] {
                 let mut candidate = state.clone();
                 if candidate.decide(at, r).admitted() != target {
                     continue;
                 }
-                let text = format!("{candidate:?}");
-                if !seen.contains(&text) {
-                    seen.push(text);
-                    next.push(candidate);
-                    if next.len() == BEAM {
-                        break 'states;
+                let text = format!("{:?}", candidate.limiter);
+                match seen.iter().position(|t| *t == text) {
+                    Some(same) => next[same].last = next[same].last.min(candidate.last),
+                    None if next.len() < BEAM => {
+                        seen.push(text);
+                        next.push(candidate);
                     }
+                    None => {}
                 }
             }
         }

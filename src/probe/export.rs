@@ -61,7 +61,7 @@ pub fn k6(schedule: &Schedule, target: &str, identity: &Identity, about: &str) -
     )?;
     writeln!(
         out,
-        "// from the scenario's start (k6's arrival-rate executors pace evenly and\n// cannot place requests on window edges). k6's clock and sleep() are\n// millisecond-grained: compare k6's send times with burstsim probe's.\n// Run: k6 run -e TARGET=http://127.0.0.1:8080/ this-file.js"
+        "// from the scenario's start (k6's arrival-rate executors pace evenly and\n// cannot place requests on window edges). k6's clock and sleep() are\n// millisecond-grained: compare k6's send times with burstsim probe's.\n// Run: k6 run -e TARGET=http://127.0.0.1:8080/ probe.k6.js"
     )?;
     writeln!(out, "import http from 'k6/http';")?;
     writeln!(out, "import {{ sleep }} from 'k6';")?;

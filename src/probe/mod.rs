@@ -171,13 +171,18 @@ pub struct Caps {
     pub wall: Nanos,
 }
 
-/// The limiter the probe is about: `name`, or the scenario's only one.
-pub fn limiter<'a>(scenario: &'a Scenario, name: Option<&str>) -> Result<&'a NamedLimiter> {
+/// The limiter the probe is about: `name`, or the scenario's first (with a
+/// note saying so when it has several).
+pub fn limiter<'a>(
+    scenario: &'a Scenario,
+    name: Option<&str>,
+) -> Result<(&'a NamedLimiter, Option<String>)> {
     match name {
         Some(name) => scenario
             .limiters
             .iter()
             .find(|l| l.name == name)
+            .map(|l| (l, None))
             .with_context(|| {
                 format!(
                     "--limiter: no limiter {name:?} in {} (it has {})",
@@ -185,13 +190,18 @@ pub fn limiter<'a>(scenario: &'a Scenario, name: Option<&str>) -> Result<&'a Nam
                     names(scenario)
                 )
             }),
-        None if scenario.limiters.len() == 1 => Ok(&scenario.limiters[0]),
-        None => bail!(
-            "{} has {} limiters ({}); name the one the target enforces with --limiter",
-            scenario.path.display(),
-            scenario.limiters.len(),
-            names(scenario)
-        ),
+        None => {
+            let first = &scenario.limiters[0];
+            let note = (scenario.limiters.len() > 1).then(|| {
+                format!(
+                    "comparing with limiter {:?}, the first of {} ({}); name the one the target enforces with --limiter",
+                    first.name,
+                    scenario.path.display(),
+                    names(scenario)
+                )
+            });
+            Ok((first, note))
+        }
     }
 }
 

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Commands (by a piece of their first line) not run here, and why.
-const SKIPPED: [(&str, &str); 4] = [
+const SKIPPED: [(&str, &str); 5] = [
     (
         "burstsim run bad.toml",
         "bad.toml is the reader's own broken file; tests/integration/cli.rs checks the error's form",
@@ -28,6 +28,10 @@ const SKIPPED: [(&str, &str); 4] = [
     (
         "scripts/bench.sh",
         "timings of this machine, not figures of a model; docs/performance.md says when they were taken",
+    ),
+    (
+        "burstsim probe",
+        "needs a running gateway and wall-clock timing; tests/integration/probe_real.rs probes nginx, HAProxy and Express",
     ),
     (
         "burstsim merge parts/",

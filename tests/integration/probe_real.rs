@@ -93,7 +93,7 @@ fn nginx(http2: bool) -> Option<Gateway> {
                 )
                 .replace(
                     "worker_processes 1;",
-                    &format!("daemon off; master_process off; worker_processes 1; error_log {d}/error.log; pid {d}/nginx.pid;"),
+                    "daemon off; master_process off; worker_processes 1;",
                 )
                 .replace(
                     "http {",
