@@ -51,13 +51,26 @@ fn scenario(limiters: &str) -> String {
     )
 }
 
-/// Every sample: a file, or a folder's `nginx.conf` (a tree it includes).
+/// Every sample: a file; a folder's `nginx.conf` where the folder is a tree
+/// it includes (it has folders of its own); or each file of a folder of
+/// samples (`probe/`, the configurations `burstsim probe` is tested against).
 fn configs() -> Vec<std::path::PathBuf> {
-    let mut paths: Vec<_> = fs::read_dir("scenarios/configs")
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .map(|p| if p.is_dir() { p.join("nginx.conf") } else { p })
-        .collect();
+    let entries = |dir: &std::path::Path| -> Vec<std::path::PathBuf> {
+        fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect()
+    };
+    let mut paths = Vec::new();
+    for path in entries(std::path::Path::new("scenarios/configs")) {
+        if !path.is_dir() {
+            paths.push(path);
+        } else if entries(&path).iter().any(|p| p.is_dir()) {
+            paths.push(path.join("nginx.conf"));
+        } else {
+            paths.extend(entries(&path));
+        }
+    }
     paths.sort();
     paths
 }
@@ -67,8 +80,8 @@ fn every_sample_config_imports_to_blocks_that_validate_and_run() {
     let paths = configs();
     assert_eq!(
         paths.len(),
-        8,
-        "the seven dialects' samples and the Debian tree: {paths:?}"
+        10,
+        "the seven dialects' samples, the Debian tree and probe's nginx and HAProxy: {paths:?}"
     );
     let mut kinds = std::collections::BTreeSet::new();
     for path in paths {

@@ -450,7 +450,14 @@ struct Plain {
 }
 
 fn plain_server() -> Plain {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    // Bound while no other test is between picking a free port and its
+    // server listening there: the system could hand that port out again.
+    let listener = {
+        let _starting = common::STARTING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        TcpListener::bind("127.0.0.1:0").unwrap()
+    };
     let port = listener.local_addr().unwrap().port();
     let connections = Arc::new(AtomicUsize::new(0));
     let counted = connections.clone();
@@ -515,7 +522,12 @@ fn own_address() -> Option<std::net::IpAddr> {
 
 #[test]
 fn a_remote_target_is_refused_before_any_connection() {
-    let listener = TcpListener::bind("0.0.0.0:0").unwrap();
+    let listener = {
+        let _starting = common::STARTING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        TcpListener::bind("0.0.0.0:0").unwrap()
+    };
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
     let host = own_address().map_or("192.0.2.1".to_string(), |ip| ip.to_string());
@@ -567,10 +579,11 @@ fn a_schedule_past_a_cap_is_refused_before_sending() {
         assert_eq!(p.status, Some(2), "{args:?}: {}", p.stderr);
         assert!(p.stderr.contains(expected), "{args:?}: {}", p.stderr);
     }
-    let p = probe("scenarios/probe-nginx.toml", &url, &[]);
+    // Three limiters and no --limiter: the first, and a note saying so.
+    let p = probe("scenarios/probe-nginx.toml", &url, &["--max-requests", "5"]);
     assert!(
-        p.stderr.contains("--limiter"),
-        "three limiters: name one: {}",
+        p.stderr.contains("comparing with limiter \"site\", the first"),
+        "{}",
         p.stderr
     );
     assert_eq!(server.connections.load(Ordering::SeqCst), 0, "nothing sent");
@@ -579,12 +592,10 @@ fn a_schedule_past_a_cap_is_refused_before_sending() {
 #[test]
 fn a_target_refusing_connections_stops_the_probe_and_keeps_what_was_measured() {
     let _alone = common::real_time();
-    let port = {
-        let _starting = common::STARTING
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        common::free_port()
-    };
+    // Port 1: privileged, so no test's server (bound to a port the system
+    // picks, from the ephemeral range) can be listening there, as one could
+    // on a port found free a moment before.
+    let port = 1;
     let p = probe(
         "scenarios/probe-nginx.toml",
         &format!("http://127.0.0.1:{port}/"),
@@ -696,6 +707,60 @@ fn export_writes_k6_and_vegeta_with_the_exact_offsets() {
         assert_eq!(target["method"], "GET");
         assert_eq!(target["url"], "http://127.0.0.1:8080/");
     }
+    // With keys: vegeta's target schema (lib/target.schema.json: method and
+    // url required; header a map of arrays of strings; nothing else).
+    let keyed = dir.path().join("keyed");
+    let output = Command::new(env!("CARGO_BIN_EXE_burstsim"))
+        .arg("export")
+        .arg(repo("scenarios/probe-nginx.toml"))
+        .args([
+            "--limiter",
+            "per-client",
+            "--workload",
+            "clients",
+            "--key-as",
+            "forwarded-for",
+            "--vegeta",
+            "--out",
+        ])
+        .arg(&keyed)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        !keyed.join("probe.k6.js").exists(),
+        "--vegeta alone writes no k6 script"
+    );
+    let mut addresses = std::collections::HashSet::new();
+    for line in std::fs::read_to_string(keyed.join("vegeta-targets.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        let target: serde_json::Value = serde_json::from_str(line).unwrap();
+        let fields = target.as_object().unwrap();
+        assert!(
+            fields
+                .keys()
+                .all(|k| ["method", "url", "header", "body"].contains(&k.as_str())),
+            "{line}"
+        );
+        let forwarded = target["header"]["X-Forwarded-For"].as_array().unwrap();
+        assert_eq!(forwarded.len(), 1);
+        addresses.insert(forwarded[0].as_str().unwrap().to_string());
+    }
+    assert_eq!(
+        addresses.len(),
+        4,
+        "the workload's 4 clients: {addresses:?}"
+    );
+    assert!(
+        addresses.iter().all(|a| a.starts_with("10.")),
+        "{addresses:?}"
+    );
     let pacing = std::fs::read_to_string(out.join("vegeta-pacing.txt")).unwrap();
     assert!(pacing.contains("-rate=40/1s"), "{pacing}");
     // The script parses as JavaScript (a module: k6's imports are not resolved).
