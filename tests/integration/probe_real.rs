@@ -582,7 +582,8 @@ fn a_schedule_past_a_cap_is_refused_before_sending() {
     // Three limiters and no --limiter: the first, and a note saying so.
     let p = probe("scenarios/probe-nginx.toml", &url, &["--max-requests", "5"]);
     assert!(
-        p.stderr.contains("comparing with limiter \"site\", the first"),
+        p.stderr
+            .contains("comparing with limiter \"site\", the first"),
         "{}",
         p.stderr
     );
