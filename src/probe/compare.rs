@@ -9,7 +9,8 @@
 //! - **timing**: the model gives the target's answer when this request and
 //!   the key's earlier ones are decided at instants the target could have
 //!   decided them: the send time, the earliest (the send less the clock
-//!   granularity) or the latest (the answer's arrival). The states each such
+//!   granularity), the latest (the answer's arrival), or for a flight longer
+//!   than two ticks its quarter points. The states each such
 //!   choice leads to are carried along (at most [`BEAM`] per key), so the
 //!   model follows the target wherever timing explains it;
 //! - **reordered**: two requests of one key in flight together, answered in
@@ -17,9 +18,9 @@
 //! - **unexplained**: anything else — the model is not the target's twin
 //!   there (or the target is not what the scenario says it is).
 //!
-//! Only three instants of each flight are tried: a decision that changes
-//! and changes back inside one request's flight would be counted
-//! unexplained. Which fraction of a tick the target's clock is ahead of
+//! Only those instants of each flight are tried: a decision that needs
+//! an instant between them (a window that must open between two quarter
+//! points of a long flight) is counted unexplained. Which fraction of a tick the target's clock is ahead of
 //! ours is unknown too: eight phases over two ticks are tried and the one
 //! explaining the most is reported.
 
@@ -104,7 +105,9 @@ enum Model {
 }
 
 /// The most states kept per key.
-const BEAM: usize = 16;
+const BEAM: usize = 64;
+/// Of them, the most too large to describe (never merged, and costly to copy).
+const BEAM_UNDESCRIBED: usize = 16;
 
 #[derive(Clone, Debug)]
 struct State {
@@ -174,14 +177,24 @@ pub fn compare(
         .collect();
     own_decisions.sort_by_key(|&(at, _)| at);
     // The target's clock may tick on other instants than ours: which
-    // fraction of its granularity ours is ahead by is unknown, so eight
-    // phases over two ticks (HAProxy's periods start on even milliseconds)
-    // are tried, and the one explaining the most kept.
+    // fraction of its granularity ours is ahead by is unknown, so up to
+    // eight phases over two ticks (HAProxy's periods start on even
+    // milliseconds) are tried, and the one explaining the most kept.
     let g = granularity.get();
-    let best = (0..PHASES)
-        .map(|k| follow(&answered, limiter, g, k * g.saturating_mul(2) / PHASES))
-        .min_by_key(|f| (f.unexplained(), f.differing.len()))
-        .expect("phases are tried");
+    // The first phase that explains everything is kept: the others are
+    // tried only while something is unexplained.
+    let mut best: Option<Followed> = None;
+    for k in 0..PHASES {
+        let followed = follow(&answered, limiter, g, k * g.saturating_mul(2) / PHASES);
+        let key = |f: &Followed| (f.unexplained(), f.differing.len());
+        if best.as_ref().is_none_or(|b| key(&followed) < key(b)) {
+            best = Some(followed);
+        }
+        if best.as_ref().is_some_and(|b| b.unexplained() == 0) {
+            break;
+        }
+    }
+    let best = best.expect("phases are tried");
     let Followed {
         differing,
         timing,
@@ -230,6 +243,29 @@ pub fn compare(
         listed,
     };
     (agreement, own_decisions)
+}
+
+/// The longest description of a state compared to tell equal states apart;
+/// a longer one (a sliding log of many entries) is taken as unlike any
+/// other, so comparing costs at most this much formatting.
+const DESCRIBED: usize = 512;
+
+/// `limiter`'s state as text, if it is short: two states with the same text
+/// decide alike from here on.
+pub(super) fn described(limiter: &Limiter) -> Option<String> {
+    struct Bounded(String);
+    impl std::fmt::Write for Bounded {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            if self.0.len() + s.len() > DESCRIBED {
+                return Err(std::fmt::Error);
+            }
+            self.0.push_str(s);
+            Ok(())
+        }
+    }
+    let mut text = Bounded(String::with_capacity(DESCRIBED));
+    std::fmt::write(&mut text, format_args!("{limiter:?}")).ok()?;
+    Some(text.0)
 }
 
 /// Clock phases tried.
@@ -283,21 +319,35 @@ fn follow(answered: &[&Record], limiter: &Limiter, g: u64, phase: u64) -> Follow
         // with the earliest time of last decision (it holds later ones back
         // the least).
         let mut next: Vec<State> = Vec::with_capacity(BEAM);
-        let mut seen: Vec<String> = Vec::with_capacity(BEAM);
+        let mut seen: Vec<Option<String>> = Vec::with_capacity(BEAM);
         if agrees {
-            seen.push(format!("{:?}", main.limiter));
+            seen.push(described(&main.limiter));
             next.push(main.clone());
         }
+        // The send, a tick before it, the answer, and — for a flight longer
+        // than two ticks — its quarter points.
+        let flight = latest - sent;
+        let quarters = if flight > g.saturating_mul(2) { 3 } else { 0 };
+        let instants = [sent, sent.saturating_sub(g), latest]
+            .into_iter()
+            .chain((1..=quarters).map(|q| sent + flight / 4 * q));
+        let instants: Vec<u64> = instants.collect();
         for state in beam.iter() {
-            for at in [sent, sent.saturating_sub(g), latest] {
+            for &at in &instants {
                 let mut candidate = state.clone();
                 if candidate.decide(at, r).admitted() != target {
                     continue;
                 }
-                let text = format!("{:?}", candidate.limiter);
-                match seen.iter().position(|t| *t == text) {
+                let text = described(&candidate.limiter);
+                let same = text
+                    .as_ref()
+                    .and_then(|text| seen.iter().position(|t| t.as_ref() == Some(text)));
+                let room = next.len() < BEAM
+                    && (text.is_some()
+                        || seen.iter().filter(|t| t.is_none()).count() < BEAM_UNDESCRIBED);
+                match same {
                     Some(same) => next[same].last = next[same].last.min(candidate.last),
-                    None if next.len() < BEAM => {
+                    None if room => {
                         seen.push(text);
                         next.push(candidate);
                     }

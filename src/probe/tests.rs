@@ -291,3 +291,29 @@ fn hints_are_read_as_the_headers_say() {
     assert_eq!(h(&[("x-ratelimit-reset", "1700000030")]).reset_at, s(30));
     assert_eq!(h(&[("x-ratelimit-remaining", "0")]), Hint::NONE);
 }
+
+/// A state too large to describe cheaply (a global sliding log of hundreds
+/// of entries) is kept apart rather than compared, and a target answering
+/// as that model still agrees throughout.
+#[test]
+fn large_states_are_not_compared_by_text_and_still_agree() {
+    let model = limiter("kind = \"sliding-log\"\nwindow = \"1s\"\nthreshold = 600");
+    let mut run = model.clone();
+    assert!(compare::described(&run).is_some(), "empty, it is short");
+    let records: Vec<Record> = (0..2_000u64)
+        .map(|i| {
+            let at = i * 700_000;
+            let admitted = run.decide(Nanos(at)).admitted();
+            let mut r = record(i as usize, 0.0, 0.0, if admitted { 200 } else { 429 });
+            (r.due, r.sent, r.answered) = (at, at, at + 400_000);
+            r
+        })
+        .collect();
+    assert!(
+        compare::described(&run).is_none(),
+        "600 entries are not described"
+    );
+    let (a, _) = compare(&records, &model, Nanos(MS));
+    assert_eq!((a.compared, a.disagreements), (2_000, 0), "{a:?}");
+    assert!(a.admitted_target > 600 && a.admitted_target < 2_000);
+}

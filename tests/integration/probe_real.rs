@@ -364,9 +364,9 @@ fn haproxy_stick_table_rate_per_source_address_as_the_model() {
     }
 }
 
-/// Clients honouring express-rate-limit's real `Retry-After: 1` come back
-/// one second after each rejection's answer, and the model agrees with
-/// every attempt.
+/// Clients honouring express-rate-limit's real `Retry-After` (whole
+/// seconds) come back exactly that long after each rejection's answer, and
+/// the model agrees with every attempt.
 #[test]
 #[ignore = "needs Node.js and tests/probe_express's packages (npm ci): run with --include-ignored, as .ci/run does"]
 fn retrying_clients_read_the_real_retry_after() {
@@ -388,27 +388,35 @@ fn retrying_clients_read_the_real_retry_after() {
     assert!(retries["sent"].as_u64().unwrap() > 0, "{retries}");
     assert!(retries["hinted"].as_u64().unwrap() > 0, "{retries}");
     // index,attempt,due_ns,sent_ns,answered_ns,identity,status,error,hints
-    let rows: Vec<Vec<&str>> = p
-        .requests
-        .lines()
-        .skip(1)
-        .map(|line| line.split(',').collect())
+    let rows: Vec<csv::StringRecord> = csv::Reader::from_reader(p.requests.as_bytes())
+        .records()
+        .map(Result::unwrap)
         .collect();
-    let rejected_answers: std::collections::HashSet<u64> = rows
+    // Each rejection's answer plus its Retry-After (whole seconds, as sent:
+    // 1, or 0 when the window ended while node was still answering).
+    let retry_instants: std::collections::HashSet<u64> = rows
         .iter()
-        .filter(|r| r[6] == "429")
-        .map(|r| r[4].parse().unwrap())
+        .filter(|r| &r[6] == "429")
+        .map(|r| {
+            let after: u64 = r[8]
+                .split("; ")
+                .find_map(|h| h.strip_prefix("retry-after: "))
+                .expect("a 429 of express-rate-limit carries Retry-After")
+                .parse()
+                .unwrap();
+            r[4].parse::<u64>().unwrap() + after * 1_000_000_000
+        })
         .collect();
     let retried: Vec<u64> = rows
         .iter()
-        .filter(|r| r[1] != "1")
+        .filter(|r| &r[1] != "1")
         .map(|r| r[2].parse().unwrap())
         .collect();
     assert_eq!(retried.len() as u64, retries["sent"].as_u64().unwrap());
     for due in retried {
         assert!(
-            rejected_answers.contains(&(due - 1_000_000_000)),
-            "a retry due at {due} ns is 1 s after no rejection's answer"
+            retry_instants.contains(&due),
+            "a retry due at {due} ns is no rejection's answer plus its Retry-After"
         );
     }
 }
