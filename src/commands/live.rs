@@ -2,7 +2,7 @@
 
 use std::io::IsTerminal;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{decided_results, load, results_folder, warn};
@@ -17,16 +17,7 @@ pub fn live(args: &LiveArgs) -> Result<()> {
     }
     let workload = match &args.workload {
         None => 0,
-        Some(name) => scenario
-            .workloads
-            .iter()
-            .position(|w| &w.name == name)
-            .with_context(|| {
-                format!(
-                    "--workload: no workload {name:?} in {}",
-                    args.scenario.display()
-                )
-            })?,
+        Some(name) => super::named_workload(&scenario, name)?,
     };
     if scenario.workloads[workload].retry.is_some() {
         bail!(

@@ -220,3 +220,17 @@ fn write_decided(
         ),
     )
 }
+
+/// The index of workload `name` (`--workload`), or an error naming the file.
+fn named_workload(scenario: &Scenario, name: &str) -> Result<usize> {
+    scenario
+        .workloads
+        .iter()
+        .position(|w| w.name == name)
+        .with_context(|| {
+            format!(
+                "--workload: no workload {name:?} in {}",
+                scenario.path.display()
+            )
+        })
+}

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
@@ -45,16 +45,7 @@ fn plan(args: &ScheduleArgs) -> Result<Planned> {
         eprintln!("note: {note}");
     }
     let workload = match &args.workload {
-        Some(name) => scenario
-            .workloads
-            .iter()
-            .position(|w| &w.name == name)
-            .with_context(|| {
-                format!(
-                    "--workload: no workload {name:?} in {}",
-                    args.scenario.display()
-                )
-            })?,
+        Some(name) => super::named_workload(&scenario, name)?,
         // The scenario's adversary, or one made for the limiter.
         None => match scenario
             .workloads
