@@ -543,6 +543,10 @@ kinds! {
     HaproxyRate = haproxy_rate,
     Traefik = traefik,
     Kong = kong,
+    Sentinel = sentinel,
+    Resilience4j = resilience4j,
+    Guava = guava,
+    ExpressRateLimit = express_rate_limit,
 }
 
 /// The most `limiter` admits in any of `intervals`, above its bound, over

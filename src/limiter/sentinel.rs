@@ -1,0 +1,419 @@
+//! Alibaba Sentinel's QPS flow rule (`FlowRule` with `grade = 1`), modelled
+//! from its source (sentinel-core, 1.8.x / 2.0 line,
+//! `slots/block/flow/controller/DefaultController.java`,
+//! `ThrottlingController.java` and `slots/statistic/base/LeapArray.java`):
+//!
+//! - `control_behavior = "default"` (`DefaultController`): a request is
+//!   blocked when `(int) passQps + 1 > count`, where `passQps` is the passed
+//!   requests in the node's rolling second divided by the interval in
+//!   seconds. The rolling second is a `LeapArray` of `sample_count` buckets
+//!   of `interval / sample_count` milliseconds aligned on the epoch
+//!   millisecond (`windowStart = t − t % length`), of which the last
+//!   `sample_count` count (a bucket is dropped when `t − windowStart >
+//!   interval`, which never keeps an older one). Blocked requests do not
+//!   count. So it admits while the last buckets hold fewer than
+//!   ⌈count · interval / 1 s⌉: the bucketed sliding window, 2N within one
+//!   bucket and a millisecond at the default (two buckets of 500 ms).
+//! - `control_behavior = "rate-limiter"` (`ThrottlingController`, the
+//!   "uniform rate" behaviour): requests are spaced `cost = round(1 s /
+//!   count)` apart: one passes at once when the last passed time plus `cost`
+//!   is due, otherwise it waits for its turn (`latestPassedTime += cost`)
+//!   when that wait is at most `max_queueing_time_ms`, and is blocked
+//!   beyond it. The time is in cached milliseconds, or `System.nanoTime()`
+//!   nanoseconds when `1000 % round(count) ≠ 0` or `count > 1000`, exactly
+//!   as the controller chooses. The last passed time starts at −1, which a
+//!   wall clock is always far past: the first request passes.
+//!
+//! A block is Sentinel's `FlowException`: the web adapters answer 429
+//! "Blocked by Sentinel (flow limiting)" with no retry hint. Not modelled:
+//! `warm-up` and `warm-up-rate-limiter` behaviours (their token arithmetic
+//! is in doubles), thread-count grade, cluster mode, fractional counts.
+
+use std::num::NonZeroU64;
+
+use serde::Deserialize;
+
+use super::sliding_buckets::{self, SlidingBuckets};
+use super::{Context, Decision, Hint, Kind, RateLimiter};
+use crate::error::{FieldError, field_error};
+use crate::time::Nanos;
+
+const NANOS_PER_MS: u64 = 1_000_000;
+
+/// `kind = "sentinel"`, as a Sentinel flow rule's fields in snake_case.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// `count`: the most passed per second (QPS).
+    pub count: NonZeroU64,
+    /// `controlBehavior`: `"default"` (reject at once, 0) or
+    /// `"rate-limiter"` (queue at a uniform rate, 2).
+    #[serde(default)]
+    pub control_behavior: Behavior,
+    /// `maxQueueingTimeMs` of the rate-limiter behaviour (default 500).
+    #[serde(default = "default_queueing")]
+    pub max_queueing_time_ms: u64,
+    /// The rolling second's buckets (`SampleCountProperty.SAMPLE_COUNT`,
+    /// default 2).
+    #[serde(default = "default_sample_count")]
+    pub sample_count: NonZeroU64,
+    /// The rolling statistic's interval (`IntervalProperty.INTERVAL`,
+    /// default 1 s), whole milliseconds.
+    #[serde(default = "second")]
+    pub interval: Nanos,
+}
+
+/// A flow rule's `controlBehavior`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Behavior {
+    /// `CONTROL_BEHAVIOR_DEFAULT`: reject at once.
+    #[default]
+    Default,
+    /// `CONTROL_BEHAVIOR_RATE_LIMITER`: queue, spaced at 1/count.
+    RateLimiter,
+}
+
+fn default_queueing() -> u64 {
+    500
+}
+
+fn default_sample_count() -> NonZeroU64 {
+    NonZeroU64::MIN.saturating_add(1)
+}
+
+fn second() -> Nanos {
+    Nanos::SECOND
+}
+
+impl Kind for Config {
+    const NAME: &'static str = "sentinel";
+    type State = Sentinel;
+
+    fn build(&self, _: Context) -> Result<Sentinel, FieldError> {
+        let count = self.count.get();
+        if count > 1_000_000_000 {
+            return Err(field_error!("count", "at most 1000000000 per second (got {count})"));
+        }
+        match self.control_behavior {
+            Behavior::Default => {
+                let interval = self.interval.get();
+                let samples = self.sample_count.get();
+                if interval == 0 || !interval.is_multiple_of(NANOS_PER_MS * samples) {
+                    return Err(field_error!("interval", "Sentinel's buckets are whole milliseconds: {} does not split into {samples} of them",
+                        self.interval
+                    ));
+                }
+                // (int)(pass / (interval / 1 s)) + 1 > count blocks: pass
+                // is admitted while pass · 1 s < count · interval.
+                let threshold = (u128::from(count) * u128::from(interval))
+                    .div_ceil(u128::from(Nanos::SECOND.get()));
+                let threshold = u64::try_from(threshold)
+                    .ok()
+                    .and_then(NonZeroU64::new)
+                    .ok_or_else(|| field_error!("count", "too large for its interval"))?;
+                let buckets = sliding_buckets::Config {
+                    window: self.interval,
+                    threshold,
+                    buckets: self.sample_count,
+                }
+                .build(Context::default())
+                .map_err(|e| FieldError::at("sample_count", e.message))?;
+                Ok(Sentinel::Default(buckets))
+            }
+            Behavior::RateLimiter => {
+                if self.max_queueing_time_ms > 3_600_000 {
+                    return Err(field_error!("max_queueing_time_ms", "at most an hour (3600000)"));
+                }
+                // ThrottlingController's choice of clock.
+                let nanos = !1_000u64.is_multiple_of(count) || count > 1_000;
+                let (unit, cost) = if nanos {
+                    // Math.round(1e9 / count): ⌊(2·10⁹ + count) / (2·count)⌋.
+                    (1, (2 * Nanos::SECOND.get() + count) / (2 * count))
+                } else {
+                    (NANOS_PER_MS, 1_000 / count)
+                };
+                Ok(Sentinel::RateLimiter(Throttling {
+                    unit,
+                    cost,
+                    max_queueing: self.max_queueing_time_ms * NANOS_PER_MS / unit,
+                    count,
+                    latest: None,
+                    before: None,
+                }))
+            }
+        }
+    }
+
+    super::parameter_is!(count);
+
+    fn example(choice: u64) -> String {
+        let count = [1, 3, 7, 10, 250, 1_000, 1_500, 3_000][(choice % 8) as usize];
+        match choice / 8 % 2 {
+            0 => format!(
+                "count = {count}\nsample_count = {}\ninterval = \"{}ms\"",
+                choice / 16 % 4 + 1,
+                (choice / 64 % 3 + 1) * 1_200
+            ),
+            _ => format!(
+                "count = {count}\ncontrol_behavior = \"rate-limiter\"\nmax_queueing_time_ms = {}",
+                choice / 16 % 700
+            ),
+        }
+    }
+}
+
+/// A Sentinel flow rule's controller.
+#[derive(Clone, Debug)]
+pub enum Sentinel {
+    /// `DefaultController` over the node's `LeapArray`.
+    Default(SlidingBuckets),
+    /// `ThrottlingController`.
+    RateLimiter(Throttling),
+}
+
+/// `ThrottlingController`: the last passed time on its clock (`unit`
+/// nanoseconds per tick), requests spaced `cost` ticks apart.
+#[derive(Clone, Debug)]
+pub struct Throttling {
+    unit: u64,
+    cost: u64,
+    max_queueing: u64,
+    count: u64,
+    /// `latestPassedTime`, in ticks; `None` before the first pass.
+    latest: Option<u64>,
+    /// `latest` before the last pass, for a refund.
+    before: Option<u64>,
+}
+
+impl Throttling {
+    fn decide(&mut self, now: Nanos) -> Decision {
+        let tick = now.get() / self.unit;
+        let expected = self.latest.map(|latest| latest.saturating_add(self.cost));
+        match expected {
+            Some(expected) if expected > tick => {
+                let wait = expected - tick;
+                if wait > self.max_queueing {
+                    return Decision::Reject(Hint::NONE);
+                }
+                self.before = self.latest;
+                self.latest = Some(expected);
+                // Thread.sleep(wait ms) / parkNanos(wait) from the call.
+                Decision::Delay(Nanos(wait * self.unit))
+            }
+            _ => {
+                self.before = self.latest;
+                self.latest = Some(tick);
+                Decision::Admit
+            }
+        }
+    }
+
+    /// Passed times (in ticks) are spaced at least `cost` apart and each
+    /// request reaches the backend within its tick of its passed time (at
+    /// it, on the nanosecond clock): k released in [s, s + L) have passed
+    /// ticks within (L + unit − 1)/unit of each other, so (k − 1)·cost·unit
+    /// ≤ L + unit − 2.
+    fn bound(&self, interval: Nanos, ahead: u64) -> u64 {
+        if interval == Nanos::ZERO {
+            return 0;
+        }
+        if self.cost == 0 {
+            return u64::MAX;
+        }
+        let span = u128::from(interval.get()) + u128::from(self.unit) - 2
+            + u128::from(ahead) * u128::from(self.unit);
+        let spaced = span / (u128::from(self.cost) * u128::from(self.unit));
+        u64::try_from(spaced + 1).unwrap_or(u64::MAX)
+    }
+}
+
+impl RateLimiter for Sentinel {
+    /// A block carries no hint (429 "Blocked by Sentinel").
+    #[inline]
+    fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
+        match self {
+            Sentinel::Default(buckets) => buckets.decide_with::<HINTS>(now),
+            Sentinel::RateLimiter(throttling) => throttling.decide(now),
+        }
+    }
+
+    fn refund(&mut self, now: Nanos) {
+        match self {
+            Sentinel::Default(buckets) => buckets.refund(now),
+            Sentinel::RateLimiter(throttling) => throttling.latest = throttling.before,
+        }
+    }
+
+    /// The bucketed window's bound (2N in any interval of one bucket and a
+    /// millisecond at the defaults), or the paced queue's: ⌊(L + 1 ms −
+    /// 2 ns)/cost⌋ + 1 on the millisecond clock — N + 1 per second, since a
+    /// request passed late in its millisecond and one passed early in a
+    /// millisecond a second later are 999 ms and a bit apart.
+    fn bound(&self, interval: Nanos) -> u64 {
+        match self {
+            Sentinel::Default(buckets) => buckets.bound(interval),
+            Sentinel::RateLimiter(throttling) => throttling.bound(interval, 0),
+        }
+    }
+
+    /// Passed at decision time, a queued request's passed tick is up to the
+    /// queueing time after its decision.
+    fn decision_bound(&self, interval: Nanos) -> u64 {
+        match self {
+            Sentinel::Default(buckets) => buckets.bound(interval),
+            Sentinel::RateLimiter(t) => t.bound(interval, t.max_queueing),
+        }
+    }
+
+    fn max_delay(&self) -> Nanos {
+        match self {
+            Sentinel::Default(_) => Nanos::ZERO,
+            Sentinel::RateLimiter(t) => Nanos(t.max_queueing * t.unit),
+        }
+    }
+
+    fn nominal(&self, interval: Nanos) -> f64 {
+        match self {
+            Sentinel::Default(buckets) => buckets.nominal(interval),
+            Sentinel::RateLimiter(t) => t.count as f64 * interval.as_secs_f64(),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Sentinel::Default(buckets) => format!("Sentinel default: {}", buckets.describe()),
+            Sentinel::RateLimiter(t) => format!(
+                "Sentinel rate-limiter: {}/s, one per {}, queue ≤ {}",
+                t.count,
+                Nanos(t.cost * t.unit),
+                Nanos(t.max_queueing * t.unit)
+            ),
+        }
+    }
+
+    fn window_edges(&self) -> Option<(Nanos, Nanos)> {
+        match self {
+            Sentinel::Default(buckets) => buckets.window_edges(),
+            Sentinel::RateLimiter(_) => None,
+        }
+    }
+
+    fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
+        match self {
+            Sentinel::Default(buckets) => buckets.memory_at_most(keys, requests),
+            Sentinel::RateLimiter(_) => 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = NANOS_PER_MS;
+
+    fn rule(text: &str) -> Sentinel {
+        let config: Config = toml::from_str(text).unwrap();
+        config.build(Context::default()).unwrap()
+    }
+
+    fn admitted(limiter: &mut Sentinel, at: u64, count: usize) -> usize {
+        (0..count)
+            .filter(|_| limiter.decide(Nanos(at)).admitted())
+            .count()
+    }
+
+    #[test]
+    fn the_default_lets_2n_through_within_half_a_second() {
+        let mut l = rule("count = 10");
+        assert_eq!(admitted(&mut l, 499 * MS, 15), 10, "bucket [0, 500)");
+        assert_eq!(admitted(&mut l, 999 * MS, 5), 0, "it still counts");
+        assert_eq!(admitted(&mut l, 1_000 * MS, 15), 10, "it left at 1000 ms");
+        assert_eq!(l.bound(Nanos(501 * MS + 1)), 20);
+        assert_eq!(l.bound(Nanos(500 * MS)), 10, "one bucket of 500 ms");
+    }
+
+    #[test]
+    fn an_interval_other_than_a_second_scales_pass_to_a_second() {
+        // Two seconds of statistics: (int)(pass / 2) + 1 > 10 blocks, so
+        // 20 pass in the two seconds; with 1.5 s, (int)(pass / 1.5) + 1 >
+        // 10 blocks from pass = 15.
+        let mut l = rule("count = 10\ninterval = \"2s\"");
+        assert_eq!(admitted(&mut l, 0, 30), 20);
+        let mut l = rule("count = 10\ninterval = \"1500ms\"\nsample_count = 3");
+        assert_eq!(admitted(&mut l, 0, 30), 15);
+        let config: Config = toml::from_str("count = 10\ninterval = \"1001ms\"").unwrap();
+        let err = config.build(Context::default()).unwrap_err().to_string();
+        assert!(err.starts_with("interval: "), "{err}");
+    }
+
+    #[test]
+    fn the_rate_limiter_queues_at_its_pace_and_blocks_past_the_queue() {
+        let mut l = rule("count = 10\ncontrol_behavior = \"rate-limiter\"");
+        let delays: Vec<Option<u64>> = (0..8)
+            .map(|_| {
+                let d = l.decide(Nanos(5 * MS + 300));
+                d.admitted().then(|| d.delay().get())
+            })
+            .collect();
+        // 100 ms apart on the millisecond clock, slept from the call;
+        // 500 ms of queue is five more.
+        let expected: Vec<Option<u64>> = [0, 100, 200, 300, 400, 500]
+            .iter()
+            .map(|ms| Some(ms * MS))
+            .chain([None, None])
+            .collect();
+        assert_eq!(delays, expected);
+        assert!(l.decide(Nanos(105 * MS)).delay() == Nanos(500 * MS), "the queue moved on");
+    }
+
+    #[test]
+    fn the_rate_limiter_uses_nanoseconds_where_sentinel_does() {
+        // 1000 % 3 ≠ 0: System.nanoTime(), cost round(1e9 / 3) = 333333333 ns.
+        let mut l = rule("count = 3\ncontrol_behavior = \"rate-limiter\"\nmax_queueing_time_ms = 0");
+        assert!(l.decide(Nanos(7)).admitted());
+        assert!(!l.decide(Nanos(333_333_339)).admitted());
+        assert!(l.decide(Nanos(333_333_340)).admitted());
+        // 1500 per second: more than 1000, nanoseconds, cost 666667 ns.
+        let Sentinel::RateLimiter(t) = rule("count = 1500\ncontrol_behavior = \"rate-limiter\"") else {
+            panic!("rate limiter")
+        };
+        assert_eq!((t.unit, t.cost), (1, 666_667));
+    }
+
+    #[test]
+    fn warm_up_is_refused_by_name() {
+        let err = toml::from_str::<Config>("count = 10\ncontrol_behavior = \"warm-up\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("rate-limiter"), "{err}");
+    }
+
+    proptest::proptest! {
+        /// Released times, millisecond traffic around bucket and queue edges.
+        #[test]
+        fn never_releases_more_than_its_bound(
+            choice in 0u64..10_000,
+            mut times in proptest::collection::vec(0u64..3_000, 1..300),
+            sub in 0u64..MS,
+        ) {
+            times.sort_unstable();
+            let config: Config = toml::from_str(&Config::example(choice)).unwrap();
+            let mut l = config.build(Context::default()).unwrap();
+            let mut released: Vec<u64> = times
+                .iter()
+                .filter_map(|ms| {
+                    let t = ms * MS + sub;
+                    let d = l.decide(Nanos(t));
+                    d.admitted().then(|| t + d.delay().get())
+                })
+                .collect();
+            released.sort_unstable();
+            for interval in [1, MS, 100 * MS, 400 * MS + 1, 1_000 * MS, 2_500 * MS] {
+                let (worst, bound) = (crate::limiter::worst_in(&released, Nanos(interval)), l.bound(Nanos(interval)));
+                proptest::prop_assert!(worst <= bound, "{}: {} > {} over {}", Config::example(choice), worst, bound, interval);
+            }
+        }
+    }
+}

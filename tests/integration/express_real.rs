@@ -1,0 +1,106 @@
+//! `express-rate-limit` against the real middleware and `MemoryStore`
+//! (7.5.0, as `tests/probe_express/package-lock.json` pins): a Node driver
+//! (`tests/probe_express/decide.js`) runs each request through the real
+//! middleware with `Date.now()` set to the request's time, and the model,
+//! a limiter per key, must give the same answer to every request — passed,
+//! or refused with the same `Retry-After` in whole seconds — across window
+//! edges to the millisecond, several requests in one millisecond, refused
+//! requests that keep counting, and keys that come and go. Skipped where
+//! Node or the packages are missing; `.ci/run` installs Node and runs
+//! `npm ci` there.
+
+use std::path::Path;
+
+use burstsim::limiter::{Context, Decision, LimiterConfig, RateLimiter};
+use burstsim::time::Nanos;
+use burstsim::traffic::Key;
+
+use super::common;
+
+const MS: u64 = 1_000_000;
+
+/// `(key, time)` pairs for a window of `window_ms`: bursts in one
+/// millisecond, steps of a millisecond or two, jumps to just before, at and
+/// after a window's end, and idle spells.
+fn requests(seed: &mut u64, count: usize, window_ms: u64, keys: u64) -> Vec<(u64, u64)> {
+    let mut next = || burstsim::random::splitmix64(seed);
+    let mut t = next() % (1_000 * MS);
+    (0..count)
+        .map(|_| {
+            t += match next() % 10 {
+                0..=3 => next() % 1_000,
+                4 | 5 => next() % (2 * MS),
+                6 | 7 => (window_ms * MS + next() % (4 * MS)).saturating_sub(2 * MS),
+                8 => next() % (window_ms * MS),
+                _ => next() % (3 * window_ms * MS),
+            };
+            (next() % keys, t)
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs Node and tests/probe_express's packages: run with --include-ignored, as .ci/run does"]
+fn express_rate_limit_decides_every_request_as_its_memory_store_does() {
+    let node = common::installed(&["/usr/bin/node", "/usr/local/bin/node"]);
+    let driver = std::fs::canonicalize("tests/probe_express/decide.js").unwrap();
+    let installed = Path::new("tests/probe_express/node_modules/express-rate-limit").is_dir();
+    let (Some(node), true) = (node, installed) else {
+        common::required(
+            "not installed: Node or express-rate-limit; .ci/run installs nodejs and runs npm ci in tests/probe_express",
+        );
+        return;
+    };
+    let mut seed = 20_261_202;
+    let (mut compared, mut refused) = (0, 0);
+    for (window_ms, limit, keys) in [
+        (1_000u64, 10u64, 1u64),
+        (1_000, 3, 4),
+        (1, 1, 1),
+        (7, 2, 3),
+        (2_500, 5, 2),
+        (60_000, 20, 5),
+    ] {
+        let requests = requests(&mut seed, 3_000, window_ms, keys);
+        let args = [
+            driver.display().to_string(),
+            window_ms.to_string(),
+            limit.to_string(),
+        ];
+        let answers = common::piped(
+            &node,
+            &args,
+            requests.iter().map(|(key, t)| format!("k{key} {t}")),
+        );
+        let table: toml::Table = toml::from_str(&format!(
+            "kind = \"express-rate-limit\"\nwindow_ms = {window_ms}\nlimit = {limit}\nper = \"key\""
+        ))
+        .unwrap();
+        let mut model = LimiterConfig::from_table(table)
+            .unwrap()
+            .build(Context::default())
+            .unwrap();
+        let mut lines = answers.lines();
+        for (i, &(key, t)) in requests.iter().enumerate() {
+            let theirs = lines.next().expect("an answer per request");
+            let ours = match model.decide_keyed::<true>(Nanos(t), Key::client(key)) {
+                Decision::Reject(hint) => {
+                    let retry = hint.retry_at.expect("Retry-After is always sent");
+                    format!("R {}", (retry.get() - t) / 1_000_000_000)
+                }
+                _ => "A".to_string(),
+            };
+            assert_eq!(
+                ours, theirs,
+                "windowMs {window_ms}, limit {limit}: request {i} (key {key}) at {t} ns"
+            );
+            refused += usize::from(ours.starts_with('R'));
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 6 * 3_000);
+    assert!(
+        refused > 2_000 && compared - refused > 2_000,
+        "both answers exercised: {refused} refused of {compared}"
+    );
+}

@@ -1,0 +1,130 @@
+//! `guava` against Guava's own `SmoothBursty` (Debian's `libguava-java`,
+//! 31.1): a Java driver (`tests/guava_driver/…/GuavaDriver.java`) feeds the
+//! same request times to the real limiter on a simulated stopwatch and
+//! prints each `tryAcquire()` answer; the model must give the same answer to
+//! every request — bursts in one microsecond, gaps just under and over the
+//! interval, idle spells that fill the store, at rates whose interval is a
+//! whole number of microseconds and rates whose interval is not (where Guava
+//! keeps its stored permits in a double and the model keeps them exactly).
+//! Skipped where a JDK or the jar is missing; `.ci/run` installs
+//! `default-jdk-headless` and `libguava-java`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use burstsim::limiter::{Context, LimiterConfig, RateLimiter};
+use burstsim::time::Nanos;
+
+use super::common;
+
+const JAR: &str = "/usr/share/java/guava.jar";
+const CLASS: &str = "com.google.common.util.concurrent.GuavaDriver";
+
+/// The driver compiled into `dir`, and the `java` to run it; `None` where a
+/// JDK or the jar is missing.
+fn driver(dir: &Path) -> Option<(PathBuf, String)> {
+    let javac = common::installed(&["/usr/bin/javac"])?;
+    let java = common::installed(&["/usr/bin/java"])?;
+    if !Path::new(JAR).is_file() {
+        return None;
+    }
+    let source = std::fs::canonicalize(
+        "tests/guava_driver/com/google/common/util/concurrent/GuavaDriver.java",
+    )
+    .unwrap();
+    let status = Command::new(javac)
+        .args(["-d"])
+        .arg(dir)
+        .args(["-cp", JAR])
+        .arg(source)
+        .status()
+        .expect("javac runs");
+    assert!(status.success(), "the Java driver compiles");
+    Some((java, format!("{JAR}:{}", dir.display())))
+}
+
+/// Request times (ns) for a limiter of `rate` per second: runs in one
+/// microsecond, gaps around the interval give or take a microsecond, and
+/// idle spells of up to a few seconds.
+fn times(seed: &mut u64, count: usize, rate: u64) -> Vec<u64> {
+    let interval = 1_000_000_000 / rate;
+    let mut next = || burstsim::random::splitmix64(seed);
+    let mut t = next() % 1_000_000;
+    (0..count)
+        .map(|_| {
+            t += match next() % 10 {
+                0..=2 => 0,
+                3 => next() % 1_000,
+                4..=6 => (interval + next() % 4_000).saturating_sub(2_000),
+                7 => next() % interval.max(1),
+                8 => interval * (next() % 4) + next() % 1_000,
+                _ => next() % 3_000_000_000,
+            };
+            t
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a JDK and Debian's libguava-java: run with --include-ignored, as .ci/run does"]
+fn guava_decides_every_request_as_smooth_bursty_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((java, classpath)) = driver(dir.path()) else {
+        common::required(
+            "not installed: a JDK or Guava; .ci/run installs default-jdk-headless and libguava-java",
+        );
+        return;
+    };
+    let mut seed = 20_261_202;
+    let (mut compared, mut refused) = (0, 0);
+    for (rate, burst) in [
+        (10u64, 1u64),
+        (1, 1),
+        (3, 1),
+        (7, 2),
+        (100, 0),
+        (333, 1),
+        (1_000, 5),
+        (4_096, 1),
+        (250_000, 1),
+        (999_999, 1),
+    ] {
+        let times = times(&mut seed, 4_000, rate);
+        let args = [
+            "-cp".to_string(),
+            classpath.clone(),
+            CLASS.to_string(),
+            rate.to_string(),
+            burst.to_string(),
+        ];
+        let answers = common::piped(&java, &args, times.iter().map(u64::to_string));
+        let table: toml::Table = toml::from_str(&format!(
+            "kind = \"guava\"\npermits_per_second = {rate}\nmax_burst_seconds = {burst}"
+        ))
+        .unwrap();
+        let mut model = LimiterConfig::from_table(table)
+            .unwrap()
+            .build(Context::default())
+            .unwrap();
+        let mut lines = answers.lines();
+        for (i, &t) in times.iter().enumerate() {
+            let theirs = lines.next().expect("an answer per request");
+            let ours = if model.decide(Nanos(t)).admitted() {
+                "A"
+            } else {
+                "R"
+            };
+            assert_eq!(
+                ours, theirs,
+                "{rate}/s, {burst} s stored: request {i} at {t} ns"
+            );
+            refused += usize::from(ours == "R");
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 10 * 4_000);
+    assert!(
+        refused > 5_000 && compared - refused > 5_000,
+        "both answers exercised: {refused} refused"
+    );
+}
