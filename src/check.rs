@@ -132,8 +132,10 @@ pub enum Cause {
     Bursts,
 }
 
-/// Kinds that count in windows: two windows' allowances meet at an edge.
-const WINDOWS: [&str; 8] = [
+/// Kinds that count in windows: two windows' allowances meet at an edge
+/// (Sentinel's buckets, Resilience4j's cycles, express-rate-limit's windows
+/// among them; Sentinel's paced behaviour never exceeds its count).
+const WINDOWS: [&str; 11] = [
     "fixed-window",
     "smaller-window",
     "buffered",
@@ -142,6 +144,9 @@ const WINDOWS: [&str; 8] = [
     "envoy-ratelimit",
     "haproxy-rate",
     "kong",
+    "sentinel",
+    "resilience4j",
+    "express-rate-limit",
 ];
 
 impl Cause {
