@@ -9,6 +9,8 @@ mod from;
 mod haproxy;
 mod kong;
 mod nginx;
+mod resilience4j;
+mod sentinel;
 mod spring;
 mod traefik;
 mod yaml;
@@ -47,6 +49,10 @@ pub enum Dialect {
     Haproxy,
     /// Spring Cloud Gateway properties: `RequestRateLimiter` filters.
     Spring,
+    /// Sentinel flow rules (JSON, as its data sources and dashboard write them).
+    Sentinel,
+    /// Resilience4j rate limiters in a Spring Boot `application.yml` or `.properties`.
+    Resilience4j,
 }
 
 impl Dialect {
@@ -60,6 +66,8 @@ impl Dialect {
             Dialect::Traefik => "traefik",
             Dialect::Haproxy => "haproxy",
             Dialect::Spring => "spring",
+            Dialect::Sentinel => "sentinel",
+            Dialect::Resilience4j => "resilience4j",
         }
     }
 
@@ -68,7 +76,11 @@ impl Dialect {
         let name = path.file_name()?.to_string_lossy().to_lowercase();
         let yaml = [".yaml", ".yml", ".json"].iter().any(|e| name.ends_with(e));
         let has = |word: &str| name.contains(word);
-        Some(if name.ends_with(".properties") {
+        Some(if has("resilience4j") {
+            Dialect::Resilience4j
+        } else if has("sentinel") || has("flow-rule") || has("flowrule") {
+            Dialect::Sentinel
+        } else if name.ends_with(".properties") {
             Dialect::Spring
         } else if has("haproxy") || name.ends_with(".cfg") {
             Dialect::Haproxy
@@ -174,7 +186,7 @@ impl Block {
 
 /// A configuration file's text and name, for errors and provenance.
 pub(crate) struct Source<'a> {
-    path: &'a Path,
+    pub(super) path: &'a Path,
     text: &'a str,
     name: String,
 }
@@ -244,7 +256,21 @@ struct Read {
 /// Reads the configuration at `path` in `dialect` (or the one its name
 /// tells) into limiter blocks.
 pub fn import(path: &Path, dialect: Option<Dialect>) -> Result<Imported, anyhow::Error> {
+    let text = crate::input::read_text(path, MAX_CONFIG_BYTES)
+        .map_err(|err| anyhow::anyhow!("cannot read {}: {err}", path.display()))?;
+    // A byte-order mark (Windows editors write one) is not part of the
+    // first directive.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let dialect = match dialect.or_else(|| Dialect::from_name(path)) {
+        // A Spring Boot application.yml or .properties names no dialect:
+        // Resilience4j's settings say which, when Spring Cloud Gateway's do not.
+        Some(Dialect::Spring) | None
+            if text.contains("ratelimiter")
+                && text.contains("resilience4j")
+                && !text.contains("RequestRateLimiter") =>
+        {
+            Dialect::Resilience4j
+        }
         Some(dialect) => dialect,
         None => anyhow::bail!(
             "cannot tell the dialect of {} from its name; give --format {}",
@@ -252,11 +278,6 @@ pub fn import(path: &Path, dialect: Option<Dialect>) -> Result<Imported, anyhow:
             dialects()
         ),
     };
-    let text = crate::input::read_text(path, MAX_CONFIG_BYTES)
-        .map_err(|err| anyhow::anyhow!("cannot read {}: {err}", path.display()))?;
-    // A byte-order mark (Windows editors write one) is not part of the
-    // first directive.
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let Read {
         blocks,
         places,
@@ -309,6 +330,8 @@ fn read(source: &Source, dialect: Dialect) -> Result<Read, ScenarioError> {
         Dialect::Kong => return kong::read(source, &yaml::parse(source)?),
         Dialect::Haproxy => haproxy::read(source),
         Dialect::Spring => spring::read(source),
+        Dialect::Resilience4j => resilience4j::read(source),
+        Dialect::Sentinel => sentinel::read(source, &yaml::parse(source)?),
         yaml_dialect => {
             let documents = yaml::parse(source)?;
             match yaml_dialect {
@@ -351,6 +374,8 @@ fn supported(dialect: Dialect) -> &'static str {
         Dialect::Traefik => traefik::SUPPORTED,
         Dialect::Haproxy => haproxy::SUPPORTED,
         Dialect::Spring => spring::SUPPORTED,
+        Dialect::Sentinel => sentinel::SUPPORTED,
+        Dialect::Resilience4j => resilience4j::SUPPORTED,
     }
 }
 

@@ -14,11 +14,11 @@ use crate::error::ScenarioError;
 pub(super) const SUPPORTED: &str = "supported: RequestRateLimiter filters of routes and default-filters with args.redis-rate-limiter.replenishRate, burstCapacity, requestedTokens, args.key-resolver, deny-empty-key and empty-key-status-code";
 
 /// One property: its value and where it is.
-struct Property {
-    key: String,
-    value: String,
-    line: usize,
-    value_column: usize,
+pub(super) struct Property {
+    pub(super) key: String,
+    pub(super) value: String,
+    pub(super) line: usize,
+    pub(super) value_column: usize,
 }
 
 /// A filter's properties, by what follows `filters[j]` (normalised).
@@ -207,7 +207,7 @@ fn index(text: &str) -> Option<(usize, &str)> {
 }
 
 /// Spring's relaxed binding: lower case, without `-` and `_`.
-fn normalise(key: &str) -> String {
+pub(super) fn normalise(key: &str) -> String {
     key.chars()
         .filter(|c| !matches!(c, '-' | '_'))
         .flat_map(char::to_lowercase)
@@ -216,7 +216,7 @@ fn normalise(key: &str) -> String {
 
 /// `key=value`, `key: value` or `key value` lines, comments (`#`, `!`)
 /// skipped, lines ending in `\` joined to the next.
-fn properties(source: &Source) -> Vec<Property> {
+pub(super) fn properties(source: &Source) -> Vec<Property> {
     let mut out = Vec::new();
     let mut pending: Option<(String, usize)> = None;
     for (index, raw) in source.text.lines().enumerate() {

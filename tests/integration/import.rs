@@ -80,8 +80,8 @@ fn every_sample_config_imports_to_blocks_that_validate_and_run() {
     let paths = configs();
     assert_eq!(
         paths.len(),
-        10,
-        "the seven dialects' samples, the Debian tree and probe's nginx and HAProxy: {paths:?}"
+        12,
+        "the seven gateway dialects' samples, the Debian tree, probe's nginx and HAProxy, and java's Sentinel rules and Spring Boot application.yml: {paths:?}"
     );
     let mut kinds = std::collections::BTreeSet::new();
     for path in paths {
@@ -127,6 +127,8 @@ fn every_sample_config_imports_to_blocks_that_validate_and_run() {
         "traefik",
         "haproxy-rate",
         "spring-cloud-gateway",
+        "sentinel",
+        "resilience4j",
     ] {
         assert!(kinds.contains(kind), "no {kind} among {kinds:?}");
     }

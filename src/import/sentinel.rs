@@ -1,0 +1,253 @@
+//! Sentinel flow rules as its data sources and dashboard write them: a JSON
+//! array of `FlowRule` objects (`resource`, `grade`, `count`,
+//! `controlBehavior`, `maxQueueingTimeMs`, …). Each QPS rule becomes a
+//! `sentinel` limiter named after its resource. What the model does not
+//! cover — thread-count rules, warm-up behaviours, cluster mode, relate or
+//! chain strategies, fractional counts — is an error at its line, never a
+//! different limit.
+
+use super::yaml::Node;
+use super::{Block, Source};
+use crate::error::ScenarioError;
+
+pub(super) const SUPPORTED: &str = "supported: a JSON array of flow rules with resource, grade 1 (QPS), a whole count, controlBehavior 0 (default) or 2 (rate limiter), maxQueueingTimeMs, strategy 0 (direct), limitApp, clusterMode false";
+
+/// Keys a rule may carry that change nothing about the limit (the
+/// dashboard's bookkeeping, settings of behaviours not in use).
+const IGNORED: [&str; 10] = [
+    "id",
+    "app",
+    "ip",
+    "port",
+    "gmtCreate",
+    "gmtModified",
+    "limitApp",
+    "warmUpPeriodSec",
+    "clusterConfig",
+    "refResource",
+];
+
+pub(super) fn read(source: &Source, documents: &[Node]) -> Result<Vec<Block>, ScenarioError> {
+    let Some(rules) = documents.first() else {
+        return Ok(Vec::new());
+    };
+    if rules.text().is_some() || !rules.entries().is_empty() {
+        return Err(rules.error(
+            source,
+            format!("expected a JSON array of flow rules; {SUPPORTED}"),
+        ));
+    }
+    super::refuse_too_many(source, rules.items().iter().map(|r| (r.line, r.column)))?;
+    rules
+        .items()
+        .iter()
+        .map(|rule| limiter(source, rule))
+        .collect()
+}
+
+fn limiter(source: &Source, rule: &Node) -> Result<Block, ScenarioError> {
+    let resource = rule
+        .require(
+            source,
+            "resource",
+            format!("a flow rule needs its resource; {SUPPORTED}"),
+        )?
+        .string(source, "resource")?;
+    let here = |key: &str, node: &Node| {
+        source.at(
+            node.line,
+            format!("\"{key}\": {}", node.text().unwrap_or("…")),
+        )
+    };
+    let whole = |key: &str, node: &Node| -> Result<u64, ScenarioError> {
+        let text = node.text().unwrap_or("").trim();
+        // JSON writes 100.0 for a double count; a fraction is refused.
+        let integral = text.strip_suffix(".0").unwrap_or(text);
+        integral.parse::<u64>().map_err(|_| {
+            node.error(
+                source,
+                format!("{key}: expected a whole number, got {text:?} (fractional counts are not modelled)"),
+            )
+        })
+    };
+    let mut block = Block::new(
+        &resource,
+        source.at(rule.line, format!("flow rule of resource {resource}")),
+        "sentinel",
+        source.at(rule.line, "FlowRule"),
+    )
+    .named("its resource");
+    let mut has_count = false;
+    let mut behavior_rate_limiter = None;
+    let mut queueing = None;
+    for (key, node) in rule.entries() {
+        match key.as_str() {
+            "resource" => {}
+            key if IGNORED.contains(&key) => {
+                if key == "limitApp" && node.text() != Some("default") {
+                    block.notes.push(format!(
+                        "limitApp {:?}: the rule applies to calls from that origin only; the model limits every request it is given",
+                        node.text().unwrap_or("")
+                    ));
+                }
+            }
+            "grade" => match node.text() {
+                Some("1") => {}
+                _ => {
+                    return Err(node.error(
+                        source,
+                        format!("grade: only 1 (QPS) is modelled; 0 limits threads, not requests; {SUPPORTED}"),
+                    ));
+                }
+            },
+            "count" => {
+                let count = whole(key, node)?;
+                if count == 0 {
+                    return Err(
+                        node.error(source, "count: 0 blocks every request; expected at least 1")
+                    );
+                }
+                block.set("count", count as i64, here(key, node));
+                has_count = true;
+            }
+            "strategy" => {
+                if node.text() != Some("0") {
+                    return Err(node.error(
+                        source,
+                        format!("strategy: only 0 (direct) is modelled; relate and chain strategies count another resource's or entrance's traffic; {SUPPORTED}"),
+                    ));
+                }
+            }
+            "controlBehavior" => match node.text() {
+                Some("0") => {}
+                Some("2") => behavior_rate_limiter = Some(here(key, node)),
+                Some("1" | "3") => {
+                    return Err(node.error(
+                        source,
+                        format!("controlBehavior: the warm-up behaviours (1, 3) are not modelled yet; {SUPPORTED}"),
+                    ));
+                }
+                _ => {
+                    return Err(node.error(
+                        source,
+                        format!("controlBehavior: expected 0, 1, 2 or 3; {SUPPORTED}"),
+                    ));
+                }
+            },
+            "maxQueueingTimeMs" => queueing = Some((whole(key, node)?, here(key, node))),
+            "clusterMode" => {
+                if node.boolean(source, key)? {
+                    return Err(node.error(
+                        source,
+                        format!("clusterMode: the token server is not modelled yet; without it each instance limits on its own (add cluster = {{ instances = N }}); {SUPPORTED}"),
+                    ));
+                }
+            }
+            "regex" => {
+                if node.boolean(source, key)? {
+                    block.notes.push("regex: the resource is a pattern, and every resource it matches keeps its own count".into());
+                }
+            }
+            other => {
+                return Err(node.error(source, format!("{other}: not understood; {SUPPORTED}")));
+            }
+        }
+    }
+    if !has_count {
+        return Err(rule.error(
+            source,
+            format!("the flow rule of {resource} has no count; {SUPPORTED}"),
+        ));
+    }
+    if let Some(from) = behavior_rate_limiter {
+        block.set("control_behavior", "rate-limiter", from);
+        let (ms, from) = queueing.unwrap_or((500, "not set: FlowRule's default, 500".into()));
+        block.set("max_queueing_time_ms", ms as i64, from);
+    }
+    block.per_instance("application instance");
+    Ok(block)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::import::Dialect;
+    use crate::import::testing::{field, read_text};
+
+    fn read(text: &str) -> Result<Vec<crate::import::Block>, String> {
+        read_text("flow-rules.json", text, Dialect::Sentinel)
+    }
+
+    #[test]
+    fn reads_a_dashboard_export() {
+        let blocks = read(
+            r#"[
+  {"id": 3, "app": "shop", "resource": "checkout", "limitApp": "default", "grade": 1,
+   "count": 100.0, "strategy": 0, "controlBehavior": 0, "clusterMode": false},
+  {"resource": "GET:/api/cart", "grade": 1, "count": 20, "controlBehavior": 2, "maxQueueingTimeMs": 800}
+]"#,
+        )
+        .unwrap();
+        assert_eq!(blocks.len(), 2);
+        assert_eq!(blocks[0].name, "checkout");
+        assert_eq!(field(&blocks[0], "count").as_deref(), Some("100"));
+        assert_eq!(field(&blocks[0], "control_behavior"), None);
+        assert_eq!(
+            field(&blocks[1], "control_behavior").as_deref(),
+            Some("\"rate-limiter\"")
+        );
+        assert_eq!(
+            field(&blocks[1], "max_queueing_time_ms").as_deref(),
+            Some("800")
+        );
+        assert_eq!(blocks[1].name, "GET--api-cart");
+    }
+
+    #[test]
+    fn what_the_model_lacks_is_an_error_at_its_value() {
+        for (rule, key, expected) in [
+            (
+                r#"{"resource": "a", "grade": 0, "count": 5}"#,
+                "grade",
+                "grade: only 1",
+            ),
+            (
+                r#"{"resource": "a", "count": 5, "controlBehavior": 1}"#,
+                "controlBehavior",
+                "controlBehavior: the warm-up",
+            ),
+            (
+                r#"{"resource": "a", "count": 5, "clusterMode": true}"#,
+                "clusterMode",
+                "clusterMode: the token server",
+            ),
+            (
+                r#"{"resource": "a", "count": 2.5}"#,
+                "count",
+                "count: expected a whole number",
+            ),
+            (
+                r#"{"resource": "a", "count": 5, "strategy": 1}"#,
+                "strategy",
+                "strategy: only 0",
+            ),
+            (
+                r#"{"resource": "a", "cuont": 5}"#,
+                "cuont",
+                "cuont: not understood",
+            ),
+        ] {
+            let text = format!("[{rule}]");
+            // The caret's column: the value's, 1-based.
+            let column = text.find(&format!("\"{key}\": ")).unwrap() + key.len() + 5;
+            let err = read(&text).unwrap_err();
+            assert!(
+                err.contains(&format!("flow-rules.json:1:{column}: {expected}")),
+                "{rule}: {err}"
+            );
+        }
+        let err = read(r#"[{"resource": "a"}]"#).unwrap_err();
+        assert!(err.contains("has no count"), "{err}");
+        let err = read(r#"{"resource": "a", "count": 5}"#).unwrap_err();
+        assert!(err.contains("expected a JSON array"), "{err}");
+    }
+}
