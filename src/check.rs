@@ -133,9 +133,9 @@ pub enum Cause {
 }
 
 /// Kinds that count in windows: two windows' allowances meet at an edge
-/// (Sentinel's buckets, Resilience4j's cycles, express-rate-limit's windows
-/// among them; Sentinel's paced behaviour never exceeds its count).
-const WINDOWS: [&str; 11] = [
+/// (Sentinel's buckets, Resilience4j's cycles, the Node and Python
+/// libraries' windows among them; Sentinel's paced behaviour never exceeds its count).
+const WINDOWS: [&str; 13] = [
     "fixed-window",
     "smaller-window",
     "buffered",
@@ -147,6 +147,8 @@ const WINDOWS: [&str; 11] = [
     "sentinel",
     "resilience4j",
     "express-rate-limit",
+    "rate-limiter-flexible",
+    "django-ratelimit",
 ];
 
 impl Cause {

@@ -547,6 +547,8 @@ kinds! {
     Resilience4j = resilience4j,
     Guava = guava,
     ExpressRateLimit = express_rate_limit,
+    RateLimiterFlexible = rate_limiter_flexible,
+    DjangoRatelimit = django_ratelimit,
 }
 
 /// The most `limiter` admits in any of `intervals`, above its bound, over

@@ -1,0 +1,110 @@
+//! Python limiters against the real packages (`tests/python_limiters`, the
+//! versions its requirements.txt pins, installed by `.ci/run` into the
+//! virtual environment `target/python-limiters`): a driver runs each request
+//! through the real library with `time.time()` set to the request's time,
+//! and the model, a limiter per key, must give the same answer to every
+//! request. Skipped where the environment is missing.
+
+use std::path::{Path, PathBuf};
+
+use burstsim::limiter::{Context, LimiterConfig, RateLimiter};
+use burstsim::time::Nanos;
+use burstsim::traffic::Key;
+
+use super::common;
+
+const SECOND: u64 = 1_000_000_000;
+
+/// The environment's Python, with the packages installed.
+fn python() -> Option<PathBuf> {
+    let python = Path::new("target/python-limiters/bin/python");
+    // Not canonicalised: the link into the base interpreter would leave the
+    // virtual environment behind.
+    python
+        .is_file()
+        .then(|| std::env::current_dir().unwrap().join(python))
+}
+
+/// `(key, time)` pairs for windows of `period` seconds: bursts in one
+/// second, steps just under and over a second, and jumps of a period or more.
+fn requests(seed: &mut u64, count: usize, period: u64, keys: u64) -> Vec<(u64, u64)> {
+    let mut next = || burstsim::random::splitmix64(seed);
+    let mut t = next() % (100 * SECOND);
+    (0..count)
+        .map(|_| {
+            t += match next() % 12 {
+                0..=5 => next() % 1_000_000,
+                6 | 7 => next() % (SECOND / 4),
+                8 | 9 => (SECOND + next() % 4_000).saturating_sub(2_000),
+                10 => next() % (period * SECOND),
+                _ => next() % (3 * period * SECOND),
+            };
+            // Application keys numbered from 1000, as the model reads them.
+            (1_000 + next() % keys, t)
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs target/python-limiters with tests/python_limiters/requirements.txt: run with --include-ignored, as .ci/run does"]
+fn django_ratelimit_decides_every_request_as_get_usage_does() {
+    // No wall clock here, but a JVM, Node or Python at full speed would
+    // disturb the checks that measure one: run apart from them.
+    let _alone = common::real_time();
+    let Some(python) = python() else {
+        common::required(
+            "not installed: target/python-limiters; .ci/run creates it with tests/python_limiters/requirements.txt",
+        );
+        return;
+    };
+    let driver = std::fs::canonicalize("tests/python_limiters/django_driver.py").unwrap();
+    let mut seed = 20_261_204;
+    let (mut compared, mut refused) = (0, 0);
+    for (rate, period, keys) in [
+        ("5/s", 1u64, 1u64),
+        ("3/s", 1, 4),
+        ("10/m", 60, 5),
+        ("2/7s", 7, 5),
+        ("4/2s", 2, 3),
+        ("20/h", 3_600, 4),
+    ] {
+        let requests = requests(&mut seed, 2_000, period, keys);
+        let args = [driver.display().to_string(), rate.to_string()];
+        let answers = common::piped(
+            &python,
+            &args,
+            requests.iter().map(|(key, t)| format!("{key} {t}")),
+        );
+        let table: toml::Table = toml::from_str(&format!(
+            "kind = \"django-ratelimit\"\nrate = \"{rate}\"\nper = \"key\""
+        ))
+        .unwrap();
+        let mut model = LimiterConfig::from_table(table)
+            .unwrap()
+            .build(Context::default())
+            .unwrap();
+        let mut lines = answers.lines();
+        for (i, &(key, t)) in requests.iter().enumerate() {
+            let theirs = lines.next().expect("an answer per request");
+            let ours = if model
+                .decide_keyed::<false>(Nanos(t), Key::client(key))
+                .admitted()
+            {
+                "A"
+            } else {
+                "R"
+            };
+            assert_eq!(
+                ours, theirs,
+                "rate {rate}: request {i} (key {key}) at {t} ns"
+            );
+            refused += usize::from(ours == "R");
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 6 * 2_000);
+    assert!(
+        refused > 1_000 && compared - refused > 1_000,
+        "both answers exercised: {refused} refused of {compared}"
+    );
+}
