@@ -549,6 +549,7 @@ kinds! {
     ExpressRateLimit = express_rate_limit,
     RateLimiterFlexible = rate_limiter_flexible,
     DjangoRatelimit = django_ratelimit,
+    Bucket4j = bucket4j,
 }
 
 /// The most `limiter` admits in any of `intervals`, above its bound, over
