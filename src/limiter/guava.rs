@@ -78,11 +78,11 @@ impl Kind for Config {
         Ok(Guava {
             rate,
             burst_seconds: self.max_burst_seconds,
-            interval: (double(u128::from(MICROS_PER_SEC)) / per_second).value,
-            max_stored: (double(u128::from(self.max_burst_seconds)) * per_second).value,
-            stored: Double::ZERO,
+            interval: (double(u128::from(MICROS_PER_SEC)) / per_second).value.into(),
+            max_stored: (double(u128::from(self.max_burst_seconds)) * per_second).value.into(),
+            stored: Double::ZERO.into(),
             next_free: 0,
-            before: (Double::ZERO, 0),
+            before: (Double::ZERO.into(), 0),
         })
     }
 
@@ -102,21 +102,38 @@ fn double(value: u128) -> Double {
     Double::from_u128(value).value
 }
 
+/// A binary64 kept as its 64 bits: the soft-float value is 32 bytes, and a
+/// limiter per key keeps one state per key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Bits(u64);
+
+impl From<Double> for Bits {
+    fn from(value: Double) -> Bits {
+        Bits(value.to_bits() as u64)
+    }
+}
+
+impl From<Bits> for Double {
+    fn from(bits: Bits) -> Double {
+        Double::from_bits(u128::from(bits.0))
+    }
+}
+
 /// `SmoothBursty`'s state, its doubles as Java holds them.
 #[derive(Clone, Debug)]
 pub struct Guava {
     rate: u64,
     burst_seconds: u64,
     /// `stableIntervalMicros`.
-    interval: Double,
+    interval: Bits,
     /// `maxPermits`.
-    max_stored: Double,
+    max_stored: Bits,
     /// `storedPermits`.
-    stored: Double,
+    stored: Bits,
     /// `nextFreeTicketMicros`.
     next_free: u64,
     /// `(stored, next_free)` before the last pass, for a refund.
-    before: (Double, u64),
+    before: (Bits, u64),
 }
 
 impl RateLimiter for Guava {
@@ -128,18 +145,20 @@ impl RateLimiter for Guava {
             return Decision::Reject(Hint::NONE);
         }
         self.before = (self.stored, self.next_free);
+        let interval = Double::from(self.interval);
+        let mut stored = Double::from(self.stored);
         // resync(now)
         if now > self.next_free {
-            let fresh = (double(u128::from(now - self.next_free)) / self.interval).value;
-            self.stored = self.max_stored.min((self.stored + fresh).value);
+            let fresh = (double(u128::from(now - self.next_free)) / interval).value;
+            stored = Double::from(self.max_stored).min((stored + fresh).value);
             self.next_free = now;
         }
         // reserveEarliestAvailable(1, now)
-        let spent = Double::from_u128(1).value.min(self.stored);
+        let spent = Double::from_u128(1).value.min(stored);
         let owed = (Double::from_u128(1).value - spent).value;
-        let wait = (owed * self.interval).value.to_i128(64).value;
+        let wait = (owed * interval).value.to_i128(64).value;
         self.next_free = self.next_free.saturating_add(wait.max(0) as u64);
-        self.stored = (self.stored - spent).value;
+        self.stored = (stored - spent).value.into();
         Decision::Admit
     }
 

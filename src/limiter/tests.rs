@@ -30,3 +30,15 @@ fn lists_the_kinds_for_an_unknown_kind() {
         "{err}"
     );
 }
+
+/// A limiter per key keeps a whole [`Limiter`] for each key, so its size is
+/// memory per key: a kind with a large state (Guava's soft-float doubles
+/// are 32 bytes each) keeps it in a compact form or boxed, not inline.
+#[test]
+fn a_limiter_state_stays_within_112_bytes() {
+    assert!(
+        std::mem::size_of::<Limiter>() <= 112,
+        "{} bytes",
+        std::mem::size_of::<Limiter>()
+    );
+}
