@@ -169,8 +169,9 @@ impl Work {
                 .map_or(1, |retry| u128::from(retry.max_attempts));
             total += requests * runs * attempts;
             // Estimates of rate sources count one more than they can offer, so
-            // only a workload that cannot offer any is zero.
-            if requests == 0 && silent.is_none() {
+            // only a workload that cannot offer any is zero. An adversary has
+            // no sources: its pattern is built for each limiter, never empty.
+            if requests == 0 && silent.is_none() && workload.adversary().is_none() {
                 silent = Some(workload.name.clone());
             }
             per_workload.push(requests);

@@ -665,3 +665,36 @@ fn merge_checks_what_a_part_says_of_itself_before_sizing_anything_from_it() {
         .stderr(predicate::str::contains("is not a part of a sweep"));
     assert!(!dir.path().join("out").exists());
 }
+
+/// An adversary has no sources of its own (its pattern is built for each
+/// limiter at each point): a sweep over a scenario with one runs, and the
+/// application limiters' settings sweep like any other. (It was refused as
+/// a workload offering no requests.)
+#[test]
+fn a_scenario_with_an_adversary_sweeps_and_its_worst_follows_the_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("java");
+    burstsim()
+        .args(["sweep", "scenarios/java.toml", "-q", "--no-charts", "--out"])
+        .arg(&out)
+        .args(["--vary", "limiter.guava.permits_per_second=50,100"])
+        .assert()
+        .success();
+    let rows = rows(&out);
+    let worst = |rate: i64| {
+        rows.iter()
+            .find(|r| {
+                r["values"]["limiter.guava.permits_per_second"] == rate
+                    && r["run"]["limiter"] == "guava"
+                    && r["run"]["workload"] == "worst-case"
+            })
+            .unwrap_or_else(|| panic!("no guava row at {rate}"))["run"]["worst_rolling"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(
+        (worst(50), worst(100)),
+        (101, 201),
+        "2N + 1 at each setting"
+    );
+}
