@@ -198,3 +198,38 @@ pub fn built(table: toml::Table) -> burstsim::limiter::Limiter {
         .build(burstsim::limiter::Context::default())
         .unwrap()
 }
+
+/// A limiter built from a scenario's `[[limiter]]` fields (without its
+/// name), with no backend: the differential tests' models.
+pub fn model(text: &str) -> burstsim::limiter::Limiter {
+    let table: toml::Table = toml::from_str(text).expect("test configs are valid TOML");
+    burstsim::limiter::LimiterConfig::from_table(table)
+        .and_then(|config| config.build(burstsim::limiter::Context::default()))
+        .expect("test configs build")
+}
+
+/// `(key, time)` pairs for a limiter of `window_ms` windows on a
+/// millisecond clock: bursts in one millisecond, steps of a millisecond or
+/// two, jumps to just before, at and after a window's end, idle spells.
+pub fn millisecond_requests(
+    seed: &mut u64,
+    count: usize,
+    window_ms: u64,
+    keys: u64,
+) -> Vec<(u64, u64)> {
+    const MS: u64 = 1_000_000;
+    let mut next = || burstsim::random::splitmix64(seed);
+    let mut t = next() % (1_000 * MS);
+    (0..count)
+        .map(|_| {
+            t += match next() % 10 {
+                0..=3 => next() % 1_000,
+                4 | 5 => next() % (2 * MS),
+                6 | 7 => (window_ms * MS + next() % (4 * MS)).saturating_sub(2 * MS),
+                8 => next() % (window_ms * MS),
+                _ => next() % (3 * window_ms * MS),
+            };
+            (next() % keys, t)
+        })
+        .collect()
+}

@@ -11,33 +11,11 @@
 
 use std::path::Path;
 
-use burstsim::limiter::{Context, Decision, LimiterConfig, RateLimiter};
+use burstsim::limiter::{Decision, RateLimiter};
 use burstsim::time::Nanos;
 use burstsim::traffic::Key;
 
 use super::common;
-
-const MS: u64 = 1_000_000;
-
-/// `(key, time)` pairs for a window of `window_ms`: bursts in one
-/// millisecond, steps of a millisecond or two, jumps to just before, at and
-/// after a window's end, and idle spells.
-fn requests(seed: &mut u64, count: usize, window_ms: u64, keys: u64) -> Vec<(u64, u64)> {
-    let mut next = || burstsim::random::splitmix64(seed);
-    let mut t = next() % (1_000 * MS);
-    (0..count)
-        .map(|_| {
-            t += match next() % 10 {
-                0..=3 => next() % 1_000,
-                4 | 5 => next() % (2 * MS),
-                6 | 7 => (window_ms * MS + next() % (4 * MS)).saturating_sub(2 * MS),
-                8 => next() % (window_ms * MS),
-                _ => next() % (3 * window_ms * MS),
-            };
-            (next() % keys, t)
-        })
-        .collect()
-}
 
 #[test]
 #[ignore = "needs Node and tests/probe_express's packages: run with --include-ignored, as .ci/run does"]
@@ -64,7 +42,7 @@ fn express_rate_limit_decides_every_request_as_its_memory_store_does() {
         (2_500, 5, 2),
         (60_000, 20, 5),
     ] {
-        let requests = requests(&mut seed, 3_000, window_ms, keys);
+        let requests = common::millisecond_requests(&mut seed, 3_000, window_ms, keys);
         let args = [
             driver.display().to_string(),
             window_ms.to_string(),
@@ -75,14 +53,9 @@ fn express_rate_limit_decides_every_request_as_its_memory_store_does() {
             &args,
             requests.iter().map(|(key, t)| format!("k{key} {t}")),
         );
-        let table: toml::Table = toml::from_str(&format!(
+        let mut model = common::model(&format!(
             "kind = \"express-rate-limit\"\nwindow_ms = {window_ms}\nlimit = {limit}\nper = \"key\""
-        ))
-        .unwrap();
-        let mut model = LimiterConfig::from_table(table)
-            .unwrap()
-            .build(Context::default())
-            .unwrap();
+        ));
         let mut lines = answers.lines();
         for (i, &(key, t)) in requests.iter().enumerate() {
             let theirs = lines.next().expect("an answer per request");

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use burstsim::limiter::{Context, LimiterConfig, RateLimiter};
+use burstsim::limiter::RateLimiter;
 use burstsim::time::Nanos;
 
 use super::common;
@@ -101,14 +101,9 @@ fn guava_decides_every_request_as_smooth_bursty_does() {
             burst.to_string(),
         ];
         let answers = common::piped(&java, &args, times.iter().map(u64::to_string));
-        let table: toml::Table = toml::from_str(&format!(
+        let mut model = common::model(&format!(
             "kind = \"guava\"\npermits_per_second = {rate}\nmax_burst_seconds = {burst}"
-        ))
-        .unwrap();
-        let mut model = LimiterConfig::from_table(table)
-            .unwrap()
-            .build(Context::default())
-            .unwrap();
+        ));
         let mut lines = answers.lines();
         for (i, &t) in times.iter().enumerate() {
             let theirs = lines.next().expect("an answer per request");

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use burstsim::limiter::{Context, Decision, LimiterConfig, RateLimiter};
+use burstsim::limiter::{Decision, RateLimiter};
 use burstsim::time::Nanos;
 use burstsim::traffic::Key;
 
@@ -27,34 +27,6 @@ fn driver(script: &str, package: &str) -> Option<(PathBuf, PathBuf)> {
             std::fs::canonicalize(Path::new("tests/node_limiters").join(script)).unwrap(),
         )
     })
-}
-
-/// `(key, time)` pairs around a window of `window_ms`: bursts in one
-/// millisecond, steps of a millisecond or two, jumps to just before, at and
-/// after a window's end, and idle spells.
-fn requests(seed: &mut u64, count: usize, window_ms: u64, keys: u64) -> Vec<(u64, u64)> {
-    let mut next = || burstsim::random::splitmix64(seed);
-    let mut t = next() % (1_000 * MS);
-    (0..count)
-        .map(|_| {
-            t += match next() % 10 {
-                0..=3 => next() % 1_000,
-                4 | 5 => next() % (2 * MS),
-                6 | 7 => (window_ms * MS + next() % (4 * MS)).saturating_sub(2 * MS),
-                8 => next() % (window_ms * MS),
-                _ => next() % (3 * window_ms * MS),
-            };
-            (next() % keys, t)
-        })
-        .collect()
-}
-
-fn model(text: &str) -> burstsim::limiter::Limiter {
-    let table: toml::Table = toml::from_str(text).unwrap();
-    LimiterConfig::from_table(table)
-        .unwrap()
-        .build(Context::default())
-        .unwrap()
 }
 
 #[test]
@@ -83,7 +55,7 @@ fn rate_limiter_flexible_decides_every_consume_as_its_memory_store_does() {
         (5, 1, 1, true, None),
     ] {
         let window_ms = duration.max(1) * 1_000;
-        let requests = requests(&mut seed, 3_000, window_ms, 3);
+        let requests = common::millisecond_requests(&mut seed, 3_000, window_ms, 3);
         let args = [
             script.display().to_string(),
             points.to_string(),
@@ -100,7 +72,7 @@ fn rate_limiter_flexible_decides_every_consume_as_its_memory_store_does() {
         let min = min_delay.map_or(String::new(), |ms| {
             format!("\nexec_evenly_min_delay_ms = {ms}")
         });
-        let mut model = model(&format!(
+        let mut model = common::model(&format!(
             "kind = \"rate-limiter-flexible\"\npoints = {points}\nduration = {duration}\nblock_duration = {block}\nexec_evenly = {evenly}{min}\nper = \"key\""
         ));
         let mut lines = answers.lines();

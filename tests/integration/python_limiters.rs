@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use burstsim::limiter::{Context, LimiterConfig, RateLimiter};
+use burstsim::limiter::RateLimiter;
 use burstsim::time::Nanos;
 use burstsim::traffic::Key;
 
@@ -75,14 +75,9 @@ fn django_ratelimit_decides_every_request_as_get_usage_does() {
             &args,
             requests.iter().map(|(key, t)| format!("{key} {t}")),
         );
-        let table: toml::Table = toml::from_str(&format!(
+        let mut model = common::model(&format!(
             "kind = \"django-ratelimit\"\nrate = \"{rate}\"\nper = \"key\""
-        ))
-        .unwrap();
-        let mut model = LimiterConfig::from_table(table)
-            .unwrap()
-            .build(Context::default())
-            .unwrap();
+        ));
         let mut lines = answers.lines();
         for (i, &(key, t)) in requests.iter().enumerate() {
             let theirs = lines.next().expect("an answer per request");
