@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use super::spring::{Property, normalise, properties};
+use super::spring::{Property, normalise, properties, whole_number};
 use super::yaml::{self, Node, Value};
 use super::{Block, Source};
 use crate::error::ScenarioError;
@@ -148,21 +148,7 @@ fn limiter(
     let here = |p: &Property, via: &str| source.at(p.line, format!("{}: {}{via}", p.key, p.value));
     match lookup("limitforperiod") {
         Some((p, via)) => {
-            let limit = p
-                .value
-                .trim()
-                .parse::<u64>()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| {
-                    at(
-                        p,
-                        format!(
-                            "limitForPeriod: expected a whole number ≥ 1, got {:?}",
-                            p.value
-                        ),
-                    )
-                })?;
+            let limit = whole_number(source, p, "limitForPeriod")?;
             block.set("limit_for_period", limit as i64, here(p, &via));
         }
         None => block.set(

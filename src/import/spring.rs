@@ -117,20 +117,7 @@ fn limiter(
     } else {
         "its route"
     });
-    let number = |p: &Property| {
-        p.value
-            .trim()
-            .parse::<u64>()
-            .ok()
-            .filter(|&n| n > 0)
-            .ok_or_else(|| {
-                at(
-                    source,
-                    p,
-                    format!("{}: expected a whole number ≥ 1, got {:?}", p.key, p.value),
-                )
-            })
-    };
+    let number = |p: &Property| whole_number(source, p, &p.key);
     let mut has_rate = false;
     let mut resolver = None;
     for (suffix, property) in filter {
@@ -194,6 +181,27 @@ fn limiter(
     };
     block.set("per", "key", from);
     Ok(block)
+}
+
+/// A property's value as a whole number ≥ 1, or an error at the value
+/// naming it `name`.
+pub(super) fn whole_number(
+    source: &Source,
+    p: &Property,
+    name: &str,
+) -> Result<u64, ScenarioError> {
+    p.value
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| {
+            at(
+                source,
+                p,
+                format!("{name}: expected a whole number ≥ 1, got {:?}", p.value),
+            )
+        })
 }
 
 fn at(source: &Source, property: &Property, message: String) -> ScenarioError {

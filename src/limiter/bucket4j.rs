@@ -117,7 +117,6 @@ impl Kind for Config {
                 Clock::Nanos => 1,
             },
             bands,
-            before: Vec::new(),
         })
     }
 
@@ -286,8 +285,6 @@ pub struct Bucket4j {
     /// Nanoseconds per clock tick.
     unit: u64,
     bands: Vec<Band>,
-    /// The bands before the last pass, for a refund.
-    before: Vec<Band>,
 }
 
 impl RateLimiter for Bucket4j {
@@ -298,15 +295,14 @@ impl RateLimiter for Bucket4j {
         if self.bands.iter().any(|band| band.size < 1) {
             return Decision::Reject(Hint::NONE);
         }
-        self.before.clone_from(&self.bands);
         self.bands.iter_mut().for_each(|band| band.size -= 1);
         Decision::Admit
     }
 
     /// The tokens taken back (the refills stay, as they would have happened).
     fn refund(&mut self, _now: Nanos) {
-        for (band, before) in self.bands.iter_mut().zip(&self.before) {
-            band.size = (band.size + 1).min(before.capacity);
+        for band in &mut self.bands {
+            band.size = (band.size + 1).min(band.capacity);
         }
     }
 
@@ -351,7 +347,7 @@ impl RateLimiter for Bucket4j {
     }
 
     fn memory_at_most(&self, _keys: u64, _requests: u64) -> u128 {
-        2 * super::allocation::<Band>(self.bands.len() as u128)
+        super::allocation::<Band>(self.bands.len() as u128)
     }
 }
 
