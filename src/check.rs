@@ -2,6 +2,7 @@
 //! second than the backend serves, or requests the backend had to drop. The
 //! command, the sweep's cells and the report read these; none decides again.
 
+use crate::limiter::cluster::{FAILOVERS, OWN_COUNTERS};
 use crate::summary::RunSummary;
 use crate::time::seconds;
 
@@ -124,6 +125,12 @@ pub enum Cause {
     Limit,
     /// Each of several instances allows the whole limit.
     Instances,
+    /// Instances share one count but read it on clocks that disagree, or
+    /// stale.
+    SharedClocks,
+    /// The shared store went down and the instances went on without it,
+    /// or it failed over and forgot increments.
+    Outages,
     /// Many clients, each within a limit of its own.
     Clients,
     /// A window's allowance on both sides of a window edge.
@@ -134,8 +141,8 @@ pub enum Cause {
 
 /// Kinds that count in windows: two windows' allowances meet at an edge
 /// (Sentinel's buckets, Resilience4j's cycles, the Node and Python
-/// libraries' windows among them; Sentinel's paced behaviour never exceeds its count).
-const WINDOWS: [&str; 13] = [
+/// libraries' windows and Redisson's millisecond log among them; Sentinel's paced behaviour never exceeds its count).
+const WINDOWS: [&str; 14] = [
     "fixed-window",
     "smaller-window",
     "buffered",
@@ -149,6 +156,7 @@ const WINDOWS: [&str; 13] = [
     "express-rate-limit",
     "rate-limiter-flexible",
     "django-ratelimit",
+    "redisson",
 ];
 
 impl Cause {
@@ -156,8 +164,13 @@ impl Cause {
     pub fn of(run: &RunSummary, capacity: u64) -> Cause {
         let limit_1s = run.nominal * 1e9 / run.rolling_ns as f64;
         let per_key = run.keys.as_ref().is_some_and(|k| k.state.is_some());
-        if run.instances.as_ref().is_some_and(|i| i.len() > 1) {
+        let several = run.instances.as_ref().is_some_and(|i| i.len() > 1);
+        if several && run.description.contains(OWN_COUNTERS) {
             Cause::Instances
+        } else if several && (run.outages.is_some() || run.description.contains(FAILOVERS)) {
+            Cause::Outages
+        } else if several {
+            Cause::SharedClocks
         } else if per_key {
             Cause::Clients
         } else if limit_1s > capacity as f64 {
@@ -174,6 +187,8 @@ impl Cause {
         match self {
             Cause::Limit => "a limit above capacity",
             Cause::Instances => "instances",
+            Cause::SharedClocks => "clocks apart",
+            Cause::Outages => "store faults",
             Cause::Clients => "many clients",
             Cause::WindowEdges => "window edges",
             Cause::Bursts => "bursts",
@@ -188,6 +203,12 @@ impl Cause {
             }
             Cause::Instances => {
                 "each instance allows the whole limit; divide it among the instances or share one counter"
+            }
+            Cause::SharedClocks => {
+                "the instances share one count but each reads it on its own clock (or reads it stale): the one ahead opens or expires the count early; keep the clocks within a small part of the window, or count on the store's clock"
+            }
+            Cause::Outages => {
+                "the instances share one count and went on without it while the store was down, or the store forgot increments in a failover; fail closed, or fall back to the limit divided among the instances"
             }
             Cause::Clients => {
                 "every client stays within its own limit and together they pass the backend's; put a global limit in front"
@@ -499,7 +520,13 @@ mod tests {
         assert_eq!(Cause::of(&run("sliding-log", 200.0), 150), Cause::Limit);
         let mut clustered = run("fixed-window", 100.0);
         clustered.instances = Some(vec![100, 100]);
+        clustered.description = format!("100 per 1s, 2 instances, {OWN_COUNTERS}");
         assert_eq!(Cause::of(&clustered, 150), Cause::Instances);
+        clustered.description =
+            "100 per 1s, 2 instances, one shared counter, windows by each instance's clock".into();
+        assert_eq!(Cause::of(&clustered, 150), Cause::SharedClocks);
+        clustered.outages = Some(Vec::new());
+        assert_eq!(Cause::of(&clustered, 150), Cause::Outages);
         let runs = [
             run("fixed-window", 100.0),
             run("token-bucket", 100.0),

@@ -550,6 +550,7 @@ kinds! {
     RateLimiterFlexible = rate_limiter_flexible,
     DjangoRatelimit = django_ratelimit,
     Bucket4j = bucket4j,
+    Redisson = redisson,
 }
 
 /// The most `limiter` admits in any of `intervals`, above its bound, over

@@ -6,6 +6,7 @@ use super::faults::Increment;
 use super::instance_clock::InstanceClock;
 use super::local::Local;
 use super::mode::{Mode, Reading, Stretch};
+use super::shared_log::SharedLog;
 use super::store_clock::StoreClock;
 use crate::limiter::Decision;
 use crate::time::Nanos;
@@ -22,6 +23,8 @@ pub enum Counter {
     Batched(Batched),
     /// `shared-store-clock`.
     StoreClock(StoreClock),
+    /// Redisson's overall log.
+    SharedLog(SharedLog),
 }
 
 /// `$body` with `$mode` bound to whichever mode `$counter` holds.
@@ -32,6 +35,7 @@ macro_rules! each_mode {
             Counter::InstanceClock($mode) => $body,
             Counter::Batched($mode) => $body,
             Counter::StoreClock($mode) => $body,
+            Counter::SharedLog($mode) => $body,
         }
     };
 }

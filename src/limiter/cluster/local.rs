@@ -74,6 +74,6 @@ impl Mode for Local {
     }
 
     fn describe(&self, _: String) -> (String, &'static str) {
-        (self.first().describe(), "each with its own counter")
+        (self.first().describe(), super::OWN_COUNTERS)
     }
 }

@@ -11,6 +11,7 @@ mod instance_clock;
 mod local;
 mod mode;
 mod settings;
+mod shared_log;
 mod store_clock;
 
 use std::num::NonZeroU64;
@@ -25,12 +26,20 @@ use self::instance_clock::InstanceClock;
 use self::local::Local;
 use self::mode::{Reading, Stretch};
 pub use self::settings::{Balance, ClusterConfig, Mode, Store, Update};
+use self::shared_log::SharedLog;
 use self::store_clock::StoreClock;
 use super::{Context, Decision, Hint, Limiter, LimiterConfig, RateLimiter};
 use crate::error::FieldError;
 use crate::random;
 use crate::time::Nanos;
 use crate::traffic::Key;
+
+/// How a cluster of local instances describes its counting: the verdict
+/// tells instances that each allow the whole limit from a shared count.
+pub const OWN_COUNTERS: &str = "each with its own counter";
+
+/// How a cluster describes a store that fails over and loses increments.
+pub const FAILOVERS: &str = "failover(s)";
 
 /// `inner` run as a cluster of `config.instances`.
 #[derive(Clone, Debug)]
@@ -53,8 +62,14 @@ impl Config {
         let (window, threshold) = prototype
             .fixed_window()
             .map_or((0, 0), |fixed| (fixed.window().get(), fixed.threshold()));
-        let counter = match (cluster.mode, cluster.sync_interval) {
-            (Mode::Local, _) => {
+        let overall = match &prototype {
+            Limiter::Redisson(log) if !log.per_client() => Some(log.clone()),
+            _ => None,
+        };
+        let counter = match (cluster.mode, cluster.sync_interval, overall) {
+            // Redisson's overall log is in the store whatever the mode.
+            (_, _, Some(log)) => Counter::SharedLog(SharedLog::new(log)),
+            (Mode::Local, _, None) => {
                 let instance = if cluster.divide {
                     match &*self.inner {
                         // A rate divides exactly: each instance refills at rate/K.
@@ -74,16 +89,16 @@ impl Config {
                 };
                 Counter::Local(Local::new(vec![instance; k]))
             }
-            (Mode::SharedInstanceClock, Some(interval)) => {
+            (Mode::SharedInstanceClock, Some(interval), None) => {
                 Counter::Batched(Batched::new(window, threshold, interval.get(), k))
             }
-            (Mode::SharedInstanceClock, None) => Counter::InstanceClock(InstanceClock::new(
+            (Mode::SharedInstanceClock, None, None) => Counter::InstanceClock(InstanceClock::new(
                 window,
                 threshold,
                 cluster.store.update,
                 cluster.store.rtt.get(),
             )),
-            (Mode::SharedStoreClock, _) => Counter::StoreClock(StoreClock::new(
+            (Mode::SharedStoreClock, _, None) => Counter::StoreClock(StoreClock::new(
                 window,
                 threshold,
                 cluster.store_clock(),
@@ -221,27 +236,28 @@ impl Cluster {
         }
     }
 
-    /// The span of instance-clock time an interval of `interval` true
-    /// nanoseconds can cover on some clock: the interval, the fastest drift
-    /// over it, and the spread between all the clocks' extremes.
+    /// See [`instance_clock_span`].
     fn instance_clock_span(&self, interval: u64) -> u64 {
-        let l = i128::from(interval);
-        let (low, high) = self
-            .clocks
-            .iter()
-            .map(|c| c.extremes(self.duration))
-            .fold((i128::MAX, i128::MIN), |(lo, hi), (a, b)| {
-                (lo.min(a), hi.max(b))
-            });
-        let drift = self
-            .clocks
-            .iter()
-            .map(|c| c.drift_ppm.max(0))
-            .max()
-            .unwrap_or(0);
-        let span = l + l * i128::from(drift) / 1_000_000 + (high - low).max(0);
-        u64::try_from(span).unwrap_or(u64::MAX)
+        instance_clock_span(&self.clocks, self.duration, interval)
     }
+}
+
+/// The span of instance-clock time an interval of `interval` true
+/// nanoseconds can cover on some clock of `clocks` over a run of
+/// `duration`: the interval, the fastest drift over it, and the spread
+/// between all the clocks' extremes. Two readings `interval` apart, on any
+/// two of the clocks, differ by at most this.
+fn instance_clock_span(clocks: &[Clock], duration: u64, interval: u64) -> u64 {
+    let l = i128::from(interval);
+    let (low, high) = clocks
+        .iter()
+        .map(|c| c.extremes(duration))
+        .fold((i128::MAX, i128::MIN), |(lo, hi), (a, b)| {
+            (lo.min(a), hi.max(b))
+        });
+    let drift = clocks.iter().map(|c| c.drift_ppm.max(0)).max().unwrap_or(0);
+    let span = l + l * i128::from(drift) / 1_000_000 + (high - low).max(0);
+    u64::try_from(span).unwrap_or(u64::MAX)
 }
 
 impl RateLimiter for Cluster {
@@ -399,7 +415,7 @@ impl RateLimiter for Cluster {
                 ));
             }
             if !faults.failovers.is_empty() {
-                words.push_str(&format!("; {} failover(s)", faults.failovers.len()));
+                words.push_str(&format!("; {} {FAILOVERS}", faults.failovers.len()));
             }
         }
         words

@@ -166,6 +166,9 @@ impl ClusterConfig {
         if self.drift_ppm.iter().any(|d| d.abs() > 1_000_000) {
             return Err(field_error!("cluster.drift_ppm", "at most ±1000000"));
         }
+        if let Limiter::Redisson(log) = inner {
+            return self.check_redisson(log.per_client());
+        }
         if self.mode != Mode::Local && inner.fixed_window().is_none() {
             return Err(field_error!(
                 "cluster.mode",
@@ -194,6 +197,47 @@ impl ClusterConfig {
             ));
         }
         Ok(())
+    }
+
+    /// Redisson keeps its log in the store by `rate_type`, scored by each
+    /// client's clock, in one atomic script, and throws when the store fails.
+    fn check_redisson(&self, per_client: bool) -> Result<(), FieldError> {
+        let refused = if self.mode == Mode::SharedStoreClock {
+            Some((
+                "cluster.mode",
+                "Redisson scores permits with each client's clock (System.currentTimeMillis()), never the store's; drop `mode` (rate_type = \"overall\" shares the log)",
+            ))
+        } else if per_client && self.mode != Mode::Local {
+            Some((
+                "cluster.mode",
+                "rate_type = \"per-client\" keeps a log per client; drop `mode`, or set rate_type = \"overall\" to share one",
+            ))
+        } else if self.sync_interval.is_some() {
+            Some((
+                "cluster.sync_interval",
+                "Redisson writes every permit to the store at once; drop sync_interval",
+            ))
+        } else if self.divide && !per_client {
+            Some((
+                "cluster.divide",
+                "rate_type = \"overall\" shares one rate between the clients; drop divide, or set rate_type = \"per-client\"",
+            ))
+        } else if self.store.update == Update::ReadThenIncrement {
+            Some((
+                "cluster.store.update",
+                "Redisson's script reads and adds in one atomic EVAL; drop `update`",
+            ))
+        } else if !self.store.outages.is_empty() || !self.store.failover.is_empty() {
+            Some((
+                "cluster.store",
+                "when Redis fails, Redisson's tryAcquire throws and what follows is the application's own code: not modelled; drop the outages and failovers for this limiter",
+            ))
+        } else {
+            None
+        };
+        refused.map_or(Ok(()), |(field, message)| {
+            Err(FieldError::at(field, message.to_owned()))
+        })
     }
 
     pub(super) fn clock(&self, instance: usize) -> Clock {

@@ -1,15 +1,21 @@
 use super::*;
 
-fn cluster(text: &str) -> Cluster {
+/// `inner` (a limiter's TOML) run as the cluster `text` for a minute.
+fn build(inner: &str, text: &str) -> Result<Cluster, FieldError> {
     let cluster: ClusterConfig = toml::from_str(text).unwrap();
-    let inner: toml::Table =
-        toml::from_str("kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 100").unwrap();
+    let inner: toml::Table = toml::from_str(inner).unwrap();
     let config = Config {
         inner: Box::new(LimiterConfig::from_table(inner).unwrap()),
         cluster,
         duration: Nanos(60_000_000_000),
     };
-    config.build(Context::default()).unwrap()
+    config.build(Context::default())
+}
+
+const WINDOW: &str = "kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 100";
+
+fn cluster(text: &str) -> Cluster {
+    build(WINDOW, text).unwrap()
 }
 
 const S: u64 = 1_000_000_000;
@@ -178,18 +184,7 @@ fn a_failover_loses_the_increments_of_its_last_moments() {
 
 #[test]
 fn store_faults_are_refused_where_they_cannot_apply() {
-    let err = |text: &str| {
-        let cluster: ClusterConfig = toml::from_str(text).unwrap();
-        let inner: toml::Table =
-            toml::from_str("kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 100").unwrap();
-        Config {
-            inner: Box::new(LimiterConfig::from_table(inner).unwrap()),
-            cluster,
-            duration: Nanos(60 * S),
-        }
-        .build(Context::default())
-        .unwrap_err()
-    };
+    let err = |text: &str| build(WINDOW, text).unwrap_err();
     assert!(
         err("instances = 2\nstore = { outages = [{ at = \"1s\", for = \"1s\" }] }")
             .to_string()
@@ -224,4 +219,80 @@ fn read_then_increment_over_admits_within_a_round_trip() {
     let mut atomic = cluster("instances = 4\nmode = \"shared-instance-clock\"");
     assert_eq!(admitted(&mut atomic, &times), 100);
     assert_eq!(c.bound(Nanos(S)), u64::MAX, "no bound over any traffic");
+}
+
+const REDISSON: &str = "kind = \"redisson\"\nrate = 100\nrate_interval = \"1s\"";
+
+#[test]
+fn redisson_overall_shares_one_log_and_per_client_keeps_one_each() {
+    let mut overall = build(REDISSON, "instances = 2").unwrap();
+    assert_eq!(admitted(&mut overall, &[S; 300]), 100);
+    assert_eq!(
+        overall.bound(Nanos(S)),
+        200,
+        "1 s meets 1001 ms of the clock"
+    );
+    let per_client = format!("{REDISSON}\nrate_type = \"per-client\"");
+    let mut each = build(&per_client, "instances = 2").unwrap();
+    assert_eq!(admitted(&mut each, &[S; 300]), 200);
+    assert_eq!(each.admitted_per_instance(), [100, 100]);
+}
+
+#[test]
+fn a_redisson_client_ahead_expires_the_others_permits_early() {
+    // One client whose clock jumps 300 ms ahead at 700 ms: it reads 1000 ms
+    // and removes every permit scored at 0 — 2N in 700 ms and 1 ns.
+    let mut c = build(
+        REDISSON,
+        "instances = 1\nsteps = [{ at = \"700ms\", by = \"+300ms\", on = 0 }]",
+    )
+    .unwrap();
+    assert_eq!(admitted(&mut c, &[0; 150]), 100);
+    assert_eq!(admitted(&mut c, &[699_999_999; 50]), 0);
+    assert_eq!(admitted(&mut c, &[700_000_000; 150]), 100);
+    assert_eq!(c.bound(Nanos(700_000_001)), 200);
+    assert_eq!(
+        c.bound(Nanos(699_000_001)),
+        100,
+        "a place is reused 699 ms + 1 ns apart at the earliest"
+    );
+    // Two clients 300 ms apart, taking turns: the one ahead frees the
+    // other's permits at true 700 ms.
+    let mut two = build(REDISSON, "instances = 2\noffsets = [\"0s\", \"+300ms\"]").unwrap();
+    assert_eq!(admitted(&mut two, &[0; 200]), 100);
+    assert_eq!(admitted(&mut two, &[700_000_000; 100]), 50);
+    assert_eq!(two.bound(Nanos(700_000_001)), 200);
+}
+
+#[test]
+fn redisson_refuses_what_it_does_not_do() {
+    let per_client = format!("{REDISSON}\nrate_type = \"per-client\"");
+    for (inner, text, says) in [
+        (
+            REDISSON,
+            "instances = 2\nmode = \"shared-store-clock\"",
+            "never the store's",
+        ),
+        (
+            per_client.as_str(),
+            "instances = 2\nmode = \"shared-instance-clock\"",
+            "a log per client",
+        ),
+        (REDISSON, "instances = 2\ndivide = true", "shares one rate"),
+        (
+            REDISSON,
+            "instances = 2\nstore = { update = \"read-then-increment\" }",
+            "atomic EVAL",
+        ),
+        (
+            REDISSON,
+            "instances = 2\nstore = { outages = [{ at = \"1s\", for = \"1s\" }] }",
+            "tryAcquire throws",
+        ),
+    ] {
+        let error = build(inner, text).unwrap_err().to_string();
+        assert!(error.contains(says), "{text}: {error}");
+    }
+    let mut divided = build(&per_client, "instances = 2\ndivide = true").unwrap();
+    assert_eq!(admitted(&mut divided, &[S; 300]), 100, "50 each");
 }
