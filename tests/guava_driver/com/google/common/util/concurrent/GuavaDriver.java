@@ -1,5 +1,7 @@
 // Guava's own SmoothBursty RateLimiter (the jar Debian's libguava-java
-// ships), driven on the test's clock: tests/integration/guava_real.rs feeds
+// ships), or its SmoothWarmingUp when a third argument gives the warm-up
+// period in microseconds (cold factor 3, as RateLimiter.create(N, warmup)
+// builds it), driven on the test's clock: tests/integration/guava_real.rs feeds
 // request times in nanoseconds on stdin, one a line, and reads "A" (passed)
 // or "R" (refused) for each `tryAcquire()`. The class sits in Guava's
 // package only to reach its package-private stopwatch and constructor, the
@@ -33,7 +35,11 @@ public final class GuavaDriver {
             }
           }
         };
-    RateLimiter limiter = new SmoothRateLimiter.SmoothBursty(clock, maxBurstSeconds);
+    RateLimiter limiter =
+        args.length > 2
+            ? new SmoothRateLimiter.SmoothWarmingUp(
+                clock, Long.parseLong(args[2]), java.util.concurrent.TimeUnit.MICROSECONDS, 3.0)
+            : new SmoothRateLimiter.SmoothBursty(clock, maxBurstSeconds);
     limiter.setRate(permitsPerSecond);
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
     BufferedWriter out = new BufferedWriter(new OutputStreamWriter(System.out));
