@@ -2,7 +2,7 @@
 //! array of `FlowRule` objects (`resource`, `grade`, `count`,
 //! `controlBehavior`, `maxQueueingTimeMs`, …). Each QPS rule becomes a
 //! `sentinel` limiter named after its resource. What the model does not
-//! cover — thread-count rules, warm-up behaviours, cluster mode, relate or
+//! cover — thread-count rules, the warm-up rate limiter, cluster mode, relate or
 //! chain strategies, fractional counts — is an error at its line, never a
 //! different limit.
 
@@ -10,11 +10,11 @@ use super::yaml::Node;
 use super::{Block, Source};
 use crate::error::ScenarioError;
 
-pub(super) const SUPPORTED: &str = "supported: a JSON array of flow rules with resource, grade 1 (QPS), a whole count, controlBehavior 0 (default) or 2 (rate limiter), maxQueueingTimeMs, strategy 0 (direct), limitApp, clusterMode false";
+pub(super) const SUPPORTED: &str = "supported: a JSON array of flow rules with resource, grade 1 (QPS), a whole count, controlBehavior 0 (default), 1 (warm up, with warmUpPeriodSec) or 2 (rate limiter), maxQueueingTimeMs, strategy 0 (direct), limitApp, clusterMode false";
 
 /// Keys a rule may carry that change nothing about the limit (the
 /// dashboard's bookkeeping, settings of behaviours not in use).
-const IGNORED: [&str; 10] = [
+const IGNORED: [&str; 9] = [
     "id",
     "app",
     "ip",
@@ -22,7 +22,6 @@ const IGNORED: [&str; 10] = [
     "gmtCreate",
     "gmtModified",
     "limitApp",
-    "warmUpPeriodSec",
     "clusterConfig",
     "refResource",
 ];
@@ -79,7 +78,9 @@ fn limiter(source: &Source, rule: &Node) -> Result<Block, ScenarioError> {
     .named("its resource");
     let mut has_count = false;
     let mut behavior_rate_limiter = None;
+    let mut behavior_warm_up = None;
     let mut queueing = None;
+    let mut warm_up = None;
     for (key, node) in rule.entries() {
         match key.as_str() {
             "resource" => {}
@@ -120,11 +121,12 @@ fn limiter(source: &Source, rule: &Node) -> Result<Block, ScenarioError> {
             }
             "controlBehavior" => match node.text() {
                 Some("0") => {}
+                Some("1") => behavior_warm_up = Some(here(key, node)),
                 Some("2") => behavior_rate_limiter = Some(here(key, node)),
-                Some("1" | "3") => {
+                Some("3") => {
                     return Err(node.error(
                         source,
-                        format!("controlBehavior: the warm-up behaviours (1, 3) are not modelled yet; {SUPPORTED}"),
+                        format!("controlBehavior: the warm-up rate limiter (3) is not modelled yet; {SUPPORTED}"),
                     ));
                 }
                 _ => {
@@ -135,6 +137,7 @@ fn limiter(source: &Source, rule: &Node) -> Result<Block, ScenarioError> {
                 }
             },
             "maxQueueingTimeMs" => queueing = Some((whole(key, node)?, here(key, node))),
+            "warmUpPeriodSec" => warm_up = Some((whole(key, node)?, here(key, node))),
             "clusterMode" => {
                 if node.boolean(source, key)? {
                     return Err(node.error(
@@ -163,6 +166,11 @@ fn limiter(source: &Source, rule: &Node) -> Result<Block, ScenarioError> {
         block.set("control_behavior", "rate-limiter", from);
         let (ms, from) = queueing.unwrap_or((500, "not set: FlowRule's default, 500".into()));
         block.set("max_queueing_time_ms", ms as i64, from);
+    }
+    if let Some(from) = behavior_warm_up {
+        block.set("control_behavior", "warm-up", from);
+        let (sec, from) = warm_up.unwrap_or((10, "not set: FlowRule's default, 10".into()));
+        block.set("warm_up_period_sec", sec as i64, from);
     }
     block.per_instance("application instance");
     Ok(block)
@@ -203,6 +211,27 @@ mod tests {
     }
 
     #[test]
+    fn a_warm_up_rule_keeps_its_period_or_takes_the_default() {
+        let blocks = read(
+            r#"[{"resource": "a", "count": 50, "controlBehavior": 1, "warmUpPeriodSec": 5},
+  {"resource": "b", "count": 50, "controlBehavior": 1}]"#,
+        )
+        .unwrap();
+        assert_eq!(
+            field(&blocks[0], "control_behavior").as_deref(),
+            Some("\"warm-up\"")
+        );
+        assert_eq!(
+            field(&blocks[0], "warm_up_period_sec").as_deref(),
+            Some("5")
+        );
+        assert_eq!(
+            field(&blocks[1], "warm_up_period_sec").as_deref(),
+            Some("10")
+        );
+    }
+
+    #[test]
     fn what_the_model_lacks_is_an_error_at_its_value() {
         for (rule, key, expected) in [
             (
@@ -211,9 +240,9 @@ mod tests {
                 "grade: only 1",
             ),
             (
-                r#"{"resource": "a", "count": 5, "controlBehavior": 1}"#,
+                r#"{"resource": "a", "count": 5, "controlBehavior": 3}"#,
                 "controlBehavior",
-                "controlBehavior: the warm-up",
+                "controlBehavior: the warm-up rate limiter",
             ),
             (
                 r#"{"resource": "a", "count": 5, "clusterMode": true}"#,

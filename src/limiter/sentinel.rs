@@ -25,14 +25,18 @@
 //!   wall clock is always far past: the first request passes.
 //!
 //! A block is Sentinel's `FlowException`: the web adapters answer 429
-//! "Blocked by Sentinel (flow limiting)" with no retry hint. Not modelled:
-//! `warm-up` and `warm-up-rate-limiter` behaviours (their token arithmetic
-//! is in doubles), thread-count grade, cluster mode, fractional counts.
+//! "Blocked by Sentinel (flow limiting)" with no retry hint.
+//! `control_behavior = "warm-up"` is `WarmUpController` (see [`warm_up`]).
+//! Not modelled: the `warm-up-rate-limiter` behaviour, thread-count grade,
+//! cluster mode, fractional counts.
 
 use std::num::NonZeroU64;
 
 use serde::Deserialize;
 
+mod warm_up;
+
+use self::warm_up::WarmUp;
 use super::sliding_buckets::{self, SlidingBuckets};
 use super::{Context, Decision, Hint, Kind, RateLimiter};
 use crate::error::{FieldError, field_error};
@@ -61,6 +65,20 @@ pub struct Config {
     /// default 1 s), whole milliseconds.
     #[serde(default = "second")]
     pub interval: Nanos,
+    /// `warmUpPeriodSec` of the warm-up behaviour (default 10).
+    #[serde(default = "default_warm_up")]
+    pub warm_up_period_sec: u64,
+    /// `csp.sentinel.flow.cold.factor` (default 3), above 1.
+    #[serde(default = "default_cold_factor")]
+    pub cold_factor: u64,
+}
+
+fn default_warm_up() -> u64 {
+    10
+}
+
+fn default_cold_factor() -> u64 {
+    3
 }
 
 /// A flow rule's `controlBehavior`.
@@ -72,6 +90,8 @@ pub enum Behavior {
     Default,
     /// `CONTROL_BEHAVIOR_RATE_LIMITER`: queue, spaced at 1/count.
     RateLimiter,
+    /// `CONTROL_BEHAVIOR_WARM_UP`: a ceiling that rises as tokens are used.
+    WarmUp,
 }
 
 fn default_queueing() -> u64 {
@@ -96,7 +116,7 @@ impl Kind for Config {
             return Err(field_error!("count", "at most 1000000000 per second (got {count})"));
         }
         match self.control_behavior {
-            Behavior::Default => {
+            Behavior::Default | Behavior::WarmUp => {
                 let interval = self.interval.get();
                 let samples = self.sample_count.get();
                 if interval == 0 || !interval.is_multiple_of(NANOS_PER_MS * samples) {
@@ -104,14 +124,23 @@ impl Kind for Config {
                         self.interval
                     ));
                 }
-                // (int)(pass / (interval / 1 s)) + 1 > count blocks: pass
-                // is admitted while pass · 1 s < count · interval.
-                let threshold = (u128::from(count) * u128::from(interval))
+                // (int)(pass / (intervalMs / 1000.0)) + 1 > count blocks:
+                // pass is admitted below the least pass whose passQps, in
+                // doubles, reaches count — about count · interval / 1 s.
+                let interval_ms = interval / NANOS_PER_MS;
+                let exact = (u128::from(count) * u128::from(interval))
                     .div_ceil(u128::from(Nanos::SECOND.get()));
-                let threshold = u64::try_from(threshold)
+                let mut threshold = u64::try_from(exact)
                     .ok()
-                    .and_then(NonZeroU64::new)
+                    .filter(|&t| t < 1 << 52)
                     .ok_or_else(|| field_error!("count", "too large for its interval"))?;
+                while threshold > 1 && warm_up::pass_qps(threshold - 1, interval_ms) >= count {
+                    threshold -= 1;
+                }
+                while warm_up::pass_qps(threshold, interval_ms) < count {
+                    threshold += 1;
+                }
+                let threshold = NonZeroU64::new(threshold).unwrap_or(NonZeroU64::MIN);
                 let buckets = sliding_buckets::Config {
                     window: self.interval,
                     threshold,
@@ -119,7 +148,22 @@ impl Kind for Config {
                 }
                 .build(Context::default())
                 .map_err(|e| FieldError::at("sample_count", e.message))?;
-                Ok(Sentinel::Default(buckets))
+                if self.control_behavior == Behavior::Default {
+                    return Ok(Sentinel::Default(buckets));
+                }
+                if self.cold_factor <= 1 || self.cold_factor > 1_000 {
+                    return Err(field_error!("cold_factor", "from 2 to 1000 (Sentinel refuses 1 or less)"));
+                }
+                if self.warm_up_period_sec > 86_400 {
+                    return Err(field_error!("warm_up_period_sec", "at most a day (86400)"));
+                }
+                Ok(Sentinel::WarmUp(Box::new(WarmUp::new(
+                    buckets,
+                    interval_ms,
+                    count,
+                    self.warm_up_period_sec,
+                    self.cold_factor,
+                ))))
             }
             Behavior::RateLimiter => {
                 if self.max_queueing_time_ms > 3_600_000 {
@@ -149,15 +193,20 @@ impl Kind for Config {
 
     fn example(choice: u64) -> String {
         let count = [1, 3, 7, 10, 250, 1_000, 1_500, 3_000][(choice % 8) as usize];
-        match choice / 8 % 2 {
+        match choice / 8 % 3 {
             0 => format!(
                 "count = {count}\nsample_count = {}\ninterval = \"{}ms\"",
-                choice / 16 % 4 + 1,
-                (choice / 64 % 3 + 1) * 1_200
+                choice / 24 % 4 + 1,
+                (choice / 96 % 3 + 1) * 1_200
+            ),
+            1 => format!(
+                "count = {count}\ncontrol_behavior = \"warm-up\"\nwarm_up_period_sec = {}\ncold_factor = {}",
+                choice / 24 % 4,
+                choice / 96 % 3 + 2
             ),
             _ => format!(
                 "count = {count}\ncontrol_behavior = \"rate-limiter\"\nmax_queueing_time_ms = {}",
-                choice / 16 % 700
+                choice / 24 % 700
             ),
         }
     }
@@ -170,6 +219,8 @@ pub enum Sentinel {
     Default(SlidingBuckets),
     /// `ThrottlingController`.
     RateLimiter(Throttling),
+    /// `WarmUpController` (boxed: a limiter per key stays small).
+    WarmUp(Box<WarmUp>),
 }
 
 /// `ThrottlingController`: the last passed time on its clock (`unit`
@@ -235,6 +286,7 @@ impl RateLimiter for Sentinel {
         match self {
             Sentinel::Default(buckets) => buckets.decide_with::<HINTS>(now),
             Sentinel::RateLimiter(throttling) => throttling.decide(now),
+            Sentinel::WarmUp(warm) => warm.decide(now),
         }
     }
 
@@ -242,6 +294,7 @@ impl RateLimiter for Sentinel {
         match self {
             Sentinel::Default(buckets) => buckets.refund(now),
             Sentinel::RateLimiter(throttling) => throttling.latest = throttling.before,
+            Sentinel::WarmUp(warm) => warm.refund(now),
         }
     }
 
@@ -254,6 +307,7 @@ impl RateLimiter for Sentinel {
         match self {
             Sentinel::Default(buckets) => buckets.bound(interval),
             Sentinel::RateLimiter(throttling) => throttling.bound(interval, 0),
+            Sentinel::WarmUp(warm) => warm.buckets().bound(interval),
         }
     }
 
@@ -263,12 +317,13 @@ impl RateLimiter for Sentinel {
         match self {
             Sentinel::Default(buckets) => buckets.bound(interval),
             Sentinel::RateLimiter(t) => t.bound(interval, t.max_queueing),
+            Sentinel::WarmUp(warm) => warm.buckets().bound(interval),
         }
     }
 
     fn max_delay(&self) -> Nanos {
         match self {
-            Sentinel::Default(_) => Nanos::ZERO,
+            Sentinel::Default(_) | Sentinel::WarmUp(_) => Nanos::ZERO,
             Sentinel::RateLimiter(t) => Nanos(t.max_queueing * t.unit),
         }
     }
@@ -276,6 +331,7 @@ impl RateLimiter for Sentinel {
     fn nominal(&self, interval: Nanos) -> f64 {
         match self {
             Sentinel::Default(buckets) => buckets.nominal(interval),
+            Sentinel::WarmUp(warm) => warm.buckets().nominal(interval),
             Sentinel::RateLimiter(t) => t.count as f64 * interval.as_secs_f64(),
         }
     }
@@ -283,6 +339,7 @@ impl RateLimiter for Sentinel {
     fn describe(&self) -> String {
         match self {
             Sentinel::Default(buckets) => format!("Sentinel default: {}", buckets.describe()),
+            Sentinel::WarmUp(warm) => format!("Sentinel warm-up: {}", warm.buckets().describe()),
             Sentinel::RateLimiter(t) => format!(
                 "Sentinel rate-limiter: {}/s, one per {}, queue ≤ {}",
                 t.count,
@@ -295,6 +352,7 @@ impl RateLimiter for Sentinel {
     fn window_edges(&self) -> Option<(Nanos, Nanos)> {
         match self {
             Sentinel::Default(buckets) => buckets.window_edges(),
+            Sentinel::WarmUp(warm) => warm.buckets().window_edges(),
             Sentinel::RateLimiter(_) => None,
         }
     }
@@ -302,6 +360,9 @@ impl RateLimiter for Sentinel {
     fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
         match self {
             Sentinel::Default(buckets) => buckets.memory_at_most(keys, requests),
+            Sentinel::WarmUp(warm) => {
+                super::allocation::<WarmUp>(1) + warm.buckets().memory_at_most(keys, requests)
+            }
             Sentinel::RateLimiter(_) => 0,
         }
     }
@@ -382,12 +443,53 @@ mod tests {
         assert_eq!((t.unit, t.cost), (1, 666_667));
     }
 
+    /// Admitted each second from 20 requests at its start, for `seconds`.
+    fn per_second(l: &mut Sentinel, from: u64, seconds: u64) -> Vec<usize> {
+        (from..from + seconds)
+            .map(|s| admitted(l, s * 1_000 * MS, 20))
+            .collect()
+    }
+
     #[test]
-    fn warm_up_is_refused_by_name() {
-        let err = toml::from_str::<Config>("count = 10\ncontrol_behavior = \"warm-up\"")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("rate-limiter"), "{err}");
+    fn warm_up_starts_cold_and_rises_as_tokens_are_used() {
+        // count 10 over 10 s, cold factor 3: warningToken (int)100 / 2 =
+        // 50, maxToken 50 + (int)(200 / 4.0) = 100, slope 2.0 / 10 / 50.
+        let mut l = rule("count = 10\ncontrol_behavior = \"warm-up\"");
+        let Sentinel::WarmUp(warm) = &l else { panic!("warm-up") };
+        assert_eq!(warm.tokens(), (0, 50, 100));
+        // Full: ceiling nextUp(1 / (50 · 0.004 + 0.1)) = 3.33…: 3 pass;
+        // each second takes its predecessor's passes from the store
+        // (3 < (int)10 / 3 does not hold, so nothing is refilled).
+        assert_eq!(per_second(&mut l, 0, 6), [3, 3, 3, 3, 3, 4]);
+        let Sentinel::WarmUp(warm) = &l else { panic!("warm-up") };
+        assert_eq!(warm.tokens().0, 85);
+        let warm_by = per_second(&mut l, 6, 30);
+        assert_eq!(warm_by[25..], [10; 5], "below the warning line: count");
+        assert_eq!(l.bound(Nanos::SECOND), 20, "2N once warm");
+        // Idle, it refills count a second from the last fill: cold again.
+        assert_eq!(per_second(&mut l, 60, 1), [3]);
+    }
+
+    #[test]
+    fn warm_up_under_four_tokens_blocks_everything_as_sentinel_does() {
+        // maxToken = warningToken = 0: slope 1/0, and 0 · ∞ is NaN.
+        let mut l = rule("count = 1\ncontrol_behavior = \"warm-up\"\nwarm_up_period_sec = 1");
+        assert_eq!(per_second(&mut l, 0, 5), [0; 5]);
+        let config: Config =
+            toml::from_str("count = 10\ncontrol_behavior = \"warm-up\"\ncold_factor = 1").unwrap();
+        let err = config.build(Context::default()).unwrap_err().to_string();
+        assert!(err.contains("from 2"), "{err}");
+    }
+
+    #[test]
+    fn pass_qps_is_a_double_division_as_sentinel_does_it() {
+        // 33 / 1.1 is 29.999…96 in doubles: (long) 29, not 30.
+        assert_eq!(warm_up::pass_qps(33, 1_100), 29);
+        assert_eq!(warm_up::pass_qps(20, 2_000), 10);
+        // So with 1.1 s of statistics at count 30, a 34th pass is let
+        // through, not the 33 of exact arithmetic: (int)(33 / 1.1) + 1 = 30.
+        let mut l = rule("count = 30\ninterval = \"1100ms\"\nsample_count = 1");
+        assert_eq!(admitted(&mut l, 0, 60), 34);
     }
 
     proptest::proptest! {

@@ -83,14 +83,11 @@ pub struct SlidingBuckets {
     sum: u64,
 }
 
-impl RateLimiter for SlidingBuckets {
-    fn memory_at_most(&self, _keys: u64, _requests: u64) -> u128 {
-        super::allocation::<u64>(self.counts.len() as u128)
-    }
-
-    /// Rejects with no hint: Sentinel's block carries no retry time.
+impl SlidingBuckets {
+    /// The count in the window ending with `now`'s bucket (Sentinel's
+    /// `pass()` over the `LeapArray`'s live buckets).
     #[inline]
-    fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
+    pub fn passed_at(&mut self, now: Nanos) -> u64 {
         let index = now.get() / self.bucket;
         let slots = self.counts.len() as u64;
         if index != self.current {
@@ -103,11 +100,30 @@ impl RateLimiter for SlidingBuckets {
             }
             self.current = index;
         }
-        if self.sum >= self.threshold {
+        self.sum
+    }
+
+    /// Counts one in the bucket of the last [`SlidingBuckets::passed_at`].
+    #[inline]
+    pub fn count_one(&mut self) {
+        let slots = self.counts.len() as u64;
+        self.counts[(self.current % slots) as usize] += 1;
+        self.sum += 1;
+    }
+}
+
+impl RateLimiter for SlidingBuckets {
+    fn memory_at_most(&self, _keys: u64, _requests: u64) -> u128 {
+        super::allocation::<u64>(self.counts.len() as u128)
+    }
+
+    /// Rejects with no hint: Sentinel's block carries no retry time.
+    #[inline]
+    fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
+        if self.passed_at(now) >= self.threshold {
             return Decision::Reject(Hint::NONE);
         }
-        self.counts[(index % slots) as usize] += 1;
-        self.sum += 1;
+        self.count_one();
         Decision::Admit
     }
 
