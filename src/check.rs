@@ -159,6 +159,16 @@ const WINDOWS: [&str; 14] = [
     "redisson",
 ];
 
+/// Whether `run`'s limiter counts in windows: a kind of [`WINDOWS`], a
+/// Bucket4j bandwidth refilled all at once, Upstash's windows.
+fn counts_in_windows(run: &RunSummary) -> bool {
+    match run.kind.as_str() {
+        "bucket4j" => run.description.contains("intervally"),
+        "upstash" => !run.description.contains("token bucket"),
+        kind => WINDOWS.contains(&kind),
+    }
+}
+
 impl Cause {
     /// The cause of `run`'s excess over `capacity` a second.
     pub fn of(run: &RunSummary, capacity: u64) -> Cause {
@@ -175,7 +185,7 @@ impl Cause {
             Cause::Clients
         } else if limit_1s > capacity as f64 {
             Cause::Limit
-        } else if WINDOWS.contains(&run.kind.as_str()) {
+        } else if counts_in_windows(run) {
             Cause::WindowEdges
         } else {
             Cause::Bursts
@@ -517,6 +527,15 @@ mod tests {
             Cause::WindowEdges
         );
         assert_eq!(Cause::of(&run("token-bucket", 100.0), 150), Cause::Bursts);
+        let mut bucket4j = run("bucket4j", 100.0);
+        bucket4j.description = "100 tokens, 100 per 1s greedy".into();
+        assert_eq!(Cause::of(&bucket4j, 150), Cause::Bursts);
+        bucket4j.description = "100 tokens, 100 per 1s intervally".into();
+        assert_eq!(
+            Cause::of(&bucket4j, 150),
+            Cause::WindowEdges,
+            "a refill all at once is a window's edge"
+        );
         assert_eq!(Cause::of(&run("sliding-log", 200.0), 150), Cause::Limit);
         let mut clustered = run("fixed-window", 100.0);
         clustered.instances = Some(vec![100, 100]);

@@ -381,8 +381,7 @@ mod tests {
             ("permits_per_second = 10\nwarmup_period = \"999ns\"", "from 1us"),
             ("permits_per_second = 10\nwarmup_period = \"1s\"\nmax_burst_seconds = 2", "SmoothBursty's"),
         ] {
-            let config: Config = toml::from_str(text).unwrap();
-            let error = config.build(Context::default()).unwrap_err().to_string();
+            let error = crate::limiter::tests::refusal::<Config>(text);
             assert!(error.contains(says), "{text}: {error}");
         }
     }

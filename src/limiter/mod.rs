@@ -551,6 +551,7 @@ kinds! {
     DjangoRatelimit = django_ratelimit,
     Bucket4j = bucket4j,
     Redisson = redisson,
+    Upstash = upstash,
 }
 
 /// The most `limiter` admits in any of `intervals`, above its bound, over

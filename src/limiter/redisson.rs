@@ -331,10 +331,9 @@ mod tests {
     #[test]
     fn the_interval_is_whole_milliseconds() {
         for bad in ["0ms", "1500us"] {
-            let config: Config =
-                toml::from_str(&format!("rate = 1\nrate_interval = \"{bad}\"")).unwrap();
-            let error = config.build(Context::default()).unwrap_err();
-            assert!(error.to_string().contains("whole milliseconds"), "{error}");
+            let error =
+                crate::limiter::tests::refusal::<Config>(&format!("rate = 1\nrate_interval = \"{bad}\""));
+            assert!(error.contains("whole milliseconds"), "{error}");
         }
     }
 

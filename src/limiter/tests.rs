@@ -1,5 +1,12 @@
 use super::*;
 
+/// What building a `K` from `text` refuses with: the kinds' module tests
+/// of their configuration checks.
+pub(super) fn refusal<K: Kind>(text: &str) -> String {
+    let config: K = toml::from_str(text).unwrap();
+    config.build(Context::default()).unwrap_err().to_string()
+}
+
 fn parse(text: &str) -> Result<LimiterConfig, String> {
     LimiterConfig::from_table(toml::from_str(text).unwrap()).map_err(|e| e.to_string())
 }
