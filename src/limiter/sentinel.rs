@@ -475,6 +475,10 @@ mod tests {
         // maxToken = warningToken = 0: slope 1/0, and 0 · ∞ is NaN.
         let mut l = rule("count = 1\ncontrol_behavior = \"warm-up\"\nwarm_up_period_sec = 1");
         assert_eq!(per_second(&mut l, 0, 5), [0; 5]);
+        // count 2 below the cold factor 3: a cold ceiling of 2/3 passes
+        // nothing, so nothing ever takes the store down.
+        let mut l = rule("count = 2\ncontrol_behavior = \"warm-up\"\nwarm_up_period_sec = 2");
+        assert_eq!(per_second(&mut l, 0, 30), [0; 30]);
         let config: Config =
             toml::from_str("count = 10\ncontrol_behavior = \"warm-up\"\ncold_factor = 1").unwrap();
         let err = config.build(Context::default()).unwrap_err().to_string();

@@ -25,7 +25,10 @@
 //! behaviour's — so its bound is the default's, 2N within a bucket and a
 //! millisecond. With `W · count` under 4, `maxToken = warningToken` and
 //! the slope is 1/0: Sentinel then computes 0 · ∞ and blocks everything,
-//! and so does the model.
+//! and so does the model. With `count` below the cold factor the cold
+//! ceiling, count / coldFactor, is under one request: nothing passes, and
+//! since only passes take tokens from the store, it never warms — blocked
+//! for good, as the source says.
 
 use rustc_apfloat::Float;
 use rustc_apfloat::ieee::Double;
