@@ -552,6 +552,7 @@ kinds! {
     Bucket4j = bucket4j,
     Redisson = redisson,
     Upstash = upstash,
+    RedisCell = redis_cell,
 }
 
 /// The most `limiter` admits in any of `intervals`, above its bound, over

@@ -87,22 +87,30 @@ pub struct RedisServer {
 
 impl RedisServer {
     /// Starts it and waits until it accepts connections.
-    pub fn start(binary: &PathBuf) -> RedisServer {
+    pub fn start(binary: &Path) -> RedisServer {
+        RedisServer::start_with(binary, |_| {})
+    }
+
+    /// [`RedisServer::start`] with more arguments or environment (a module
+    /// to load, a preload) set by `more`.
+    pub fn start_with(binary: &Path, more: impl FnOnce(&mut Command)) -> RedisServer {
         let _starting = STARTING
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let port = free_port();
-        let child = Command::new(binary)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
+        let mut command = Command::new(binary);
+        command.args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ]);
+        more(&mut command);
+        let child = command
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

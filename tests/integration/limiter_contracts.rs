@@ -67,10 +67,18 @@ fn configs() -> impl Strategy<Value = String> {
 /// `Retry-After` (the delay rounded up to seconds) is never the earliest;
 /// its module checks the header.
 fn exact_hints() -> impl Strategy<Value = String> {
-    configs().prop_filter("not a chain, Kong or Traefik", |config| {
+    configs().prop_filter("not a chain, Kong, Traefik or redis-cell", |config| {
         !config.starts_with("kind = \"chain\"")
             && !config.starts_with("kind = \"kong\"")
             && !config.starts_with("kind = \"traefik\"")
+            && !config.starts_with("kind = \"redis-cell\"")
+    })
+}
+
+/// redis-cell's configurations.
+fn redis_cell_configs() -> impl Strategy<Value = String> {
+    configs().prop_filter("redis-cell", |config| {
+        config.starts_with("kind = \"redis-cell\"")
     })
 }
 
@@ -139,6 +147,22 @@ proptest! {
                 worst(&passed, interval),
                 limiter.bound(Nanos(interval))
             );
+        }
+    }
+
+    #[test]
+    fn redis_cell_hints_whole_seconds_truncated(config in redis_cell_configs(), times in arrivals()) {
+        // `retry_after` is the wait in whole seconds, rounded down: no pass
+        // before the instant it names, and one within a second of it.
+        let mut limiter = limiter(&config);
+        for &t in &times {
+            let Decision::Reject(hint) = limiter.decide(Nanos(t)) else { continue };
+            let Some(retry) = hint.retry_at.map(Nanos::get) else { continue };
+            prop_assert!(retry >= t && (retry - t) % 1_000_000_000 == 0, "{config} at {t}: {hint:?}");
+            if retry > t {
+                prop_assert!(!limiter.clone().decide(Nanos(retry - 1)).admitted(), "{config} at {t}: {hint:?} passes early");
+            }
+            prop_assert!(limiter.clone().decide(Nanos(retry + 999_999_999)).admitted(), "{config} at {t}: {hint:?} a second late still refused");
         }
     }
 

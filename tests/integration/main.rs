@@ -28,6 +28,7 @@ mod output_races;
 mod output_safety;
 mod probe_real;
 mod python_limiters;
+mod redis_cell_real;
 mod redis_memory;
 mod redis_real;
 mod retry_properties;

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use burstsim::limiter::{Context, RateLimiter};
@@ -24,7 +24,7 @@ struct Redis {
 }
 
 impl Redis {
-    fn start(binary: &PathBuf) -> Redis {
+    fn start(binary: &Path) -> Redis {
         let server = RedisServer::start(binary);
         let stream = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
         Redis {

@@ -1,0 +1,1 @@
+//! Empty: the package only pins redis-cell (see Cargo.toml).
