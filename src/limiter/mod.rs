@@ -552,6 +552,7 @@ kinds! {
     Bucket4j = bucket4j,
     Redisson = redisson,
     Upstash = upstash,
+    Bottleneck = bottleneck,
     RedisCell = redis_cell,
 }
 

@@ -100,3 +100,124 @@ fn rate_limiter_flexible_decides_every_consume_as_its_memory_store_does() {
         "every answer exercised: {refused} refused, {delayed} delayed of {compared}"
     );
 }
+
+#[test]
+#[ignore = "needs Node and tests/node_limiters's packages: run with --include-ignored, as .ci/run does"]
+fn bottleneck_runs_every_job_when_bottleneck_does() {
+    let _alone = common::real_time();
+    let Some((node, script)) = driver("bottleneck.js", "bottleneck") else {
+        common::required(
+            "not installed: Node or bottleneck; .ci/run installs nodejs and runs npm ci in tests/node_limiters",
+        );
+        return;
+    };
+    let mut seed = 20_261_204;
+    let (mut compared, mut dropped, mut queued) = (0, 0, 0);
+    // (Bottleneck's options, the model's fields, a typical gap in ms).
+    let cases: [(&str, &str, u64); 11] = [
+        (
+            r#"{"reservoir":5,"reservoirRefreshAmount":5,"reservoirRefreshInterval":1000}"#,
+            "reservoir = 5\nreservoir_refresh_amount = 5\nreservoir_refresh_interval = \"1s\"",
+            250,
+        ),
+        (
+            r#"{"reservoir":3,"reservoirRefreshAmount":3,"reservoirRefreshInterval":300,"minTime":50}"#,
+            "reservoir = 3\nreservoir_refresh_amount = 3\nreservoir_refresh_interval = \"300ms\"\nmin_time = \"50ms\"",
+            100,
+        ),
+        (
+            r#"{"reservoir":0,"reservoirIncreaseAmount":2,"reservoirIncreaseInterval":500,"reservoirIncreaseMaximum":3}"#,
+            "reservoir = 0\nreservoir_increase_amount = 2\nreservoir_increase_interval = \"500ms\"\nreservoir_increase_maximum = 3",
+            300,
+        ),
+        (
+            r#"{"reservoir":10,"reservoirRefreshAmount":10,"reservoirRefreshInterval":1000,"reservoirIncreaseAmount":1,"reservoirIncreaseInterval":250,"reservoirIncreaseMaximum":12}"#,
+            "reservoir = 10\nreservoir_refresh_amount = 10\nreservoir_refresh_interval = \"1s\"\nreservoir_increase_amount = 1\nreservoir_increase_interval = \"250ms\"\nreservoir_increase_maximum = 12",
+            250,
+        ),
+        (
+            r#"{"reservoir":4,"reservoirRefreshAmount":4,"reservoirRefreshInterval":1000,"highWater":3,"strategy":2}"#,
+            "reservoir = 4\nreservoir_refresh_amount = 4\nreservoir_refresh_interval = \"1s\"\nhigh_water = 3\nstrategy = \"overflow\"",
+            200,
+        ),
+        (r#"{"minTime":100}"#, "min_time = \"100ms\"", 300),
+        (
+            r#"{"minTime":20,"highWater":0,"strategy":3,"penalty":100}"#,
+            "min_time = \"20ms\"\nhigh_water = 0\nstrategy = \"block\"\npenalty = \"100ms\"",
+            100,
+        ),
+        (
+            r#"{"minTime":30,"highWater":0,"strategy":2}"#,
+            "min_time = \"30ms\"\nhigh_water = 0\nstrategy = \"overflow\"",
+            100,
+        ),
+        (
+            r#"{"reservoirRefreshAmount":5,"reservoirRefreshInterval":1000}"#,
+            "reservoir_refresh_amount = 5\nreservoir_refresh_interval = \"1s\"",
+            400,
+        ),
+        (
+            r#"{"reservoir":2,"reservoirRefreshAmount":2,"reservoirRefreshInterval":150,"heartbeatInterval":100,"minTime":7}"#,
+            "reservoir = 2\nreservoir_refresh_amount = 2\nreservoir_refresh_interval = \"150ms\"\nheartbeat_interval = \"100ms\"\nmin_time = \"7ms\"",
+            100,
+        ),
+        // LEAK drops the oldest queued job where the model drops the new
+        // one: the same instants run, compared as a multiset below.
+        (
+            r#"{"reservoir":4,"reservoirRefreshAmount":4,"reservoirRefreshInterval":1000,"highWater":3}"#,
+            "reservoir = 4\nreservoir_refresh_amount = 4\nreservoir_refresh_interval = \"1s\"\nhigh_water = 3",
+            200,
+        ),
+    ];
+    for (options, fields, gap_ms) in cases {
+        let requests: Vec<u64> = common::millisecond_requests(&mut seed, 1_500, gap_ms, 1)
+            .into_iter()
+            .map(|(_, t)| t / MS)
+            .collect();
+        let answers = common::piped(
+            &node,
+            &[script.display().to_string(), options.to_string()],
+            requests.iter().map(u64::to_string),
+        );
+        let mut model = common::model(&format!("kind = \"bottleneck\"\n{fields}"));
+        let ours: Vec<String> = requests
+            .iter()
+            .map(|&ms| match model.decide(Nanos(ms * MS)) {
+                Decision::Reject(_) => "R".to_string(),
+                decision => format!("A {}", ms + decision.delay().get() / MS),
+            })
+            .collect();
+        let theirs: Vec<&str> = answers.lines().collect();
+        assert_eq!(theirs.len(), requests.len());
+        if options.contains("highWater\":3}") {
+            let sorted = |mut answers: Vec<&str>| {
+                answers.sort_unstable();
+                answers.join(" ")
+            };
+            assert_eq!(
+                sorted(ours.iter().map(String::as_str).collect()),
+                sorted(theirs.clone()),
+                "{options}: the same runs and drops"
+            );
+        } else {
+            for (i, (ours, theirs)) in ours.iter().zip(&theirs).enumerate() {
+                assert_eq!(ours, theirs, "{options}: request {i} at {} ms", requests[i]);
+            }
+        }
+        dropped += theirs.iter().filter(|a| **a == "R").count();
+        queued += requests
+            .iter()
+            .zip(&theirs)
+            .filter(|(ms, a)| {
+                a.strip_prefix("A ")
+                    .is_some_and(|run| run.parse::<u64>().unwrap() > **ms)
+            })
+            .count();
+        compared += requests.len();
+    }
+    assert_eq!(compared, 11 * 1_500);
+    assert!(
+        dropped > 1_000 && queued > 3_000,
+        "every answer exercised: {dropped} dropped, {queued} run later than they came of {compared}"
+    );
+}
