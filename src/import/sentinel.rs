@@ -2,7 +2,7 @@
 //! array of `FlowRule` objects (`resource`, `grade`, `count`,
 //! `controlBehavior`, `maxQueueingTimeMs`, …). Each QPS rule becomes a
 //! `sentinel` limiter named after its resource. What the model does not
-//! cover — thread-count rules, the warm-up rate limiter, cluster mode, relate or
+//! cover — thread-count rules, the warm-up rate limiter, a cluster config's borrowing, relate or
 //! chain strategies, fractional counts — is an error at its line, never a
 //! different limit.
 
@@ -10,7 +10,7 @@ use super::yaml::Node;
 use super::{Block, Source};
 use crate::error::ScenarioError;
 
-pub(super) const SUPPORTED: &str = "supported: a JSON array of flow rules with resource, grade 1 (QPS), a whole count, controlBehavior 0 (default), 1 (warm up, with warmUpPeriodSec) or 2 (rate limiter), maxQueueingTimeMs, strategy 0 (direct), limitApp, clusterMode false";
+pub(super) const SUPPORTED: &str = "supported: a JSON array of flow rules with resource, grade 1 (QPS), a whole count, controlBehavior 0 (default), 1 (warm up, with warmUpPeriodSec) or 2 (rate limiter), maxQueueingTimeMs, strategy 0 (direct), limitApp, clusterMode with clusterConfig thresholdType, sampleCount, windowIntervalMs";
 
 /// Keys a rule may carry that change nothing about the limit (the
 /// dashboard's bookkeeping, settings of behaviours not in use).
@@ -81,6 +81,7 @@ fn limiter(source: &Source, rule: &Node) -> Result<Block, ScenarioError> {
     let mut behavior_warm_up = None;
     let mut queueing = None;
     let mut warm_up = None;
+    let mut cluster = None;
     for (key, node) in rule.entries() {
         match key.as_str() {
             "resource" => {}
@@ -140,10 +141,7 @@ fn limiter(source: &Source, rule: &Node) -> Result<Block, ScenarioError> {
             "warmUpPeriodSec" => warm_up = Some((whole(key, node)?, here(key, node))),
             "clusterMode" => {
                 if node.boolean(source, key)? {
-                    return Err(node.error(
-                        source,
-                        format!("clusterMode: the token server is not modelled yet; without it each instance limits on its own (add cluster = {{ instances = N }}); {SUPPORTED}"),
-                    ));
+                    cluster = Some(here(key, node));
                 }
             }
             "regex" => {
@@ -172,8 +170,61 @@ fn limiter(source: &Source, rule: &Node) -> Result<Block, ScenarioError> {
         let (sec, from) = warm_up.unwrap_or((10, "not set: FlowRule's default, 10".into()));
         block.set("warm_up_period_sec", sec as i64, from);
     }
-    block.per_instance("application instance");
+    match cluster {
+        Some(from) => cluster_config(source, rule, &mut block, from)?,
+        None => block.per_instance("application instance"),
+    }
     Ok(block)
+}
+
+/// `clusterMode: true`: the token server decides with the rule's
+/// `clusterConfig` (thresholdType, sampleCount, windowIntervalMs); what
+/// only matters when the server fails is noted, never modelled away.
+fn cluster_config(
+    source: &Source,
+    rule: &Node,
+    block: &mut Block,
+    from: String,
+) -> Result<(), ScenarioError> {
+    block.set("cluster_mode", true, from);
+    let Some(config) = rule.get("clusterConfig") else {
+        block.notes.push("clusterMode without clusterConfig: thresholdType AVG_LOCAL (0), the server's default; set connected_clients to the instances connected to the token server (1 assumed)".into());
+        return Ok(());
+    };
+    let at = |key: &str, node: &Node| {
+        source.at(
+            node.line,
+            format!("clusterConfig \"{key}\": {}", node.text().unwrap_or("…")),
+        )
+    };
+    let mut average = true;
+    for (key, node) in config.entries() {
+        match key.as_str() {
+            "thresholdType" => match node.text() {
+                Some("0") => block.set("threshold_type", "avg-local", at(key, node)),
+                Some("1") => {
+                    average = false;
+                    block.set("threshold_type", "global", at(key, node));
+                }
+                _ => return Err(node.error(source, "clusterConfig.thresholdType: expected 0 (AVG_LOCAL) or 1 (GLOBAL)")),
+            },
+            "sampleCount" => block.set("cluster_sample_count", node.number(source, key)? as i64, at(key, node)),
+            "windowIntervalMs" => block.set("cluster_window_interval_ms", node.number(source, key)? as i64, at(key, node)),
+            "fallbackToLocalWhenFail" => {
+                let fallback = node.boolean(source, key)?;
+                block.set("fallback_to_local_when_fail", fallback, at(key, node));
+            }
+            "strategy" if node.text() == Some("0") => {}
+            "strategy" => return Err(node.error(source, "clusterConfig.strategy: only 0 (normal) is modelled; borrowing from a reference resource is not")),
+            "flowId" | "clientOfflineTime" | "resourceTimeout" | "resourceTimeoutStrategy" | "acquireRefuseStrategy" => {}
+            other => return Err(node.error(source, format!("clusterConfig.{other}: not understood; supported: thresholdType, sampleCount, windowIntervalMs, fallbackToLocalWhenFail, strategy 0, flowId"))),
+        }
+    }
+    if average {
+        block.notes.push("thresholdType AVG_LOCAL: the token server multiplies count by the clients connected to it; set connected_clients to their number (1 assumed)".into());
+    }
+    block.notes.push("the token server never fails here: fallbackToLocalWhenFail, timeouts and the server's namespace limit (30000 QPS) are not modelled".into());
+    Ok(())
 }
 
 #[cfg(test)]
@@ -232,6 +283,48 @@ mod tests {
     }
 
     #[test]
+    fn a_cluster_rule_is_decided_by_the_token_server() {
+        let blocks = read(
+            r#"[{"resource": "pay", "grade": 1, "count": 50, "clusterMode": true,
+  "clusterConfig": {"flowId": 7, "thresholdType": 1, "fallbackToLocalWhenFail": false, "sampleCount": 10, "windowIntervalMs": 1000}}]"#,
+        )
+        .unwrap();
+        let block = &blocks[0];
+        assert_eq!(field(block, "cluster_mode").as_deref(), Some("true"));
+        assert_eq!(
+            field(block, "threshold_type").as_deref(),
+            Some("\"global\"")
+        );
+        assert_eq!(
+            field(block, "fallback_to_local_when_fail").as_deref(),
+            Some("false")
+        );
+        assert_eq!(
+            field(block, "cluster_window_interval_ms").as_deref(),
+            Some("1000")
+        );
+        assert!(
+            block.notes.iter().any(|n| n.contains("never fails")),
+            "{:?}",
+            block.notes
+        );
+        assert!(
+            !block
+                .notes
+                .iter()
+                .any(|n| n.contains("each application instance")),
+            "one server, not per instance"
+        );
+        let average = read(r#"[{"resource": "pay", "count": 50, "clusterMode": true, "clusterConfig": {"thresholdType": 0}}]"#).unwrap();
+        assert!(
+            average[0]
+                .notes
+                .iter()
+                .any(|n| n.contains("connected_clients"))
+        );
+    }
+
+    #[test]
     fn what_the_model_lacks_is_an_error_at_its_value() {
         for (rule, key, expected) in [
             (
@@ -245,9 +338,9 @@ mod tests {
                 "controlBehavior: the warm-up rate limiter",
             ),
             (
-                r#"{"resource": "a", "count": 5, "clusterMode": true}"#,
-                "clusterMode",
-                "clusterMode: the token server",
+                r#"{"resource": "a", "count": 5, "clusterMode": true, "clusterConfig": {"strategy": 1}}"#,
+                "strategy",
+                "clusterConfig.strategy: only 0",
             ),
             (
                 r#"{"resource": "a", "count": 2.5}"#,

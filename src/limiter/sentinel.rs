@@ -27,14 +27,20 @@
 //! A block is Sentinel's `FlowException`: the web adapters answer 429
 //! "Blocked by Sentinel (flow limiting)" with no retry hint.
 //! `control_behavior = "warm-up"` is `WarmUpController` (see [`warm_up`]).
-//! Not modelled: the `warm-up-rate-limiter` behaviour, thread-count grade,
-//! cluster mode, fractional counts.
+//! `cluster_mode = true` is the token server's check (see
+//! [`Config::token_server`]): one limiter for every instance. Not modelled:
+//! the `warm-up-rate-limiter` behaviour, thread-count grade, fractional
+//! counts, a failing token server (and so `fallbackToLocalWhenFail`), the
+//! server's namespace limit (`maxAllowedQps`, 30,000), prioritized waits.
 
 use std::num::NonZeroU64;
 
 use serde::Deserialize;
 
+mod token_server;
 mod warm_up;
+
+pub use self::token_server::ThresholdType;
 
 use self::warm_up::WarmUp;
 use super::sliding_buckets::{self, SlidingBuckets};
@@ -71,6 +77,27 @@ pub struct Config {
     /// `csp.sentinel.flow.cold.factor` (default 3), above 1.
     #[serde(default = "default_cold_factor")]
     pub cold_factor: u64,
+    /// `clusterMode`: the token server decides (default false).
+    #[serde(default)]
+    pub cluster_mode: bool,
+    /// `clusterConfig.thresholdType`: `"avg-local"` (0, the default: count
+    /// per connected client) or `"global"` (1: count in all).
+    #[serde(default)]
+    pub threshold_type: ThresholdType,
+    /// The clients connected to the token server, which AVG_LOCAL
+    /// multiplies count by (default 1).
+    #[serde(default = "token_server::one_client")]
+    pub connected_clients: NonZeroU64,
+    /// `clusterConfig.fallbackToLocalWhenFail` (default true): what a client
+    /// does when the server fails, which this kind never does.
+    #[serde(default = "token_server::yes")]
+    pub fallback_to_local_when_fail: bool,
+    /// `clusterConfig.sampleCount`: the server's buckets (default 10).
+    #[serde(default = "token_server::ten")]
+    pub cluster_sample_count: NonZeroU64,
+    /// `clusterConfig.windowIntervalMs` (default 1000).
+    #[serde(default = "token_server::thousand")]
+    pub cluster_window_interval_ms: u64,
 }
 
 fn default_warm_up() -> u64 {
@@ -114,6 +141,9 @@ impl Kind for Config {
         let count = self.count.get();
         if count > 1_000_000_000 {
             return Err(field_error!("count", "at most 1000000000 per second (got {count})"));
+        }
+        if self.cluster_mode {
+            return self.token_server();
         }
         match self.control_behavior {
             Behavior::Default | Behavior::WarmUp => {
@@ -193,6 +223,15 @@ impl Kind for Config {
 
     fn example(choice: u64) -> String {
         let count = [1, 3, 7, 10, 250, 1_000, 1_500, 3_000][(choice % 8) as usize];
+        if choice % 5 == 4 {
+            return format!(
+                "count = {count}\ncluster_mode = true\nthreshold_type = \"{}\"\nconnected_clients = {}\ncluster_sample_count = {}\ncluster_window_interval_ms = {}",
+                ["avg-local", "global"][(choice / 8 % 2) as usize],
+                choice / 16 % 3 + 1,
+                choice / 48 % 3 + 1,
+                (choice / 144 % 2 + 1) * 1_200
+            );
+        }
         match choice / 8 % 3 {
             0 => format!(
                 "count = {count}\nsample_count = {}\ninterval = \"{}ms\"",
@@ -221,6 +260,8 @@ pub enum Sentinel {
     RateLimiter(Throttling),
     /// `WarmUpController` (boxed: a limiter per key stays small).
     WarmUp(Box<WarmUp>),
+    /// Cluster mode: the token server's `ClusterMetric`.
+    TokenServer(SlidingBuckets),
 }
 
 /// `ThrottlingController`: the last passed time on its clock (`unit`
@@ -284,7 +325,7 @@ impl RateLimiter for Sentinel {
     #[inline]
     fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
         match self {
-            Sentinel::Default(buckets) => buckets.decide_with::<HINTS>(now),
+            Sentinel::Default(buckets) | Sentinel::TokenServer(buckets) => buckets.decide_with::<HINTS>(now),
             Sentinel::RateLimiter(throttling) => throttling.decide(now),
             Sentinel::WarmUp(warm) => warm.decide(now),
         }
@@ -292,7 +333,7 @@ impl RateLimiter for Sentinel {
 
     fn refund(&mut self, now: Nanos) {
         match self {
-            Sentinel::Default(buckets) => buckets.refund(now),
+            Sentinel::Default(buckets) | Sentinel::TokenServer(buckets) => buckets.refund(now),
             Sentinel::RateLimiter(throttling) => throttling.latest = throttling.before,
             Sentinel::WarmUp(warm) => warm.refund(now),
         }
@@ -305,7 +346,7 @@ impl RateLimiter for Sentinel {
     /// millisecond a second later are 999 ms and a bit apart.
     fn bound(&self, interval: Nanos) -> u64 {
         match self {
-            Sentinel::Default(buckets) => buckets.bound(interval),
+            Sentinel::Default(buckets) | Sentinel::TokenServer(buckets) => buckets.bound(interval),
             Sentinel::RateLimiter(throttling) => throttling.bound(interval, 0),
             Sentinel::WarmUp(warm) => warm.buckets().bound(interval),
         }
@@ -315,7 +356,7 @@ impl RateLimiter for Sentinel {
     /// queueing time after its decision.
     fn decision_bound(&self, interval: Nanos) -> u64 {
         match self {
-            Sentinel::Default(buckets) => buckets.bound(interval),
+            Sentinel::Default(buckets) | Sentinel::TokenServer(buckets) => buckets.bound(interval),
             Sentinel::RateLimiter(t) => t.bound(interval, t.max_queueing),
             Sentinel::WarmUp(warm) => warm.buckets().bound(interval),
         }
@@ -323,14 +364,14 @@ impl RateLimiter for Sentinel {
 
     fn max_delay(&self) -> Nanos {
         match self {
-            Sentinel::Default(_) | Sentinel::WarmUp(_) => Nanos::ZERO,
+            Sentinel::Default(_) | Sentinel::WarmUp(_) | Sentinel::TokenServer(_) => Nanos::ZERO,
             Sentinel::RateLimiter(t) => Nanos(t.max_queueing * t.unit),
         }
     }
 
     fn nominal(&self, interval: Nanos) -> f64 {
         match self {
-            Sentinel::Default(buckets) => buckets.nominal(interval),
+            Sentinel::Default(buckets) | Sentinel::TokenServer(buckets) => buckets.nominal(interval),
             Sentinel::WarmUp(warm) => warm.buckets().nominal(interval),
             Sentinel::RateLimiter(t) => t.count as f64 * interval.as_secs_f64(),
         }
@@ -339,6 +380,7 @@ impl RateLimiter for Sentinel {
     fn describe(&self) -> String {
         match self {
             Sentinel::Default(buckets) => format!("Sentinel default: {}", buckets.describe()),
+            Sentinel::TokenServer(buckets) => format!("Sentinel token server: {}", buckets.describe()),
             Sentinel::WarmUp(warm) => format!("Sentinel warm-up: {}", warm.buckets().describe()),
             Sentinel::RateLimiter(t) => format!(
                 "Sentinel rate-limiter: {}/s, one per {}, queue ≤ {}",
@@ -351,7 +393,7 @@ impl RateLimiter for Sentinel {
 
     fn window_edges(&self) -> Option<(Nanos, Nanos)> {
         match self {
-            Sentinel::Default(buckets) => buckets.window_edges(),
+            Sentinel::Default(buckets) | Sentinel::TokenServer(buckets) => buckets.window_edges(),
             Sentinel::WarmUp(warm) => warm.buckets().window_edges(),
             Sentinel::RateLimiter(_) => None,
         }
@@ -359,7 +401,7 @@ impl RateLimiter for Sentinel {
 
     fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
         match self {
-            Sentinel::Default(buckets) => buckets.memory_at_most(keys, requests),
+            Sentinel::Default(buckets) | Sentinel::TokenServer(buckets) => buckets.memory_at_most(keys, requests),
             Sentinel::WarmUp(warm) => {
                 super::allocation::<WarmUp>(1) + warm.buckets().memory_at_most(keys, requests)
             }

@@ -169,6 +169,12 @@ impl ClusterConfig {
         if let Limiter::Redisson(log) = inner {
             return self.check_redisson(log.per_client());
         }
+        if let Limiter::Sentinel(crate::limiter::sentinel::Sentinel::TokenServer(_)) = inner {
+            return Err(field_error!(
+                "cluster",
+                "Sentinel's cluster mode is one token server deciding for every instance: leave out [cluster] (connected_clients is AVG_LOCAL's multiplier)"
+            ));
+        }
         if self.mode != Mode::Local && inner.fixed_window().is_none() {
             return Err(field_error!(
                 "cluster.mode",
