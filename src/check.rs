@@ -160,11 +160,13 @@ const WINDOWS: [&str; 14] = [
 ];
 
 /// Whether `run`'s limiter counts in windows: a kind of [`WINDOWS`], a
-/// Bucket4j bandwidth refilled all at once, Upstash's windows.
+/// Bucket4j bandwidth refilled all at once, Upstash's windows, a Bottleneck
+/// reservoir refreshed at its heartbeat.
 fn counts_in_windows(run: &RunSummary) -> bool {
     match run.kind.as_str() {
         "bucket4j" => run.description.contains("intervally"),
         "upstash" => !run.description.contains("token bucket"),
+        "bottleneck" => run.description.contains("refreshed"),
         kind => WINDOWS.contains(&kind),
     }
 }

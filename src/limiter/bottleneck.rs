@@ -480,7 +480,13 @@ impl RateLimiter for Bottleneck {
             parts.push(format!("minTime {}", Nanos(self.min_time * MS)));
         }
         if let Some(high_water) = self.high_water {
-            parts.push(format!("highWater {high_water} ({:?})", self.strategy).to_lowercase());
+            let strategy = match self.strategy {
+                Strategy::Leak => "leak",
+                Strategy::OverflowPriority => "overflow-priority",
+                Strategy::Overflow => "overflow",
+                Strategy::Block => "block",
+            };
+            parts.push(format!("highWater {high_water} ({strategy})"));
         }
         format!("Bottleneck, {}", parts.join(", "))
     }
