@@ -173,6 +173,7 @@ impl Kind for Config {
             at: 0,
             reservoir: self.reservoir,
             queued: VecDeque::new(),
+            waiting: 0,
             stuck: 0,
             next_request: 0,
             unblock: None,
@@ -244,6 +245,8 @@ pub struct State {
     reservoir: Option<u64>,
     /// Queued jobs by the beat they will register at, in order.
     queued: VecDeque<(u64, u64)>,
+    /// The jobs in `queued`.
+    waiting: u64,
     /// Jobs queued for ever (nothing refills the reservoir).
     stuck: u64,
     /// `_nextRequest`, ms.
@@ -313,10 +316,13 @@ impl State {
 
     /// Jobs queued at `ms`: those registering at a later beat.
     fn queue_length(&mut self, ms: u64) -> u64 {
-        while self.queued.front().is_some_and(|&(beat, _)| beat <= ms) {
+        while let Some(&(beat, n)) = self.queued.front()
+            && beat <= ms
+        {
             self.queued.pop_front();
+            self.waiting -= n;
         }
-        self.queued.iter().map(|&(_, n)| n).sum::<u64>() + self.stuck
+        self.waiting + self.stuck
     }
 
     /// Registers a job at `ms` (a beat, or the request's instant `now`):
@@ -390,6 +396,7 @@ impl RateLimiter for Bottleneck {
             Some((last, n)) if *last == beat => *n += 1,
             _ => self.queued.push_back((beat, 1)),
         }
+        self.waiting += 1;
         undo.queued = true;
         self.undo = Some(undo);
         self.at = beat;
@@ -402,6 +409,9 @@ impl RateLimiter for Bottleneck {
     fn refund(&mut self, _now: Nanos) {
         let Some(undo) = self.undo.take() else { return };
         (self.at, self.reservoir, self.next_request) = (undo.at, undo.reservoir, undo.next_request);
+        if undo.queued {
+            self.waiting -= 1;
+        }
         if undo.queued && let Some((_, n)) = self.queued.back_mut() {
             *n -= 1;
             if *n == 0 {
