@@ -188,7 +188,7 @@ fn cluster_config(
 ) -> Result<(), ScenarioError> {
     block.set("cluster_mode", true, from);
     let Some(config) = rule.get("clusterConfig") else {
-        block.notes.push("clusterMode without clusterConfig: thresholdType AVG_LOCAL (0), the server's default; set connected_clients to the instances connected to the token server (1 assumed)".into());
+        block.notes.push("clusterMode without clusterConfig: thresholdType AVG_LOCAL (0), the server's default; run it in a [cluster] of the instances connected to the token server, or set connected_clients to their number (1 assumed)".into());
         return Ok(());
     };
     let at = |key: &str, node: &Node| {
@@ -221,9 +221,9 @@ fn cluster_config(
         }
     }
     if average {
-        block.notes.push("thresholdType AVG_LOCAL: the token server multiplies count by the clients connected to it; set connected_clients to their number (1 assumed)".into());
+        block.notes.push("thresholdType AVG_LOCAL: the token server multiplies count by the clients connected to it; run it in a [cluster] of that many instances, or set connected_clients to their number (1 assumed)".into());
     }
-    block.notes.push("the token server never fails here: fallbackToLocalWhenFail, timeouts and the server's namespace limit (30000 QPS) are not modelled".into());
+    block.notes.push("the token server fails only in a [cluster]'s store outages (then fallbackToLocalWhenFail applies); the client's 20 ms timeout and the server's namespace limit (30000 QPS) are not modelled".into());
     Ok(())
 }
 
@@ -304,7 +304,10 @@ mod tests {
             Some("1000")
         );
         assert!(
-            block.notes.iter().any(|n| n.contains("never fails")),
+            block
+                .notes
+                .iter()
+                .any(|n| n.contains("fails only in a [cluster]")),
             "{:?}",
             block.notes
         );

@@ -28,10 +28,12 @@
 //! "Blocked by Sentinel (flow limiting)" with no retry hint.
 //! `control_behavior = "warm-up"` is `WarmUpController` (see [`warm_up`]).
 //! `cluster_mode = true` is the token server's check (see
-//! [`Config::token_server`]): one limiter for every instance. Not modelled:
-//! the `warm-up-rate-limiter` behaviour, thread-count grade, fractional
-//! counts, a failing token server (and so `fallbackToLocalWhenFail`), the
-//! server's namespace limit (`maxAllowedQps`, 30,000), prioritized waits.
+//! [`Config::token_server`]): one limiter for every instance; in a
+//! `[cluster]` its outages fall back to each instance's own rule
+//! (`fallbackToLocalWhenFail`, see `cluster/token_server.rs`). Not
+//! modelled: the `warm-up-rate-limiter` behaviour, thread-count grade,
+//! fractional counts, the client's 20 ms request timeout, the server's
+//! namespace limit (`maxAllowedQps`, 30,000), prioritized waits.
 
 use std::num::NonZeroU64;
 
@@ -85,11 +87,11 @@ pub struct Config {
     #[serde(default)]
     pub threshold_type: ThresholdType,
     /// The clients connected to the token server, which AVG_LOCAL
-    /// multiplies count by (default 1).
-    #[serde(default = "token_server::one_client")]
-    pub connected_clients: NonZeroU64,
-    /// `clusterConfig.fallbackToLocalWhenFail` (default true): what a client
-    /// does when the server fails, which this kind never does.
+    /// multiplies count by (default 1; in a `[cluster]`, its instances).
+    pub connected_clients: Option<NonZeroU64>,
+    /// `clusterConfig.fallbackToLocalWhenFail` (default true): when the
+    /// server fails (`[cluster.store] outages`), each instance checks the
+    /// rule itself; without it, everything passes.
     #[serde(default = "token_server::yes")]
     pub fallback_to_local_when_fail: bool,
     /// `clusterConfig.sampleCount`: the server's buckets (default 10).
@@ -317,6 +319,29 @@ impl Throttling {
             + u128::from(ahead) * u128::from(self.unit);
         let spaced = span / (u128::from(self.cost) * u128::from(self.unit));
         u64::try_from(spaced + 1).unwrap_or(u64::MAX)
+    }
+}
+
+impl Sentinel {
+    /// Counts a pass another check granted (the token server's) in the
+    /// node's statistics, as `StatisticSlot` counts every pass;
+    /// `ThrottlingController` keeps only its own last passed time.
+    pub fn record(&mut self, now: Nanos) {
+        match self {
+            Sentinel::Default(buckets) | Sentinel::TokenServer(buckets) => {
+                buckets.passed_at(now);
+                buckets.count_one();
+            }
+            Sentinel::WarmUp(warm) => warm.record(now),
+            Sentinel::RateLimiter(_) => {}
+        }
+    }
+
+    /// Takes back the last [`Sentinel::record`].
+    pub fn unrecord(&mut self, now: Nanos) {
+        if !matches!(self, Sentinel::RateLimiter(_)) {
+            self.refund(now);
+        }
     }
 }
 

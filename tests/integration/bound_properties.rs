@@ -222,3 +222,74 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// Sentinel's token server in a cluster, its outages answered by each
+    /// instance's own rule (or by passing everything), on clocks that
+    /// disagree and step: requests piled on the server's 100 ms and the
+    /// rule's 500 ms bucket edges and at each outage's start.
+    #[test]
+    fn the_token_server_and_its_fallback_never_exceed_their_bound(
+        piles in prop::collection::vec((0..60u64, 0..3u64, 1..6usize), 1..40),
+        k in 1..4u64,
+        count in 1..6u64,
+        behavior in 0..3usize,
+        global in prop::bool::ANY,
+        outages in prop::collection::vec((0..60u64, 1..15u64), 0..3),
+        offsets in prop::collection::vec(-700i64..700, 3),
+        steps in prop::collection::vec((0..60u64, -700i64..700, prop::bool::ANY), 0..3),
+    ) {
+        const MS: u64 = 1_000_000;
+        let mut times: Vec<u64> = piles
+            .into_iter()
+            .flat_map(|(at, side, n)| std::iter::repeat_n((at * 100 * MS + side).saturating_sub(1), n))
+            .collect();
+        // Outages a tenth of a second long or more, apart, each with a pile at its start.
+        let mut start = 0;
+        let mut spans = Vec::new();
+        for (gap, len) in outages {
+            let at = start + gap * 100 * MS;
+            if at >= 6_000 * MS {
+                break;
+            }
+            spans.push(format!("{{ at = \"{at}ns\", for = \"{}ns\" }}", len * 100 * MS));
+            times.extend(std::iter::repeat_n(at, 4));
+            start = at + len * 100 * MS + 1;
+        }
+        times.retain(|&t| t < 6_000 * MS);
+        times.sort_unstable();
+        let offsets: Vec<String> = offsets[..k as usize].iter().map(|o| format!("\"{}{}ms\"", if *o < 0 { "-" } else { "+" }, o.abs())).collect();
+        let steps: Vec<String> = steps
+            .iter()
+            .map(|(at, by, store)| format!(
+                "{{ at = \"{}ms\", by = \"{}{}ms\", on = {} }}",
+                at * 100,
+                if *by < 0 { "-" } else { "+" },
+                by.abs(),
+                if *store { "\"store\"" } else { "0" }
+            ))
+            .collect();
+        let behavior = [
+            "control_behavior = \"default\"",
+            "control_behavior = \"warm-up\"\nwarm_up_period_sec = 1",
+            "control_behavior = \"rate-limiter\"\nmax_queueing_time_ms = 300",
+        ][behavior];
+        let text = format!(
+            "duration = \"6s\"\n[cluster]\ninstances = {k}\noffsets = [{}]\nsteps = [{}]\nstore = {{ outages = [{}] }}\n[[workload]]\nname = \"w\"\nsources = [{{ kind = \"uniform\", rate = 1 }}]\n[[limiter]]\nname = \"l\"\nkind = \"sentinel\"\ncount = {count}\ncluster_mode = true\nthreshold_type = \"{}\"\nfallback_to_local_when_fail = {}\n{behavior}\n",
+            offsets.join(", "),
+            steps.join(", "),
+            spans.join(", "),
+            if global { "global" } else { "avg-local" },
+            spans.is_empty() || count % 2 == 1,
+        );
+        let scenario = burstsim::scenario::parse(&text, std::path::Path::new("c.toml")).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let mut limiter = scenario.limiters[0].config.build(Context::default()).unwrap();
+        let passed = common::released(&mut limiter, &times);
+        for interval in [1, 100 * MS, 100 * MS + 1, 500 * MS, 500 * MS + 1, 1_000 * MS, 1_001 * MS, 2_000 * MS] {
+            let bound = limiter.bound(Nanos(interval));
+            prop_assert!(worst(&passed, interval) <= bound, "{text}\nover {interval} ns: {} > {bound}\n{times:?}", worst(&passed, interval));
+        }
+    }
+}

@@ -8,6 +8,7 @@ use super::local::Local;
 use super::mode::{Mode, Reading, Stretch};
 use super::shared_log::SharedLog;
 use super::store_clock::StoreClock;
+use super::token_server::TokenServer;
 use crate::limiter::Decision;
 use crate::time::Nanos;
 
@@ -25,6 +26,8 @@ pub enum Counter {
     StoreClock(StoreClock),
     /// Redisson's overall log.
     SharedLog(SharedLog),
+    /// Sentinel's token server.
+    TokenServer(TokenServer),
 }
 
 /// `$body` with `$mode` bound to whichever mode `$counter` holds.
@@ -36,6 +39,7 @@ macro_rules! each_mode {
             Counter::Batched($mode) => $body,
             Counter::StoreClock($mode) => $body,
             Counter::SharedLog($mode) => $body,
+            Counter::TokenServer($mode) => $body,
         }
     };
 }
@@ -45,6 +49,21 @@ impl Counter {
     #[inline]
     pub fn decide<const HINTS: bool>(&mut self, at: Reading) -> Decision {
         each_mode!(self, mode => mode.decide::<HINTS>(at))
+    }
+
+    /// See [`Mode::when_down`].
+    pub fn when_down<const HINTS: bool>(&mut self, at: Reading) -> Option<Decision> {
+        each_mode!(self, mode => mode.when_down::<HINTS>(at))
+    }
+
+    /// See [`Mode::down_bound`].
+    pub fn down_bound(&self, stretch: &Stretch) -> Option<u64> {
+        each_mode!(self, mode => mode.down_bound(stretch))
+    }
+
+    /// See [`Mode::max_delay`].
+    pub fn max_delay(&self) -> Nanos {
+        each_mode!(self, mode => mode.max_delay())
     }
 
     /// See [`Mode::refund`].

@@ -174,14 +174,6 @@ pub struct FaultState {
     longest_loss: u64,
 }
 
-/// What the store's state is at a request.
-pub enum Reach {
-    /// The store answers.
-    Store,
-    /// It does not: this is the answer.
-    Down(Decision),
-}
-
 impl FaultState {
     /// Before the run, for `instances` instances of a shared `threshold` per `window`.
     pub fn new(faults: Faults, instances: usize, window: u64, threshold: u64) -> FaultState {
@@ -236,9 +228,8 @@ impl FaultState {
         }
     }
 
-    /// Whether instance `instance`, whose clock reads `clock`, reaches the
-    /// store at true time `now`; if not, its answer.
-    pub fn reach<const HINTS: bool>(&mut self, instance: usize, clock: u64, now: u64) -> Reach {
+    /// Whether the store is down at true time `now`.
+    pub fn down(&mut self, now: u64) -> bool {
         while self
             .faults
             .outages
@@ -247,15 +238,16 @@ impl FaultState {
         {
             self.next_outage += 1;
         }
-        let down = self
-            .faults
+        self.faults
             .outages
             .get(self.next_outage)
-            .is_some_and(|o| o.at.get() <= now);
-        if !down {
-            return Reach::Store;
-        }
-        Reach::Down(match self.faults.on_error {
+            .is_some_and(|o| o.at.get() <= now)
+    }
+
+    /// The answer `on_error` gives instance `instance`, whose clock reads
+    /// `clock` at true time `now`, while the store is down.
+    pub fn answer<const HINTS: bool>(&mut self, instance: usize, clock: u64, now: u64) -> Decision {
+        match self.faults.on_error {
             OnError::Allow => Decision::Admit,
             OnError::Deny => Decision::reject::<HINTS>(|| Hint::NONE),
             OnError::Local => {
@@ -271,7 +263,7 @@ impl FaultState {
                     decision => decision,
                 }
             }
-        })
+        }
     }
 
     /// Takes back the last admission of instance `instance`'s own window.

@@ -49,6 +49,10 @@ impl Mode for Local {
             .fold(0, u64::saturating_add)
     }
 
+    fn max_delay(&self) -> Nanos {
+        self.first().max_delay()
+    }
+
     /// As its instances' limiter.
     fn keys_matter(&self) -> bool {
         self.first().keys_matter()

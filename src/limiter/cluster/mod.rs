@@ -13,6 +13,7 @@ mod mode;
 mod settings;
 mod shared_log;
 mod store_clock;
+mod token_server;
 
 use std::num::NonZeroU64;
 
@@ -21,13 +22,14 @@ use serde::Deserialize;
 use self::batched::Batched;
 pub use self::clock::{Clock, Offset, Step, Target};
 use self::counter::Counter;
-use self::faults::{Failover, FaultState, Faults, OnError, Outage, Reach};
+use self::faults::{Failover, FaultState, Faults, OnError, Outage};
 use self::instance_clock::InstanceClock;
 use self::local::Local;
 use self::mode::{Reading, Stretch};
 pub use self::settings::{Balance, ClusterConfig, Mode, Store, Update};
 use self::shared_log::SharedLog;
 use self::store_clock::StoreClock;
+use self::token_server::TokenServer;
 use super::{Context, Decision, Hint, Limiter, LimiterConfig, RateLimiter};
 use crate::error::FieldError;
 use crate::random;
@@ -66,10 +68,23 @@ impl Config {
             Limiter::Redisson(log) if !log.per_client() => Some(log.clone()),
             _ => None,
         };
-        let counter = match (cluster.mode, cluster.sync_interval, overall) {
+        let token_server = match &*self.inner {
+            LimiterConfig::Sentinel(rule) if rule.cluster_mode => Some(rule.for_cluster(k as u64)?),
+            _ => None,
+        };
+        let fallback = token_server.as_ref().map(|(_, _, fallback)| *fallback);
+        let counter = match (cluster.mode, cluster.sync_interval, overall, token_server) {
+            (_, _, _, Some((server, local, fallback))) => Counter::TokenServer(TokenServer::new(
+                server,
+                cluster.store_clock(),
+                cluster.store.rtt.get(),
+                local,
+                k,
+                fallback,
+            )),
             // Redisson's overall log is in the store whatever the mode.
-            (_, _, Some(log)) => Counter::SharedLog(SharedLog::new(log)),
-            (Mode::Local, _, None) => {
+            (_, _, Some(log), None) => Counter::SharedLog(SharedLog::new(log)),
+            (Mode::Local, _, None, None) => {
                 let instance = if cluster.divide {
                     match &*self.inner {
                         // A rate divides exactly: each instance refills at rate/K.
@@ -89,16 +104,18 @@ impl Config {
                 };
                 Counter::Local(Local::new(vec![instance; k]))
             }
-            (Mode::SharedInstanceClock, Some(interval), None) => {
+            (Mode::SharedInstanceClock, Some(interval), None, None) => {
                 Counter::Batched(Batched::new(window, threshold, interval.get(), k))
             }
-            (Mode::SharedInstanceClock, None, None) => Counter::InstanceClock(InstanceClock::new(
-                window,
-                threshold,
-                cluster.store.update,
-                cluster.store.rtt.get(),
-            )),
-            (Mode::SharedStoreClock, _, None) => Counter::StoreClock(StoreClock::new(
+            (Mode::SharedInstanceClock, None, None, None) => {
+                Counter::InstanceClock(InstanceClock::new(
+                    window,
+                    threshold,
+                    cluster.store.update,
+                    cluster.store.rtt.get(),
+                ))
+            }
+            (Mode::SharedStoreClock, _, None, None) => Counter::StoreClock(StoreClock::new(
                 window,
                 threshold,
                 cluster.store_clock(),
@@ -106,9 +123,15 @@ impl Config {
             )),
         };
         let store = &cluster.store;
+        // Sentinel's rule says what a failed token request does.
+        let on_error = match fallback {
+            Some(true) => OnError::Local,
+            Some(false) => OnError::Allow,
+            None => store.on_error,
+        };
         let faults = Faults::new(
             store.outages.clone(),
-            store.on_error,
+            on_error,
             store.failover.clone(),
             self.duration,
         )?;
@@ -139,6 +162,8 @@ enum Answerer {
     Allowed,
     /// The store was down and this instance's own window admitted it.
     Fallback,
+    /// The store was down and the mode answered itself.
+    Mode,
 }
 
 /// The running cluster: requests balanced over instances, each reading its
@@ -306,15 +331,29 @@ impl RateLimiter for Cluster {
             }
         }
         if let Some(faults) = &mut self.faults
-            && let Reach::Down(decision) = faults.reach::<HINTS>(instance, clock, now)
+            && faults.down(now)
         {
+            let reading = Reading {
+                instance,
+                clock,
+                now,
+                key,
+                oldest: 0,
+            };
+            let (decision, source) = match self.counter.when_down::<HINTS>(reading) {
+                Some(decision) => (decision, Answerer::Mode),
+                None => (
+                    faults.answer::<HINTS>(instance, clock, now),
+                    match faults.faults().on_error {
+                        OnError::Local => Answerer::Fallback,
+                        _ => Answerer::Allowed,
+                    },
+                ),
+            };
             if decision.admitted() {
                 self.admitted[instance] += 1;
                 self.last = instance;
-                self.last_source = match faults.faults().on_error {
-                    OnError::Local => Answerer::Fallback,
-                    _ => Answerer::Allowed,
-                };
+                self.last_source = source;
             }
             return decision;
         }
@@ -344,7 +383,7 @@ impl RateLimiter for Cluster {
         let instance = self.last;
         self.admitted[instance] -= 1;
         match self.last_source {
-            Answerer::Store => {}
+            Answerer::Store | Answerer::Mode => {}
             Answerer::Allowed => return,
             Answerer::Fallback => {
                 if let Some(faults) = &mut self.faults {
@@ -375,7 +414,11 @@ impl RateLimiter for Cluster {
             return store;
         };
         let mut bound = store;
-        if !faults.outages.is_empty() {
+        if let Some(down) = self.counter.down_bound(&self.stretch(l))
+            && !faults.outages.is_empty()
+        {
+            bound = bound.saturating_add(down);
+        } else if !faults.outages.is_empty() {
             match faults.on_error {
                 OnError::Allow => return u64::MAX,
                 OnError::Deny => {}
@@ -393,6 +436,11 @@ impl RateLimiter for Cluster {
             bound = bound.saturating_add(self.store_bound(failover.lost.get()));
         }
         bound
+    }
+
+    /// Its instances' (local mode) or its fallback's longest delay.
+    fn max_delay(&self) -> Nanos {
+        self.counter.max_delay()
     }
 
     fn nominal(&self, interval: Nanos) -> f64 {
@@ -425,12 +473,16 @@ impl RateLimiter for Cluster {
 impl Cluster {
     /// The shared counter's bound over `l`, faults aside.
     fn store_bound(&self, l: u64) -> u64 {
-        self.counter.bound(&Stretch {
+        self.counter.bound(&self.stretch(l))
+    }
+
+    fn stretch(&self, l: u64) -> Stretch<'_> {
+        Stretch {
             interval: l,
             duration: self.duration,
             clocks: &self.clocks,
             instance_span: self.instance_clock_span(l),
-        })
+        }
     }
 }
 

@@ -40,6 +40,25 @@ pub trait Mode {
     /// The answer to `at`'s request.
     fn decide<const HINTS: bool>(&mut self, at: Reading) -> Decision;
 
+    /// Its own answer while the store is down (Sentinel's fallback to the
+    /// local rule), or `None` to leave it to `on_error`.
+    fn when_down<const HINTS: bool>(&mut self, at: Reading) -> Option<Decision> {
+        let _ = at;
+        None
+    }
+
+    /// What it lets through over `stretch` while the store is down, besides
+    /// [`Mode::bound`], when it answers outages itself.
+    fn down_bound(&self, stretch: &Stretch) -> Option<u64> {
+        let _ = stretch;
+        None
+    }
+
+    /// The longest delay it gives an admitted request.
+    fn max_delay(&self) -> Nanos {
+        Nanos::ZERO
+    }
+
     /// Takes back the last admission, which `instance` made at its clock
     /// reading `clock`.
     fn refund(&mut self, instance: usize, clock: u64);

@@ -170,10 +170,7 @@ impl ClusterConfig {
             return self.check_redisson(log.per_client());
         }
         if let Limiter::Sentinel(crate::limiter::sentinel::Sentinel::TokenServer(_)) = inner {
-            return Err(field_error!(
-                "cluster",
-                "Sentinel's cluster mode is one token server deciding for every instance: leave out [cluster] (connected_clients is AVG_LOCAL's multiplier)"
-            ));
+            return self.check_token_server();
         }
         if self.mode != Mode::Local && inner.fixed_window().is_none() {
             return Err(field_error!(
@@ -237,6 +234,47 @@ impl ClusterConfig {
             Some((
                 "cluster.store",
                 "when Redis fails, Redisson's tryAcquire throws and what follows is the application's own code: not modelled; drop the outages and failovers for this limiter",
+            ))
+        } else {
+            None
+        };
+        refused.map_or(Ok(()), |(field, message)| {
+            Err(FieldError::at(field, message.to_owned()))
+        })
+    }
+
+    /// Sentinel's token server is the shared count, on its own clock (the
+    /// store's), and the rule says what a failed request for a token does.
+    fn check_token_server(&self) -> Result<(), FieldError> {
+        let refused = if self.mode != Mode::Local {
+            Some((
+                "cluster.mode",
+                "Sentinel's token server is the shared count whatever the mode, on its own clock (store.offset and steps on \"store\"); drop `mode`",
+            ))
+        } else if self.divide {
+            Some((
+                "cluster.divide",
+                "the token server's threshold_type says how count is shared (\"avg-local\": count per instance); drop divide",
+            ))
+        } else if self.sync_interval.is_some() {
+            Some((
+                "cluster.sync_interval",
+                "every request asks the token server; drop sync_interval",
+            ))
+        } else if self.store.update == Update::ReadThenIncrement {
+            Some((
+                "cluster.store.update",
+                "the token server checks and counts in one step; drop `update`",
+            ))
+        } else if self.store.on_error != OnError::Allow {
+            Some((
+                "cluster.store.on_error",
+                "a failed token request does what the rule's fallback_to_local_when_fail says (its own check, or pass); drop on_error",
+            ))
+        } else if !self.store.failover.is_empty() {
+            Some((
+                "cluster.store.failover",
+                "the token server keeps its counts in memory, with no replica to fail over to; model a restart as an outage",
             ))
         } else {
             None

@@ -296,3 +296,84 @@ fn redisson_refuses_what_it_does_not_do() {
     let mut divided = build(&per_client, "instances = 2\ndivide = true").unwrap();
     assert_eq!(admitted(&mut divided, &[S; 300]), 100, "50 each");
 }
+
+const SENTINEL: &str = "kind = \"sentinel\"\ncount = 10\ncluster_mode = true";
+const MS: u64 = 1_000_000;
+
+/// The times of `times` a cluster admits.
+fn passed(cluster: &mut Cluster, times: impl Iterator<Item = u64>) -> Vec<u64> {
+    times
+        .filter(|&t| cluster.decide(Nanos(t)).admitted())
+        .collect()
+}
+
+#[test]
+fn sentinel_instances_fall_back_to_their_own_rule_on_the_statistics_the_server_fed() {
+    // Two instances, count 10 per instance (AVG_LOCAL: the server allows
+    // 20 a rolling second), a request every 10 ms alternating between them.
+    let every_10ms = |from: u64, to: u64| (from..to).step_by(10).map(|ms| ms * MS);
+    let outage = |at: &str| {
+        format!("instances = 2\nstore = {{ outages = [{{ at = \"{at}\", for = \"1s\" }}] }}")
+    };
+    let mut c = build(SENTINEL, &outage("300ms")).unwrap();
+    // The server passes the first 20 (0–190 ms): ten in each instance's
+    // 500 ms bucket [0, 500).
+    assert_eq!(
+        passed(&mut c, every_10ms(0, 300)),
+        every_10ms(0, 200).collect::<Vec<_>>()
+    );
+    // From 300 ms the server is down: each instance's own rule sees those
+    // ten in its last second ([0, 500) counts until 1 s), so it blocks
+    // until 1 s, then passes ten each in [1 s, 1.5 s) and blocks again.
+    assert_eq!(
+        passed(&mut c, every_10ms(300, 1_300)),
+        every_10ms(1_000, 1_200).collect::<Vec<_>>()
+    );
+    // Back at 1.3 s the server counted nothing since 190 ms: 20 more.
+    assert_eq!(
+        passed(&mut c, every_10ms(1_300, 2_000)),
+        every_10ms(1_300, 1_500).collect::<Vec<_>>()
+    );
+    assert_eq!(c.admitted_per_instance(), [30, 30]);
+    // The server's 2N (40) and each instance's own 2N (20) over a second.
+    assert_eq!(c.bound(Nanos(1_000 * MS)), 80);
+
+    // Without the fallback the rule is not applied: everything passes.
+    let text = format!("{SENTINEL}\nfallback_to_local_when_fail = false");
+    let mut open = build(&text, &outage("300ms")).unwrap();
+    assert_eq!(passed(&mut open, every_10ms(0, 1_300)).len(), 20 + 100);
+    assert_eq!(open.bound(Nanos(1_000 * MS)), u64::MAX);
+    // No outage, no fallback to count.
+    let mut steady = build(SENTINEL, "instances = 2").unwrap();
+    assert_eq!(passed(&mut steady, every_10ms(0, 2_000)).len(), 40);
+    assert_eq!(steady.bound(Nanos(1_000 * MS)), 40);
+}
+
+#[test]
+fn sentinel_token_server_refuses_what_it_does_not_do() {
+    let refused = |inner: &str, text: &str| build(inner, text).unwrap_err().to_string();
+    for (text, says) in [
+        (
+            "instances = 2\nmode = \"shared-store-clock\"",
+            "whatever the mode",
+        ),
+        ("instances = 2\ndivide = true", "threshold_type"),
+        (
+            "instances = 2\nstore = { on_error = \"deny\" }",
+            "fallback_to_local_when_fail",
+        ),
+        (
+            "instances = 2\nstore = { failover = [{ at = \"1s\", lost = \"1ms\" }] }",
+            "restart as an outage",
+        ),
+    ] {
+        assert!(
+            refused(SENTINEL, text).contains(says),
+            "{text}: {}",
+            refused(SENTINEL, text)
+        );
+    }
+    let three = format!("{SENTINEL}\nconnected_clients = 3");
+    assert!(refused(&three, "instances = 2").contains("its 2 instances"));
+    assert!(build(&three, "instances = 3").is_ok());
+}

@@ -26,10 +26,6 @@ pub enum ThresholdType {
     Global,
 }
 
-pub(super) fn one_client() -> NonZeroU64 {
-    NonZeroU64::MIN
-}
-
 pub(super) fn yes() -> bool {
     true
 }
@@ -71,7 +67,7 @@ impl Config {
     /// applied in cluster mode.
     pub(super) fn token_server(&self) -> Result<Sentinel, FieldError> {
         let clients = match self.threshold_type {
-            ThresholdType::AvgLocal => self.connected_clients.get(),
+            ThresholdType::AvgLocal => self.connected_clients.map_or(1, NonZeroU64::get),
             ThresholdType::Global => 1,
         };
         if clients > 100_000 {
@@ -91,6 +87,30 @@ impl Config {
         .build(Context::default())
         .map_err(|e| FieldError::at("cluster_sample_count", e.message))?;
         Ok(Sentinel::TokenServer(buckets))
+    }
+}
+
+impl Config {
+    /// In a `[cluster]` of `instances`: the token server, whose connected
+    /// clients they are, the rule's own controller each instance checks
+    /// when the server fails (`FlowRuleUtil.generateRater`: the rule's
+    /// `count` and behaviour on the node's statistics), and whether it
+    /// does (`fallbackToLocalWhenFail`).
+    pub fn for_cluster(&self, instances: u64) -> Result<(Sentinel, Sentinel, bool), FieldError> {
+        if let Some(given) = self.connected_clients.filter(|c| c.get() != instances) {
+            return Err(field_error!("connected_clients", "in a [cluster] the token server's clients are its {instances} instances; drop connected_clients (got {given})"));
+        }
+        let server = Config {
+            connected_clients: NonZeroU64::new(instances),
+            ..self.clone()
+        }
+        .token_server()?;
+        let local = Config {
+            cluster_mode: false,
+            ..self.clone()
+        }
+        .build(Context::default())?;
+        Ok((server, local, self.fallback_to_local_when_fail))
     }
 }
 
@@ -132,10 +152,4 @@ mod tests {
         assert_eq!(server_threshold(10, 300), 3);
     }
 
-    #[test]
-    fn a_cluster_of_instances_around_the_token_server_is_refused() {
-        let text = "duration = \"1s\"\n[cluster]\ninstances = 2\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"uniform\", rate = 1 }]\n[[limiter]]\nname = \"l\"\nkind = \"sentinel\"\ncount = 5\ncluster_mode = true\n";
-        let error = crate::scenario::parse(text, std::path::Path::new("c.toml")).unwrap_err().to_string();
-        assert!(error.contains("one token server"), "{error}");
-    }
 }

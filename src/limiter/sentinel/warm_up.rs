@@ -135,8 +135,8 @@ impl WarmUp {
         self.last_filled = Some(now);
     }
 
-    /// `canPass(node, 1)`: a block carries no hint.
-    pub fn decide(&mut self, now: Nanos) -> Decision {
+    /// Moves the minute counter's seconds on to `now`'s; its epoch second.
+    fn roll(&mut self, now: Nanos) -> u64 {
         let second = now.get() / NANOS_PER_MS / 1_000;
         if second != self.second {
             self.passed_last_second = if second == self.second + 1 {
@@ -147,6 +147,21 @@ impl WarmUp {
             self.passed_this_second = 0;
             self.second = second;
         }
+        second
+    }
+
+    /// Counts a pass granted elsewhere (the token server) in the node's
+    /// statistics, leaving the tokens as they are.
+    pub fn record(&mut self, now: Nanos) {
+        self.roll(now);
+        self.buckets.passed_at(now);
+        self.buckets.count_one();
+        self.passed_this_second += 1;
+    }
+
+    /// `canPass(node, 1)`: a block carries no hint.
+    pub fn decide(&mut self, now: Nanos) -> Decision {
+        let second = self.roll(now);
         let pass_qps = pass_qps(self.buckets.passed_at(now), self.interval_ms);
         self.sync(second, self.passed_last_second);
         let wanted = double(pass_qps + 1);
