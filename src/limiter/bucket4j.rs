@@ -22,8 +22,13 @@
 //! A call passes when every bandwidth has a token, and takes one from each.
 //! The clock is Bucket4j's default for a local bucket, the wall clock in
 //! whole milliseconds (`clock = "nanos"`: `withNanosecondPrecision()`).
-//! `tryConsume` tells nothing on refusal (the hint the starters send is the
-//! application's). A distributed bucket (JCache, Redis via the proxy
+//! `tryConsume` tells nothing on refusal; `retry_after_seconds = true` is
+//! bucket4j-spring-boot-starter's filter, which answers a refusal with
+//! `X-Rate-Limit-Retry-After-Seconds`: the probe's `nanosToWaitForRefill`
+//! (`calculateDelayNanosAfterWillBePossibleToConsume`: greedy (period −
+//! rounding error) / tokens, intervally the next refill's time − now, the
+//! longest over the bandwidths) truncated to whole seconds
+//! (`DefaultServletRateLimitFilter`, starter 0.2 – 0.13). A distributed bucket (JCache, Redis via the proxy
 //! manager) runs the same arithmetic on each JVM's clock: a `[cluster]`
 //! with clock offsets models that.
 
@@ -44,6 +49,10 @@ pub struct Config {
     /// `"millis"` (the default time meter) or `"nanos"`.
     #[serde(default)]
     pub clock: Clock,
+    /// A refusal carries the Spring Boot starter's
+    /// `X-Rate-Limit-Retry-After-Seconds` (default false: `tryConsume`).
+    #[serde(default)]
+    pub retry_after_seconds: bool,
 }
 
 /// Bucket4j's time meter.
@@ -112,6 +121,7 @@ impl Kind for Config {
             .map(|(i, b)| b.build().map_err(|e| e.at_index(i).within("bandwidths")))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Bucket4j {
+            retry_after_seconds: self.retry_after_seconds,
             unit: match self.clock {
                 Clock::Millis => NANOS_PER_MS,
                 Clock::Nanos => 1,
@@ -264,6 +274,19 @@ impl Band {
         }
     }
 
+    /// `nanosToWaitForRefill` of one token, as Bucket4j computes it for
+    /// this bandwidth at `now` (just refilled).
+    fn wait(&self, now: i128) -> i128 {
+        if self.size >= 1 {
+            0
+        } else if self.intervally {
+            self.last + self.period - now
+        } else {
+            // The deficit is one token: (period − rounding error) / tokens.
+            (self.period - self.error) / self.tokens
+        }
+    }
+
     /// The most it lets through while the clock spans `span` ns.
     fn bound(&self, span: u128, interval: Nanos) -> u64 {
         let (capacity, tokens, period) = (self.capacity as u128, self.tokens as u128, self.period as u128);
@@ -282,18 +305,37 @@ impl Band {
 /// A local bucket.
 #[derive(Clone, Debug)]
 pub struct Bucket4j {
+    retry_after_seconds: bool,
     /// Nanoseconds per clock tick.
     unit: u64,
     bands: Vec<Band>,
 }
 
+impl Bucket4j {
+    /// The starter's header for a refusal at clock reading `now` of a
+    /// request that arrived at `arrival`: whole seconds, truncated, counted
+    /// from the response; none from `tryConsume` alone.
+    fn retry_after(&self, now: i128, arrival: u64) -> Hint {
+        if !self.retry_after_seconds {
+            return Hint::NONE;
+        }
+        let wait = self.bands.iter().map(|band| band.wait(now)).max().unwrap_or(0);
+        let seconds = u64::try_from(wait.max(0) / i128::from(Nanos::SECOND.get())).unwrap_or(u64::MAX);
+        Hint {
+            retry_at: Some(Nanos(arrival.saturating_add(seconds.saturating_mul(Nanos::SECOND.get())))),
+            reset_at: None,
+        }
+    }
+}
+
 impl RateLimiter for Bucket4j {
     #[inline]
     fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {
+        let arrival = now.get();
         let now = i128::from(now.get() / self.unit * self.unit);
         self.bands.iter_mut().for_each(|band| band.refill(now));
         if self.bands.iter().any(|band| band.size < 1) {
-            return Decision::Reject(Hint::NONE);
+            return Decision::reject::<HINTS>(|| self.retry_after(now, arrival));
         }
         self.bands.iter_mut().for_each(|band| band.size -= 1);
         Decision::Admit
@@ -321,6 +363,15 @@ impl RateLimiter for Bucket4j {
 
     fn horizon(&self) -> Nanos {
         Nanos(u64::MAX / 2)
+    }
+
+    /// The starter's header is whole seconds, truncated.
+    fn hint_granularity(&self) -> Nanos {
+        if self.retry_after_seconds {
+            Nanos::SECOND
+        } else {
+            Nanos::ZERO
+        }
     }
 
     fn nominal(&self, interval: Nanos) -> f64 {
@@ -403,6 +454,32 @@ mod tests {
     }
 
     #[test]
+    fn the_starters_header_is_the_wait_for_a_token_in_whole_seconds() {
+        let hint = |text: &str, used: u64, at: u64| {
+            let mut b = bucket(&format!("retry_after_seconds = true\nbandwidths = [{text}]"));
+            assert_eq!(passed(&mut b, 0, used as usize + 1), used as usize);
+            b.decide(Nanos(at))
+        };
+        // 10 a minute, greedy: at 1 s the refill carried 1/6 of a token, so
+        // the next is (60 s − 10 s) / 10 = 5 s away; it is due at 6 s.
+        let greedy = "{ capacity = 10, refill_period = \"1m\" }";
+        assert_eq!(hint(greedy, 10, 1_000 * MS), Decision::Reject(Hint { retry_at: Some(Nanos(6_000 * MS)), reset_at: None }));
+        // 3 a second: 333 ms away, which truncates to 0: "retry now".
+        let fast = "{ capacity = 3, refill_period = \"1s\" }";
+        assert_eq!(hint(fast, 3, 0), Decision::Reject(Hint { retry_at: Some(Nanos(0)), reset_at: None }));
+        // Intervally: the next refill (60 s) − now (1.5 s) = 58.5 s → 58.
+        let interval = "{ capacity = 10, refill_period = \"1m\", refill = \"intervally\" }";
+        assert_eq!(hint(interval, 10, 1_500 * MS), Decision::Reject(Hint { retry_at: Some(Nanos(59_500 * MS)), reset_at: None }));
+        // The longest wait over the bandwidths that are empty.
+        let both = format!("{greedy}, {{ capacity = 20, refill_period = \"1h\" }}");
+        assert_eq!(hint(&both, 10, 1_000 * MS), Decision::Reject(Hint { retry_at: Some(Nanos(6_000 * MS)), reset_at: None }));
+        // tryConsume alone tells nothing.
+        let mut plain = bucket(&format!("bandwidths = [{greedy}]"));
+        assert_eq!(passed(&mut plain, 0, 11), 10);
+        assert_eq!(plain.decide(Nanos(1_000 * MS)), Decision::Reject(Hint::NONE));
+    }
+
+    #[test]
     fn every_bandwidth_must_have_a_token() {
         let mut b = bucket("bandwidths = [{ capacity = 100, refill_period = \"1s\" }, { capacity = 5, refill_period = \"1ms\", refill_tokens = 1, refill = \"intervally\" }]");
         assert_eq!(passed(&mut b, 0, 10), 5, "the burst bandwidth");
@@ -444,6 +521,42 @@ mod tests {
             for interval in [1, MS, 3 * MS, 250 * MS, 999 * MS, 1_000 * MS, 1_000 * MS + 1] {
                 let (worst, bound) = (crate::limiter::worst_in(&admitted, Nanos(interval)), b.bound(Nanos(interval)));
                 proptest::prop_assert!(worst <= bound, "{}: {} > {} over {}", text, worst, bound, interval);
+            }
+        }
+
+        /// The starter's header, on either clock: the first pass after a refusal (no request between)
+        /// comes within a second after the header's instant, and no earlier
+        /// than it less the clock's tick (the header is counted from the
+        /// arrival, the wait from the tick's start).
+        #[test]
+        fn the_header_is_the_wait_truncated_to_whole_seconds(
+            choice in 0u64..10_000,
+            millis in proptest::bool::ANY,
+            mut halves in proptest::collection::vec(0u64..12_000, 1..100),
+        ) {
+            // Periods of 30 ms to 10 s: waits of whole seconds and less.
+            let mut text = Config::example(choice).replace("ns\"", "0ms\"");
+            if millis {
+                text = text.replace("clock = \"nanos\"\n", "");
+            }
+            let text = format!("retry_after_seconds = true\n{text}");
+            let mut b = bucket(&text);
+            let tick = if millis { MS } else { 1 };
+            halves.sort_unstable();
+            for t in halves.iter().map(|h| h * MS / 2 + 7) {
+                let Decision::Reject(Hint { retry_at: Some(retry), .. }) = b.decide(Nanos(t)) else {
+                    continue;
+                };
+                // The earliest pass: refills only add, so search it.
+                let passes = |at: u64| b.clone().decide(Nanos(at)).admitted();
+                let (mut low, mut high) = (t, t + 400_000 * MS);
+                proptest::prop_assume!(passes(high));
+                while low < high {
+                    let mid = low + (high - low) / 2;
+                    if passes(mid) { high = mid } else { low = mid + 1 }
+                }
+                let retry = retry.get();
+                proptest::prop_assert!(low + tick > retry && low < retry + Nanos::SECOND.get() + tick, "{}: at {} the header says {} but the first pass is at {}", text, t, retry, low);
             }
         }
     }
