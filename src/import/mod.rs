@@ -4,6 +4,7 @@
 //! and a rate-limiting construct it does not understand is an error at its
 //! line naming what is supported — nothing is guessed silently.
 
+mod bucket4j;
 mod envoy;
 mod from;
 mod haproxy;
@@ -53,6 +54,9 @@ pub enum Dialect {
     Sentinel,
     /// Resilience4j rate limiters in a Spring Boot `application.yml` or `.properties`.
     Resilience4j,
+    /// bucket4j-spring-boot-starter's filters and methods in a Spring Boot
+    /// `application.yml` or `.properties`.
+    Bucket4j,
 }
 
 impl Dialect {
@@ -68,6 +72,7 @@ impl Dialect {
             Dialect::Spring => "spring",
             Dialect::Sentinel => "sentinel",
             Dialect::Resilience4j => "resilience4j",
+            Dialect::Bucket4j => "bucket4j",
         }
     }
 
@@ -78,6 +83,8 @@ impl Dialect {
         let has = |word: &str| name.contains(word);
         Some(if has("resilience4j") {
             Dialect::Resilience4j
+        } else if has("bucket4j") {
+            Dialect::Bucket4j
         } else if has("sentinel") || has("flow-rule") || has("flowrule") {
             Dialect::Sentinel
         } else if name.ends_with(".properties") {
@@ -271,6 +278,13 @@ pub fn import(path: &Path, dialect: Option<Dialect>) -> Result<Imported, anyhow:
         {
             Dialect::Resilience4j
         }
+        Some(Dialect::Spring) | None
+            if text.contains("bucket4j")
+                && text.contains("bandwidths")
+                && !text.contains("RequestRateLimiter") =>
+        {
+            Dialect::Bucket4j
+        }
         Some(dialect) => dialect,
         None => anyhow::bail!(
             "cannot tell the dialect of {} from its name; give --format {}",
@@ -331,6 +345,7 @@ fn read(source: &Source, dialect: Dialect) -> Result<Read, ScenarioError> {
         Dialect::Haproxy => haproxy::read(source),
         Dialect::Spring => spring::read(source),
         Dialect::Resilience4j => resilience4j::read(source),
+        Dialect::Bucket4j => bucket4j::read(source),
         Dialect::Sentinel => sentinel::read(source, &yaml::parse(source)?),
         yaml_dialect => {
             let documents = yaml::parse(source)?;
@@ -376,6 +391,7 @@ fn supported(dialect: Dialect) -> &'static str {
         Dialect::Spring => spring::SUPPORTED,
         Dialect::Sentinel => sentinel::SUPPORTED,
         Dialect::Resilience4j => resilience4j::SUPPORTED,
+        Dialect::Bucket4j => bucket4j::SUPPORTED,
     }
 }
 

@@ -10,8 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use super::spring::{Property, normalise, properties, whole_number};
-use super::yaml::{self, Node, Value};
+use super::spring::{Property, normalise, settings, whole_number};
 use super::{Block, Source};
 use crate::error::ScenarioError;
 use crate::time::Nanos;
@@ -31,15 +30,7 @@ const IGNORED: [&str; 5] = [
 type Settings = BTreeMap<(bool, String), BTreeMap<String, Property>>;
 
 pub(super) fn read(source: &Source) -> Result<Vec<Block>, ScenarioError> {
-    let properties = if source.path.extension().is_some_and(|e| e == "properties") {
-        properties(source)
-    } else {
-        let mut out = Vec::new();
-        for document in yaml::parse(source)? {
-            flatten(&document, String::new(), &mut out);
-        }
-        out
-    };
+    let properties = settings(source)?;
     let mut settings = Settings::new();
     for property in properties {
         let segments: Vec<&str> = property.key.split('.').collect();
@@ -70,34 +61,6 @@ pub(super) fn read(source: &Source) -> Result<Vec<Block>, ScenarioError> {
         .filter(|((instances, _), _)| *instances)
         .map(|((_, name), fields)| limiter(source, name, fields, &settings))
         .collect()
-}
-
-/// A YAML tree as `a.b[0].c` properties, each scalar with its place.
-fn flatten(node: &Node, key: String, out: &mut Vec<Property>) {
-    match &node.value {
-        Value::Map(entries) => {
-            for (k, v) in entries {
-                let key = if key.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{key}.{k}")
-                };
-                flatten(v, key, out);
-            }
-        }
-        Value::List(items) => {
-            for (i, item) in items.iter().enumerate() {
-                flatten(item, format!("{key}[{i}]"), out);
-            }
-        }
-        Value::Scalar(text) => out.push(Property {
-            key,
-            value: text.clone(),
-            line: node.line,
-            value_column: node.column,
-        }),
-        Value::Null => {}
-    }
 }
 
 fn limiter(

@@ -14,6 +14,7 @@ use crate::error::ScenarioError;
 pub(super) const SUPPORTED: &str = "supported: RequestRateLimiter filters of routes and default-filters with args.redis-rate-limiter.replenishRate, burstCapacity, requestedTokens, args.key-resolver, deny-empty-key and empty-key-status-code";
 
 /// One property: its value and where it is.
+#[derive(Clone)]
 pub(super) struct Property {
     pub(super) key: String,
     pub(super) value: String,
@@ -204,12 +205,12 @@ pub(super) fn whole_number(
         })
 }
 
-fn at(source: &Source, property: &Property, message: String) -> ScenarioError {
+pub(super) fn at(source: &Source, property: &Property, message: String) -> ScenarioError {
     source.error(property.line, property.value_column, message)
 }
 
 /// `12]rest` → (12, "rest").
-fn index(text: &str) -> Option<(usize, &str)> {
+pub(super) fn index(text: &str) -> Option<(usize, &str)> {
     let (number, rest) = text.split_once(']')?;
     Some((number.parse().ok()?, rest))
 }
@@ -261,6 +262,47 @@ pub(super) fn properties(source: &Source) -> Vec<Property> {
         });
     }
     out
+}
+
+/// A Spring Boot configuration's settings as properties: an
+/// `application.properties` line by line, an `application.yml` flattened.
+pub(super) fn settings(source: &Source) -> Result<Vec<Property>, ScenarioError> {
+    if source.path.extension().is_some_and(|e| e == "properties") {
+        return Ok(properties(source));
+    }
+    let mut out = Vec::new();
+    for document in super::yaml::parse(source)? {
+        flatten(&document, String::new(), &mut out);
+    }
+    Ok(out)
+}
+
+/// A YAML tree as `a.b[0].c` properties, each scalar with its place.
+fn flatten(node: &super::yaml::Node, key: String, out: &mut Vec<Property>) {
+    match &node.value {
+        super::yaml::Value::Map(entries) => {
+            for (k, v) in entries {
+                let key = if key.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{key}.{k}")
+                };
+                flatten(v, key, out);
+            }
+        }
+        super::yaml::Value::List(items) => {
+            for (i, item) in items.iter().enumerate() {
+                flatten(item, format!("{key}[{i}]"), out);
+            }
+        }
+        super::yaml::Value::Scalar(text) => out.push(Property {
+            key,
+            value: text.clone(),
+            line: node.line,
+            value_column: node.column,
+        }),
+        super::yaml::Value::Null => {}
+    }
 }
 
 #[cfg(test)]

@@ -80,8 +80,8 @@ fn every_sample_config_imports_to_blocks_that_validate_and_run() {
     let paths = configs();
     assert_eq!(
         paths.len(),
-        12,
-        "the seven gateway dialects' samples, the Debian tree, probe's nginx and HAProxy, and java's Sentinel rules and Spring Boot application.yml: {paths:?}"
+        13,
+        "the seven gateway dialects' samples, the Debian tree, probe's nginx and HAProxy, and java's Sentinel rules, Spring Boot application.yml and Bucket4j starter properties: {paths:?}"
     );
     let mut kinds = std::collections::BTreeSet::new();
     for path in paths {
@@ -129,6 +129,7 @@ fn every_sample_config_imports_to_blocks_that_validate_and_run() {
         "spring-cloud-gateway",
         "sentinel",
         "resilience4j",
+        "bucket4j",
     ] {
         assert!(kinds.contains(kind), "no {kind} among {kinds:?}");
     }
@@ -271,24 +272,33 @@ fn a_config_without_limits_says_what_it_reads() {
 
 #[test]
 fn from_at_run_time_gives_the_results_of_the_pasted_blocks() {
-    let dir = tempfile::tempdir().unwrap();
     let configs = fs::canonicalize("scenarios/configs").unwrap();
-    let pasted = import(&configs.join("nginx.conf"), &[]);
-    let from = format!(
-        "[[limiter]]\nname = \"per_client\"\nfrom = {{ file = \"{0}/nginx.conf\", zone = \"per_client\" }}\n\n\
-         [[limiter]]\nname = \"site\"\nfrom = {{ file = \"{0}/nginx.conf\", zone = \"site\" }}\n",
-        configs.display()
-    );
-    let mut summaries = Vec::new();
-    for (name, limiters) in [("pasted", pasted.as_str()), ("from", from.as_str())] {
-        let file = dir.path().join(format!("{name}.toml"));
-        fs::write(&file, scenario(limiters)).unwrap();
-        summaries.push(run(&file, &dir.path().join(name)));
+    for (file, zones) in [
+        ("nginx.conf", ["per_client", "site"]),
+        ("java/bucket4j.yml", ["checkout", "api-per-client"]),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let pasted = import(&configs.join(file), &[]);
+        let from: String = zones
+            .iter()
+            .map(|zone| {
+                format!(
+                    "[[limiter]]\nname = \"{zone}\"\nfrom = {{ file = \"{}/{file}\", zone = \"{zone}\" }}\n\n",
+                    configs.display()
+                )
+            })
+            .collect();
+        let mut summaries = Vec::new();
+        for (name, limiters) in [("pasted", pasted.as_str()), ("from", from.as_str())] {
+            let file = dir.path().join(format!("{name}.toml"));
+            fs::write(&file, scenario(limiters)).unwrap();
+            summaries.push(run(&file, &dir.path().join(name)));
+        }
+        assert!(
+            summaries[0] == summaries[1],
+            "{file}: from = {{ … }} differs from the pasted blocks"
+        );
     }
-    assert!(
-        summaries[0] == summaries[1],
-        "from = {{ … }} differs from the pasted blocks"
-    );
 }
 
 #[test]
