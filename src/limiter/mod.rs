@@ -554,6 +554,7 @@ kinds! {
     Upstash = upstash,
     Bottleneck = bottleneck,
     RedisCell = redis_cell,
+    Slowapi = slowapi,
 }
 
 /// The most `limiter` admits in any of `intervals`, above its bound, over

@@ -187,6 +187,25 @@ fn probe(scenario: &str, target: &str, args: &[&str]) -> Probed {
     }
 }
 
+/// A probe whose comparison left a disagreement unexplained, run once more
+/// against a fresh server (by `run`), and that run returned. On this 2-core
+/// machine HAProxy has twice (of about ten CI runs) decided one request of
+/// 104 on a clock further behind its send than the comparison tries, the
+/// event loop's date being stale under load. A model that is not the
+/// target's twin disagrees again on the same pattern; a stall does not
+/// repeat. The first run's figures go to the test's output.
+fn once_more_if_unexplained(mut run: impl FnMut() -> Probed) -> Probed {
+    let first = run();
+    if first.json["agreement"]["unexplained"] == 0 {
+        return first;
+    }
+    eprintln!(
+        "unexplained disagreement; probing once more on a fresh server:\n{}",
+        first.stderr
+    );
+    run()
+}
+
 /// Asserts a probe agreed with its model: every request answered, none of
 /// the disagreements unexplained, the run's outputs written. Returns the
 /// target's worst rolling second.
@@ -345,16 +364,19 @@ fn nginx_over_http2_answers_as_over_http1() {
 #[ignore = "needs HAProxy (Debian's haproxy): run with --include-ignored, as .ci/run does"]
 fn haproxy_stick_table_rate_per_source_address_as_the_model() {
     let _alone = common::real_time();
+    if common::installed(&["/usr/sbin/haproxy", "/usr/local/sbin/haproxy"]).is_none() {
+        return required("not installed: haproxy; .ci/run installs Debian's haproxy");
+    }
     for workload in ["worst-case", "edge-bursts", "clients"] {
-        let Some(haproxy) = haproxy() else {
-            return required("not installed: haproxy; .ci/run installs Debian's haproxy");
-        };
-        let url = format!("http://127.0.0.1:{}/", haproxy.port);
-        let p = probe(
-            "scenarios/probe-haproxy.toml",
-            &url,
-            &["--workload", workload, "--key-as", "source-address"],
-        );
+        let p = once_more_if_unexplained(|| {
+            let haproxy = haproxy().expect("found above");
+            let url = format!("http://127.0.0.1:{}/", haproxy.port);
+            probe(
+                "scenarios/probe-haproxy.toml",
+                &url,
+                &["--workload", workload, "--key-as", "source-address"],
+            )
+        });
         agreed(&p);
         assert!(
             p.requests.contains(",429,"),

@@ -103,3 +103,89 @@ fn django_ratelimit_decides_every_request_as_get_usage_does() {
         "both answers exercised: {refused} refused of {compared}"
     );
 }
+
+#[test]
+#[ignore = "needs target/python-limiters with tests/python_limiters/requirements.txt: run with --include-ignored, as .ci/run does"]
+fn slowapi_answers_every_request_and_retry_after_as_slowapi_does() {
+    let _alone = common::real_time();
+    let Some(python) = python() else {
+        common::required(
+            "not installed: target/python-limiters; .ci/run creates it with tests/python_limiters/requirements.txt",
+        );
+        return;
+    };
+    let driver = std::fs::canonicalize("tests/python_limiters/slowapi_driver.py").unwrap();
+    let mut seed = 20_261_203;
+    let (mut compared, mut refused, mut hinted, mut negative) = (0, 0, 0, 0);
+    for (limit, strategy, period, keys) in [
+        ("2/second", "fixed-window", 1u64, 1u64),
+        ("3 per 2 seconds", "moving-window", 2, 3),
+        ("10/minute", "fixed-window", 60, 4),
+        ("5/minute", "moving-window", 60, 2),
+        ("1/second", "moving-window", 1, 2),
+        ("4/3 seconds", "fixed-window", 3, 3),
+    ] {
+        let mut requests = requests(&mut seed, 1_000, period, keys);
+        // Then 500 on a grid of quarter seconds, which doubles hold
+        // exactly: hits exactly W apart, where `now − W` equals a logged
+        // time and an expiry equals `now`.
+        let last = requests.last().map_or(0, |&(_, t)| t);
+        let start = last - last % (SECOND / 4) + SECOND;
+        requests.extend((0..500u64).map(|i| {
+            let step = [0, 1, 1, 2, 4 * period][(i % 5) as usize] * SECOND / 4;
+            (
+                1_000 + i / 5 % keys,
+                start + i / 5 * period * SECOND / 2 + step,
+            )
+        }));
+        requests.sort_by_key(|&(_, t)| t);
+        let args = [
+            driver.display().to_string(),
+            limit.to_string(),
+            strategy.to_string(),
+        ];
+        let answers = common::piped(
+            &python,
+            &args,
+            requests.iter().map(|(key, t)| format!("{key} {t}")),
+        );
+        let mut model = common::model(&format!(
+            "kind = \"slowapi\"\nlimit = \"{limit}\"\nstrategy = \"{strategy}\"\nheaders_enabled = true\nper = \"key\""
+        ));
+        let mut lines = answers.lines();
+        for (i, &(key, t)) in requests.iter().enumerate() {
+            let theirs = lines.next().expect("an answer per request");
+            // With no hit in the moving window (a limit of 1 refusing at
+            // exactly now − W, where the check counts the hit and the
+            // window does not), slowapi's reset is the oldest entry stored
+            // and its Retry-After negative; the model says 0, as a client
+            // that waits max(0, it) does.
+            let theirs = if theirs.starts_with("R -") {
+                negative += 1;
+                "R 0"
+            } else {
+                theirs
+            };
+            let ours = match model.decide_keyed::<true>(Nanos(t), Key::client(key)) {
+                burstsim::limiter::Decision::Reject(hint) => {
+                    let retry = hint.retry_at.expect("headers_enabled: a Retry-After");
+                    format!("R {}", (retry.get() - t) / SECOND)
+                }
+                _ => "A".to_string(),
+            };
+            assert_eq!(
+                ours, theirs,
+                "{limit} {strategy}: request {i} (key {key}) at {t} ns"
+            );
+            refused += usize::from(ours != "A");
+            hinted += usize::from(ours.starts_with("R ") && ours != "R 0" && ours != "R 1");
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 6 * 1_500);
+    assert!(
+        refused > 1_000 && compared - refused > 1_000 && hinted > 100,
+        "both answers and long waits exercised: {refused} refused ({hinted} told to wait 2 s or more) of {compared}"
+    );
+    assert!(negative > 0, "the grid reaches the moving window's edge");
+}
