@@ -161,9 +161,10 @@ const WINDOWS: [&str; 14] = [
 
 /// Whether `run`'s limiter counts in windows: a kind of [`WINDOWS`], a
 /// Bucket4j bandwidth refilled all at once, Upstash's windows, a Bottleneck
-/// reservoir refreshed at its heartbeat.
+/// reservoir refreshed at its heartbeat, slowapi's fixed window.
 fn counts_in_windows(run: &RunSummary) -> bool {
     match run.kind.as_str() {
+        "slowapi" => !run.description.contains("moving"),
         "bucket4j" => run.description.contains("intervally"),
         "upstash" => !run.description.contains("token bucket"),
         "bottleneck" => run.description.contains("refreshed"),
