@@ -137,11 +137,7 @@ fn filter(source: &Source, i: usize, settings: &Settings) -> Result<Block, Scena
     for (suffix, property) in settings {
         if let Some(after) = suffix.strip_prefix("ratelimits[") {
             let Some((j, rest)) = index(after) else {
-                return Err(at(
-                    source,
-                    property,
-                    format!("{}: not understood; {SUPPORTED}", property.key),
-                ));
+                return Err(not_understood(source, property));
             };
             let rest = rest.trim_start_matches('.').to_string();
             limits.entry(j).or_default().insert(rest, property.clone());
@@ -171,11 +167,7 @@ fn filter(source: &Source, i: usize, settings: &Settings) -> Result<Block, Scena
                     .iter()
                     .any(|ignored| other.split(['.', '[']).next() == Some(ignored)) => {}
             _ => {
-                return Err(at(
-                    source,
-                    property,
-                    format!("{}: not understood; {SUPPORTED}", property.key),
-                ));
+                return Err(not_understood(source, property));
             }
         }
     }
@@ -262,11 +254,7 @@ fn method(source: &Source, i: usize, settings: &Settings) -> Result<Block, Scena
         if let Some(rest) = suffix.strip_prefix("ratelimit.") {
             limit.insert(rest.to_string(), property.clone());
         } else if !matches!(suffix.as_str(), "name" | "cachename") {
-            return Err(at(
-                source,
-                property,
-                format!("{}: not understood; {SUPPORTED}", property.key),
-            ));
+            return Err(not_understood(source, property));
         }
     }
     let first = first_line(settings);
@@ -293,6 +281,15 @@ fn method(source: &Source, i: usize, settings: &Settings) -> Result<Block, Scena
         block.notes.push(format!("{what}: the starter limits only the calls it selects; burstsim limits every request it is given"));
     }
     Ok(block)
+}
+
+/// A setting this import does not read, at its value.
+fn not_understood(source: &Source, property: &Property) -> ScenarioError {
+    at(
+        source,
+        property,
+        format!("{}: not understood; {SUPPORTED}", property.key),
+    )
 }
 
 /// The first line any of `settings` is on.
@@ -337,11 +334,7 @@ fn rate_limit(
     for (suffix, property) in limit {
         if let Some(after) = suffix.strip_prefix("bandwidths[") {
             let Some((k, rest)) = index(after) else {
-                return Err(at(
-                    source,
-                    property,
-                    format!("{}: not understood; {SUPPORTED}", property.key),
-                ));
+                return Err(not_understood(source, property));
             };
             bands
                 .entry(k)
@@ -381,11 +374,7 @@ fn rate_limit(
             | "skippredicates"
             | "tokensinheritancestrategy" => {}
             _ => {
-                return Err(at(
-                    source,
-                    property,
-                    format!("{}: not understood; {SUPPORTED}", property.key),
-                ));
+                return Err(not_understood(source, property));
             }
         }
     }
@@ -511,11 +500,7 @@ fn bandwidth(source: &Source, path: &str, band: &Settings) -> Result<toml::Table
             | "fixedrefillinterval"
             | "fixedrefillintervalunit" => {}
             _ => {
-                return Err(at(
-                    source,
-                    property,
-                    format!("{}: not understood; {SUPPORTED}", property.key),
-                ));
+                return Err(not_understood(source, property));
             }
         }
     }
