@@ -15,7 +15,8 @@
 //!   count exceeds N. The answer is `Ratelimited` (403 by default): no hint.
 //!
 //! A store that fails refuses everything (`RATELIMIT_FAIL_OPEN` is False by
-//! default); a `[cluster]` with a store outage models that.
+//! default). Not modelled yet: a `[cluster]` runs this kind per instance
+//! only (a cache shared by the instances, and its outages, are refused).
 //!
 //! The key's phase comes from its text. A global limit (one key value for
 //! every request) states it with `key_value`; per key (`per = "key"`), each
