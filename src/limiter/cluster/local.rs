@@ -40,13 +40,7 @@ impl Mode for Local {
     /// Each instance's bound over the longest stretch of its own clock an
     /// interval can cover, summed.
     fn bound(&self, stretch: &Stretch) -> u64 {
-        self.instances
-            .iter()
-            .zip(stretch.clocks)
-            .map(|(limiter, clock)| {
-                limiter.bound(Nanos(clock.stretch(stretch.interval, stretch.duration)))
-            })
-            .fold(0, u64::saturating_add)
+        super::bound_on_own_clocks(&self.instances, stretch)
     }
 
     fn max_delay(&self) -> Nanos {

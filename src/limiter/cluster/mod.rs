@@ -285,6 +285,21 @@ fn instance_clock_span(clocks: &[Clock], duration: u64, interval: u64) -> u64 {
     u64::try_from(span).unwrap_or(u64::MAX)
 }
 
+/// Each instance's limiter's bound over the longest stretch of its own
+/// clock `stretch`'s interval can cover, summed.
+fn bound_on_own_clocks<'a, L: RateLimiter + 'a>(
+    limiters: impl IntoIterator<Item = &'a L>,
+    stretch: &Stretch,
+) -> u64 {
+    limiters
+        .into_iter()
+        .zip(stretch.clocks)
+        .map(|(limiter, clock)| {
+            limiter.bound(Nanos(clock.stretch(stretch.interval, stretch.duration)))
+        })
+        .fold(0, u64::saturating_add)
+}
+
 impl RateLimiter for Cluster {
     /// Outages starting and ending, failovers and every instance's (or the
     /// store's) clock steps.

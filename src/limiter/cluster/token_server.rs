@@ -47,16 +47,6 @@ impl TokenServer {
             last_local: false,
         }
     }
-
-    fn local_bound(&self, stretch: &Stretch) -> u64 {
-        self.local
-            .iter()
-            .zip(stretch.clocks)
-            .map(|(rule, clock)| {
-                rule.bound(Nanos(clock.stretch(stretch.interval, stretch.duration)))
-            })
-            .fold(0, u64::saturating_add)
-    }
 }
 
 impl Mode for TokenServer {
@@ -110,7 +100,7 @@ impl Mode for TokenServer {
     /// fallback: every request passes while the server is down.
     fn down_bound(&self, stretch: &Stretch) -> Option<u64> {
         Some(if self.fallback {
-            self.local_bound(stretch)
+            super::bound_on_own_clocks(&self.local, stretch)
         } else {
             u64::MAX
         })
