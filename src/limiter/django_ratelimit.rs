@@ -14,9 +14,11 @@
 //!   the decorator does), refused ones too, and a request is refused when the
 //!   count exceeds N. The answer is `Ratelimited` (403 by default): no hint.
 //!
-//! A store that fails refuses everything (`RATELIMIT_FAIL_OPEN` is False by
-//! default). Not modelled yet: a `[cluster]` runs this kind per instance
-//! only (a cache shared by the instances, and its outages, are refused).
+//! Shared by a `[cluster]` with `mode = "shared-instance-clock"`, the count is
+//! the shared cache's (`cache.add` / `cache.incr`), still keyed by each
+//! instance's `time.time()`. A cache that fails refuses everything
+//! (`get_usage` sees no count, and `RATELIMIT_FAIL_OPEN` is False by
+//! default), or lets everything through with `fail_open = true`.
 //!
 //! The key's phase comes from its text. A global limit (one key value for
 //! every request) states it with `key_value`; per key (`per = "key"`), each
@@ -44,6 +46,10 @@ pub struct Config {
     /// The key's value, whose crc32 places its windows; by default each
     /// client's number in decimal.
     pub key_value: Option<String>,
+    /// `RATELIMIT_FAIL_OPEN` (default false): when the shared cache fails, let
+    /// the request through instead of refusing it.
+    #[serde(default)]
+    pub fail_open: bool,
 }
 
 impl Kind for Config {
@@ -222,11 +228,11 @@ mod tests {
     #[test]
     fn rates_read_as_django_ratelimit_reads_them() {
         for (rate, expected) in [("5/s", (5, 1)), ("100/m", (100, 60)), ("7/5m", (7, 300)), ("1/d", (1, 86_400)), ("3/", (3, 1))] {
-            let config = Config { rate: rate.into(), key_value: None };
+            let config = Config { rate: rate.into(), key_value: None, fail_open: false };
             assert_eq!(config.rate().unwrap(), expected, "{rate}");
         }
         for rate in ["5", "five/s", "5/w", "0/s"] {
-            let config = Config { rate: rate.into(), key_value: None };
+            let config = Config { rate: rate.into(), key_value: None, fail_open: false };
             assert!(config.rate().is_err(), "{rate}");
         }
     }

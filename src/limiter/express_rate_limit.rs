@@ -15,9 +15,14 @@
 //! The store's timer, which forgets clients idle for two windows, changes no
 //! decision: a forgotten client's window had ended anyway.
 //!
-//! Per client (`keyGenerator`, the IP by default) is `per = "key"`. Not
-//! modelled: `skipFailedRequests` / `skipSuccessfulRequests` (they need the
-//! response), external stores (`rate-limit-redis` keeps the same window).
+//! Per client (`keyGenerator`, the IP by default) is `per = "key"`. Shared by
+//! a `[cluster]` with `mode = "shared-store-clock"`, the window is an
+//! external store's (`rate-limit-redis`: `INCR`, then `PEXPIRE windowMs` when
+//! the key has no expiry, on the store's clock), and when the store fails the
+//! hit throws into Express's error handler, a 500 (`passOnStoreError = false`,
+//! `source/lib.ts`), or passes unlimited with `pass_on_store_error = true`.
+//! Not modelled: `skipFailedRequests` / `skipSuccessfulRequests` (they need
+//! the response).
 //!
 //! N at the end of a window and N at the start of the next pass within a
 //! millisecond or two: 2N, as for any fixed window.
@@ -42,6 +47,11 @@ pub struct Config {
     /// `limit` (`max` before 7.0; default 5).
     #[serde(default = "five", alias = "max")]
     pub limit: NonZeroU64,
+    /// `passOnStoreError` (default false): when a shared store (a `[cluster]`
+    /// with `mode = "shared-store-clock"`, as `rate-limit-redis`) fails, let
+    /// the request through instead of passing the error on (a 500).
+    #[serde(default)]
+    pub pass_on_store_error: bool,
 }
 
 fn minute() -> NonZeroU64 {

@@ -21,6 +21,15 @@
 //!
 //! Per key (the `consume` key) is `per = "key"`. N at the end of a record and
 //! N at the start of the next: 2N in a few milliseconds.
+//!
+//! Shared by a `[cluster]` with `mode = "shared-store-clock"`, the records
+//! are a store's (`RateLimiterRedis`: the same window, on the store's
+//! clock). When the store fails, `RateLimiterInsuredAbstract._handleError`
+//! hands the consume to the `insuranceLimiter` — here a `RateLimiterMemory`
+//! of `insurance_points` per `insurance_duration` in each instance, given
+//! the main limiter's `blockDuration` and `execEvenly` — or, without one,
+//! rejects with the store's error, which the application answers (refused
+//! here, with no hint).
 
 use std::num::NonZeroU64;
 
@@ -49,6 +58,11 @@ pub struct Config {
     pub exec_evenly: bool,
     /// `execEvenlyMinDelayMs` (default ⌈duration · 1000 / points⌉).
     pub exec_evenly_min_delay_ms: Option<u64>,
+    /// The `insuranceLimiter`'s `points`: a `RateLimiterMemory` in each
+    /// instance that answers while a shared store fails.
+    pub insurance_points: Option<NonZeroU64>,
+    /// The `insuranceLimiter`'s `duration`, whole seconds.
+    pub insurance_duration: Option<u64>,
 }
 
 /// Seconds a setting may hold: a year.
@@ -72,6 +86,12 @@ impl Kind for Config {
         if min_delay > MAX_SECONDS * 1_000 {
             return Err(field_error!("exec_evenly_min_delay_ms", "at most a year"));
         }
+        if self.insurance_points.is_some() != self.insurance_duration.is_some() {
+            return Err(field_error!(
+                "insurance_points",
+                "give the insurance limiter both insurance_points and insurance_duration, or neither"
+            ));
+        }
         Ok(RateLimiterFlexible {
             points: self.points.get(),
             window,
@@ -91,6 +111,24 @@ impl Kind for Config {
             choice / 36 % 3 % 2,
             choice / 108 % 2 == 1
         )
+    }
+}
+
+impl Config {
+    /// The `insuranceLimiter`, if any: a `RateLimiterMemory` of its own
+    /// points and duration, with this limiter's `blockDuration` and
+    /// `execEvenly` (the setter copies them) and its own
+    /// `execEvenlyMinDelayMs` default.
+    pub fn insurance(&self) -> Option<Config> {
+        Some(Config {
+            points: self.insurance_points?,
+            duration: self.insurance_duration?,
+            block_duration: self.block_duration,
+            exec_evenly: self.exec_evenly,
+            exec_evenly_min_delay_ms: None,
+            insurance_points: None,
+            insurance_duration: None,
+        })
     }
 }
 

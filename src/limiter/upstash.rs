@@ -27,9 +27,15 @@
 //! sliding window let 2N through across an edge (the sliding window only
 //! over a whole window and a millisecond: N at the end of one window, then
 //! N more as the previous window's weight falls); the bucket `maxTokens` plus a refill
-//! per `interval` met. Not modelled: `timeout` (5 s by default), after
-//! which a request waiting on Redis succeeds (fail-open), multi-region,
-//! dynamic limits and payload limits.
+//! per `interval` met.
+//!
+//! Shared by a `[cluster]` (`mode = "shared-instance-clock"`: the keys and
+//! `now` come from each caller's `Date.now()`), Redis holds the counts and
+//! each instance its own ephemeral cache; while Redis does not answer, a
+//! request the cache does not refuse succeeds after `timeout`
+//! (`Ratelimit.limit` races the call against it, `src/ratelimit.ts`): fail
+//! open, 5 s late. Not modelled: multi-region, dynamic limits and payload
+//! limits.
 
 use std::num::NonZeroU64;
 
@@ -79,6 +85,15 @@ pub struct Config {
     /// until their reset.
     #[serde(default = "on")]
     pub ephemeral_cache: bool,
+    /// `timeout` (default 5 s): when Redis does not answer within it, the
+    /// request succeeds then (`reason: "timeout"`). Only a shared store's
+    /// outage (a `[cluster]`) makes Redis silent here.
+    #[serde(default = "five_seconds")]
+    pub timeout: Nanos,
+}
+
+fn five_seconds() -> Nanos {
+    Nanos(5 * Nanos::SECOND.get())
 }
 
 fn on() -> bool {
@@ -145,6 +160,10 @@ impl Kind for Config {
 
     fn build(&self, _: Context) -> Result<Upstash, FieldError> {
         let (length, limit, refill) = self.shape()?;
+        let timeout = self.timeout.get();
+        if !timeout.is_multiple_of(MS) || timeout / MS > MAX_WINDOW_MS {
+            return Err(field_error!("timeout", "whole milliseconds up to 366 days (setTimeout's), not {}", self.timeout));
+        }
         Ok(Upstash {
             algorithm: self.algorithm,
             cache: self.ephemeral_cache,

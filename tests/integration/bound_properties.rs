@@ -223,6 +223,37 @@ proptest! {
     }
 }
 
+/// Requests piled on 100 ms edges (a nanosecond early, on it, or later),
+/// and outages a tenth of a second long or more, apart, each with a pile at
+/// its start, all within 6 s: the times in order and the outages as TOML.
+fn piled_with_outages(
+    piles: Vec<(u64, u64, usize)>,
+    outages: Vec<(u64, u64)>,
+) -> (Vec<u64>, Vec<String>) {
+    const MS: u64 = 1_000_000;
+    let mut times: Vec<u64> = piles
+        .into_iter()
+        .flat_map(|(at, side, n)| std::iter::repeat_n((at * 100 * MS + side).saturating_sub(1), n))
+        .collect();
+    let mut start = 0;
+    let mut spans = Vec::new();
+    for (gap, len) in outages {
+        let at = start + gap * 100 * MS;
+        if at >= 6_000 * MS {
+            break;
+        }
+        spans.push(format!(
+            "{{ at = \"{at}ns\", for = \"{}ns\" }}",
+            len * 100 * MS
+        ));
+        times.extend(std::iter::repeat_n(at, 4));
+        start = at + len * 100 * MS + 1;
+    }
+    times.retain(|&t| t < 6_000 * MS);
+    times.sort_unstable();
+    (times, spans)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(1024))]
 
@@ -242,24 +273,7 @@ proptest! {
         steps in prop::collection::vec((0..60u64, -700i64..700, prop::bool::ANY), 0..3),
     ) {
         const MS: u64 = 1_000_000;
-        let mut times: Vec<u64> = piles
-            .into_iter()
-            .flat_map(|(at, side, n)| std::iter::repeat_n((at * 100 * MS + side).saturating_sub(1), n))
-            .collect();
-        // Outages a tenth of a second long or more, apart, each with a pile at its start.
-        let mut start = 0;
-        let mut spans = Vec::new();
-        for (gap, len) in outages {
-            let at = start + gap * 100 * MS;
-            if at >= 6_000 * MS {
-                break;
-            }
-            spans.push(format!("{{ at = \"{at}ns\", for = \"{}ns\" }}", len * 100 * MS));
-            times.extend(std::iter::repeat_n(at, 4));
-            start = at + len * 100 * MS + 1;
-        }
-        times.retain(|&t| t < 6_000 * MS);
-        times.sort_unstable();
+        let (times, spans) = piled_with_outages(piles, outages);
         let offsets: Vec<String> = offsets[..k as usize].iter().map(|o| format!("\"{}{}ms\"", if *o < 0 { "-" } else { "+" }, o.abs())).collect();
         let steps: Vec<String> = steps
             .iter()
@@ -288,6 +302,75 @@ proptest! {
         let mut limiter = scenario.limiters[0].config.build(Context::default()).unwrap();
         let passed = common::released(&mut limiter, &times);
         for interval in [1, 100 * MS, 100 * MS + 1, 500 * MS, 500 * MS + 1, 1_000 * MS, 1_001 * MS, 2_000 * MS] {
+            let bound = limiter.bound(Nanos(interval));
+            prop_assert!(worst(&passed, interval) <= bound, "{text}\nover {interval} ns: {} > {bound}\n{times:?}", worst(&passed, interval));
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// The store-backed libraries sharing one store (Upstash with each
+    /// instance's cache, django-ratelimit, rate-limiter-flexible with its
+    /// insurance, express-rate-limit), their store failing and its clock
+    /// stepping: requests piled on the second's edges and at each outage's
+    /// start. Failing open is unbounded, so it is drawn only without outages.
+    #[test]
+    fn store_backed_libraries_and_their_failure_defaults_never_exceed_their_bound(
+        piles in prop::collection::vec((0..60u64, 0..3u64, 1..6usize), 1..40),
+        k in 1..4u64,
+        kind in 0..4usize,
+        variant in 0..3usize,
+        n in 1..6u64,
+        outages in prop::collection::vec((0..60u64, 1..15u64), 0..3),
+        offsets in prop::collection::vec(-700i64..700, 3),
+        steps in prop::collection::vec((0..60u64, -700i64..700, 0..4usize), 0..3),
+        rtt in 0..3u64,
+    ) {
+        const MS: u64 = 1_000_000;
+        let (times, spans) = piled_with_outages(piles, outages);
+        let open = spans.is_empty() && variant == 2;
+        let (inner, instance_side) = match kind {
+            0 => (format!(
+                "kind = \"upstash\"\nalgorithm = \"{}\"\n{}\nephemeral_cache = {}\ntimeout = \"{}ms\"",
+                ["fixed-window", "sliding-window", "token-bucket"][variant],
+                if variant == 2 { format!("refill_rate = 1\ninterval = \"500ms\"\nmax_tokens = {n}") } else { format!("tokens = {n}\nwindow = \"1s\"") },
+                n % 2 == 0,
+                n * 100,
+            ), true),
+            1 => (format!("kind = \"django-ratelimit\"\nrate = \"{n}/s\"\nkey_value = \"k{variant}\"\nfail_open = {open}"), true),
+            2 => (format!(
+                "kind = \"rate-limiter-flexible\"\npoints = {n}\nduration = 1\nexec_evenly = {}{}",
+                variant == 2,
+                if variant >= 1 { format!("\ninsurance_points = {}\ninsurance_duration = 1", n % 3 + 1) } else { String::new() },
+            ), false),
+            _ => (format!("kind = \"express-rate-limit\"\nwindow_ms = 1000\nlimit = {n}\npass_on_store_error = {open}"), false),
+        };
+        let ms = |o: i64| format!("\"{}{}ms\"", if o < 0 { "-" } else { "+" }, o.abs());
+        // Keys from the callers' clocks are modelled with one clock for all.
+        let offsets: Vec<String> = offsets[..if instance_side { 1 } else { k as usize }].iter().map(|&o| ms(o)).collect();
+        let steps: Vec<String> = steps
+            .iter()
+            .filter(|(_, _, on)| !instance_side || *on == 3)
+            .map(|&(at, by, on)| format!(
+                "{{ at = \"{}ms\", by = {}, on = {} }}",
+                at * 100,
+                ms(by),
+                if on == 3 { "\"store\"".to_owned() } else { (on as u64 % k).to_string() }
+            ))
+            .collect();
+        let text = format!(
+            "duration = \"6s\"\n[cluster]\ninstances = {k}\nmode = \"shared-store-clock\"\noffsets = [{}]\nsteps = [{}]\nstore = {{ rtt = \"{rtt}ms\", offset = {}, outages = [{}] }}\n[[workload]]\nname = \"w\"\nsources = [{{ kind = \"uniform\", rate = 1 }}]\n[[limiter]]\nname = \"l\"\n{inner}\n",
+            offsets.join(", "),
+            steps.join(", "),
+            ms(offsets.len() as i64 * 37),
+            spans.join(", "),
+        );
+        let scenario = burstsim::scenario::parse(&text, std::path::Path::new("c.toml")).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let mut limiter = scenario.limiters[0].config.build(Context::default()).unwrap();
+        let passed = common::released(&mut limiter, &times);
+        for interval in [1, 100 * MS, 500 * MS, 500 * MS + 1, 1_000 * MS, 1_001 * MS, 2_000 * MS] {
             let bound = limiter.bound(Nanos(interval));
             prop_assert!(worst(&passed, interval) <= bound, "{text}\nover {interval} ns: {} > {bound}\n{times:?}", worst(&passed, interval));
         }

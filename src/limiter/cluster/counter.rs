@@ -4,6 +4,7 @@
 use super::batched::Batched;
 use super::faults::Increment;
 use super::instance_clock::InstanceClock;
+use super::library::Library;
 use super::local::Local;
 use super::mode::{Mode, Reading, Stretch};
 use super::shared_log::SharedLog;
@@ -28,6 +29,8 @@ pub enum Counter {
     SharedLog(SharedLog),
     /// Sentinel's token server.
     TokenServer(TokenServer),
+    /// A store-backed library's state in the store.
+    Library(Library),
 }
 
 /// `$body` with `$mode` bound to whichever mode `$counter` holds.
@@ -40,6 +43,7 @@ macro_rules! each_mode {
             Counter::StoreClock($mode) => $body,
             Counter::SharedLog($mode) => $body,
             Counter::TokenServer($mode) => $body,
+            Counter::Library($mode) => $body,
         }
     };
 }

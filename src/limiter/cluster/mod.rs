@@ -8,6 +8,7 @@ mod clock;
 mod counter;
 pub mod faults;
 mod instance_clock;
+mod library;
 mod local;
 mod mode;
 mod settings;
@@ -24,6 +25,7 @@ pub use self::clock::{Clock, Offset, Step, Target};
 use self::counter::Counter;
 use self::faults::{Failover, FaultState, Faults, OnError, Outage};
 use self::instance_clock::InstanceClock;
+use self::library::Library;
 use self::local::Local;
 use self::mode::{Reading, Stretch};
 pub use self::settings::{Balance, ClusterConfig, Mode, Store, Update};
@@ -59,7 +61,10 @@ impl Config {
     pub fn build(&self, context: Context) -> Result<Cluster, FieldError> {
         let prototype = self.inner.build(context)?;
         let cluster = &self.cluster;
-        cluster.check(self.inner.kind(), &prototype)?;
+        let library = (cluster.mode != Mode::Local)
+            .then(|| library::shared(&self.inner))
+            .flatten();
+        cluster.check(self.inner.kind(), &prototype, library.as_ref())?;
         let k = cluster.instances.get() as usize;
         let (window, threshold) = prototype
             .fixed_window()
@@ -73,18 +78,33 @@ impl Config {
             _ => None,
         };
         let fallback = token_server.as_ref().map(|(_, _, fallback)| *fallback);
-        let counter = match (cluster.mode, cluster.sync_interval, overall, token_server) {
-            (_, _, _, Some((server, local, fallback))) => Counter::TokenServer(TokenServer::new(
-                server,
+        let counter = match (
+            cluster.mode,
+            cluster.sync_interval,
+            overall,
+            token_server,
+            &library,
+        ) {
+            (_, _, _, _, Some(shared)) => Counter::Library(Library::new(
+                shared,
+                context,
                 cluster.store_clock(),
                 cluster.store.rtt.get(),
-                local,
                 k,
-                fallback,
-            )),
+            )?),
+            (_, _, _, Some((server, local, fallback)), None) => {
+                Counter::TokenServer(TokenServer::new(
+                    server,
+                    cluster.store_clock(),
+                    cluster.store.rtt.get(),
+                    local,
+                    k,
+                    fallback,
+                ))
+            }
             // Redisson's overall log is in the store whatever the mode.
-            (_, _, Some(log), None) => Counter::SharedLog(SharedLog::new(log)),
-            (Mode::Local, _, None, None) => {
+            (_, _, Some(log), None, None) => Counter::SharedLog(SharedLog::new(log)),
+            (Mode::Local, _, None, None, None) => {
                 let instance = if cluster.divide {
                     match &*self.inner {
                         // A rate divides exactly: each instance refills at rate/K.
@@ -104,10 +124,10 @@ impl Config {
                 };
                 Counter::Local(Local::new(vec![instance; k]))
             }
-            (Mode::SharedInstanceClock, Some(interval), None, None) => {
+            (Mode::SharedInstanceClock, Some(interval), None, None, None) => {
                 Counter::Batched(Batched::new(window, threshold, interval.get(), k))
             }
-            (Mode::SharedInstanceClock, None, None, None) => {
+            (Mode::SharedInstanceClock, None, None, None, None) => {
                 Counter::InstanceClock(InstanceClock::new(
                     window,
                     threshold,
@@ -115,7 +135,7 @@ impl Config {
                     cluster.store.rtt.get(),
                 ))
             }
-            (Mode::SharedStoreClock, _, None, None) => Counter::StoreClock(StoreClock::new(
+            (Mode::SharedStoreClock, _, None, None, None) => Counter::StoreClock(StoreClock::new(
                 window,
                 threshold,
                 cluster.store_clock(),
@@ -123,11 +143,12 @@ impl Config {
             )),
         };
         let store = &cluster.store;
-        // Sentinel's rule says what a failed token request does.
-        let on_error = match fallback {
-            Some(true) => OnError::Local,
-            Some(false) => OnError::Allow,
-            None => store.on_error,
+        // Sentinel's rule, or the library, says what a failed request does.
+        let on_error = match (fallback, library.map(|l| l.down)) {
+            (Some(true), _) | (_, Some(library::Down::Insurance)) => OnError::Local,
+            (_, Some(library::Down::Refuse)) => OnError::Deny,
+            (Some(false), _) | (_, Some(_)) => OnError::Allow,
+            (None, None) => store.on_error,
         };
         let faults = Faults::new(
             store.outages.clone(),

@@ -111,7 +111,13 @@ pub struct ClusterConfig {
 impl ClusterConfig {
     /// Checks the lists against the number of instances and the mode against
     /// `inner`, a limiter of kind `kind`.
-    pub fn check(&self, kind: &str, inner: &Limiter) -> Result<(), FieldError> {
+    /// `library` is the store-backed library `inner` is, when shared.
+    pub fn check(
+        &self,
+        kind: &str,
+        inner: &Limiter,
+        library: Option<&library::Shared>,
+    ) -> Result<(), FieldError> {
         let k = self.instances.get() as usize;
         if k > 10_000 {
             return Err(field_error!("cluster.instances", "at most 10000"));
@@ -165,6 +171,9 @@ impl ClusterConfig {
         }
         if self.drift_ppm.iter().any(|d| d.abs() > 1_000_000) {
             return Err(field_error!("cluster.drift_ppm", "at most ±1000000"));
+        }
+        if let Some(shared) = library {
+            return library::check(shared, self);
         }
         if let Limiter::Redisson(log) = inner {
             return self.check_redisson(log.per_client());

@@ -377,3 +377,178 @@ fn sentinel_token_server_refuses_what_it_does_not_do() {
     assert!(refused(&three, "instances = 2").contains("its 2 instances"));
     assert!(build(&three, "instances = 3").is_ok());
 }
+
+/// A request every 10 ms over [from, to) ms.
+fn every_10ms(from: u64, to: u64) -> impl Iterator<Item = u64> {
+    (from..to).step_by(10).map(|ms| ms * MS)
+}
+
+/// Two instances sharing a store, with an outage over [1 s, 2 s).
+const SHARED_DOWN: &str = "instances = 2\nmode = \"shared-store-clock\"\nstore = { outages = [{ at = \"1s\", for = \"1s\" }] }";
+
+#[test]
+fn store_backed_libraries_share_one_count_and_fail_as_they_say() {
+    // 10 a second, a request every 10 ms for 3 s over two instances: the
+    // store passes 10 in [0, 1 s) and 10 in [2 s, 3 s), not each instance 10.
+    let count = |inner: &str, text: &str| {
+        passed(&mut build(inner, text).unwrap(), every_10ms(0, 3_000)).len()
+    };
+    let django = "kind = \"django-ratelimit\"\nrate = \"10/s\"\nkey_value = \"k\"";
+    let express = "kind = \"express-rate-limit\"\nwindow_ms = 1000\nlimit = 10";
+    let flexible = "kind = \"rate-limiter-flexible\"\npoints = 10\nduration = 1";
+    for (inner, closed) in [(django, 20), (express, 20), (flexible, 20)] {
+        assert_eq!(
+            count(inner, "instances = 2"),
+            3 * 20,
+            "{inner}: each instance its own"
+        );
+        assert_eq!(
+            count(inner, SHARED_DOWN),
+            closed,
+            "{inner}: refused while down"
+        );
+    }
+    // Failing open: the outage's 100 pass.
+    assert_eq!(
+        count(&format!("{django}\nfail_open = true"), SHARED_DOWN),
+        120
+    );
+    assert_eq!(
+        count(
+            &format!("{express}\npass_on_store_error = true"),
+            SHARED_DOWN
+        ),
+        120
+    );
+    // The insurance, 3 per second in each instance from its first consume
+    // (1.00 s and 1.01 s): 6 in the outage.
+    let insured = format!("{flexible}\ninsurance_points = 3\ninsurance_duration = 1");
+    let mut c = build(&insured, SHARED_DOWN).unwrap();
+    let during: Vec<u64> = passed(&mut c, every_10ms(0, 3_000))
+        .into_iter()
+        .filter(|&t| (1_000 * MS..2_000 * MS).contains(&t))
+        .collect();
+    assert_eq!(
+        during,
+        [1_000, 1_010, 1_020, 1_030, 1_040, 1_050].map(|ms| ms * MS)
+    );
+    // The store's 2N over a second, and each instance's insurance's 2·3.
+    assert_eq!(c.bound(Nanos::SECOND), 20 + 2 * 6);
+    assert_eq!(build(django, SHARED_DOWN).unwrap().bound(Nanos::SECOND), 20);
+    let open = build(
+        &format!("{express}\npass_on_store_error = true"),
+        SHARED_DOWN,
+    )
+    .unwrap();
+    assert_eq!(open.bound(Nanos::SECOND), u64::MAX);
+}
+
+#[test]
+fn upstash_passes_late_during_an_outage_unless_the_instance_cache_refuses() {
+    let upstash = "kind = \"upstash\"\nalgorithm = \"fixed-window\"\ntokens = 10\nwindow = \"1s\"";
+    let mut c = build(upstash, SHARED_DOWN).unwrap();
+    let decisions: Vec<Decision> = every_10ms(0, 3_000).map(|t| c.decide(Nanos(t))).collect();
+    let at = |ms: u64| decisions[(ms / 10) as usize];
+    // Both instances' caches hold the refusals of [100 ms, 1 s) until the
+    // window's end, 1 s, and refuse through its millisecond.
+    assert!(!at(1_000).admitted());
+    // Then Redis is silent: 5 s later, a pass.
+    assert_eq!(at(1_010), Decision::Delay(Nanos(5 * S)));
+    let passed = decisions.iter().filter(|d| d.admitted()).count();
+    assert_eq!(passed, 10 + 99 + 10);
+    assert_eq!(c.max_delay(), Nanos(5 * S));
+    let uncached = build(
+        &format!("{upstash}\nephemeral_cache = false\ntimeout = \"250ms\""),
+        SHARED_DOWN,
+    );
+    let mut uncached = uncached.unwrap();
+    let decisions: Vec<Decision> = every_10ms(0, 3_000)
+        .map(|t| uncached.decide(Nanos(t)))
+        .collect();
+    assert_eq!(decisions[100], Decision::Delay(Nanos(250 * MS)));
+    assert_eq!(decisions.iter().filter(|d| d.admitted()).count(), 120);
+}
+
+#[test]
+fn each_upstash_instance_keeps_its_own_cache() {
+    // N at 999 ms, then a refusal on each instance; at 1.001 s the previous
+    // window weighs ⌊0.999 · 10⌋ = 9: one pass, and the refusal after it
+    // is cached on its instance until 2 s. At 1.5 s (weight 5) the other
+    // instance still asks Redis and passes four; one instance alone passes none.
+    let sliding =
+        "kind = \"upstash\"\nalgorithm = \"sliding-window\"\ntokens = 10\nwindow = \"1s\"";
+    for (instances, at_1500) in [(1, 0), (2, 4)] {
+        let text = format!("instances = {instances}\nmode = \"shared-instance-clock\"");
+        let mut c = build(sliding, &text).unwrap();
+        let mut count = |ms: u64, n: usize| passed(&mut c, std::iter::repeat_n(ms * MS, n)).len();
+        assert_eq!(count(999, 12), 10);
+        assert_eq!(count(1_001, 2), 1);
+        assert_eq!(count(1_500, 10), at_1500, "{instances} instance(s)");
+    }
+}
+
+#[test]
+fn store_backed_libraries_refuse_what_they_do_not_do() {
+    let upstash = "kind = \"upstash\"\nalgorithm = \"fixed-window\"\ntokens = 10\nwindow = \"1s\"";
+    let django = "kind = \"django-ratelimit\"\nrate = \"10/s\"";
+    let express = "kind = \"express-rate-limit\"";
+    for (inner, text, says) in [
+        (
+            upstash,
+            "instances = 2\nmode = \"shared-instance-clock\"\noffsets = [\"0ms\", \"5ms\"]",
+            "one clock",
+        ),
+        (
+            django,
+            "instances = 2\nmode = \"shared-instance-clock\"\nsteps = [{ at = \"1s\", by = \"+1s\", on = 1 }]",
+            "one clock",
+        ),
+        (
+            express,
+            "instances = 2\nmode = \"shared-store-clock\"\nstore = { on_error = \"deny\" }",
+            "pass_on_store_error",
+        ),
+        (
+            django,
+            "instances = 2\nmode = \"shared-store-clock\"\nstore = { on_error = \"allow\", failover = [{ at = \"1s\", lost = \"1ms\" }] }",
+            "as an outage",
+        ),
+        (
+            express,
+            "instances = 2\nmode = \"shared-store-clock\"\ndivide = true",
+            "drop divide",
+        ),
+        (
+            &format!("{upstash}\ntimeout = \"0s\""),
+            SHARED_DOWN,
+            "timeout = 0",
+        ),
+    ] {
+        let error = build(inner, text).unwrap_err().to_string();
+        assert!(error.contains(says), "{inner} / {text}: {error}");
+    }
+    // Skewed instances are fine where the store's clock decides.
+    let skewed = "instances = 2\nmode = \"shared-instance-clock\"\noffsets = [\"0ms\", \"5ms\"]";
+    assert!(build(express, skewed).is_ok());
+    // And a local cluster still has no store to fail.
+    let local = "instances = 2\nstore = { outages = [{ at = \"1s\", for = \"1s\" }] }";
+    assert!(
+        build(express, local)
+            .unwrap_err()
+            .to_string()
+            .contains("there is none")
+    );
+}
+
+#[test]
+fn a_store_clock_library_expires_on_the_store_clock() {
+    // express-rate-limit's window opens at 0 on the store's clock and ends
+    // at its 1 s; stepped forward by 500 ms at 300 ms, the store reads 1 s
+    // at 500 ms true time, and the next window opens then.
+    let express = "kind = \"express-rate-limit\"\nwindow_ms = 1000\nlimit = 10";
+    let text = "instances = 2\nmode = \"shared-instance-clock\"\nsteps = [{ at = \"300ms\", by = \"+500ms\", on = \"store\" }]";
+    let mut c = build(express, text).unwrap();
+    let got = passed(&mut c, every_10ms(0, 1_000));
+    let expected: Vec<u64> = every_10ms(0, 100).chain(every_10ms(500, 600)).collect();
+    assert_eq!(got, expected);
+}
