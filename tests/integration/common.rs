@@ -216,6 +216,27 @@ pub fn model(text: &str) -> burstsim::limiter::Limiter {
         .expect("test configs build")
 }
 
+/// `limiter` (a `[[limiter]]`'s fields) in a cluster of one instance
+/// sharing a store, per key, the store down over [`from`, `to`) ns of a run
+/// of `end` ns: the model of a library whose store fails.
+pub fn down_in_a_shared_store(
+    limiter: &str,
+    from: u64,
+    to: u64,
+    end: u64,
+) -> burstsim::limiter::Limiter {
+    let text = format!(
+        "duration = \"{end}ns\"\n[cluster]\ninstances = 1\nmode = \"shared-store-clock\"\nstore = {{ outages = [{{ at = \"{from}ns\", for = \"{}ns\" }}] }}\n[[workload]]\nname = \"w\"\nsources = [{{ kind = \"uniform\", rate = 1 }}]\n[[limiter]]\nname = \"l\"\n{limiter}\nper = \"key\"\n",
+        to - from
+    );
+    let scenario =
+        burstsim::scenario::parse(&text, Path::new("down.toml")).expect("test scenarios parse");
+    scenario.limiters[0]
+        .config
+        .build(burstsim::limiter::Context::default())
+        .expect("test configs build")
+}
+
 /// `(key, time)` pairs for a limiter of `window_ms` windows on a
 /// millisecond clock: bursts in one millisecond, steps of a millisecond or
 /// two, jumps to just before, at and after a window's end, idle spells.

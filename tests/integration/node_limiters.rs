@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use burstsim::limiter::{Decision, RateLimiter};
+use burstsim::limiter::{Decision, Limiter, RateLimiter};
 use burstsim::time::Nanos;
 use burstsim::traffic::Key;
 
@@ -15,18 +15,54 @@ use super::common;
 
 const MS: u64 = 1_000_000;
 
-/// Node and the driver `script`, or `None` where either or `package` is missing.
-fn driver(script: &str, package: &str) -> Option<(PathBuf, PathBuf)> {
-    let node = common::installed(&["/usr/bin/node", "/usr/local/bin/node"])?;
+/// Node and the driver `script`; a check that runs must find them and
+/// `package`.
+fn driver(script: &str, package: &str) -> (PathBuf, PathBuf) {
+    let node = common::installed(&["/usr/bin/node", "/usr/local/bin/node"]);
     let installed = Path::new("tests/node_limiters/node_modules")
         .join(package)
         .is_dir();
-    installed.then(|| {
-        (
-            node,
-            std::fs::canonicalize(Path::new("tests/node_limiters").join(script)).unwrap(),
-        )
-    })
+    let (Some(node), true) = (node, installed) else {
+        common::required(&format!(
+            "not installed: Node or {package}; .ci/run installs nodejs and runs npm ci in tests/node_limiters"
+        ));
+        unreachable!("required panics");
+    };
+    let script = std::fs::canonicalize(Path::new("tests/node_limiters").join(script));
+    (node, script.unwrap())
+}
+
+/// Asserts the model answers every request of `requests` as flexible.js
+/// wrote rate-limiter-flexible's `answers` ("A DELAY_MS", or "R
+/// MS_BEFORE_NEXT", -1 for a record that never ends), in the case `case`
+/// names; how many it refused and delayed.
+fn same_answers(
+    model: &mut Limiter,
+    requests: &[(u64, u64)],
+    answers: &str,
+    case: impl Fn() -> String,
+) -> (usize, usize) {
+    let mut lines = answers.lines();
+    let (mut refused, mut delayed) = (0, 0);
+    for (i, &(key, t)) in requests.iter().enumerate() {
+        let theirs = lines.next().expect("an answer per request");
+        let ours = match model.decide_keyed::<true>(Nanos(t), Key::client(key)) {
+            Decision::Reject(hint) => match hint.retry_at {
+                Some(retry) => format!("R {}", (retry.get() - t) / MS),
+                None => "R -1".to_string(),
+            },
+            decision => format!("A {}", decision.delay().get() / MS),
+        };
+        assert_eq!(
+            ours,
+            theirs,
+            "{}: request {i} (key {key}) at {t} ns",
+            case()
+        );
+        refused += usize::from(ours.starts_with('R'));
+        delayed += usize::from(ours.starts_with("A ") && ours != "A 0");
+    }
+    (refused, delayed)
 }
 
 #[test]
@@ -35,12 +71,7 @@ fn rate_limiter_flexible_decides_every_consume_as_its_memory_store_does() {
     // No wall clock here, but a JVM, Node or Python at full speed would
     // disturb the checks that measure one: run apart from them.
     let _alone = common::real_time();
-    let Some((node, script)) = driver("flexible.js", "rate-limiter-flexible") else {
-        common::required(
-            "not installed: Node or rate-limiter-flexible; .ci/run installs nodejs and runs npm ci in tests/node_limiters",
-        );
-        return;
-    };
+    let (node, script) = driver("flexible.js", "rate-limiter-flexible");
     let mut seed = 20_261_203;
     let (mut compared, mut refused, mut delayed) = (0, 0, 0);
     for (points, duration, block, evenly, min_delay) in [
@@ -75,24 +106,10 @@ fn rate_limiter_flexible_decides_every_consume_as_its_memory_store_does() {
         let mut model = common::model(&format!(
             "kind = \"rate-limiter-flexible\"\npoints = {points}\nduration = {duration}\nblock_duration = {block}\nexec_evenly = {evenly}{min}\nper = \"key\""
         ));
-        let mut lines = answers.lines();
-        for (i, &(key, t)) in requests.iter().enumerate() {
-            let theirs = lines.next().expect("an answer per request");
-            let ours = match model.decide_keyed::<true>(Nanos(t), Key::client(key)) {
-                Decision::Reject(hint) => match hint.retry_at {
-                    Some(retry) => format!("R {}", (retry.get() - t) / MS),
-                    None => "R -1".to_string(),
-                },
-                decision => format!("A {}", decision.delay().get() / MS),
-            };
-            assert_eq!(
-                ours, theirs,
-                "points {points}, duration {duration} s, block {block} s, execEvenly {evenly}: request {i} (key {key}) at {t} ns"
-            );
-            refused += usize::from(ours.starts_with('R'));
-            delayed += usize::from(ours.starts_with("A ") && ours != "A 0");
-            compared += 1;
-        }
+        let (r, d) = same_answers(&mut model, &requests, &answers, || {
+            format!("points {points}, duration {duration} s, block {block} s, execEvenly {evenly}")
+        });
+        (refused, delayed, compared) = (refused + r, delayed + d, compared + requests.len());
     }
     assert_eq!(compared, 9 * 3_000);
     assert!(
@@ -103,14 +120,70 @@ fn rate_limiter_flexible_decides_every_consume_as_its_memory_store_does() {
 
 #[test]
 #[ignore = "needs Node and tests/node_limiters's packages: run with --include-ignored, as .ci/run does"]
+fn rate_limiter_flexible_hands_a_failing_store_to_its_insurance_limiter() {
+    // A RateLimiterRedis whose store fails every call, with a
+    // RateLimiterMemory insurance, against a shared-store cluster of one
+    // instance whose store is down for the whole run: the insurance answers
+    // with its own points and duration, the main limiter's blockDuration and
+    // execEvenly, and its own execEvenlyMinDelayMs default.
+    let _alone = common::real_time();
+    let (node, script) = driver("flexible.js", "rate-limiter-flexible");
+    let mut seed = 20_261_205;
+    let (mut compared, mut refused, mut delayed) = (0, 0, 0);
+    for (points, block, evenly, min_delay, insurance, insurance_duration) in [
+        (10u64, 0u64, false, None, 3u64, 1u64),
+        (5, 3, false, None, 2, 1),
+        (8, 0, true, None, 4, 2),
+        (2, 1, true, None, 5, 1),
+        (6, 0, true, Some(40u64), 4, 1),
+    ] {
+        let requests =
+            common::millisecond_requests(&mut seed, 3_000, insurance_duration * 1_000, 3);
+        let args = [
+            script.display().to_string(),
+            points.to_string(),
+            "1".to_string(),
+            block.to_string(),
+            evenly.to_string(),
+            min_delay.map_or("-".to_string(), |ms| ms.to_string()),
+            insurance.to_string(),
+            insurance_duration.to_string(),
+        ];
+        let answers = common::piped(
+            &node,
+            &args,
+            requests.iter().map(|(key, t)| format!("k{key} {t}")),
+        );
+        let evenly_min = min_delay.map_or(String::new(), |ms| {
+            format!("\nexec_evenly_min_delay_ms = {ms}")
+        });
+        let mut model = common::down_in_a_shared_store(
+            &format!(
+                "kind = \"rate-limiter-flexible\"\npoints = {points}\nduration = 1\nblock_duration = {block}\nexec_evenly = {evenly}{evenly_min}\ninsurance_points = {insurance}\ninsurance_duration = {insurance_duration}"
+            ),
+            0,
+            100_000 * 1_000 * MS,
+            100_000 * 1_000 * MS,
+        );
+        let (r, d) = same_answers(&mut model, &requests, &answers, || {
+            format!(
+                "points {points}, block {block} s, execEvenly {evenly}, insurance {insurance} per {insurance_duration} s"
+            )
+        });
+        (refused, delayed, compared) = (refused + r, delayed + d, compared + requests.len());
+    }
+    assert_eq!(compared, 5 * 3_000);
+    assert!(
+        refused > 1_000 && compared - refused > 1_000 && delayed > 200,
+        "every answer exercised: {refused} refused, {delayed} delayed of {compared}"
+    );
+}
+
+#[test]
+#[ignore = "needs Node and tests/node_limiters's packages: run with --include-ignored, as .ci/run does"]
 fn bottleneck_runs_every_job_when_bottleneck_does() {
     let _alone = common::real_time();
-    let Some((node, script)) = driver("bottleneck.js", "bottleneck") else {
-        common::required(
-            "not installed: Node or bottleneck; .ci/run installs nodejs and runs npm ci in tests/node_limiters",
-        );
-        return;
-    };
+    let (node, script) = driver("bottleneck.js", "bottleneck");
     let mut seed = 20_261_204;
     let (mut compared, mut dropped, mut queued) = (0, 0, 0);
     // (Bottleneck's options, the model's fields, a typical gap in ms).

@@ -25,6 +25,19 @@ fn python() -> Option<PathBuf> {
         .then(|| std::env::current_dir().unwrap().join(python))
 }
 
+/// The virtual environment's Python and the driver `script`; a check that
+/// runs must find them.
+fn driver(script: &str) -> (PathBuf, PathBuf) {
+    let Some(python) = python() else {
+        common::required(
+            "not installed: target/python-limiters; .ci/run creates it with tests/python_limiters/requirements.txt",
+        );
+        unreachable!("required panics");
+    };
+    let script = std::fs::canonicalize(Path::new("tests/python_limiters").join(script));
+    (python, script.unwrap())
+}
+
 /// `(key, time)` pairs for windows of `period` seconds: bursts in one
 /// second, steps just under and over a second, and jumps of a period or more.
 fn requests(seed: &mut u64, count: usize, period: u64, keys: u64) -> Vec<(u64, u64)> {
@@ -51,13 +64,7 @@ fn django_ratelimit_decides_every_request_as_get_usage_does() {
     // No wall clock here, but a JVM, Node or Python at full speed would
     // disturb the checks that measure one: run apart from them.
     let _alone = common::real_time();
-    let Some(python) = python() else {
-        common::required(
-            "not installed: target/python-limiters; .ci/run creates it with tests/python_limiters/requirements.txt",
-        );
-        return;
-    };
-    let driver = std::fs::canonicalize("tests/python_limiters/django_driver.py").unwrap();
+    let (python, driver) = driver("django_driver.py");
     let mut seed = 20_261_204;
     let (mut compared, mut refused) = (0, 0);
     for (rate, period, keys) in [
@@ -106,15 +113,72 @@ fn django_ratelimit_decides_every_request_as_get_usage_does() {
 
 #[test]
 #[ignore = "needs target/python-limiters with tests/python_limiters/requirements.txt: run with --include-ignored, as .ci/run does"]
+fn django_ratelimit_answers_a_failing_cache_as_ratelimit_fail_open_says() {
+    // The real get_usage over a cache that fails in an outage, against a
+    // shared-store cluster of one instance whose store is down then:
+    // limited (RATELIMIT_FAIL_OPEN false) or not, and the windows neither
+    // count the outage's requests nor forget the ones before it.
+    let _alone = common::real_time();
+    let (python, driver) = driver("django_driver.py");
+    let mut seed = 20_261_207;
+    let (mut compared, mut refused) = (0, 0);
+    for (rate, period, keys, open) in [
+        ("5/s", 1u64, 2u64, false),
+        ("3/7s", 7, 3, true),
+        ("2/s", 1, 1, false),
+    ] {
+        let requests = requests(&mut seed, 2_000, period, keys);
+        let (first, last) = (requests[0].1, requests[1_999].1);
+        // Down over the middle third, on odd nanoseconds.
+        let (from, to) = (
+            (first + (last - first) / 3) | 1,
+            (first + 2 * (last - first) / 3) | 1,
+        );
+        let args = [
+            driver.display().to_string(),
+            rate.to_string(),
+            from.to_string(),
+            to.to_string(),
+            open.to_string(),
+        ];
+        let answers = common::piped(
+            &python,
+            &args,
+            requests.iter().map(|(key, t)| format!("{key} {t}")),
+        );
+        let mut model = common::down_in_a_shared_store(
+            &format!("kind = \"django-ratelimit\"\nrate = \"{rate}\"\nfail_open = {open}"),
+            from,
+            to,
+            last + 1,
+        );
+        let mut lines = answers.lines();
+        let mut down = 0;
+        for (i, &(key, t)) in requests.iter().enumerate() {
+            let theirs = lines.next().expect("an answer per request");
+            let admitted = model
+                .decide_keyed::<false>(Nanos(t), Key::client(key))
+                .admitted();
+            let ours = if admitted { "A" } else { "R" };
+            assert_eq!(
+                ours, theirs,
+                "rate {rate}, fail open {open}, down over [{from}, {to}) ns: request {i} (key {key}) at {t} ns"
+            );
+            refused += usize::from(!admitted);
+            down += usize::from((from..to).contains(&t));
+            compared += 1;
+        }
+        assert!(down > 300, "the outage exercised: {down} requests in it");
+    }
+    assert_eq!(compared, 3 * 2_000);
+    assert!(refused > 1_000, "{refused} refused of {compared}");
+}
+
+#[test]
+#[ignore = "needs target/python-limiters with tests/python_limiters/requirements.txt: run with --include-ignored, as .ci/run does"]
 fn slowapi_answers_every_request_and_retry_after_as_slowapi_does() {
     let _alone = common::real_time();
-    let Some(python) = python() else {
-        common::required(
-            "not installed: target/python-limiters; .ci/run creates it with tests/python_limiters/requirements.txt",
-        );
-        return;
-    };
-    let driver = std::fs::canonicalize("tests/python_limiters/slowapi_driver.py").unwrap();
+    let (python, driver) = driver("slowapi_driver.py");
     let mut seed = 20_261_203;
     let (mut compared, mut refused, mut hinted, mut negative) = (0, 0, 0, 0);
     for (limit, strategy, period, keys) in [

@@ -8,6 +8,11 @@
 // never run on their own: execEvenly's delayed resolve is taken at once with
 // its delay recorded, and the store's expiry timers are dropped (a record's
 // expiry is checked on every consume anyway).
+//
+// With two more arguments, insurance points and duration, the limiter is a
+// RateLimiterRedis whose store client fails every call, with a
+// RateLimiterMemory of those as its insuranceLimiter: every consume is the
+// insurance's, as when the store is down.
 'use strict';
 const fs = require('fs');
 
@@ -24,16 +29,35 @@ global.setTimeout = (callback, ms, ...args) => {
 };
 global.clearTimeout = () => {};
 
-const { RateLimiterMemory } = require('rate-limiter-flexible');
+const { RateLimiterMemory, RateLimiterRedis } = require('rate-limiter-flexible');
 
-const [points, duration, blockDuration, execEvenly, minDelay] = process.argv.slice(2);
-const limiter = new RateLimiterMemory({
+const [points, duration, blockDuration, execEvenly, minDelay, insurancePoints, insuranceDuration] =
+  process.argv.slice(2);
+const options = {
   points: Number(points),
   duration: Number(duration),
   blockDuration: Number(blockDuration),
   execEvenly: execEvenly === 'true',
   ...(minDelay === '-' ? {} : { execEvenlyMinDelayMs: Number(minDelay) }),
-});
+};
+// A store that is down: every command fails.
+const down = {
+  rlflxIncr: () => Promise.reject(new Error('store down')),
+  multi: () => {
+    throw new Error('store down');
+  },
+};
+const limiter =
+  insurancePoints === undefined
+    ? new RateLimiterMemory(options)
+    : new RateLimiterRedis({
+        ...options,
+        storeClient: down,
+        insuranceLimiter: new RateLimiterMemory({
+          points: Number(insurancePoints),
+          duration: Number(insuranceDuration),
+        }),
+      });
 
 async function main() {
   const lines = fs.readFileSync(0, 'utf8').split('\n').filter((line) => line.length > 0);
