@@ -29,8 +29,9 @@
 //! rounding error) / tokens, intervally the next refill's time − now, the
 //! longest over the bandwidths) truncated to whole seconds
 //! (`DefaultServletRateLimitFilter`, starter 0.2 – 0.13). A distributed bucket (JCache, Redis via the proxy
-//! manager) runs the same arithmetic on each JVM's clock: a `[cluster]`
-//! with clock offsets models that.
+//! manager) runs the same arithmetic on each JVM's clock against one shared
+//! state: not modelled; a `[cluster]` runs a bucket per instance, each on
+//! its own clock.
 
 use serde::Deserialize;
 

@@ -16,7 +16,9 @@
 //!   while it fails, or the consume rejects with the store's error;
 //! - `express-rate-limit` with a Redis store: windows that expire on the
 //!   store's clock; a store error becomes a 500, or a pass with
-//!   `pass_on_store_error`.
+//!   `pass_on_store_error`;
+//! - `redis-cell`: `CL.THROTTLE` in Redis, on its clock; a failed call
+//!   throws into the application (outages refused).
 
 use std::collections::HashMap;
 
@@ -49,6 +51,8 @@ pub enum Down {
     PassAfter(u64),
     /// Asks the instance's own insurance limiter.
     Insurance,
+    /// Throws into the application's code: outages are refused.
+    Throws,
 }
 
 /// A library kind's settings that matter when the store is shared.
@@ -108,6 +112,12 @@ pub fn shared(inner: &LimiterConfig) -> Option<Shared> {
                 Down::Refuse
             },
             insurance: config.insurance().map(LimiterConfig::RateLimiterFlexible),
+            ..Shared::kept(inner, Side::Store, false)
+        },
+        // CL.THROTTLE runs in Redis on its clock; a failed call is the
+        // application's error to handle.
+        LimiterConfig::RedisCell(_) => Shared {
+            down: Down::Throws,
             ..Shared::kept(inner, Side::Store, false)
         },
         LimiterConfig::ExpressRateLimit(config) => {
@@ -248,7 +258,7 @@ impl Mode for Library {
         self.source = Source::Passed;
         Some(match self.down {
             Down::Pass => Decision::Admit,
-            Down::Refuse => Decision::Reject(Hint::NONE),
+            Down::Refuse | Down::Throws => Decision::Reject(Hint::NONE),
             Down::PassAfter(timeout) => self
                 .cached::<HINTS>(&at)
                 .unwrap_or(Decision::Delay(Nanos(timeout))),
@@ -287,7 +297,7 @@ impl Mode for Library {
     fn down_bound(&self, stretch: &Stretch) -> Option<u64> {
         Some(match self.down {
             Down::Pass | Down::PassAfter(_) => u64::MAX,
-            Down::Refuse => 0,
+            Down::Refuse | Down::Throws => 0,
             Down::Insurance => super::bound_on_own_clocks(&self.insurance, stretch),
         })
     }
@@ -301,7 +311,7 @@ impl Mode for Library {
                 .map(Limiter::max_delay)
                 .max()
                 .unwrap_or_default(),
-            Down::Pass | Down::Refuse => Nanos::ZERO,
+            Down::Pass | Down::Refuse | Down::Throws => Nanos::ZERO,
         };
         self.store.max_delay().max(down)
     }
@@ -343,6 +353,7 @@ impl Mode for Library {
             match self.down {
                 Down::Pass => "one shared store; everything passes when it fails",
                 Down::Refuse => "one shared store; everything is refused when it fails",
+                Down::Throws => "one shared store",
                 Down::PassAfter(_) => {
                     "one shared store; everything passes after the timeout when it fails"
                 }
@@ -387,6 +398,10 @@ pub fn check(shared: &Shared, cluster: &super::ClusterConfig) -> Result<(), Fiel
             "cluster.store.failover",
             format!("not modelled for {kind}; model the store's loss as an outage"),
         )),
+        _ if shared.down == Down::Throws && !cluster.store.outages.is_empty() => Some((
+            "cluster.store.outages",
+            format!("when its store fails, {kind}'s call throws and what follows is the application's own code: not modelled; drop the outages for this limiter"),
+        )),
         _ if shared.down == Down::PassAfter(0) && !cluster.store.outages.is_empty() => Some((
             "timeout",
             "with timeout = 0 Upstash waits on Redis as long as it is down: not modelled; give a timeout".to_owned(),
@@ -404,6 +419,7 @@ fn down_setting(kind: &str) -> &'static str {
         "upstash" => "timeout",
         "django-ratelimit" => "fail_open",
         "rate-limiter-flexible" => "insurance_points and insurance_duration",
+        "redis-cell" => "none: the call throws",
         _ => "pass_on_store_error",
     }
 }

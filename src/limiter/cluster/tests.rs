@@ -527,6 +527,18 @@ fn store_backed_libraries_refuse_what_they_do_not_do() {
         let error = build(inner, text).unwrap_err().to_string();
         assert!(error.contains(says), "{inner} / {text}: {error}");
     }
+    // redis-cell has no failure default of its own: the call throws.
+    let cell = "kind = \"redis-cell\"\nmax_burst = 9\ncount_per_period = 10\nperiod = 1";
+    let error = build(cell, SHARED_DOWN).unwrap_err().to_string();
+    assert!(error.contains("application's own code"), "{error}");
+    // Shared, three instances take what one does; local, three times that.
+    let cell_in = |text: &str| passed(&mut build(cell, text).unwrap(), every_10ms(0, 3_000)).len();
+    let shared = cell_in("instances = 3\nmode = \"shared-store-clock\"");
+    assert_eq!(
+        shared,
+        cell_in("instances = 1\nmode = \"shared-store-clock\"")
+    );
+    assert_eq!(cell_in("instances = 3"), 3 * shared);
     // Skewed instances are fine where the store's clock decides.
     let skewed = "instances = 2\nmode = \"shared-instance-clock\"\noffsets = [\"0ms\", \"5ms\"]";
     assert!(build(express, skewed).is_ok());
