@@ -167,6 +167,7 @@ pub struct Library {
     per_key: bool,
     insurance: Vec<Limiter>,
     source: Source,
+    instances: usize,
 }
 
 impl Library {
@@ -194,6 +195,7 @@ impl Library {
             cache: shared.cache.then(HashMap::new),
             insurance,
             source: Source::Store,
+            instances,
         })
     }
 
@@ -330,7 +332,7 @@ impl Mode for Library {
     /// The store's state, each instance's insurance, and a cache entry per
     /// instance and key.
     fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
-        let instances = self.insurance.len().max(1) as u128;
+        let instances = self.instances as u128;
         let insurance = self
             .insurance
             .first()

@@ -564,3 +564,21 @@ fn a_store_clock_library_expires_on_the_store_clock() {
     let expected: Vec<u64> = every_10ms(0, 100).chain(every_10ms(500, 600)).collect();
     assert_eq!(got, expected);
 }
+
+#[test]
+fn each_instance_s_upstash_cache_is_counted_in_memory() {
+    let upstash = "kind = \"upstash\"\nalgorithm = \"fixed-window\"\ntokens = 10\nwindow = \"1s\"\nper = \"key\"";
+    let memory = |k: u64| {
+        let text = format!("instances = {k}\nmode = \"shared-instance-clock\"");
+        build(upstash, &text)
+            .unwrap()
+            .memory_at_most(100_000, 1_000_000)
+    };
+    // Ten caches of 100,000 keys each: at least 10 × 100,000 × 24 bytes more.
+    assert!(
+        memory(10) >= memory(1) + 9 * 100_000 * 24,
+        "{} vs {}",
+        memory(10),
+        memory(1)
+    );
+}
