@@ -81,28 +81,45 @@ fn live_replay_agrees_with_the_simulator_on_atomic_scripts() {
     let path = dir.path().join("live.toml");
     fs::write(&path, scenario()).unwrap();
     let url = format!("redis://127.0.0.1:{}", server.port);
-    Command::cargo_bin("burstsim")
-        .unwrap()
-        .arg("live")
-        .arg(&path)
-        .args(["--redis", &url, "--speed", "3", "--clients", "6", "--out"])
-        .arg(dir.path().join("out"))
-        .assert()
-        .success();
-    for file in [
-        "summary.json",
-        "report.html",
-        "charts/timeline-edge.svg",
-        "charts/worst-rolling.svg",
-    ] {
-        assert!(
-            dir.path().join("out").join(file).is_file(),
-            "live writes {file}"
-        );
+    // One replay against `url` into `out`, its outputs checked; its results
+    // per variant.
+    let replay = |url: &str, out: &str| -> Value {
+        let out = dir.path().join(out);
+        Command::cargo_bin("burstsim")
+            .unwrap()
+            .arg("live")
+            .arg(&path)
+            .args(["--redis", url, "--speed", "3", "--clients", "6", "--out"])
+            .arg(&out)
+            .assert()
+            .success();
+        for file in [
+            "summary.json",
+            "report.html",
+            "charts/timeline-edge.svg",
+            "charts/worst-rolling.svg",
+        ] {
+            assert!(out.join(file).is_file(), "live writes {file}");
+        }
+        serde_json::from_str(&fs::read_to_string(out.join("live.json")).unwrap()).unwrap()
+    };
+    // A stall of this 2-core machine longer than the jitter the replay
+    // measured can shift one window (twice in three CI runs on 2026-12-03:
+    // equal admissions, half the disagreements at edges). A stall does not
+    // repeat; a model that is not Redis's twin disagrees again: once more.
+    let unexplained = |results: &Value| {
+        results
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["unexplained"] != 0)
+    };
+    let mut results = replay(&url, "out");
+    if unexplained(&results) {
+        eprintln!("unexplained disagreement; replaying once more on a fresh server:\n{results}");
+        let fresh = started_redis().expect("redis-server started once already");
+        results = replay(&format!("redis://127.0.0.1:{}", fresh.port), "again");
     }
-    let results: Value =
-        serde_json::from_str(&fs::read_to_string(dir.path().join("out/live.json")).unwrap())
-            .unwrap();
     let find = |variant: &str| {
         results
             .as_array()
