@@ -299,8 +299,7 @@ fn simulate_open(
             .estimated_arrivals(scenario.duration, &scenario.base_dir)
             .map(|n| sum + n)
     });
-    let pipelined = big.is_ok_and(|n| n >= PIPELINE_FROM)
-        && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    let pipelined = big.is_ok_and(|n| n >= PIPELINE_FROM) && pipeline::second_core_free();
     let mut packed = Packed::new(scenario, options, index);
     let error = match arrivals.into_poisson() {
         // One Poisson source without clients: chunks of bare times.
