@@ -192,35 +192,29 @@ impl PerKeyCounts {
         if self.keys.is_empty() {
             return None;
         }
-        let each: Vec<_> = self.each().collect();
-        // Nearest ranks, each found in linear time (10^6 keys: no sort).
-        let mut worst: Vec<u32> = each.iter().map(|&(_, worst, _, _)| worst).collect();
-        let n = worst.len();
-        let [p50, p99, max] = [0.5, 0.99, 1.0].map(|q: f64| {
-            u64::from(
-                *worst
-                    .select_nth_unstable(((q * n as f64).ceil() as usize).clamp(1, n) - 1)
-                    .1,
-            )
-        });
-        // The first seen of the keys with the largest worst count.
-        let worst_key = each
-            .iter()
-            .enumerate()
-            .max_by_key(|&(first, &(_, worst, _, _))| (worst, std::cmp::Reverse(first)))
-            .map(|(_, &(id, _, _, _))| id)
-            .expect("at least one key");
-        let mut admitted: Vec<u64> = each.iter().map(|&(_, _, admitted, _)| admitted).collect();
+        // One pass: the worst counts and admitted counts side by side, the
+        // throttled keys counted, the busiest key found as they go by.
+        let n = self.keys.len();
+        let (mut worst, mut admitted) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let (mut throttled, mut busiest) = (0u64, None::<(u32, u64)>);
+        for (id, most, sent, rejected) in self.each() {
+            worst.push(most);
+            admitted.push(sent);
+            throttled += u64::from(rejected > 0);
+            // Strictly more: the first seen keeps a tie.
+            if busiest.is_none_or(|(best, _)| most > best) {
+                busiest = Some((most, id));
+            }
+        }
+        let (_, worst_key) = busiest.expect("at least one key");
+        let [p50, p99, max] = nearest_ranks(&mut worst, [0.5, 0.99, 1.0]);
         let top = admitted.len().div_ceil(100);
         // The busiest `top` first, in any order.
         admitted.select_nth_unstable_by(top - 1, |a, b| b.cmp(a));
         let total: u64 = admitted.iter().sum();
         Some(KeysSummary {
             keys: self.keys.len() as u64,
-            throttled: each
-                .iter()
-                .filter(|&&(_, _, _, rejected)| rejected > 0)
-                .count() as u64,
+            throttled,
             worst_rolling_p50: p50,
             worst_rolling_p99: p99,
             worst_rolling_max: max,
@@ -240,6 +234,37 @@ impl PerKeyCounts {
         })
     }
 }
+
+/// The nearest-rank quantiles `qs` of `values` (reordered): counted by
+/// value when the largest is small, as worst counts per key are (one pass,
+/// and no random access), else selected.
+fn nearest_ranks<const Q: usize>(values: &mut [u32], qs: [f64; Q]) -> [u64; Q] {
+    let n = values.len();
+    let rank = |q: f64| ((q * n as f64).ceil() as usize).clamp(1, n);
+    let largest = values.iter().copied().max().unwrap_or(0);
+    if largest >= COUNTED_BELOW {
+        return qs.map(|q| u64::from(*values.select_nth_unstable(rank(q) - 1).1));
+    }
+    let mut counts = vec![0usize; largest as usize + 1];
+    for &value in values.iter() {
+        counts[value as usize] += 1;
+    }
+    qs.map(|q| {
+        let rank = rank(q);
+        let mut below = 0;
+        let at = counts
+            .iter()
+            .position(|&count| {
+                below += count;
+                below >= rank
+            })
+            .expect("the counts add up to n");
+        at as u64
+    })
+}
+
+/// Values below this are counted by value by [`nearest_ranks`].
+const COUNTED_BELOW: u32 = 1 << 16;
 
 #[cfg(test)]
 mod tests {
@@ -294,6 +319,26 @@ mod tests {
         );
         // 4 keys: the busiest 1% is one key, key 1 with 6 of 9.
         assert!((summary.top_1pct_share - 6.0 / 9.0).abs() < 1e-12);
+    }
+
+    proptest::proptest! {
+        /// Counted by value or selected, the nearest ranks of a sorted copy.
+        #[test]
+        fn nearest_ranks_are_those_of_the_sorted_values(
+            mut values in proptest::collection::vec(
+                proptest::prop_oneof![0u32..5, 0u32..70_000, proptest::strategy::Just(u32::MAX)],
+                1..300,
+            ),
+        ) {
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            let qs = [0.0, 0.01, 0.5, 0.99, 1.0];
+            let expected = qs.map(|q| {
+                let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+                u64::from(sorted[rank - 1])
+            });
+            proptest::prop_assert_eq!(nearest_ranks(&mut values, qs), expected);
+        }
     }
 
     #[test]

@@ -80,6 +80,22 @@ pub struct Combined<'a> {
 impl<'a> Combined<'a> {
     /// Splits `line`; `None` when it is not in the combined or common format.
     pub fn parse(line: &'a str) -> Option<Combined<'a>> {
+        Combined::parse_fields(line, true)
+    }
+
+    /// Whether the field at place `at` of [`COMBINED_FIELDS`] comes after
+    /// the status and size (the referer or the user agent: the longest part
+    /// of most lines).
+    pub fn in_tail(at: usize) -> bool {
+        matches!(
+            COMBINED_FIELDS.get(at),
+            Some(&"http_referer" | &"http_user_agent")
+        )
+    }
+
+    /// [`Combined::parse`], the referer and the user agent left empty
+    /// unless `read_tail` (they decide nothing about whether a line is one).
+    pub fn parse_fields(line: &'a str, read_tail: bool) -> Option<Combined<'a>> {
         // Every delimiter is ASCII, so each cut falls between characters.
         let line = line.trim_start();
         let (remote_addr, rest) = cut(line, memchr::memchr(b' ', line.as_bytes())?, 1);
@@ -96,7 +112,7 @@ impl<'a> Combined<'a> {
             Some(at) => cut(rest, at, 1),
             None => (rest, ""),
         };
-        let (referer, agent) = match quoted(tail) {
+        let (referer, agent) = match read_tail.then(|| quoted(tail)).flatten() {
             Some((referer, tail)) => (referer, quoted(tail.trim_start()).map_or("", |q| q.0)),
             None => ("", ""),
         };

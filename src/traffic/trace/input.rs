@@ -225,15 +225,16 @@ impl Input {
                 },
                 layout,
             ) => loop {
-                let more = reader
-                    .advance()
-                    .map_err(|err| format!("{}:{}: {err}", path.display(), *number + 1))?;
-                if !more {
-                    return Ok(None);
-                }
-                *number += 1;
+                // The row cap counts what is read from here.
                 reader.get_mut().since_row = 0;
-                let text = reader.line().trim();
+                let Some(text) = reader
+                    .advance()
+                    .map_err(|err| format!("{}:{}: {err}", path.display(), *number + 1))?
+                else {
+                    return Ok(None);
+                };
+                *number += 1;
+                let text = text.trim();
                 if text.is_empty() {
                     continue;
                 }
@@ -242,7 +243,8 @@ impl Input {
                 };
                 return match layout {
                     Layout::Combined { key, host, filter } => {
-                        let fields = Combined::parse(text).ok_or_else(|| {
+                        let tail = [*key, *host].into_iter().flatten().any(Combined::in_tail);
+                        let fields = Combined::parse_fields(text, tail).ok_or_else(|| {
                             at(FieldError::new(format!(
                                 "{:?} is not a combined log line (ADDR IDENT USER [TIME] \"REQUEST\" STATUS BYTES …)",
                                 crate::input::quote_at_most(text, 64)
@@ -271,7 +273,7 @@ impl Input {
                             Some(host) => key.on_host(host.as_bytes()),
                             None => key,
                         };
-                        count_status(turned_away, rejected_status, fields.field("status"));
+                        count_status(turned_away, rejected_status, fields.get(STATUS));
                         Ok(Some((time, key)))
                     }
                     Layout::Text {
@@ -407,6 +409,9 @@ fn count_status(counts: &mut (u64, u64), rejected: &[u16], status: Option<&str>)
         counts.0 += u64::from(rejected.contains(&status));
     }
 }
+
+/// The status's place in [`logs::COMBINED_FIELDS`].
+const STATUS: usize = 3;
 
 /// The most characters of a key's text kept to name it.
 pub(super) const KEY_TEXT_CHARS: usize = 64;

@@ -38,9 +38,9 @@ impl<R: Read> LineReader<R> {
         &mut self.source
     }
 
-    /// Reads the next line; `false` at the end. Text that is not UTF-8 is
-    /// an error, as `read_line` made it.
-    pub(super) fn advance(&mut self) -> std::io::Result<bool> {
+    /// Reads the next line (without its line break); `None` at the end.
+    /// Text that is not UTF-8 is an error, as `read_line` made it.
+    pub(super) fn advance(&mut self) -> std::io::Result<Option<&str>> {
         loop {
             let unread = &self.buffer[self.start + self.searched..self.end];
             if let Some(at) = memchr::memchr(b'\n', unread) {
@@ -50,7 +50,7 @@ impl<R: Read> LineReader<R> {
             self.searched = self.end - self.start;
             if self.done {
                 if self.start == self.end {
-                    return Ok(false);
+                    return Ok(None);
                 }
                 return self.hand_out(self.end, self.end);
             }
@@ -64,17 +64,20 @@ impl<R: Read> LineReader<R> {
         std::str::from_utf8(&self.buffer[self.line.0..self.line.1]).unwrap_or_default()
     }
 
-    /// Hands out `start..end` as the next line; the next starts at `next`.
-    fn hand_out(&mut self, end: usize, next: usize) -> std::io::Result<bool> {
-        std::str::from_utf8(&self.buffer[self.start..end]).map_err(|_| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "stream did not contain valid UTF-8",
-            )
-        })?;
-        self.line = (self.start, end);
+    /// Hands out `start..end` as the next line, checked once; the next
+    /// starts at `next`.
+    fn hand_out(&mut self, end: usize, next: usize) -> std::io::Result<Option<&str>> {
+        let line = self.start;
+        self.line = (line, end);
         (self.start, self.searched) = (next, 0);
-        Ok(true)
+        std::str::from_utf8(&self.buffer[line..end])
+            .map(Some)
+            .map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "stream did not contain valid UTF-8",
+                )
+            })
     }
 
     /// Reads more (at most `BUFFER_BYTES` at once, as the source caps a
@@ -124,8 +127,9 @@ mod tests {
     fn read_all(text: &[u8], step: usize) -> std::io::Result<Vec<String>> {
         let mut reader = LineReader::new(Trickle { text, step });
         let mut lines = Vec::new();
-        while reader.advance()? {
-            lines.push(reader.line().to_string());
+        while let Some(line) = reader.advance()? {
+            lines.push(line.to_string());
+            assert_eq!(reader.line(), lines[lines.len() - 1]);
         }
         Ok(lines)
     }
@@ -167,7 +171,7 @@ mod tests {
     #[test]
     fn text_that_is_not_utf8_is_refused_at_its_line() {
         let mut reader = LineReader::new(&b"fine\n\xff\xfe\nnever\n"[..]);
-        assert!(reader.advance().unwrap());
+        assert_eq!(reader.advance().unwrap(), Some("fine"));
         assert_eq!(reader.line(), "fine");
         let err = reader.advance().unwrap_err();
         assert_eq!(err.to_string(), "stream did not contain valid UTF-8");
