@@ -141,7 +141,8 @@ impl PerKeyCounts {
     pub fn admitted(&mut self, at: Nanos, key: Key) {
         let at = at.get();
         while let Some(&(then, slot)) = self.ring.front() {
-            if then.saturating_add(self.interval) > at {
+            // A difference, not a sum: nothing saturates at the end of time.
+            if at.saturating_sub(then) < self.interval {
                 break;
             }
             self.ring.pop_front();
@@ -338,6 +339,39 @@ mod tests {
                 u64::from(sorted[rank - 1])
             });
             proptest::prop_assert_eq!(nearest_ranks(&mut values, qs), expected);
+        }
+    }
+
+    proptest::proptest! {
+        /// Each key's worst rolling count is the brute force's over its
+        /// own admissions: equal times, 1 ns intervals, the end of time.
+        #[test]
+        fn each_key_s_worst_is_the_brute_force_worst_of_its_admissions(
+            steps in proptest::collection::vec((0u64..4, 0u64..6), 1..400),
+            interval in proptest::prop_oneof![proptest::strategy::Just(1u64), 1u64..12, 50u64..200],
+            late: bool,
+        ) {
+            let mut counts = PerKeyCounts::new(Nanos(interval));
+            let mut times = std::collections::BTreeMap::<u64, Vec<u64>>::new();
+            let total: u64 = steps.iter().map(|&(gap, _)| gap).sum();
+            let mut at = if late { u64::MAX - total } else { 0 };
+            for &(gap, key) in &steps {
+                at += gap;
+                counts.admitted(Nanos(at), Key::client(key));
+                times.entry(key).or_default().push(at);
+            }
+            let each: std::collections::BTreeMap<u64, (u32, u64)> = counts
+                .each()
+                .map(|(id, worst, admitted, _)| (id, (worst, admitted)))
+                .collect();
+            let expected: std::collections::BTreeMap<u64, (u32, u64)> = times
+                .iter()
+                .map(|(&key, times)| {
+                    let worst = worst_by_brute_force(times, interval).0;
+                    (key, (worst as u32, times.len() as u64))
+                })
+                .collect();
+            proptest::prop_assert_eq!(each, expected);
         }
     }
 
