@@ -8,6 +8,7 @@ pub mod cli;
 pub mod colour;
 pub mod commands;
 pub(crate) mod config;
+pub mod cores;
 pub mod decimal;
 pub mod error;
 pub(crate) mod import;

@@ -299,7 +299,7 @@ fn simulate_open(
             .estimated_arrivals(scenario.duration, &scenario.base_dir)
             .map(|n| sum + n)
     });
-    let pipelined = big.is_ok_and(|n| n >= PIPELINE_FROM) && pipeline::second_core_free();
+    let pipelined = big.is_ok_and(|n| n >= PIPELINE_FROM) && crate::cores::second_core_free();
     let mut packed = Packed::new(scenario, options, index);
     let error = match arrivals.into_poisson() {
         // One Poisson source without clients: chunks of bare times.
