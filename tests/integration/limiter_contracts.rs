@@ -65,14 +65,27 @@ fn configs() -> impl Strategy<Value = String> {
 /// checked on its own below. Traefik is left out: it serves a retry that
 /// comes within `maxDelay` of its token late rather than refusing it, so its
 /// `Retry-After` (the delay rounded up to seconds) is never the earliest;
-/// its module checks the header.
+/// its module checks the header. slowapi is left out: its `Retry-After`,
+/// `int(1 + reset − now)` in floats, comes out a second early when the
+/// float sum falls just under a whole number (two requests at 1302 ns under
+/// "1/3 second": 3, where 3 s and 1302 ns is still refused), as the real
+/// header does; it is checked on its own below.
 fn exact_hints() -> impl Strategy<Value = String> {
-    configs().prop_filter("not a chain, Kong, Traefik or redis-cell", |config| {
-        !config.starts_with("kind = \"chain\"")
-            && !config.starts_with("kind = \"kong\"")
-            && !config.starts_with("kind = \"traefik\"")
-            && !config.starts_with("kind = \"redis-cell\"")
-    })
+    configs().prop_filter(
+        "not a chain, Kong, Traefik, redis-cell or slowapi",
+        |config| {
+            !config.starts_with("kind = \"chain\"")
+                && !config.starts_with("kind = \"kong\"")
+                && !config.starts_with("kind = \"traefik\"")
+                && !config.starts_with("kind = \"redis-cell\"")
+                && !config.starts_with("kind = \"slowapi\"")
+        },
+    )
+}
+
+/// slowapi's configurations.
+fn slowapi_configs() -> impl Strategy<Value = String> {
+    configs().prop_filter("slowapi", |config| config.starts_with("kind = \"slowapi\""))
 }
 
 /// redis-cell's configurations.
@@ -163,6 +176,25 @@ proptest! {
                 prop_assert!(!limiter.clone().decide(Nanos(retry - 1)).admitted(), "{config} at {t}: {hint:?} passes early");
             }
             prop_assert!(limiter.clone().decide(Nanos(retry + 999_999_999)).admitted(), "{config} at {t}: {hint:?} a second late still refused");
+        }
+    }
+
+    /// slowapi's whole-second `Retry-After` is never later than a granule
+    /// after the earliest retry that passes, and at most one second early
+    /// (float rounding): a retry a second after it always passes.
+    #[test]
+    fn slowapi_hints_whole_seconds_at_most_one_early(config in slowapi_configs(), times in arrivals()) {
+        let mut limiter = limiter(&config);
+        for &t in &times {
+            let Decision::Reject(hint) = limiter.decide(Nanos(t)) else { continue };
+            let Some(retry) = hint.retry_at else { continue };
+            let granule = limiter.hint_granularity().get();
+            prop_assert!(retry > Nanos(t) && granule == 1_000_000_000, "{config} at {t}: {hint:?}");
+            let mut early = limiter.clone();
+            let before = retry.get().saturating_sub(granule + 1).max(t);
+            prop_assert!(!early.decide(Nanos(before)).admitted(), "{config} at {t}: {hint:?} is not the earliest (to {granule} ns)");
+            let mut late = limiter.clone();
+            prop_assert!(late.decide(Nanos(retry.get() + granule)).admitted(), "{config} at {t}: a retry a second after {hint:?} is rejected");
         }
     }
 
@@ -598,4 +630,23 @@ fn per_key_first_request_windows_reach_k_times_2n_minus_1_when_keys_align_their_
         &trace,
         S,
     );
+}
+
+/// The float edge that takes slowapi's contract out of the exact hints
+/// (found by `a_retry_when_told_is_the_first_that_can_pass` in CI): two
+/// requests at 1302 ns under "1/3 second", moving window, headers on. The
+/// second is told 3 s, `int(1 + (1302e-9 + 3) − 1302e-9)` being
+/// `int(3.9999999999999996)`; at 3 s and 1302 ns the first still counts.
+#[test]
+fn slowapi_tells_a_second_early_where_its_float_sum_falls_short() {
+    let mut limiter = limiter(
+        "kind = \"slowapi\"\nlimit = \"1/3 second\"\nstrategy = \"moving-window\"\nheaders_enabled = true",
+    );
+    assert!(limiter.decide(Nanos(1302)).admitted());
+    let Decision::Reject(hint) = limiter.decide(Nanos(1302)) else {
+        panic!("the second request in the window is refused")
+    };
+    assert_eq!(hint.retry_at, Some(Nanos(3_000_001_302)));
+    assert!(!limiter.clone().decide(Nanos(3_000_001_302)).admitted());
+    assert!(limiter.decide(Nanos(4_000_001_302)).admitted());
 }
