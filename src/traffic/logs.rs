@@ -70,6 +70,9 @@ pub const COMBINED_FIELDS: [&str; 8] = [
     "ident",
 ];
 
+/// The status's place in [`COMBINED_FIELDS`].
+pub const STATUS: usize = 3;
+
 /// One combined-log line's fields, as written (quotes removed).
 pub struct Combined<'a> {
     /// `[10/Oct/2000:13:55:36 -0700]`, without brackets.
@@ -343,6 +346,14 @@ mod tests {
         assert_eq!(common.field("body_bytes_sent"), Some("5"));
         assert_eq!(common.field("http_user_agent"), Some(""));
         assert!(Combined::parse("not a log line").is_none());
+        assert_eq!(COMBINED_FIELDS[STATUS], "status");
+        assert_eq!(
+            (0..COMBINED_FIELDS.len())
+                .filter(|&at| Combined::in_tail(at))
+                .map(|at| COMBINED_FIELDS[at])
+                .collect::<Vec<_>>(),
+            ["http_referer", "http_user_agent"]
+        );
     }
 
     /// What the general parser makes of a combined-log time.

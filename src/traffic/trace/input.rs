@@ -242,9 +242,13 @@ impl Input {
                     FieldError::new(format!("{}:{number}: {what}", path.display()))
                 };
                 return match layout {
-                    Layout::Combined { key, host, filter } => {
-                        let tail = [*key, *host].into_iter().flatten().any(Combined::in_tail);
-                        let fields = Combined::parse_fields(text, tail).ok_or_else(|| {
+                    Layout::Combined {
+                        key,
+                        host,
+                        filter,
+                        tail,
+                    } => {
+                        let fields = Combined::parse_fields(text, *tail).ok_or_else(|| {
                             at(FieldError::new(format!(
                                 "{:?} is not a combined log line (ADDR IDENT USER [TIME] \"REQUEST\" STATUS BYTES …)",
                                 crate::input::quote_at_most(text, 64)
@@ -273,7 +277,7 @@ impl Input {
                             Some(host) => key.on_host(host.as_bytes()),
                             None => key,
                         };
-                        count_status(turned_away, rejected_status, fields.get(STATUS));
+                        count_status(turned_away, rejected_status, fields.get(logs::STATUS));
                         Ok(Some((time, key)))
                     }
                     Layout::Text {
@@ -409,9 +413,6 @@ fn count_status(counts: &mut (u64, u64), rejected: &[u16], status: Option<&str>)
         counts.0 += u64::from(rejected.contains(&status));
     }
 }
-
-/// The status's place in [`logs::COMBINED_FIELDS`].
-const STATUS: usize = 3;
 
 /// The most characters of a key's text kept to name it.
 pub(super) const KEY_TEXT_CHARS: usize = 64;

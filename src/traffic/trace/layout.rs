@@ -26,6 +26,9 @@ pub(super) enum Layout {
         key: Option<usize>,
         host: Option<usize>,
         filter: Option<Box<Where>>,
+        /// Whether `key` or `host` is the referer or the user agent, so
+        /// each line is cut that far ([`logs::Combined::in_tail`]).
+        tail: bool,
     },
     /// A vendor's text log: positions of its fields.
     Text {
@@ -143,10 +146,12 @@ impl Config {
                         "a combined log names no Host; log $host (a JSON or CSV log) to filter by it"
                     ));
                 }
+                let (key, host) = (field(&self.key, "key_field")?, field(&self.host, "host_field")?);
                 Ok(Layout::Combined {
-                    key: field(&self.key, "key_field")?,
-                    host: field(&self.host, "host_field")?,
+                    key,
+                    host,
                     filter: self.filter.clone(),
+                    tail: [key, host].into_iter().flatten().any(logs::Combined::in_tail),
                 })
             }
             (Format::Alb | Format::Cloudfront | Format::Envoy | Format::Haproxy, _) => {
