@@ -44,6 +44,10 @@ pub enum Command {
     /// to one sweep and cover it exactly once, and write what the whole sweep
     /// would have written.
     Merge(MergeArgs),
+    /// Split a scenario's traffic by key hash into parts that separate
+    /// machines replay with `run --part DIR/I`: each workload's arrivals, as
+    /// a run makes them, in a compact gzipped form under DIR/0 … DIR/P-1.
+    Partition(PartitionArgs),
     /// Exit 1 if any run lets more through in one second than the backend's
     /// capacity, or the backend drops requests; for CI of gateway configurations.
     Check(CheckArgs),
@@ -139,6 +143,10 @@ pub struct RunArgs {
     /// Also write every decision to decisions/<workload>/<limiter>.csv.
     #[arg(long)]
     pub decisions: bool,
+    /// Replay part I of a partitioning (`burstsim partition`) in place of
+    /// the workloads' own traffic: the folder DIR/I.
+    #[arg(long, value_name = "DIR/I")]
+    pub part: Option<PathBuf>,
     /// Write no charts and no report.html (faster on very large runs).
     #[arg(long)]
     pub no_charts: bool,
@@ -149,6 +157,25 @@ pub struct RunArgs {
     /// and the peak memory used.
     #[arg(long)]
     pub stats: bool,
+}
+
+/// `burstsim partition`.
+#[derive(Debug, clap::Args)]
+pub struct PartitionArgs {
+    /// The scenario file (TOML).
+    pub scenario: PathBuf,
+    /// How many parts (at most 256).
+    #[arg(long, value_name = "P")]
+    pub parts: u64,
+    /// The folder of the parts (written whole, or left as it was).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Use this seed instead of the scenario's.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Print nothing on standard output (warnings still go to standard error).
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// `burstsim size`.

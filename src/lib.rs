@@ -20,6 +20,7 @@ pub(crate) mod live;
 pub(crate) mod memory;
 pub mod metrics;
 pub(crate) mod output;
+pub mod partition;
 pub(crate) mod probe;
 pub mod random;
 pub(crate) mod replicate;

@@ -19,6 +19,7 @@ fn main() -> ExitCode {
         Command::Probe(args) => commands::probe(args),
         Command::Export(args) => commands::export(args).map(|()| true),
         Command::Check(args) => commands::check(args),
+        Command::Partition(args) => commands::partition(args).map(|()| true),
         Command::Import(args) => commands::import(args).map(|()| true),
         Command::Validate { scenario } => commands::validate(scenario).map(|()| true),
         Command::Completions { shell } => {

@@ -49,6 +49,9 @@ pub struct Scenario {
     pub limiters: Vec<NamedLimiter>,
     /// Things worth telling the user that do not stop the run.
     pub warnings: Vec<String>,
+    /// A part of a partitioning, replayed in place of every workload's own
+    /// traffic (`run --part`).
+    pub part: Option<std::sync::Arc<crate::partition::Replayed>>,
 }
 
 /// The service the limiters protect.

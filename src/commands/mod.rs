@@ -5,6 +5,7 @@
 mod check;
 mod import;
 mod live;
+mod partition;
 mod probe;
 mod run;
 mod size;
@@ -21,6 +22,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 pub use self::check::check;
 pub use self::import::import;
 pub use self::live::live;
+pub use self::partition::partition;
 pub use self::probe::{export, probe};
 pub use self::run::run;
 pub use self::size::size;

@@ -18,6 +18,34 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let replications = args
         .replications
         .map_or(scenario.replications, NonZeroU64::get);
+    let mut name = scenario.name.clone();
+    if let Some(dir) = &args.part {
+        let text = crate::scenario::read(&args.scenario)?;
+        let file = super::partition::read_part(dir, &scenario, &text)?;
+        if replications > 1 {
+            anyhow::bail!(
+                "--part {}: a part holds the arrivals of one replication, and this run asks for {replications}",
+                dir.display()
+            );
+        }
+        name = format!("{name}-part-{}-of-{}", file.index, file.identity.parts);
+        use crate::limiter::RateLimiter as _;
+        for named in scenario
+            .limiters
+            .iter()
+            .filter(|l| !l.limiter.keys_matter())
+        {
+            eprintln!(
+                "{}limiter {:?} is not kept per key: what it lets through of a part is not its share of the whole (a split by key is exact only for limits per key)",
+                crate::colour::warning_prefix(),
+                named.name
+            );
+        }
+        scenario.part = Some(std::sync::Arc::new(crate::partition::Replayed {
+            dir: dir.clone(),
+            file,
+        }));
+    }
     let plan = job::Plan {
         replications,
         charts: !args.no_charts,
@@ -26,7 +54,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         max_requests: args.limits.max_requests,
         max_memory: args.limits.max_memory,
     };
-    let target = results_folder(args.out.as_deref(), &scenario.name);
+    let target = results_folder(args.out.as_deref(), &name);
     let done = job::run(&scenario, &plan, &target, &warn, &bar)?;
     bar.finish_and_clear();
     if let Some(line) = &done.throughput {

@@ -58,7 +58,7 @@ impl DecisionFiles {
                     "time_ns,key,admitted{}{}{}\n",
                     if attempts { ",attempt" } else { "" },
                     if workload.is_keyed() { ",client" } else { "" },
-                    if workload.verdicts().is_some() {
+                    if workload.verdicts().is_some() && scenario.part.is_none() {
                         ",log_admitted"
                     } else {
                         ""
@@ -80,10 +80,14 @@ impl DecisionFiles {
         for workload in &scenario.workloads {
             let mut streams = Vec::new();
             for _ in &scenario.limiters {
-                streams.push(match workload.verdicts() {
-                    Some(verdicts) => Some(crate::sim::arrivals(scenario, &verdicts, 0)?),
-                    None => None,
-                });
+                // A part holds some of the log's requests; the verdicts
+                // stream is the whole log's.
+                streams.push(
+                    match workload.verdicts().filter(|_| scenario.part.is_none()) {
+                        Some(verdicts) => Some(crate::sim::arrivals(scenario, &verdicts, 0)?),
+                        None => None,
+                    },
+                );
             }
             logged.push(streams);
         }

@@ -209,6 +209,7 @@ impl Validator<'_> {
             workloads,
             limiters,
             warnings,
+            part: None,
         })
     }
 

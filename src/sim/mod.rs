@@ -145,7 +145,11 @@ fn simulate_workload(
     };
     // A log of whole seconds cannot say where in its second each request
     // came: the worst rolling second is an interval, not the seeded draw.
-    if let Some(labelled) = workload.labelled_seconds()
+    // (A part of a partitioning holds some of the log's keys: the log's
+    // seconds and its own limiter's answers are the whole log's, not the
+    // part's, and are left out.)
+    let whole = scenario.part.is_none();
+    if let Some(labelled) = workload.labelled_seconds().filter(|_| whole)
         && scenario.metrics.rolling <= Nanos::SECOND
     {
         // Within a rolling interval of a second or less: at least the
@@ -166,7 +170,7 @@ fn simulate_workload(
         }
     }
     // What the real limiter did, as its log says.
-    if let Some(turned_away) = workload.turned_away_in_log() {
+    if let Some(turned_away) = workload.turned_away_in_log().filter(|_| whole) {
         for run in &mut runs {
             run.summary.turned_away_in_log = Some(turned_away);
         }
@@ -206,6 +210,7 @@ impl Packed {
     fn new(scenario: &Scenario, options: &Options, index: usize) -> Option<Packed> {
         let workload = &scenario.workloads[index];
         if !options.packed
+            || scenario.part.is_some()
             || scenario.metrics.rolling > Nanos::SECOND
             || !workload.labelled_seconds().is_some_and(|l| l.packed)
         {
@@ -447,6 +452,21 @@ pub fn summarise(
 
 /// The time-merged arrivals of `workload`'s sources for one replication.
 pub fn arrivals(scenario: &Scenario, workload: &Workload, replication: u64) -> Result<Merge> {
+    if let Some(part) = &scenario.part {
+        let w = scenario
+            .workloads
+            .iter()
+            .position(|w| w.name == workload.name)
+            .with_context(|| {
+                format!(
+                    "workload {:?} is not in the partitioned scenario",
+                    workload.name
+                )
+            })?;
+        let keys = [workload.is_keyed(), workload.names_hosts()];
+        let reader = part.arrivals(w, keys).map_err(anyhow::Error::msg)?;
+        return Ok(Merge::new(vec![Source::Part(Box::new(reader))]));
+    }
     let sources = workload
         .sources()
         .iter()

@@ -99,6 +99,8 @@ macro_rules! sources {
             )+
             /// A source whose arrivals are spread over its clients.
             Keyed(Box<Source>, clients::Draw),
+            /// A part of a partitioning, replayed.
+            Part(Box<crate::partition::PartReader>),
         }
 
         impl SourceKind {
@@ -128,6 +130,7 @@ macro_rules! sources {
                     $(Source::$variant(source) => {
                         <$module::Config as Kind>::refill(source, out, count)
                     })+
+                    Source::Part(source) => refill(out, source.take(count)),
                     Source::Keyed(source, clients) => {
                         source.refill(out, count);
                         for arrival in out.iter_mut() {
@@ -142,6 +145,7 @@ macro_rules! sources {
                 match self {
                     $(Source::$variant(source) => <$module::Config as Kind>::take_error(source),)+
                     Source::Keyed(source, _) => source.take_error(),
+                    Source::Part(source) => source.take_error(),
                 }
             }
         }
@@ -153,6 +157,7 @@ macro_rules! sources {
             fn next(&mut self) -> Option<Arrival> {
                 match self {
                     $(Source::$variant(source) => source.next().map(Timed::arrival),)+
+                    Source::Part(source) => source.next(),
                     Source::Keyed(source, clients) => source.next().map(|arrival| Arrival {
                         key: clients.next_key(),
                         ..arrival

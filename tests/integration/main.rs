@@ -26,6 +26,7 @@ mod nginx_real;
 mod node_limiters;
 mod output_races;
 mod output_safety;
+mod partition;
 mod probe_real;
 mod python_limiters;
 mod redis_cell_real;

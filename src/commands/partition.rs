@@ -1,0 +1,181 @@
+//! `burstsim partition`: a scenario's traffic split by key into parts, and
+//! the part a run replays (`run --part DIR/I`).
+
+use std::io::Write as _;
+use std::path::Path;
+
+use anyhow::{Context as _, Result, bail};
+
+use super::warn;
+use crate::cli::PartitionArgs;
+use crate::limiter::RateLimiter as _;
+use crate::output::Staging;
+use crate::partition::{
+    By, FORMAT, Identity, MAX_PARTS, PartFile, PartWriter, Stream, StreamHash, rows_file,
+};
+use crate::scenario::Scenario;
+
+/// `burstsim partition`.
+pub fn partition(args: &PartitionArgs) -> Result<()> {
+    let path = &args.scenario;
+    let text = crate::scenario::read(path)?;
+    let mut scenario = crate::scenario::parse(&text, path)?;
+    warn(&scenario.warnings);
+    if let Some(seed) = args.seed {
+        scenario.seed = seed;
+    }
+    let parts = args.parts;
+    if !(1..=MAX_PARTS).contains(&parts) {
+        bail!("--parts {parts}: expected 1 to {MAX_PARTS} parts");
+    }
+    if scenario.replications > 1 {
+        bail!(
+            "{}: replications = {}: a partitioning holds the arrivals of one replication; set replications = 1, or partition each seed with --seed",
+            path.display(),
+            scenario.replications
+        );
+    }
+    let by = by(&scenario)?;
+    let staging = Staging::new(&args.out)?;
+    let mut streams = Vec::new();
+    let mut files = vec![Vec::new(); parts as usize];
+    for (w, workload) in scenario.workloads.iter().enumerate() {
+        let mut writers = (0..parts)
+            .map(|i| {
+                Ok(PartWriter::new(
+                    staging.create(&format!("{i}/{}", rows_file(w)))?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut arrivals = crate::sim::arrivals(&scenario, workload, 0)?;
+        let (mut hash, mut seq) = (StreamHash::default(), 0u64);
+        for arrival in arrivals.by_ref() {
+            hash.push(arrival);
+            let part = by.part(arrival.key, parts) as usize;
+            writers[part]
+                .push(arrival, seq)
+                .with_context(|| format!("writing part {part} of {}", args.out.display()))?;
+            seq += 1;
+            if seq % (1 << 16) == 0 {
+                crate::interrupt::check()?;
+            }
+        }
+        if let Some(error) = arrivals.take_error() {
+            bail!("workload {:?}: {error}", workload.name);
+        }
+        for (part, writer) in writers.into_iter().enumerate() {
+            let (stream, mut out) = writer
+                .finish()
+                .with_context(|| format!("writing part {part} of {}", args.out.display()))?;
+            out.flush()
+                .with_context(|| format!("writing part {part} of {}", args.out.display()))?;
+            files[part].push(stream);
+        }
+        streams.push(Stream {
+            name: workload.name.clone(),
+            rows: seq,
+            hash: hash.finish(),
+        });
+    }
+    let identity = Identity {
+        format: FORMAT.into(),
+        scenario: scenario.name.clone(),
+        scenario_hash: crate::sweep::fingerprint(text.as_bytes()),
+        seed: scenario.seed,
+        burstsim: env!("CARGO_PKG_VERSION").into(),
+        parts,
+        by,
+        workloads: streams,
+    };
+    staging.write("partition.json", &(to_json(&identity)? + "\n"))?;
+    let mut sizes = Vec::new();
+    for (index, files) in files.into_iter().enumerate() {
+        sizes.push(files.iter().map(|f| f.rows).sum::<u64>());
+        let part = PartFile {
+            identity: identity.clone(),
+            index: index as u64,
+            files,
+        };
+        staging.write(&format!("{index}/part.json"), &(to_json(&part)? + "\n"))?;
+    }
+    staging.commit()?;
+    if !args.quiet {
+        let total: u64 = identity.workloads.iter().map(|w| w.rows).sum();
+        println!(
+            "{total} arrivals of {} workload(s) in {parts} part(s) by {}, {}–{} each, under {}",
+            identity.workloads.len(),
+            by.name(),
+            sizes.iter().min().unwrap_or(&0),
+            sizes.iter().max().unwrap_or(&0),
+            args.out.display()
+        );
+    }
+    Ok(())
+}
+
+/// What the scenario's limiters keep state by: its client unless every
+/// limiter kept per key keeps it per Host; refused when both are.
+fn by(scenario: &Scenario) -> Result<By> {
+    let keyed = scenario.limiters.iter().filter(|l| l.limiter.keys_matter());
+    let (hosts, clients): (Vec<_>, Vec<_>) = keyed.partition(|l| l.limiter.keyed_by_host());
+    match (hosts.first(), clients.first()) {
+        (Some(host), Some(client)) => bail!(
+            "{}: limiter {:?} keeps its state per Host and {:?} per client: a split by one of them puts the other's keys in several parts; partition a scenario with one of them",
+            scenario.path.display(),
+            host.name,
+            client.name
+        ),
+        (Some(_), None) => Ok(By::Host),
+        _ => Ok(By::Client),
+    }
+}
+
+/// `value` as the partition files write it.
+fn to_json(value: &impl serde::Serialize) -> Result<String> {
+    serde_json::to_string_pretty(value).context("writing the partition's identity")
+}
+
+/// Reads part `dir` (`DIR/I`) for a run of `scenario` (whose text is
+/// `text`): its part.json, checked to be of this scenario and seed, and to
+/// name a file for each workload.
+pub(super) fn read_part(dir: &Path, scenario: &Scenario, text: &str) -> Result<PartFile> {
+    let file = dir.join("part.json");
+    let json = crate::input::read_text(&file, 1 << 20)
+        .map_err(|cause| anyhow::anyhow!("{}: {cause}", file.display()))?;
+    let part: PartFile = serde_json::from_str(&json).map_err(|err| {
+        anyhow::anyhow!(
+            "{}:{}:{}: not a part of a partitioning: {err}",
+            file.display(),
+            err.line(),
+            err.column()
+        )
+    })?;
+    let identity = &part.identity;
+    let refuse = |what: String| -> Result<PartFile> {
+        bail!("{}: {what}; partition this scenario again", file.display())
+    };
+    if identity.format != FORMAT {
+        return refuse(format!(
+            "format {:?}, where this burstsim reads {FORMAT:?}",
+            identity.format
+        ));
+    }
+    if identity.scenario_hash != crate::sweep::fingerprint(text.as_bytes()) {
+        return refuse(format!(
+            "a part of scenario {:?} as it was (fingerprint {}), not of {}",
+            identity.scenario,
+            identity.scenario_hash,
+            scenario.path.display()
+        ));
+    }
+    if identity.seed != scenario.seed {
+        return refuse(format!(
+            "split with seed {}, and this run's is {}",
+            identity.seed, scenario.seed
+        ));
+    }
+    if part.index >= identity.parts || part.files.len() != scenario.workloads.len() {
+        return refuse("its index or its files do not match its partitioning".into());
+    }
+    Ok(part)
+}

@@ -1,0 +1,447 @@
+//! A scenario's traffic split by key into parts that separate machines can
+//! replay: every workload's arrivals, exactly as a run of the scenario makes
+//! them (rebased, spread and numbered as a run does, one replication), each
+//! sent to the part its key hashes to. A limiter kept per key sees in a part
+//! exactly the requests of its keys it sees in the whole, so its decisions
+//! there are the whole run's.
+//!
+//! On disk, `DIR/partition.json` says what was split and how; `DIR/I/`
+//! holds part `I`: its `part.json` (the same identity, its index, its rows)
+//! and a gzipped `wN.rows` per workload: one record per arrival, in time
+//! order, of LEB128 varints — the time since the previous record of the
+//! part, the arrival's place in the whole workload less the previous
+//! record's less one, its client and its Host.
+
+use std::io::{BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::time::Nanos;
+use crate::traffic::{Arrival, Key};
+
+/// The most parts of one partitioning: each open part holds a compressor
+/// (under 400 KiB) while the traffic streams through.
+pub const MAX_PARTS: u64 = 256;
+
+/// What `partition.json` and every `part.json` say, and what the
+/// partitioning's format is.
+pub const FORMAT: &str = "burstsim-partition 1";
+
+/// What a partitioning is: two parts of one partitioning say the same.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    /// [`FORMAT`].
+    pub format: String,
+    /// The scenario's name.
+    pub scenario: String,
+    /// A fingerprint of the scenario file's text.
+    pub scenario_hash: String,
+    /// The seed its arrivals were drawn with.
+    pub seed: u64,
+    /// The burstsim version that split it.
+    pub burstsim: String,
+    /// How many parts.
+    pub parts: u64,
+    /// What a part is chosen by: `"client"` or `"host"`.
+    pub by: By,
+    /// Each workload's arrivals, whole.
+    pub workloads: Vec<Stream>,
+}
+
+/// A workload's whole arrival stream.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stream {
+    /// The workload's name.
+    pub name: String,
+    /// Its arrivals.
+    pub rows: u64,
+    /// A fingerprint (xxh3) of every arrival's time, client and Host, in order.
+    pub hash: String,
+}
+
+/// What a part is chosen by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum By {
+    /// The client key (`per = "key"` limiters).
+    Client,
+    /// The Host (`per = "host"` limiters).
+    Host,
+}
+
+impl By {
+    /// As `partition.json` writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            By::Client => "client",
+            By::Host => "host",
+        }
+    }
+
+    /// The part `key` goes to, of `parts`.
+    pub fn part(self, key: Key, parts: u64) -> u64 {
+        let id = match self {
+            By::Client => key.client,
+            By::Host => key.host,
+        };
+        crate::random::mix(id) % parts
+    }
+}
+
+/// What `DIR/I/part.json` says.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartFile {
+    /// The partitioning it belongs to.
+    pub identity: Identity,
+    /// Which part, from 0.
+    pub index: u64,
+    /// Per workload: its arrivals in this part, and a fingerprint (xxh3) of
+    /// the records as stored, compressed.
+    pub files: Vec<PartStream>,
+}
+
+/// One workload's records in one part.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartStream {
+    /// Arrivals.
+    pub rows: u64,
+    /// xxh3 of the file's bytes.
+    pub hash: String,
+}
+
+/// A part a run replays: its folder and what its part.json says.
+#[derive(Clone, Debug)]
+pub struct Replayed {
+    /// `DIR/I`.
+    pub dir: PathBuf,
+    /// Its part.json.
+    pub file: PartFile,
+}
+
+impl Replayed {
+    /// The arrivals of workload `w` in this part; `keys` says which of
+    /// client and Host the workload names (a record naming another is an
+    /// error: the run keeps only those).
+    pub fn arrivals(&self, w: usize, keys: [bool; 2]) -> Result<PartReader, String> {
+        let expected = self
+            .file
+            .files
+            .get(w)
+            .cloned()
+            .ok_or_else(|| format!("{}: no workload {w} in this part", self.dir.display()))?;
+        let mut reader = PartReader::open(&self.dir.join(rows_file(w)), expected)?;
+        reader.keys = keys;
+        Ok(reader)
+    }
+}
+
+/// The file of workload `w` in a part's folder.
+pub fn rows_file(w: usize) -> String {
+    format!("w{w}.rows")
+}
+
+/// A fingerprint as the partition files write it.
+fn hex(hash: u64) -> String {
+    format!("{hash:016x}")
+}
+
+/// Writes one part's records of one workload, counting and hashing them.
+pub struct PartWriter<W: Write> {
+    out: flate2::write::GzEncoder<HashingWriter<W>>,
+    previous: (u64, u64),
+    rows: u64,
+}
+
+impl<W: Write> PartWriter<W> {
+    /// Records go to `out`, gzipped.
+    pub fn new(out: W) -> PartWriter<W> {
+        PartWriter {
+            out: flate2::write::GzEncoder::new(
+                HashingWriter {
+                    inner: out,
+                    hasher: xxhash_rust::xxh3::Xxh3::new(),
+                },
+                flate2::Compression::fast(),
+            ),
+            previous: (0, 0),
+            rows: 0,
+        }
+    }
+
+    /// Appends the arrival at place `seq` of its workload (both after the previous's).
+    pub fn push(&mut self, arrival: Arrival, seq: u64) -> std::io::Result<()> {
+        let (time, last) = self.previous;
+        let at = arrival.time.get();
+        let gap = if self.rows == 0 { seq } else { seq - last - 1 };
+        let mut record = [0u8; 40];
+        let mut len = 0;
+        for value in [at - time, gap, arrival.key.client, arrival.key.host] {
+            len += put_varint(&mut record[len..], value);
+        }
+        self.out.write_all(&record[..len])?;
+        self.previous = (at, seq);
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// Finishes the file: its rows and fingerprint, and the writer back.
+    pub fn finish(self) -> std::io::Result<(PartStream, W)> {
+        let rows = self.rows;
+        let hashing = self.out.finish()?;
+        Ok((
+            PartStream {
+                rows,
+                hash: hex(hashing.hasher.digest()),
+            },
+            hashing.inner,
+        ))
+    }
+}
+
+/// A writer that hashes what it passes on.
+struct HashingWriter<W> {
+    inner: W,
+    hasher: xxhash_rust::xxh3::Xxh3,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let written = self.inner.write(bytes)?;
+        self.hasher.update(&bytes[..written]);
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// A reader that hashes what it reads.
+struct HashingReader<R> {
+    inner: R,
+    hasher: xxhash_rust::xxh3::Xxh3,
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let read = self.inner.read(buffer)?;
+        self.hasher.update(&buffer[..read]);
+        Ok(read)
+    }
+}
+
+/// Writes `value` as a LEB128 varint at the start of `out`; its length.
+fn put_varint(out: &mut [u8], mut value: u64) -> usize {
+    let mut len = 0;
+    while value >= 0x80 {
+        out[len] = (value as u8) | 0x80;
+        value >>= 7;
+        len += 1;
+    }
+    out[len] = value as u8;
+    len + 1
+}
+
+/// The hash of a whole workload's arrival stream, fed an arrival at a time.
+#[derive(Default)]
+pub struct StreamHash(xxhash_rust::xxh3::Xxh3);
+
+impl StreamHash {
+    /// Adds `arrival`.
+    pub fn push(&mut self, arrival: Arrival) {
+        let mut bytes = [0u8; 24];
+        bytes[..8].copy_from_slice(&arrival.time.get().to_le_bytes());
+        bytes[8..16].copy_from_slice(&arrival.key.client.to_le_bytes());
+        bytes[16..].copy_from_slice(&arrival.key.host.to_le_bytes());
+        self.0.update(&bytes);
+    }
+
+    /// The fingerprint, as the files write it.
+    pub fn finish(&self) -> String {
+        hex(self.0.digest())
+    }
+}
+
+/// One part's records of one workload, read back: arrivals and their places
+/// in the whole workload. A file that is not what its `part.json` says —
+/// cut short, corrupt, another part's, or longer — ends the stream with an
+/// error naming it ([`PartReader::take_error`]).
+pub struct PartReader {
+    input: BufReader<flate2::read::GzDecoder<HashingReader<BufReader<std::fs::File>>>>,
+    path: PathBuf,
+    expected: PartStream,
+    previous: (u64, u64),
+    rows: u64,
+    error: Option<String>,
+    /// Whether its workload names clients, and Hosts.
+    keys: [bool; 2],
+}
+
+impl std::fmt::Debug for PartReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PartReader({})", self.path.display())
+    }
+}
+
+impl PartReader {
+    /// Reads `path`, which `part.json` says is `expected`.
+    pub fn open(path: &Path, expected: PartStream) -> Result<PartReader, String> {
+        let file = std::fs::File::open(path)
+            .map_err(|err| format!("{}: cannot open: {err}", path.display()))?;
+        Ok(PartReader {
+            input: BufReader::with_capacity(
+                1 << 16,
+                flate2::read::GzDecoder::new(HashingReader {
+                    inner: BufReader::with_capacity(1 << 16, file),
+                    hasher: xxhash_rust::xxh3::Xxh3::new(),
+                }),
+            ),
+            path: path.to_owned(),
+            expected,
+            previous: (0, 0),
+            rows: 0,
+            error: None,
+            keys: [true; 2],
+        })
+    }
+
+    /// Why the stream ended early, if it did.
+    pub fn take_error(&mut self) -> Option<String> {
+        self.error.take()
+    }
+
+    /// The next arrival and its place, or `Ok(None)` at a clean end.
+    fn record(&mut self) -> Result<Option<(Arrival, u64)>, String> {
+        let Some(gap) = self.varint(true)? else {
+            return self.end().map(|()| None);
+        };
+        let [skip, client, host] = [0; 3].map(|_| self.varint(false));
+        let (skip, client, host) = (skip?, client?, host?);
+        let (skip, client, host) = (skip.unwrap_or(0), client.unwrap_or(0), host.unwrap_or(0));
+        let (time, last) = self.previous;
+        let at = time
+            .checked_add(gap)
+            .ok_or_else(|| self.broken("a time past the end of u64"))?;
+        let seq = if self.rows == 0 {
+            Some(skip)
+        } else {
+            last.checked_add(skip).and_then(|s| s.checked_add(1))
+        }
+        .ok_or_else(|| self.broken("a place past the end of u64"))?;
+        for (named, id, what) in [
+            (self.keys[0], client, "client"),
+            (self.keys[1], host, "Host"),
+        ] {
+            if !named && id != 0 {
+                return Err(self.broken(&format!(
+                    "a record names a {what}, and its workload names none"
+                )));
+            }
+        }
+        self.previous = (at, seq);
+        self.rows += 1;
+        if self.rows > self.expected.rows {
+            return Err(self.broken(&format!(
+                "more than the {} records its part.json says",
+                self.expected.rows
+            )));
+        }
+        Ok(Some((
+            Arrival {
+                time: Nanos(at),
+                key: Key { client, host },
+            },
+            seq,
+        )))
+    }
+
+    /// A varint; `None` at the end of the file where `may_end`.
+    fn varint(&mut self, may_end: bool) -> Result<Option<u64>, String> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let mut byte = [0u8];
+            match self.input.read(&mut byte) {
+                Ok(0) if shift == 0 && may_end => return Ok(None),
+                Ok(0) => return Err(self.broken("cut short inside a record")),
+                Ok(_) => {}
+                Err(err) => return Err(self.broken(&err.to_string())),
+            }
+            let bits = u64::from(byte[0] & 0x7f);
+            if shift == 63 && bits > 1 {
+                return Err(self.broken("a number past the end of u64"));
+            }
+            value |= bits << shift;
+            if byte[0] & 0x80 == 0 {
+                return Ok(Some(value));
+            }
+        }
+        Err(self.broken("a number past the end of u64"))
+    }
+
+    /// Checks, at a clean end, that the file is the one `part.json` names.
+    fn end(&mut self) -> Result<(), String> {
+        if self.rows != self.expected.rows {
+            return Err(self.broken(&format!(
+                "{} records where its part.json says {}",
+                self.rows, self.expected.rows
+            )));
+        }
+        // The hash covers every stored byte, the gzip trailer included.
+        let mut rest = Vec::new();
+        self.input
+            .get_mut()
+            .get_mut()
+            .inner
+            .read_to_end(&mut rest)
+            .map_err(|err| self.broken(&err.to_string()))?;
+        let hashing = self.input.get_mut().get_mut();
+        hashing.hasher.update(&rest);
+        let hash = hex(hashing.hasher.digest());
+        if hash != self.expected.hash {
+            return Err(self.broken(&format!(
+                "fingerprint {hash} where its part.json says {}: not the file written with it",
+                self.expected.hash
+            )));
+        }
+        Ok(())
+    }
+
+    /// The message for a file that is not what its part.json says.
+    fn broken(&self, what: &str) -> String {
+        format!("{}: {what}", self.path.display())
+    }
+}
+
+impl Iterator for PartReader {
+    type Item = Arrival;
+
+    fn next(&mut self) -> Option<Arrival> {
+        if self.error.is_some() {
+            return None;
+        }
+        match self.record() {
+            Ok(next) => next.map(|(arrival, _)| arrival),
+            Err(message) => {
+                self.error = Some(message);
+                None
+            }
+        }
+    }
+}
+
+impl PartReader {
+    /// The next arrival with its place in the whole workload.
+    pub fn next_with_place(&mut self) -> Option<(Arrival, u64)> {
+        if self.error.is_some() {
+            return None;
+        }
+        self.record().unwrap_or_else(|message| {
+            self.error = Some(message);
+            None
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
