@@ -126,7 +126,11 @@ fn by(scenario: &Scenario) -> Result<By> {
             client.name
         ),
         (Some(_), None) => Ok(By::Host),
-        _ => Ok(By::Client),
+        (None, Some(_)) => Ok(By::Client),
+        (None, None) => bail!(
+            "{}: no limiter is kept per key (`per = \"key\"` or `per = \"host\"`): a global limiter decides each request from every other, so no part of a split by key would be exact for it",
+            scenario.path.display()
+        ),
     }
 }
 

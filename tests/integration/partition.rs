@@ -234,5 +234,10 @@ fn what_cannot_be_split_by_one_key_is_refused_before_anything_is_written() {
         let error = refused(&args(&plain, parts));
         assert!(error.contains("expected 1 to 256 parts"), "{error}");
     }
+    let global = dir.path().join("global.toml");
+    let cut = text.find("# 5 per second per client").unwrap();
+    fs::write(&global, &text[..cut]).unwrap();
+    let error = refused(&args(&global, "4"));
+    assert!(error.contains("no limiter is kept per key"), "{error}");
     assert!(!out.exists());
 }
