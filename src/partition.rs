@@ -99,6 +99,144 @@ pub struct PartFile {
     /// Per workload: its arrivals in this part, and a fingerprint (xxh3) of
     /// the records as stored, compressed.
     pub files: Vec<PartStream>,
+    /// Per workload: the clients of its arrivals in this part (`rows`
+    /// counts them), and the fingerprint of their file.
+    pub keys: Vec<PartStream>,
+}
+
+/// What the results say of a client of a part, as the whole run says it:
+/// its key as it streams, its value (a trace's numbered key's hash) and its
+/// name as the input writes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyFact {
+    /// The client as it streams.
+    pub id: u64,
+    /// As the results show it.
+    pub value: u64,
+    /// As the input names it, for the first keys of a trace.
+    pub name: Option<String>,
+}
+
+/// The file of workload `w`'s clients in a part's folder.
+pub fn keys_file(w: usize) -> String {
+    format!("w{w}.keys")
+}
+
+/// Writes a part's clients of one workload: per client, varints of its id,
+/// its value and its name's length plus one (0 for none), then the name.
+pub struct KeysWriter<W: Write> {
+    out: flate2::write::GzEncoder<HashingWriter<W>>,
+    rows: u64,
+}
+
+impl<W: Write> KeysWriter<W> {
+    /// Clients go to `out`, gzipped.
+    pub fn new(out: W) -> KeysWriter<W> {
+        KeysWriter {
+            out: gzipped(out),
+            rows: 0,
+        }
+    }
+
+    /// Appends `fact`.
+    pub fn push(&mut self, fact: &KeyFact) -> std::io::Result<()> {
+        let mut head = [0u8; 30];
+        let name = fact.name.as_deref().map(str::as_bytes);
+        let mut len = 0;
+        for value in [fact.id, fact.value, name.map_or(0, |n| n.len() as u64 + 1)] {
+            len += put_varint(&mut head[len..], value);
+        }
+        self.out.write_all(&head[..len])?;
+        self.out.write_all(name.unwrap_or_default())?;
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// Finishes the file: its count and fingerprint, and the writer back.
+    pub fn finish(self) -> std::io::Result<(PartStream, W)> {
+        let hashing = self.out.finish()?;
+        Ok((
+            PartStream {
+                rows: self.rows,
+                hash: hex(hashing.hasher.digest()),
+            },
+            hashing.inner,
+        ))
+    }
+}
+
+/// The most bytes of a client's name in a part (64 characters of UTF-8).
+const MAX_NAME_BYTES: u64 = 256;
+
+/// Reads a part's clients of one workload, checked against `expected`.
+pub fn read_keys(path: &Path, expected: &PartStream) -> Result<Vec<KeyFact>, String> {
+    let broken = |what: &str| format!("{}: {what}", path.display());
+    let file = std::fs::File::open(path).map_err(|err| broken(&format!("cannot open: {err}")))?;
+    let mut hashing = HashingReader {
+        inner: BufReader::new(file),
+        hasher: xxhash_rust::xxh3::Xxh3::new(),
+    };
+    let mut text = Vec::new();
+    // At most the keys a workload may name, each at most its three varints and its name.
+    let most = expected.rows.saturating_mul(30 + MAX_NAME_BYTES);
+    flate2::read::GzDecoder::new(&mut hashing)
+        .take(most + 1)
+        .read_to_end(&mut text)
+        .map_err(|err| broken(&err.to_string()))?;
+    if text.len() as u64 > most {
+        return Err(broken("longer than its part.json allows"));
+    }
+    std::io::copy(&mut hashing, &mut std::io::sink()).map_err(|err| broken(&err.to_string()))?;
+    let hash = hex(hashing.hasher.digest());
+    if hash != expected.hash {
+        return Err(broken(&format!(
+            "fingerprint {hash} where its part.json says {}: not the file written with it",
+            expected.hash
+        )));
+    }
+    let mut at = 0;
+    let varint = |at: &mut usize| -> Result<u64, String> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = *text
+                .get(*at)
+                .ok_or_else(|| broken("cut short inside a record"))?;
+            *at += 1;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(broken("a number past the end of u64"))
+    };
+    let mut facts = Vec::new();
+    while at < text.len() {
+        let (id, value, len) = (varint(&mut at)?, varint(&mut at)?, varint(&mut at)?);
+        let name = match len {
+            0 => None,
+            n if n - 1 > MAX_NAME_BYTES => return Err(broken("a name longer than 64 characters")),
+            n => {
+                let end = at + (n - 1) as usize;
+                let bytes = text
+                    .get(at..end)
+                    .ok_or_else(|| broken("cut short inside a name"))?;
+                at = end;
+                Some(
+                    String::from_utf8(bytes.to_vec())
+                        .map_err(|_| broken("a name that is not UTF-8"))?,
+                )
+            }
+        };
+        facts.push(KeyFact { id, value, name });
+    }
+    if facts.len() as u64 != expected.rows {
+        return Err(broken(&format!(
+            "{} clients where its part.json says {}",
+            facts.len(),
+            expected.rows
+        )));
+    }
+    Ok(facts)
 }
 
 /// One workload's records in one part.
@@ -110,16 +248,47 @@ pub struct PartStream {
     pub hash: String,
 }
 
-/// A part a run replays: its folder and what its part.json says.
+/// A part a run replays: its folder, what its part.json says, and its
+/// clients per workload.
 #[derive(Clone, Debug)]
 pub struct Replayed {
     /// `DIR/I`.
     pub dir: PathBuf,
     /// Its part.json.
     pub file: PartFile,
+    /// Per workload, its clients in this part.
+    pub clients: Vec<Vec<KeyFact>>,
 }
 
 impl Replayed {
+    /// Part `dir` as its part.json `file` says, its clients read.
+    pub fn open(dir: &Path, file: PartFile) -> Result<Replayed, String> {
+        if file.keys.len() != file.files.len() {
+            return Err(format!(
+                "{}: part.json names {} files of arrivals and {} of clients",
+                dir.display(),
+                file.files.len(),
+                file.keys.len()
+            ));
+        }
+        let clients = file
+            .keys
+            .iter()
+            .enumerate()
+            .map(|(w, expected)| read_keys(&dir.join(keys_file(w)), expected))
+            .collect::<Result<_, _>>()?;
+        Ok(Replayed {
+            dir: dir.to_owned(),
+            file,
+            clients,
+        })
+    }
+
+    /// Workload `w`'s arrivals in this part and its clients, if it has it.
+    pub fn workload(&self, w: usize) -> Option<(u64, &[KeyFact])> {
+        Some((self.file.files.get(w)?.rows, self.clients.get(w)?))
+    }
+
     /// The arrivals of workload `w` in this part; `keys` says which of
     /// client and Host the workload names (a record naming another is an
     /// error: the run keeps only those).
@@ -157,13 +326,7 @@ impl<W: Write> PartWriter<W> {
     /// Records go to `out`, gzipped.
     pub fn new(out: W) -> PartWriter<W> {
         PartWriter {
-            out: flate2::write::GzEncoder::new(
-                HashingWriter {
-                    inner: out,
-                    hasher: xxhash_rust::xxh3::Xxh3::new(),
-                },
-                flate2::Compression::fast(),
-            ),
+            out: gzipped(out),
             previous: (0, 0),
             rows: 0,
         }
@@ -197,6 +360,17 @@ impl<W: Write> PartWriter<W> {
             hashing.inner,
         ))
     }
+}
+
+/// `out` gzipped (fast), hashing what it writes.
+fn gzipped<W: Write>(out: W) -> flate2::write::GzEncoder<HashingWriter<W>> {
+    flate2::write::GzEncoder::new(
+        HashingWriter {
+            inner: out,
+            hasher: xxhash_rust::xxh3::Xxh3::new(),
+        },
+        flate2::Compression::fast(),
+    )
 }
 
 /// A writer that hashes what it passes on.

@@ -310,11 +310,33 @@ pub fn read(path: &Path) -> Result<String, ScenarioError> {
 
 /// Validates scenario `text`, read from `path`.
 pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
+    validated(text, path, None)
+}
+
+/// Validates scenario `text`, read from `path`, to replay `part` in place of
+/// its workloads' traffic: its traces' files are not read (see
+/// [`crate::traffic::SourceConfig::preset`]).
+pub fn parse_part(
+    text: &str,
+    path: &Path,
+    part: std::sync::Arc<crate::partition::Replayed>,
+) -> Result<Scenario, ScenarioError> {
+    let mut scenario = validated(text, path, Some(&part))?;
+    scenario.part = Some(part);
+    Ok(scenario)
+}
+
+/// [`parse`], with a part in place of the traffic if given.
+fn validated(
+    text: &str,
+    path: &Path,
+    part: Option<&crate::partition::Replayed>,
+) -> Result<Scenario, ScenarioError> {
     let file: validate::ScenarioFile = toml::from_str(text).map_err(|err| {
         let offset = err.span().map_or(0, |span| span.start);
         ScenarioError::at(path, text, offset, err.message().trim_end())
     })?;
-    validate::Validator { text, path }.scenario(file)
+    validate::Validator { text, path, part }.scenario(file)
 }
 
 #[cfg(test)]

@@ -10,8 +10,11 @@ use super::warn;
 use crate::cli::PartitionArgs;
 use crate::limiter::RateLimiter as _;
 use crate::output::Staging;
+use std::collections::HashSet;
+
 use crate::partition::{
-    By, FORMAT, Identity, MAX_PARTS, PartFile, PartWriter, Stream, StreamHash, rows_file,
+    By, FORMAT, Identity, KeyFact, KeysWriter, MAX_PARTS, PartFile, PartWriter, Stream, StreamHash,
+    keys_file, rows_file,
 };
 use crate::scenario::Scenario;
 
@@ -39,6 +42,7 @@ pub fn partition(args: &PartitionArgs) -> Result<()> {
     let staging = Staging::new(&args.out)?;
     let mut streams = Vec::new();
     let mut files = vec![Vec::new(); parts as usize];
+    let mut keys = vec![Vec::new(); parts as usize];
     for (w, workload) in scenario.workloads.iter().enumerate() {
         let mut writers = (0..parts)
             .map(|i| {
@@ -47,14 +51,35 @@ pub fn partition(args: &PartitionArgs) -> Result<()> {
                 ))
             })
             .collect::<Result<Vec<_>>>()?;
+        let mut clients = (0..parts)
+            .map(|i| {
+                Ok(KeysWriter::new(
+                    staging.create(&format!("{i}/{}", keys_file(w)))?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        // Each part's clients, to say once in it how the results name them.
+        let mut seen: Vec<HashSet<u64, crate::random::MixState>> =
+            (0..parts).map(|_| HashSet::default()).collect();
         let mut arrivals = crate::sim::arrivals(&scenario, workload, 0)?;
         let (mut hash, mut seq) = (StreamHash::default(), 0u64);
         for arrival in arrivals.by_ref() {
             hash.push(arrival);
             let part = by.part(arrival.key, parts) as usize;
+            let written = |part: usize| format!("writing part {part} of {}", args.out.display());
             writers[part]
                 .push(arrival, seq)
-                .with_context(|| format!("writing part {part} of {}", args.out.display()))?;
+                .with_context(|| written(part))?;
+            let id = arrival.key.client;
+            if seen[part].insert(id) {
+                let key = crate::traffic::Key::client(id);
+                let fact = KeyFact {
+                    id,
+                    value: workload.key_value(key),
+                    name: workload.key_name(key),
+                };
+                clients[part].push(&fact).with_context(|| written(part))?;
+            }
             seq += 1;
             if seq % (1 << 16) == 0 {
                 crate::interrupt::check()?;
@@ -70,6 +95,14 @@ pub fn partition(args: &PartitionArgs) -> Result<()> {
             out.flush()
                 .with_context(|| format!("writing part {part} of {}", args.out.display()))?;
             files[part].push(stream);
+        }
+        for (part, writer) in clients.into_iter().enumerate() {
+            let (stream, mut out) = writer
+                .finish()
+                .with_context(|| format!("writing part {part} of {}", args.out.display()))?;
+            out.flush()
+                .with_context(|| format!("writing part {part} of {}", args.out.display()))?;
+            keys[part].push(stream);
         }
         streams.push(Stream {
             name: workload.name.clone(),
@@ -89,12 +122,13 @@ pub fn partition(args: &PartitionArgs) -> Result<()> {
     };
     staging.write("partition.json", &(to_json(&identity)? + "\n"))?;
     let mut sizes = Vec::new();
-    for (index, files) in files.into_iter().enumerate() {
+    for (index, (files, keys)) in files.into_iter().zip(keys).enumerate() {
         sizes.push(files.iter().map(|f| f.rows).sum::<u64>());
         let part = PartFile {
             identity: identity.clone(),
             index: index as u64,
             files,
+            keys,
         };
         staging.write(&format!("{index}/part.json"), &(to_json(&part)? + "\n"))?;
     }
@@ -139,10 +173,11 @@ fn to_json(value: &impl serde::Serialize) -> Result<String> {
     serde_json::to_string_pretty(value).context("writing the partition's identity")
 }
 
-/// Reads part `dir` (`DIR/I`) for a run of `scenario` (whose text is
-/// `text`): its part.json, checked to be of this scenario and seed, and to
-/// name a file for each workload.
-pub(super) fn read_part(dir: &Path, scenario: &Scenario, text: &str) -> Result<PartFile> {
+/// The scenario at `path` to replay part `dir` (`DIR/I`) in place of its
+/// workloads' traffic: the part's part.json checked to be of this
+/// scenario's text and to name its files; its traces are not read.
+pub(super) fn load_part(path: &Path, dir: &Path) -> Result<Scenario> {
+    let text = crate::scenario::read(path)?;
     let file = dir.join("part.json");
     let json = crate::input::read_text(&file, 1 << 20)
         .map_err(|cause| anyhow::anyhow!("{}: {cause}", file.display()))?;
@@ -155,7 +190,7 @@ pub(super) fn read_part(dir: &Path, scenario: &Scenario, text: &str) -> Result<P
         )
     })?;
     let identity = &part.identity;
-    let refuse = |what: String| -> Result<PartFile> {
+    let refuse = |what: String| -> Result<Scenario> {
         bail!("{}: {what}; partition this scenario again", file.display())
     };
     if identity.format != FORMAT {
@@ -169,17 +204,14 @@ pub(super) fn read_part(dir: &Path, scenario: &Scenario, text: &str) -> Result<P
             "a part of scenario {:?} as it was (fingerprint {}), not of {}",
             identity.scenario,
             identity.scenario_hash,
-            scenario.path.display()
+            path.display()
         ));
     }
-    if identity.seed != scenario.seed {
-        return refuse(format!(
-            "split with seed {}, and this run's is {}",
-            identity.seed, scenario.seed
-        ));
-    }
-    if part.index >= identity.parts || part.files.len() != scenario.workloads.len() {
+    if part.index >= identity.parts || part.files.len() != identity.workloads.len() {
         return refuse("its index or its files do not match its partitioning".into());
     }
-    Ok(part)
+    let part = crate::partition::Replayed::open(dir, part).map_err(anyhow::Error::msg)?;
+    let scenario = crate::scenario::parse_part(&text, path, std::sync::Arc::new(part))?;
+    warn(&scenario.warnings);
+    Ok(scenario)
 }

@@ -11,7 +11,10 @@ use crate::report::table;
 /// `burstsim run`.
 pub fn run(args: &RunArgs) -> Result<()> {
     let bar = progress_bar(None, args.quiet, "workload runs");
-    let mut scenario = load(&args.scenario)?;
+    let mut scenario = match &args.part {
+        None => load(&args.scenario)?,
+        Some(dir) => super::partition::load_part(&args.scenario, dir)?,
+    };
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }
@@ -19,16 +22,23 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .replications
         .map_or(scenario.replications, NonZeroU64::get);
     let mut name = scenario.name.clone();
-    if let Some(dir) = &args.part {
-        let text = crate::scenario::read(&args.scenario)?;
-        let file = super::partition::read_part(dir, &scenario, &text)?;
+    if let Some(part) = &scenario.part {
+        let (dir, identity) = (&part.dir, &part.file.identity);
+        if identity.seed != scenario.seed {
+            anyhow::bail!(
+                "{}: split with seed {}, and this run's is {}; partition this scenario again",
+                dir.join("part.json").display(),
+                identity.seed,
+                scenario.seed
+            );
+        }
         if replications > 1 {
             anyhow::bail!(
                 "--part {}: a part holds the arrivals of one replication, and this run asks for {replications}",
                 dir.display()
             );
         }
-        name = format!("{name}-part-{}-of-{}", file.index, file.identity.parts);
+        name = format!("{name}-part-{}-of-{}", part.file.index, identity.parts);
         use crate::limiter::RateLimiter as _;
         for named in scenario
             .limiters
@@ -41,10 +51,6 @@ pub fn run(args: &RunArgs) -> Result<()> {
                 named.name
             );
         }
-        scenario.part = Some(std::sync::Arc::new(crate::partition::Replayed {
-            dir: dir.clone(),
-            file,
-        }));
     }
     let plan = job::Plan {
         replications,

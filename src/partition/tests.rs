@@ -172,7 +172,9 @@ fn a_record_naming_a_key_its_workload_does_not_name_is_refused() {
             },
             index: 0,
             files: files.clone(),
+            keys: Vec::new(),
         },
+        clients: vec![Vec::new()],
     };
     std::fs::rename(dir.path().join("0.rows"), dir.path().join(rows_file(0))).unwrap();
     for (keys, read, error) in [
@@ -196,4 +198,64 @@ fn a_record_naming_a_key_its_workload_does_not_name_is_refused() {
             error
         );
     }
+}
+
+#[test]
+fn a_part_s_clients_read_back_as_written_and_a_changed_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(keys_file(0));
+    let facts = vec![
+        KeyFact {
+            id: 0,
+            value: 0xdead_beef,
+            name: Some("198.51.100.7".into()),
+        },
+        KeyFact {
+            id: u64::MAX,
+            value: u64::MAX,
+            name: None,
+        },
+        KeyFact {
+            id: 7,
+            value: 1,
+            name: Some("é".repeat(64)),
+        },
+        KeyFact {
+            id: 8,
+            value: 2,
+            name: Some(String::new()),
+        },
+    ];
+    let mut writer = KeysWriter::new(std::fs::File::create(&path).unwrap());
+    for fact in &facts {
+        writer.push(fact).unwrap();
+    }
+    let (expected, _) = writer.finish().unwrap();
+    assert_eq!(expected.rows, 4);
+    assert_eq!(read_keys(&path, &expected).unwrap(), facts);
+    let good = std::fs::read(&path).unwrap();
+    for at in (0..good.len()).step_by(3) {
+        let mut changed = good.clone();
+        changed[at] ^= 0x04;
+        std::fs::write(&path, &changed).unwrap();
+        let error = read_keys(&path, &expected).unwrap_err();
+        assert!(error.starts_with(&path.display().to_string()), "{error}");
+    }
+    for cut in (0..good.len()).step_by(5) {
+        std::fs::write(&path, &good[..cut]).unwrap();
+        assert!(read_keys(&path, &expected).is_err(), "cut at {cut}");
+    }
+    std::fs::write(&path, &good).unwrap();
+    let fewer = PartStream {
+        rows: 3,
+        ..expected.clone()
+    };
+    assert!(
+        read_keys(&path, &fewer)
+            .unwrap_err()
+            .contains("longer than its part.json allows")
+            || read_keys(&path, &fewer)
+                .unwrap_err()
+                .contains("4 clients where its part.json says 3")
+    );
 }

@@ -60,6 +60,9 @@ struct WorkloadFile {
 pub(super) struct Validator<'a> {
     pub(super) text: &'a str,
     pub(super) path: &'a Path,
+    /// A part replayed in place of the workloads' traffic: its traces'
+    /// files are not read.
+    pub(super) part: Option<&'a crate::partition::Replayed>,
 }
 
 impl Validator<'_> {
@@ -303,6 +306,12 @@ impl Validator<'_> {
                     let mut source = SourceConfig::from_table(table.get_ref().clone()).map_err(fail)?;
                     if file.get_ref().sources.len() == 1 {
                         source.number_keys();
+                    }
+                    if let Some(part) = self.part {
+                        let (rows, clients) = part.workload(w).ok_or_else(|| {
+                            self.error(file.span(), format!("workload {name:?}: not in part {}", part.dir.display()))
+                        })?;
+                        source.preset(rows, clients).map_err(fail)?;
                     }
                     let fail = |err: FieldError| self.error_in(table.span(), &base, &format!("workload {name:?}, source {} ({})", i + 1, source.kind_name()), &err);
                     warnings.extend(source.validate(duration, base_dir).map_err(fail)?);

@@ -292,6 +292,19 @@ impl SourceConfig {
         with_kind!(&self.kind, config => config.key_value(key))
     }
 
+    /// For a trace, what a part of a partitioning says of it in place of
+    /// its file ([`trace::Config::preset`]); nothing for other kinds.
+    pub fn preset(
+        &self,
+        rows: u64,
+        clients: &[crate::partition::KeyFact],
+    ) -> Result<(), FieldError> {
+        match &self.kind {
+            SourceKind::Trace(trace) => trace.preset(rows, clients),
+            _ => Ok(()),
+        }
+    }
+
     /// Numbers a trace's keys in the order first seen, for the one source
     /// of a workload (see [`trace::Config::interned`]).
     pub fn number_keys(&mut self) {

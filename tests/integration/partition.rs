@@ -105,6 +105,11 @@ fn limits_per_key_decide_every_request_of_a_part_as_in_the_whole_run() {
     let scenario = Path::new(SCENARIO);
     let parts = partition(scenario, dir.path(), 3);
     run(scenario, &dir.path().join("whole"), None);
+    // The parts replay where the log is not: the same scenario text, alone.
+    let elsewhere = dir.path().join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    fs::copy(scenario, elsewhere.join("access-log.toml")).unwrap();
+    let scenario = &elsewhere.join("access-log.toml");
     let mut of_parts: Vec<Vec<String>> = vec![Vec::new(); 3];
     let mut offered = 0;
     for i in 0..3 {

@@ -206,9 +206,61 @@ impl Config {
         start: Nanos,
         end: Nanos,
     ) -> Result<Vec<String>, FieldError> {
+        if self.scanned.get().is_some() {
+            // Already known (from a part: see `preset`).
+            return Ok(Vec::new());
+        }
         let (scan, warnings) = self.scan(base_dir, start, end)?;
         let _ = self.scanned.set(scan);
         Ok(warnings)
+    }
+
+    /// Takes what a part of a partitioning says of this trace in place of
+    /// reading it: `rows` arrivals in time order, and its clients as the
+    /// whole run names them ([`crate::partition`]). The file is not read:
+    /// the part's arrivals replace it, and the log's own figures (its
+    /// verdicts, its labelled seconds) are the whole log's, left out.
+    pub fn preset(&self, rows: u64, clients: &[crate::partition::KeyFact]) -> Result<(), FieldError> {
+        let mut names = std::collections::HashMap::default();
+        let mut hashes = Vec::new();
+        for fact in clients {
+            if let Some(name) = &fact.name {
+                names.insert(Key::client(fact.value), name.clone());
+            }
+            if self.interned {
+                let number = usize::try_from(fact.id)
+                    .ok()
+                    .filter(|&n| (n as u64) < MAX_KEYS)
+                    .ok_or_else(|| {
+                        field_error!(
+                            "key",
+                            "the part numbers a client {}, past the {MAX_KEYS} keys a trace may name",
+                            fact.id
+                        )
+                    })?;
+                if hashes.len() <= number {
+                    hashes.resize(number + 1, 0);
+                }
+                hashes[number] = fact.value;
+            }
+        }
+        let _ = self.scanned.set(Scan {
+            whole_seconds: false,
+            turned_away: None,
+            labelled: None,
+            keys: (clients.len() as u64).max(1),
+            earliest: 0,
+            sorted: true,
+            rows,
+            parts: Vec::new(),
+            names: Arc::new(names),
+            numbered: Arc::new(Numbered {
+                numbers: Default::default(),
+                hashes,
+            }),
+            checked: None,
+        });
+        Ok(())
     }
 
     /// How many distinct keys the file names (1 without a key column); read
