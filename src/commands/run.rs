@@ -85,7 +85,17 @@ pub fn run(args: &RunArgs) -> Result<()> {
     {
         tables += &format!("{line}\n");
     }
-    tables.extend(verdict.as_ref().map(verdict_lines));
+    match &scenario.part {
+        // The backend takes every part's traffic: a part's alone says
+        // nothing of it, nor which limiter to choose.
+        Some(part) => {
+            tables += &format!(
+                "part {} of {}: the requests of this part's keys alone; no verdict on the backend or recommendation, which need every part's traffic\n",
+                part.file.index, part.file.identity.parts
+            );
+        }
+        None => tables.extend(verdict.as_ref().map(verdict_lines)),
+    }
     print_results(
         args.quiet,
         args.format,

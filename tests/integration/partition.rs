@@ -246,3 +246,37 @@ fn what_cannot_be_split_by_one_key_is_refused_before_anything_is_written() {
     assert!(error.contains("no limiter is kept per key"), "{error}");
     assert!(!out.exists());
 }
+
+#[test]
+fn a_part_s_table_gives_no_verdict_on_the_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = Path::new(SCENARIO);
+    let parts = partition(scenario, dir.path(), 3);
+    let out = Command::cargo_bin("burstsim")
+        .unwrap()
+        .arg("run")
+        .arg(scenario)
+        .args(["--no-charts", "--part"])
+        .arg(parts.join("1"))
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        printed.contains("part 1 of 3: the requests of this part's keys alone"),
+        "{printed}"
+    );
+    for verdict in [
+        "recommended",
+        "stay within the backend",
+        "exceed the backend",
+    ] {
+        assert!(!printed.contains(verdict), "{printed}");
+    }
+}
