@@ -171,6 +171,13 @@ const MAX_NAME_BYTES: u64 = 256;
 /// Reads a part's clients of one workload, checked against `expected`.
 pub fn read_keys(path: &Path, expected: &PartStream) -> Result<Vec<KeyFact>, String> {
     let broken = |what: &str| format!("{}: {what}", path.display());
+    if expected.rows > crate::traffic::trace::MAX_KEYS {
+        return Err(broken(&format!(
+            "its part.json says {} clients, past the {} keys a workload may name",
+            expected.rows,
+            crate::traffic::trace::MAX_KEYS
+        )));
+    }
     let file = std::fs::File::open(path).map_err(|err| broken(&format!("cannot open: {err}")))?;
     let mut hashing = HashingReader {
         inner: BufReader::new(file),

@@ -40,6 +40,7 @@ pub fn partition(args: &PartitionArgs) -> Result<()> {
     }
     let by = by(&scenario)?;
     let staging = Staging::new(&args.out)?;
+    let written = |part: usize| format!("writing part {part} of {}", args.out.display());
     let mut streams = Vec::new();
     let mut files = vec![Vec::new(); parts as usize];
     let mut keys = vec![Vec::new(); parts as usize];
@@ -66,7 +67,6 @@ pub fn partition(args: &PartitionArgs) -> Result<()> {
         for arrival in arrivals.by_ref() {
             hash.push(arrival);
             let part = by.part(arrival.key, parts) as usize;
-            let written = |part: usize| format!("writing part {part} of {}", args.out.display());
             writers[part]
                 .push(arrival, seq)
                 .with_context(|| written(part))?;
@@ -89,20 +89,10 @@ pub fn partition(args: &PartitionArgs) -> Result<()> {
             bail!("workload {:?}: {error}", workload.name);
         }
         for (part, writer) in writers.into_iter().enumerate() {
-            let (stream, mut out) = writer
-                .finish()
-                .with_context(|| format!("writing part {part} of {}", args.out.display()))?;
-            out.flush()
-                .with_context(|| format!("writing part {part} of {}", args.out.display()))?;
-            files[part].push(stream);
+            files[part].push(flushed(writer.finish()).with_context(|| written(part))?);
         }
         for (part, writer) in clients.into_iter().enumerate() {
-            let (stream, mut out) = writer
-                .finish()
-                .with_context(|| format!("writing part {part} of {}", args.out.display()))?;
-            out.flush()
-                .with_context(|| format!("writing part {part} of {}", args.out.display()))?;
-            keys[part].push(stream);
+            keys[part].push(flushed(writer.finish()).with_context(|| written(part))?);
         }
         streams.push(Stream {
             name: workload.name.clone(),
@@ -166,6 +156,18 @@ fn by(scenario: &Scenario) -> Result<By> {
             scenario.path.display()
         ),
     }
+}
+
+/// A part's file, finished and flushed: what its part.json says of it.
+fn flushed(
+    finished: std::io::Result<(
+        crate::partition::PartStream,
+        std::io::BufWriter<std::fs::File>,
+    )>,
+) -> std::io::Result<crate::partition::PartStream> {
+    let (stream, mut out) = finished?;
+    out.flush()?;
+    Ok(stream)
 }
 
 /// `value` as the partition files write it.

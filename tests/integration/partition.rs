@@ -10,35 +10,28 @@ use assert_cmd::Command;
 
 const SCENARIO: &str = "scenarios/access-log.toml";
 
-/// `burstsim ARGS`, which must succeed; its standard error.
-fn burstsim<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> String {
+/// `burstsim ARGS`: its exit status and standard error.
+fn status<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (Option<i32>, String) {
     let out = Command::cargo_bin("burstsim")
         .unwrap()
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stderr).unwrap()
+    (out.status.code(), String::from_utf8(out.stderr).unwrap())
+}
+
+/// `burstsim ARGS`, which must succeed; its standard error.
+fn burstsim<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> String {
+    let (code, stderr) = status(args);
+    assert_eq!(code, Some(0), "{stderr}");
+    stderr
 }
 
 /// `burstsim ARGS`, which must fail with status 2; its standard error.
 fn refused<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> String {
-    let out = Command::cargo_bin("burstsim")
-        .unwrap()
-        .args(args)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stderr).unwrap()
+    let (code, stderr) = status(args);
+    assert_eq!(code, Some(2), "{stderr}");
+    stderr
 }
 
 /// Splits `scenario` into `parts` under `dir`/parts.
