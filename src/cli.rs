@@ -145,8 +145,18 @@ pub struct RunArgs {
     pub decisions: bool,
     /// Replay part I of a partitioning (`burstsim partition`) in place of
     /// the workloads' own traffic: the folder DIR/I.
-    #[arg(long, value_name = "DIR/I")]
+    #[arg(long, value_name = "DIR/I", conflicts_with = "shard")]
     pub part: Option<PathBuf>,
+    /// Decide shard I of N of the partitioning --partition DIR (N its
+    /// parts): its part's requests for the limiters kept per key, its slice
+    /// of time's for the global ones; written for `burstsim merge`. auto/N
+    /// reads I from JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID,
+    /// AWS_BATCH_JOB_ARRAY_INDEX or PARALLEL_SEQ (from 1).
+    #[arg(long, value_name = "I/N", requires = "partition")]
+    pub shard: Option<crate::sweep::shard::ShardArg>,
+    /// The partitioning a shard decides a part of (`burstsim partition`'s folder).
+    #[arg(long, value_name = "DIR", requires = "shard")]
+    pub partition: Option<PathBuf>,
     /// Write no charts and no report.html (faster on very large runs).
     #[arg(long)]
     pub no_charts: bool,
@@ -249,6 +259,10 @@ pub struct MergeArgs {
     /// one sweep.
     #[arg(required = true, value_name = "PART")]
     pub parts: Vec<PathBuf>,
+    /// The partitioning the parts are shards of (`run --shard`): merge
+    /// them into the whole run's results.
+    #[arg(long, value_name = "DIR")]
+    pub partition: Option<PathBuf>,
     /// Refuse parts that would need more memory than this to merge (about
     /// four times their size on disk), like 2GB or 512MiB.
     #[arg(long, value_name = "SIZE", default_value = "2GiB", value_parser = crate::memory::parse_size)]

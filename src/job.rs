@@ -98,26 +98,7 @@ pub fn run(
         }
         files.finish()?;
     }
-    let summary = results.summary();
-    let verdict = Verdict::of(&summary.runs);
-    let json = report::render_json(&summary);
-    let summary_csv = csv::render_summary(&summary.runs);
-    staging.write("summary.json", &json)?;
-    staging.write("summary.csv", &summary_csv)?;
-    csv::write_timeline(results.runs(), staging.create("timeline.csv")?)
-        .context("writing timeline.csv")?;
-    if plan.charts {
-        // The charts and the report's tables draw the same selection.
-        let drawn = results.drawn();
-        let charts = chart::render_charts(&drawn)?;
-        for chart in &charts {
-            staging.write(&format!("charts/{}", chart.file), &chart.svg)?;
-        }
-        staging.write(
-            "report.html",
-            &html::render_report(&results, &drawn, &charts, verdict.as_ref()),
-        )?;
-    }
+    let (summary, json, summary_csv) = write(&results, plan.charts, &staging)?;
     staging.commit()?;
     Ok(Done {
         summary,
@@ -153,4 +134,35 @@ fn throughput(results: &Results, elapsed: std::time::Duration) -> String {
         requests as f64 / secs / 1e6,
         decisions as f64 / secs / 1e6
     )
+}
+
+/// Writes `results` into `staging`: summary.json, summary.csv,
+/// timeline.csv and, with `charts`, the charts and report.html; the
+/// summary and the two files' texts.
+pub fn write(
+    results: &Results,
+    charts: bool,
+    staging: &Staging,
+) -> Result<(Summary, String, String)> {
+    let summary = results.summary();
+    let verdict = Verdict::of(&summary.runs);
+    let json = report::render_json(&summary);
+    let summary_csv = csv::render_summary(&summary.runs);
+    staging.write("summary.json", &json)?;
+    staging.write("summary.csv", &summary_csv)?;
+    csv::write_timeline(results.runs(), staging.create("timeline.csv")?)
+        .context("writing timeline.csv")?;
+    if charts {
+        // The charts and the report's tables draw the same selection.
+        let drawn = results.drawn();
+        let charts = chart::render_charts(&drawn)?;
+        for chart in &charts {
+            staging.write(&format!("charts/{}", chart.file), &chart.svg)?;
+        }
+        staging.write(
+            "report.html",
+            &html::render_report(results, &drawn, &charts, verdict.as_ref()),
+        )?;
+    }
+    Ok((summary, json, summary_csv))
 }

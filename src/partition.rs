@@ -26,7 +26,7 @@ pub const MAX_PARTS: u64 = 256;
 
 /// What `partition.json` and every `part.json` say, and what the
 /// partitioning's format is.
-pub const FORMAT: &str = "burstsim-partition 1";
+pub const FORMAT: &str = "burstsim-partition 2";
 
 /// What a partitioning is: two parts of one partitioning say the same.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,6 +47,28 @@ pub struct Identity {
     pub by: By,
     /// Each workload's arrivals, whole.
     pub workloads: Vec<Stream>,
+}
+
+/// What `DIR/partition.json` says.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Partitioning {
+    /// What was split.
+    pub identity: Identity,
+    /// The scenario file as it was given, and its text: a merge reads no
+    /// other copy.
+    pub scenario_file: String,
+    /// The scenario file's text.
+    pub text: String,
+    /// Per workload, what its log says as a whole.
+    pub logs: Vec<LogFacts>,
+    /// Where each slice of time but the last ends: an edge of every global
+    /// fixed window's (empty when no limiter is global).
+    pub cuts: Vec<u64>,
+}
+
+/// The slice of time `time` falls in, of those `cuts` end.
+pub fn slice_of(cuts: &[u64], time: Nanos) -> usize {
+    cuts.partition_point(|&cut| cut <= time.get())
 }
 
 /// A workload's whole arrival stream.
@@ -102,6 +124,14 @@ pub struct PartFile {
     /// Per workload: the clients of its arrivals in this part (`rows`
     /// counts them), and the fingerprint of their file.
     pub keys: Vec<PartStream>,
+    /// Per workload: its arrivals in this part's slice of time, every
+    /// key's (none when no limiter is global).
+    pub slices: Vec<PartStream>,
+}
+
+/// The file of workload `w`'s arrivals in a part's slice of time.
+pub fn slice_file(w: usize) -> String {
+    format!("w{w}.slice")
 }
 
 /// What the results say of a client of a part, as the whole run says it:
@@ -265,6 +295,26 @@ pub struct Replayed {
     pub file: PartFile,
     /// Per workload, its clients in this part.
     pub clients: Vec<Vec<KeyFact>>,
+    /// Per workload, what its log says as a whole: for a merge of every
+    /// part (a part alone leaves these out).
+    pub logs: Vec<LogFacts>,
+}
+
+/// What a workload's log says as a whole, which no part can: kept in
+/// `partition.json` for the merge.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogFacts {
+    /// Distinct keys of the whole workload.
+    pub keys: u64,
+    /// Requests its own limiter turned away, when it logs statuses.
+    pub turned_away: Option<u64>,
+    /// For whole seconds: its busiest labelled second, and busiest two.
+    pub labelled: Option<[u64; 2]>,
+    /// Whether a run also decides its requests packed against its seconds' edges.
+    pub packed: bool,
+    /// Where its whole seconds start, when a run packs them: shards and
+    /// merge pack at the same instants.
+    pub origin: Option<u64>,
 }
 
 impl Replayed {
@@ -288,12 +338,24 @@ impl Replayed {
             dir: dir.to_owned(),
             file,
             clients,
+            logs: Vec::new(),
         })
     }
 
     /// Workload `w`'s arrivals in this part and its clients, if it has it.
     pub fn workload(&self, w: usize) -> Option<(u64, &[KeyFact])> {
         Some((self.file.files.get(w)?.rows, self.clients.get(w)?))
+    }
+
+    /// The arrivals of workload `w` in this part's slice of time.
+    pub fn slice(&self, w: usize) -> Result<PartReader, String> {
+        let expected = self.file.slices.get(w).cloned().ok_or_else(|| {
+            format!(
+                "{}: no slice of time of workload {w} in this part",
+                self.dir.display()
+            )
+        })?;
+        PartReader::open(&self.dir.join(slice_file(w)), expected)
     }
 
     /// The arrivals of workload `w` in this part; `keys` says which of
@@ -444,185 +506,13 @@ impl StreamHash {
     }
 }
 
-/// One part's records of one workload, read back: arrivals and their places
-/// in the whole workload. A file that is not what its `part.json` says —
-/// cut short, corrupt, another part's, or longer — ends the stream with an
-/// error naming it ([`PartReader::take_error`]).
-pub struct PartReader {
-    input: BufReader<flate2::read::GzDecoder<HashingReader<BufReader<std::fs::File>>>>,
-    path: PathBuf,
-    expected: PartStream,
-    previous: (u64, u64),
-    rows: u64,
-    error: Option<String>,
-    /// Whether its workload names clients, and Hosts.
-    keys: [bool; 2],
-}
-
-impl std::fmt::Debug for PartReader {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "PartReader({})", self.path.display())
-    }
-}
-
-impl PartReader {
-    /// Reads `path`, which `part.json` says is `expected`.
-    pub fn open(path: &Path, expected: PartStream) -> Result<PartReader, String> {
-        let file = std::fs::File::open(path)
-            .map_err(|err| format!("{}: cannot open: {err}", path.display()))?;
-        Ok(PartReader {
-            input: BufReader::with_capacity(
-                1 << 16,
-                flate2::read::GzDecoder::new(HashingReader {
-                    inner: BufReader::with_capacity(1 << 16, file),
-                    hasher: xxhash_rust::xxh3::Xxh3::new(),
-                }),
-            ),
-            path: path.to_owned(),
-            expected,
-            previous: (0, 0),
-            rows: 0,
-            error: None,
-            keys: [true; 2],
-        })
-    }
-
-    /// Why the stream ended early, if it did.
-    pub fn take_error(&mut self) -> Option<String> {
-        self.error.take()
-    }
-
-    /// The next arrival and its place, or `Ok(None)` at a clean end.
-    fn record(&mut self) -> Result<Option<(Arrival, u64)>, String> {
-        let Some(gap) = self.varint(true)? else {
-            return self.end().map(|()| None);
-        };
-        let [skip, client, host] = [0; 3].map(|_| self.varint(false));
-        let (skip, client, host) = (skip?, client?, host?);
-        let (skip, client, host) = (skip.unwrap_or(0), client.unwrap_or(0), host.unwrap_or(0));
-        let (time, last) = self.previous;
-        let at = time
-            .checked_add(gap)
-            .ok_or_else(|| self.broken("a time past the end of u64"))?;
-        let seq = if self.rows == 0 {
-            Some(skip)
-        } else {
-            last.checked_add(skip).and_then(|s| s.checked_add(1))
-        }
-        .ok_or_else(|| self.broken("a place past the end of u64"))?;
-        for (named, id, what) in [
-            (self.keys[0], client, "client"),
-            (self.keys[1], host, "Host"),
-        ] {
-            if !named && id != 0 {
-                return Err(self.broken(&format!(
-                    "a record names a {what}, and its workload names none"
-                )));
-            }
-        }
-        self.previous = (at, seq);
-        self.rows += 1;
-        if self.rows > self.expected.rows {
-            return Err(self.broken(&format!(
-                "more than the {} records its part.json says",
-                self.expected.rows
-            )));
-        }
-        Ok(Some((
-            Arrival {
-                time: Nanos(at),
-                key: Key { client, host },
-            },
-            seq,
-        )))
-    }
-
-    /// A varint; `None` at the end of the file where `may_end`.
-    fn varint(&mut self, may_end: bool) -> Result<Option<u64>, String> {
-        let mut value = 0u64;
-        for shift in (0..64).step_by(7) {
-            let mut byte = [0u8];
-            match self.input.read(&mut byte) {
-                Ok(0) if shift == 0 && may_end => return Ok(None),
-                Ok(0) => return Err(self.broken("cut short inside a record")),
-                Ok(_) => {}
-                Err(err) => return Err(self.broken(&err.to_string())),
-            }
-            let bits = u64::from(byte[0] & 0x7f);
-            if shift == 63 && bits > 1 {
-                return Err(self.broken("a number past the end of u64"));
-            }
-            value |= bits << shift;
-            if byte[0] & 0x80 == 0 {
-                return Ok(Some(value));
-            }
-        }
-        Err(self.broken("a number past the end of u64"))
-    }
-
-    /// Checks, at a clean end, that the file is the one `part.json` names.
-    fn end(&mut self) -> Result<(), String> {
-        if self.rows != self.expected.rows {
-            return Err(self.broken(&format!(
-                "{} records where its part.json says {}",
-                self.rows, self.expected.rows
-            )));
-        }
-        // The hash covers every stored byte, the gzip trailer included.
-        let mut rest = Vec::new();
-        self.input
-            .get_mut()
-            .get_mut()
-            .inner
-            .read_to_end(&mut rest)
-            .map_err(|err| self.broken(&err.to_string()))?;
-        let hashing = self.input.get_mut().get_mut();
-        hashing.hasher.update(&rest);
-        let hash = hex(hashing.hasher.digest());
-        if hash != self.expected.hash {
-            return Err(self.broken(&format!(
-                "fingerprint {hash} where its part.json says {}: not the file written with it",
-                self.expected.hash
-            )));
-        }
-        Ok(())
-    }
-
-    /// The message for a file that is not what its part.json says.
-    fn broken(&self, what: &str) -> String {
-        format!("{}: {what}", self.path.display())
-    }
-}
-
-impl Iterator for PartReader {
-    type Item = Arrival;
-
-    fn next(&mut self) -> Option<Arrival> {
-        if self.error.is_some() {
-            return None;
-        }
-        match self.record() {
-            Ok(next) => next.map(|(arrival, _)| arrival),
-            Err(message) => {
-                self.error = Some(message);
-                None
-            }
-        }
-    }
-}
-
-impl PartReader {
-    /// The next arrival with its place in the whole workload.
-    pub fn next_with_place(&mut self) -> Option<(Arrival, u64)> {
-        if self.error.is_some() {
-            return None;
-        }
-        self.record().unwrap_or_else(|message| {
-            self.error = Some(message);
-            None
-        })
-    }
-}
+mod read;
+pub use self::read::{CodesReader, PartReader};
+mod codes;
+pub mod shard;
+mod slices;
+pub use self::codes::{Code, CodesWriter};
+pub use self::slices::cuts;
 
 #[cfg(test)]
 mod tests;

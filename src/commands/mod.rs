@@ -8,6 +8,7 @@ mod live;
 mod partition;
 mod probe;
 mod run;
+mod shard;
 mod size;
 mod sweep;
 mod validate;

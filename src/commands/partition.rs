@@ -13,8 +13,8 @@ use crate::output::Staging;
 use std::collections::HashSet;
 
 use crate::partition::{
-    By, FORMAT, Identity, KeyFact, KeysWriter, MAX_PARTS, PartFile, PartWriter, Stream, StreamHash,
-    keys_file, rows_file,
+    By, FORMAT, Identity, KeyFact, KeysWriter, LogFacts, MAX_PARTS, PartFile, PartWriter,
+    Partitioning, Stream, StreamHash, keys_file, rows_file, slice_file, slice_of,
 };
 use crate::scenario::Scenario;
 
@@ -39,19 +39,31 @@ pub fn partition(args: &PartitionArgs) -> Result<()> {
         );
     }
     let by = by(&scenario)?;
+    refuse_unmergeable(&scenario)?;
+    let logs: Vec<LogFacts> = scenario
+        .workloads
+        .iter()
+        .map(|workload| log_facts(&scenario, workload))
+        .collect::<Result<_>>()?;
+    let cuts = crate::partition::cuts(&scenario, &logs, parts)?;
     let staging = Staging::new(&args.out)?;
     let written = |part: usize| format!("writing part {part} of {}", args.out.display());
     let mut streams = Vec::new();
     let mut files = vec![Vec::new(); parts as usize];
     let mut keys = vec![Vec::new(); parts as usize];
+    let mut slices = vec![Vec::new(); parts as usize];
     for (w, workload) in scenario.workloads.iter().enumerate() {
-        let mut writers = (0..parts)
-            .map(|i| {
-                Ok(PartWriter::new(
-                    staging.create(&format!("{i}/{}", rows_file(w)))?,
-                ))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let writers = |file: &str| {
+            (0..parts)
+                .map(|i| Ok(PartWriter::new(staging.create(&format!("{i}/{file}"))?)))
+                .collect::<Result<Vec<_>>>()
+        };
+        let mut writers_by_key = writers(&rows_file(w))?;
+        // Every key's arrivals by time, when a global limiter is split so.
+        let mut writers_by_time = match cuts {
+            Some(_) => writers(&slice_file(w))?,
+            None => Vec::new(),
+        };
         let mut clients = (0..parts)
             .map(|i| {
                 Ok(KeysWriter::new(
@@ -67,9 +79,15 @@ pub fn partition(args: &PartitionArgs) -> Result<()> {
         for arrival in arrivals.by_ref() {
             hash.push(arrival);
             let part = by.part(arrival.key, parts) as usize;
-            writers[part]
+            writers_by_key[part]
                 .push(arrival, seq)
                 .with_context(|| written(part))?;
+            if let Some(cuts) = &cuts {
+                let slice = slice_of(cuts, arrival.time);
+                writers_by_time[slice]
+                    .push(arrival, seq)
+                    .with_context(|| written(slice))?;
+            }
             let id = arrival.key.client;
             if seen[part].insert(id) {
                 let key = crate::traffic::Key::client(id);
@@ -88,8 +106,11 @@ pub fn partition(args: &PartitionArgs) -> Result<()> {
         if let Some(error) = arrivals.take_error() {
             bail!("workload {:?}: {error}", workload.name);
         }
-        for (part, writer) in writers.into_iter().enumerate() {
+        for (part, writer) in writers_by_key.into_iter().enumerate() {
             files[part].push(flushed(writer.finish()).with_context(|| written(part))?);
+        }
+        for (part, writer) in writers_by_time.into_iter().enumerate() {
+            slices[part].push(flushed(writer.finish()).with_context(|| written(part))?);
         }
         for (part, writer) in clients.into_iter().enumerate() {
             keys[part].push(flushed(writer.finish()).with_context(|| written(part))?);
@@ -110,15 +131,23 @@ pub fn partition(args: &PartitionArgs) -> Result<()> {
         by,
         workloads: streams,
     };
-    staging.write("partition.json", &(to_json(&identity)? + "\n"))?;
+    let whole = Partitioning {
+        identity: identity.clone(),
+        scenario_file: path.display().to_string(),
+        text: text.clone(),
+        logs,
+        cuts: cuts.clone().unwrap_or_default(),
+    };
+    staging.write("partition.json", &(to_json(&whole)? + "\n"))?;
     let mut sizes = Vec::new();
-    for (index, (files, keys)) in files.into_iter().zip(keys).enumerate() {
+    for (index, ((files, keys), slices)) in files.into_iter().zip(keys).zip(slices).enumerate() {
         sizes.push(files.iter().map(|f| f.rows).sum::<u64>());
         let part = PartFile {
             identity: identity.clone(),
             index: index as u64,
             files,
             keys,
+            slices,
         };
         staging.write(&format!("{index}/part.json"), &(to_json(&part)? + "\n"))?;
     }
@@ -126,15 +155,65 @@ pub fn partition(args: &PartitionArgs) -> Result<()> {
     if !args.quiet {
         let total: u64 = identity.workloads.iter().map(|w| w.rows).sum();
         println!(
-            "{total} arrivals of {} workload(s) in {parts} part(s) by {}, {}–{} each, under {}",
+            "{total} arrivals of {} workload(s) in {parts} part(s) by {}, {}–{} each{}, under {}",
             identity.workloads.len(),
             by.name(),
             sizes.iter().min().unwrap_or(&0),
             sizes.iter().max().unwrap_or(&0),
+            if cuts.is_some() {
+                ", and by time at the global windows' edges"
+            } else {
+                ""
+            },
             args.out.display()
         );
     }
     Ok(())
+}
+
+/// What no merge could count exactly from parts: refused before any work.
+fn refuse_unmergeable(scenario: &Scenario) -> Result<()> {
+    for workload in &scenario.workloads {
+        if workload.retry.is_some() || workload.adversary().is_some() {
+            bail!(
+                "{}: workload {:?}: its clients answer the limiter (retries, an adversary), so its requests depend on each limiter's decisions; a partitioning holds fixed arrivals",
+                scenario.path.display(),
+                workload.name
+            );
+        }
+    }
+    for named in &scenario.limiters {
+        if let crate::limiter::Limiter::PerKey(per) = &named.limiter
+            && per.evicts()
+        {
+            bail!(
+                "{}: limiter {:?} forgets idle keys (evict_after): how many keys it holds at once is a sum over every part at each instant, which no part can say; partition a copy without evict_after",
+                scenario.path.display(),
+                named.name
+            );
+        }
+    }
+    Ok(())
+}
+
+/// What `workload`'s log says as a whole, for the merge.
+fn log_facts(scenario: &Scenario, workload: &crate::scenario::Workload) -> Result<LogFacts> {
+    let labelled = workload.labelled_seconds();
+    let packed = labelled.is_some_and(|l| l.packed)
+        && scenario.metrics.rolling <= crate::time::Nanos::SECOND;
+    let keys = workload
+        .sources()
+        .iter()
+        .map(|source| source.keys(scenario.duration, &scenario.base_dir))
+        .sum::<Result<u64, _>>()
+        .map_err(|err| anyhow::anyhow!("workload {:?}: {err}", workload.name))?;
+    Ok(LogFacts {
+        keys,
+        turned_away: workload.turned_away_in_log(),
+        labelled: labelled.map(|l| [l.busiest, l.busiest_pair]),
+        packed: labelled.is_some_and(|l| l.packed),
+        origin: workload.second_origin(scenario.duration).filter(|_| packed),
+    })
 }
 
 /// What the scenario's limiters keep state by: its client unless every
@@ -159,7 +238,7 @@ fn by(scenario: &Scenario) -> Result<By> {
 }
 
 /// A part's file, finished and flushed: what its part.json says of it.
-fn flushed(
+pub(super) fn flushed(
     finished: std::io::Result<(
         crate::partition::PartStream,
         std::io::BufWriter<std::fs::File>,

@@ -10,6 +10,9 @@ use crate::job;
 use crate::report::table;
 /// `burstsim run`.
 pub fn run(args: &RunArgs) -> Result<()> {
+    if args.shard.is_some() {
+        return super::shard::shard(args);
+    }
     let bar = progress_bar(None, args.quiet, "workload runs");
     let mut scenario = match &args.part {
         None => load(&args.scenario)?,
@@ -110,7 +113,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
 /// backend's 150/s`, or that all stay within it; then a line per cause,
 /// naming its limiters and the fix, the recommendation, the runs that turn
 /// away traffic their own limit allows, and the cost at the peak.
-fn verdict_lines(verdict: &crate::check::Verdict) -> String {
+pub(super) fn verdict_lines(verdict: &crate::check::Verdict) -> String {
     let (capacity, runs) = (verdict.capacity, verdict.runs);
     let mut text = match verdict.failing {
         0 => format!("ok: all {runs} runs stay within the backend's {capacity}/s\n"),

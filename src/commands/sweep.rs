@@ -305,6 +305,9 @@ fn write_sweep(
 
 /// `burstsim merge`.
 pub fn merge(args: &MergeArgs) -> Result<()> {
+    if let Some(partition) = &args.partition {
+        return super::shard::merge(args, partition);
+    }
     // Every part opened and its size known before any is read.
     let mut opened = Vec::with_capacity(args.parts.len());
     let mut bytes: u128 = 0;

@@ -123,6 +123,7 @@ impl Config {
             alive_max: 0,
             created: 0,
             last: None,
+            keys_elsewhere: 0,
         })
     }
 }
@@ -160,12 +161,20 @@ pub struct PerKey {
     created: u64,
     /// The slot of the last decision, to take it back.
     last: Option<Slot>,
+    /// Keys seen by the shards whose decisions a merge counts: its own
+    /// state holds none, and its advertised limits are theirs together.
+    keys_elsewhere: u64,
 }
 
 impl PerKey {
     /// Whether it keeps a state per Host rather than per client.
     pub fn by_host(&self) -> bool {
         self.by_host
+    }
+
+    /// Whether it forgets keys idle for a while (`evict_after`).
+    pub fn evicts(&self) -> bool {
+        self.evict_after.is_some()
     }
 
     /// The most keys that had state at once.
@@ -178,10 +187,17 @@ impl PerKey {
 
     /// Distinct keys seen.
     pub fn keys(&self) -> u64 {
-        match &self.states {
-            States::Any(states) => states.len() as u64,
-            States::Windows(windows) => windows.len() as u64,
-        }
+        self.keys_elsewhere
+            + match &self.states {
+                States::Any(states) => states.len() as u64,
+                States::Windows(windows) => windows.len() as u64,
+            }
+    }
+
+    /// Counts `keys` seen elsewhere (by shards) as seen: a merge's limiter
+    /// advertises what the whole run's does.
+    pub fn count_keys_elsewhere(&mut self, keys: u64) {
+        self.keys_elsewhere = keys;
     }
 
     /// States created: one per key, and one more each time an evicted key came back.

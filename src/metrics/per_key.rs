@@ -213,26 +213,176 @@ impl PerKeyCounts {
         // The busiest `top` first, in any order.
         admitted.select_nth_unstable_by(top - 1, |a, b| b.cmp(a));
         let total: u64 = admitted.iter().sum();
-        Some(KeysSummary {
+        Some(summarised(
+            [self.keys.len() as u64, throttled, worst_key],
+            [p50, p99, max],
+            [admitted[..top].iter().sum::<u64>(), total],
+            state,
+            per_key_nominal,
+        ))
+    }
+}
+
+/// The figures from their parts: [keys, throttled, the worst key], the
+/// worst counts' [p50, p99, max], [the busiest 1%'s admitted, all admitted].
+fn summarised(
+    [keys, throttled, worst_key]: [u64; 3],
+    [p50, p99, max]: [u64; 3],
+    [top, total]: [u64; 2],
+    state: Option<StateCost>,
+    per_key_nominal: Option<f64>,
+) -> KeysSummary {
+    KeysSummary {
+        keys,
+        throttled,
+        worst_rolling_p50: p50,
+        worst_rolling_p99: p99,
+        worst_rolling_max: max,
+        worst_key,
+        worst_key_name: None,
+        spike_ratio: per_key_nominal.filter(|&n| n > 0.0).map(|nominal| Spread {
+            p50: p50 as f64 / nominal,
+            p99: p99 as f64 / nominal,
+            max: max as f64 / nominal,
+        }),
+        top_1pct_share: if total == 0 {
+            0.0
+        } else {
+            top as f64 / total as f64
+        },
+        state,
+    }
+}
+
+impl PerKeyCounts {
+    /// The figures as counts by value, to be added to other parts' (whose
+    /// keys are other keys) and summed up by [`KeyTallies::summary`]; `None`
+    /// when no key sent anything.
+    pub fn tallies(&self) -> Option<KeyTallies> {
+        if self.keys.is_empty() {
+            return None;
+        }
+        let (mut worst, mut admitted) = (Vec::new(), Vec::new());
+        let (mut throttled, mut busiest) = (0u64, None::<(u32, u64)>);
+        for (id, most, sent, rejected) in self.each() {
+            worst.push(u64::from(most));
+            admitted.push(sent);
+            throttled += u64::from(rejected > 0);
+            if busiest.is_none_or(|(best, _)| most > best) {
+                busiest = Some((most, id));
+            }
+        }
+        let (most, id) = busiest.expect("at least one key");
+        Some(KeyTallies {
             keys: self.keys.len() as u64,
             throttled,
-            worst_rolling_p50: p50,
-            worst_rolling_p99: p99,
-            worst_rolling_max: max,
-            worst_key,
-            worst_key_name: None,
-            spike_ratio: per_key_nominal.filter(|&n| n > 0.0).map(|nominal| Spread {
-                p50: p50 as f64 / nominal,
-                p99: p99 as f64 / nominal,
-                max: max as f64 / nominal,
-            }),
-            top_1pct_share: if total == 0 {
-                0.0
-            } else {
-                admitted[..top].iter().sum::<u64>() as f64 / total as f64
-            },
-            state,
+            worst: by_value(worst),
+            admitted: by_value(admitted),
+            busiest: (u64::from(most), id),
         })
+    }
+}
+
+/// `values` as (value, how many) pairs, ascending.
+fn by_value(mut values: Vec<u64>) -> Vec<(u64, u64)> {
+    values.sort_unstable();
+    let mut pairs: Vec<(u64, u64)> = Vec::new();
+    for value in values {
+        match pairs.last_mut() {
+            Some((last, count)) if *last == value => *count += 1,
+            _ => pairs.push((value, 1)),
+        }
+    }
+    pairs
+}
+
+/// The figures per key of some keys, as counts by value: added over parts
+/// whose keys are disjoint, they are the whole's, exactly.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyTallies {
+    /// Keys that sent anything.
+    pub keys: u64,
+    /// Keys with a request turned away.
+    pub throttled: u64,
+    /// (worst rolling count, keys with it), ascending.
+    pub worst: Vec<(u64, u64)>,
+    /// (requests admitted, keys with it), ascending.
+    pub admitted: Vec<(u64, u64)>,
+    /// The worst count and the first key seen with it.
+    pub busiest: (u64, u64),
+}
+
+impl KeyTallies {
+    /// The tallies of every part together; `None` for none.
+    pub fn add(parts: &[KeyTallies]) -> Option<KeyTallies> {
+        let first = parts.first()?;
+        let together = |pick: fn(&KeyTallies) -> &Vec<(u64, u64)>| {
+            let mut counts = std::collections::BTreeMap::new();
+            for part in parts {
+                for &(value, count) in pick(part) {
+                    *counts.entry(value).or_insert(0u64) += count;
+                }
+            }
+            counts.into_iter().collect::<Vec<_>>()
+        };
+        Some(KeyTallies {
+            keys: parts.iter().map(|p| p.keys).sum(),
+            throttled: parts.iter().map(|p| p.throttled).sum(),
+            worst: together(|p| &p.worst),
+            admitted: together(|p| &p.admitted),
+            busiest: parts
+                .iter()
+                .map(|p| p.busiest)
+                .fold(
+                    first.busiest,
+                    |best, next| if next.0 > best.0 { next } else { best },
+                ),
+        })
+    }
+
+    /// The figures [`PerKeyCounts::finish`] gives for these keys, the
+    /// busiest being `worst_key` (the first seen of those with the most).
+    pub fn summary(
+        &self,
+        worst_key: u64,
+        state: Option<StateCost>,
+        per_key_nominal: Option<f64>,
+    ) -> KeysSummary {
+        let n = self.keys.max(1);
+        let rank = |q: f64| ((q * n as f64).ceil() as u64).clamp(1, n);
+        let at_rank = |rank: u64| {
+            let mut below = 0;
+            self.worst
+                .iter()
+                .find(|&&(_, count)| {
+                    below += count;
+                    below >= rank
+                })
+                .map_or(0, |&(value, _)| value)
+        };
+        let [p50, p99, max] = [0.5, 0.99, 1.0].map(|q| at_rank(rank(q)));
+        // The busiest 1% of keys: the largest admitted counts first.
+        let (mut top, mut left) = (0u64, n.div_ceil(100));
+        for &(value, count) in self.admitted.iter().rev() {
+            let taken = count.min(left);
+            top += value * taken;
+            left -= taken;
+            if left == 0 {
+                break;
+            }
+        }
+        let total: u64 = self
+            .admitted
+            .iter()
+            .map(|&(value, count)| value * count)
+            .sum();
+        summarised(
+            [self.keys, self.throttled, worst_key],
+            [p50, p99, max],
+            [top, total],
+            state,
+            per_key_nominal,
+        )
     }
 }
 
@@ -398,5 +548,42 @@ mod tests {
         );
         let share = ((1u64 << 32) + 1) as f64 / ((1u64 << 32) + 2) as f64;
         assert!((summary.top_1pct_share - share).abs() < 1e-12);
+    }
+
+    proptest::proptest! {
+        /// Keys split over parts, each part's tallies added: the whole's
+        /// figures, the busiest key being the first seen of the parts' busiest.
+        #[test]
+        fn parts_tallies_added_are_the_whole_s_figures(
+            events in proptest::collection::vec((0u64..40, 0u64..300, proptest::bool::ANY), 1..400),
+            parts in 1u64..5,
+        ) {
+            let (mut whole, mut split) = (PerKeyCounts::new(Nanos(20)), vec![PerKeyCounts::new(Nanos(20)); parts as usize]);
+            let mut time = 0;
+            for &(gap, key, admitted) in &events {
+                time += gap;
+                let part = &mut split[(key % parts) as usize];
+                for counts in [&mut whole, part] {
+                    if admitted {
+                        counts.admitted(Nanos(time), Key::client(key));
+                    } else {
+                        counts.rejected(Key::client(key));
+                    }
+                }
+            }
+            let expected = whole.finish(None, Some(3.0)).unwrap();
+            let tallies: Vec<KeyTallies> = split.iter().filter_map(PerKeyCounts::tallies).collect();
+            let added = KeyTallies::add(&tallies).unwrap();
+            // The first seen of the parts' busiest with the most.
+            let first_seen = |id: u64| whole.keys.iter().position(|&k| k == id).unwrap();
+            let worst_key = tallies
+                .iter()
+                .map(|t| t.busiest)
+                .filter(|&(most, _)| most == added.busiest.0)
+                .min_by_key(|&(_, id)| first_seen(id))
+                .unwrap()
+                .1;
+            proptest::prop_assert_eq!(added.summary(worst_key, None, Some(3.0)), expected);
+        }
     }
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::time::Nanos;
 
 /// Writes `arrivals` (in time order) into `parts` files under `dir` by
 /// client, as `burstsim partition` does; what each part.json would say.
@@ -173,8 +174,10 @@ fn a_record_naming_a_key_its_workload_does_not_name_is_refused() {
             index: 0,
             files: files.clone(),
             keys: Vec::new(),
+            slices: Vec::new(),
         },
         clients: vec![Vec::new()],
+        logs: Vec::new(),
     };
     std::fs::rename(dir.path().join("0.rows"), dir.path().join(rows_file(0))).unwrap();
     for (keys, read, error) in [

@@ -311,7 +311,7 @@ impl Validator<'_> {
                         let (rows, clients) = part.workload(w).ok_or_else(|| {
                             self.error(file.span(), format!("workload {name:?}: not in part {}", part.dir.display()))
                         })?;
-                        source.preset(rows, clients).map_err(fail)?;
+                        source.preset(rows, clients, part.logs.get(w)).map_err(fail)?;
                     }
                     let fail = |err: FieldError| self.error_in(table.span(), &base, &format!("workload {name:?}, source {} ({})", i + 1, source.kind_name()), &err);
                     warnings.extend(source.validate(duration, base_dir).map_err(fail)?);

@@ -4,7 +4,9 @@
 mod driver;
 pub(crate) use self::driver::RETRY_STREAM;
 mod events;
+pub mod parts;
 mod pipeline;
+pub use self::parts::{Decide, Recount};
 mod run;
 
 use anyhow::{Context as _, Result, bail};
@@ -143,12 +145,30 @@ fn simulate_workload(
     } else {
         simulate_open(scenario, options, index, sink)?
     };
+    let whole = scenario.part.is_none();
+    let name = |key| (workload.key_value(key), workload.key_name(key));
+    finish_workload(scenario, workload, &mut runs, packed, whole, &name);
+    Ok(WorkloadResults::new(workload, runs))
+}
+
+/// What a workload's runs say beyond each run's own figures: for a `whole`
+/// log (not a part of one), its labelled seconds (with the most each
+/// limiter admitted packed against their edges, `packed`) and its own
+/// limiter's answers; and each run's busiest client as the input names it,
+/// `name` giving its value and name.
+pub(crate) fn finish_workload(
+    scenario: &Scenario,
+    workload: &Workload,
+    runs: &mut [RunResult],
+    packed: Option<Vec<u64>>,
+    whole: bool,
+    name: &dyn Fn(crate::traffic::Key) -> (u64, Option<String>),
+) {
     // A log of whole seconds cannot say where in its second each request
     // came: the worst rolling second is an interval, not the seeded draw.
     // (A part of a partitioning holds some of the log's keys: the log's
     // seconds and its own limiter's answers are the whole log's, not the
     // part's, and are left out.)
-    let whole = scenario.part.is_none();
     if let Some(labelled) = workload.labelled_seconds().filter(|_| whole)
         && scenario.metrics.rolling <= Nanos::SECOND
     {
@@ -171,7 +191,7 @@ fn simulate_workload(
     }
     // What the real limiter did, as its log says.
     if let Some(turned_away) = workload.turned_away_in_log().filter(|_| whole) {
-        for run in &mut runs {
+        for run in runs.iter_mut() {
             run.summary.turned_away_in_log = Some(turned_away);
         }
     }
@@ -181,12 +201,10 @@ fn simulate_workload(
         if let Some(keys) = &mut run.summary.keys
             && !named.limiter.keyed_by_host()
         {
-            let worst = crate::traffic::Key::client(keys.worst_key);
-            keys.worst_key = workload.key_value(worst);
-            keys.worst_key_name = workload.key_name(worst);
+            (keys.worst_key, keys.worst_key_name) =
+                name(crate::traffic::Key::client(keys.worst_key));
         }
     }
-    Ok(WorkloadResults::new(workload, runs))
 }
 
 /// A log of whole seconds run, beside its seeded placement, with each
@@ -248,16 +266,8 @@ impl Packed {
             self.chunk.clear();
             self.chunk.extend(chunk.iter().map(|item| {
                 let arrival = item.arrival();
-                let since = arrival.time.get().saturating_sub(self.origin);
-                let second = since / NANOS_PER_SEC;
-                let start = self.origin + second * NANOS_PER_SEC;
-                let time = if second % 2 == parity as u64 {
-                    start + (NANOS_PER_SEC - 1)
-                } else {
-                    start
-                };
                 Arrival {
-                    time: Nanos(time.min(self.last)),
+                    time: packed_time(arrival.time, [self.origin, self.last], parity),
                     ..arrival
                 }
             }));
@@ -281,6 +291,21 @@ impl Packed {
             })
             .collect()
     }
+}
+
+/// Where the packed placement numbered `parity` puts a request of a log
+/// of whole seconds stamped `time`: at its second's last nanosecond when
+/// the second (counted from `origin`) has that parity, else at its first;
+/// never past the run's `last` instant.
+pub(crate) fn packed_time(time: Nanos, [origin, last]: [u64; 2], parity: usize) -> Nanos {
+    let second = time.get().saturating_sub(origin) / NANOS_PER_SEC;
+    let start = origin + second * NANOS_PER_SEC;
+    let time = if second % 2 == parity as u64 {
+        start + (NANOS_PER_SEC - 1)
+    } else {
+        start
+    };
+    Nanos(time.min(last))
 }
 
 /// Open loop: arrivals generated once, in chunks, and fed to every limiter;

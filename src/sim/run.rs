@@ -13,7 +13,7 @@ use crate::metrics::backend::Server;
 use crate::metrics::closed_loop::ClosedLoop;
 use crate::metrics::outage::Outages;
 use crate::metrics::overload::OverloadCounts;
-use crate::metrics::per_key::{PerKeyCounts, StateCost};
+use crate::metrics::per_key::{KeyTallies, PerKeyCounts, StateCost};
 use crate::metrics::rolling::RollingCounts;
 use crate::metrics::timeline::Timeline;
 use crate::metrics::trailing::Trailing;
@@ -60,9 +60,28 @@ struct Counters {
     outages: Option<Outages>,
     /// Seconds in which demand exceeded the limit, and what was admitted.
     overload: OverloadCounts,
+    /// In a merge of shards: the keys whose first request (or delayed
+    /// release) is looked for, to name the busiest as the whole run does.
+    watch: Option<Watch>,
     /// Whether any of the figures only some runs keep is kept (per key,
     /// trailing, backend, outages): the hot path checks this one flag.
     extras: bool,
+}
+
+/// Some keys, and the first of them the figures per key would have counted.
+#[derive(Debug)]
+struct Watch {
+    ids: Vec<u64>,
+    first: Option<u64>,
+}
+
+impl Watch {
+    #[inline]
+    fn saw(&mut self, id: u64) {
+        if self.first.is_none() && self.ids.contains(&id) {
+            self.first = Some(id);
+        }
+    }
 }
 
 impl RunState {
@@ -100,6 +119,7 @@ impl RunState {
         };
         let mut m = Counters {
             overload: OverloadCounts::new(limit_1s),
+            watch: None,
             extras: false,
             kind: named.config.kind(),
             description: named.description.clone(),
@@ -148,6 +168,31 @@ impl RunState {
     /// Requests decided so far.
     pub(super) fn offered(&self) -> u64 {
         self.m.offered
+    }
+
+    /// Looks, in the decisions counted from now, for the first of `ids`
+    /// that the figures per key would count.
+    pub(super) fn watch(&mut self, ids: Vec<u64>) {
+        self.m.watch = Some(Watch { ids, first: None });
+        self.m.extras = true;
+    }
+
+    /// The first of the watched keys counted, if any was.
+    pub(super) fn watched(&self) -> Option<u64> {
+        self.m.watch.as_ref().and_then(|watch| watch.first)
+    }
+
+    /// The figures per key as counts by value, every held request released
+    /// first; with a limiter per key, the most keys it held state for at
+    /// once and its resets.
+    pub(super) fn tallies(&mut self) -> (Option<KeyTallies>, Option<(u64, u64)>) {
+        self.m.release_until(Nanos(u64::MAX));
+        let tallies = self.m.keys.as_ref().and_then(PerKeyCounts::tallies);
+        let state = match &self.limiter {
+            Limiter::PerKey(per) => Some((per.keys_alive_max(), per.resets())),
+            _ => None,
+        };
+        (tallies, state)
     }
 
     /// Decides every arrival of `chunk` and counts the decisions: the open
@@ -250,12 +295,28 @@ impl RunState {
     }
 
     pub(super) fn finish(
-        mut self,
+        self,
         scenario: &Scenario,
         options: &Options,
         workload: &str,
         limiter: &str,
     ) -> RunResult {
+        self.finish_with(scenario, options, [workload, limiter], None)
+    }
+
+    /// [`RunState::finish`]; with `merged`, the figures per key are those
+    /// of the shards' tallies added (the busiest key, the most keys held
+    /// at once and the resets given), not this run's own.
+    pub(super) fn finish_with(
+        mut self,
+        scenario: &Scenario,
+        options: &Options,
+        [workload, limiter]: [&str; 2],
+        merged: Option<(&KeyTallies, u64, (u64, u64))>,
+    ) -> RunResult {
+        if let (Some((tallies, ..)), Limiter::PerKey(per)) = (merged, &mut self.limiter) {
+            per.count_keys_elsewhere(tallies.keys);
+        }
         self.m.release_until(Nanos(u64::MAX));
         let worst = self.m.rolling.worst();
         let at = |interval: Nanos| {
@@ -330,13 +391,33 @@ impl RunState {
             adversary: None,
             tight: None,
             lower_bound: None,
-            keys: self.m.keys.as_ref().and_then(|keys| match &self.limiter {
-                Limiter::PerKey(per) => keys.finish(
-                    Some(state_cost(per, self.m.offered, scenario.duration)),
-                    Some(per.prototype().nominal(rolling)),
-                ),
-                _ => keys.finish(None, None),
-            }),
+            keys: match (merged, &self.limiter) {
+                (Some((tallies, worst_key, (alive, resets))), Limiter::PerKey(per)) => {
+                    Some(tallies.summary(
+                        worst_key,
+                        Some(state_cost(
+                            per,
+                            [alive, resets],
+                            self.m.offered,
+                            scenario.duration,
+                        )),
+                        Some(per.prototype().nominal(rolling)),
+                    ))
+                }
+                (Some((tallies, worst_key, _)), _) => Some(tallies.summary(worst_key, None, None)),
+                (None, limiter) => self.m.keys.as_ref().and_then(|keys| match limiter {
+                    Limiter::PerKey(per) => keys.finish(
+                        Some(state_cost(
+                            per,
+                            [per.keys_alive_max(), per.resets()],
+                            self.m.offered,
+                            scenario.duration,
+                        )),
+                        Some(per.prototype().nominal(rolling)),
+                    ),
+                    _ => keys.finish(None, None),
+                }),
+            },
             whole_seconds: None,
             turned_away_in_log: None,
             instances: match &self.limiter {
@@ -439,6 +520,9 @@ impl Counters {
         if let Some(keys) = &mut self.keys {
             keys.rejected(counted(key, self.keys_by_host));
         }
+        if let Some(watch) = &mut self.watch {
+            watch.saw(counted(key, self.keys_by_host).client);
+        }
         if let Some(capacity) = self.capacity
             && self.rolling.trailing_count(now) < capacity
         {
@@ -462,6 +546,9 @@ impl Counters {
         if let Some(keys) = &mut self.keys {
             keys.admitted(at, counted(key, self.keys_by_host));
         }
+        if let Some(watch) = &mut self.watch {
+            watch.saw(counted(key, self.keys_by_host).client);
+        }
         if let Some(trailing) = &mut self.trailing {
             trailing.push(at);
         }
@@ -481,10 +568,9 @@ impl Counters {
     }
 }
 
-/// What `per`'s states cost over a run of `offered` requests lasting `duration`.
-fn state_cost(per: &PerKey, offered: u64, duration: Nanos) -> StateCost {
-    let keys = per.keys_alive_max();
-    let resets = per.resets();
+/// What `per`'s states cost, having held at most `keys` at once and reset
+/// `resets` times, over a run of `offered` requests lasting `duration`.
+fn state_cost(per: &PerKey, [keys, resets]: [u64; 2], offered: u64, duration: Nanos) -> StateCost {
     StateCost {
         keys_alive_max: keys,
         bytes_per_key: per.state_bytes(),
@@ -498,92 +584,4 @@ fn state_cost(per: &PerKey, offered: u64, duration: Nanos) -> StateCost {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::limiter::Hint;
-    use crate::summary::RunSummary;
-    use crate::traffic::Key;
-
-    /// Sends `count` requests at `at`, each from its own key; a rejected one
-    /// comes back once, when the limiter says it may.
-    struct RetryOnce {
-        sent: Vec<Arrival>,
-        next: usize,
-    }
-
-    impl Driver for RetryOnce {
-        fn next_time(&self) -> Option<Nanos> {
-            self.sent.get(self.next).map(|a| a.time)
-        }
-
-        fn next(&mut self) -> Option<Arrival> {
-            self.next += 1;
-            self.sent.get(self.next - 1).copied()
-        }
-
-        fn answer(
-            &mut self,
-            arrival: Arrival,
-            attempt: Attempt,
-            decision: Decision,
-            events: &mut Events,
-        ) {
-            if let Decision::Reject(Hint {
-                retry_at: Some(at), ..
-            }) = decision
-                && arrival.time < at
-            {
-                let retry = Arrival {
-                    time: at,
-                    ..arrival
-                };
-                let next = Attempt {
-                    number: attempt.number + 1,
-                    ..attempt
-                };
-                events.schedule(at, Event::Arrive(retry, next));
-            }
-        }
-
-        fn annotate(&self, _: &mut RunSummary) {}
-    }
-
-    fn scenario() -> Scenario {
-        crate::scenario::parse(
-            "duration = \"3s\"\n[[workload]]\nname = \"w\"\nsources = [{ kind = \"uniform\", rate = 1 }]\n[[limiter]]\nname = \"l\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 10\n",
-            std::path::Path::new("s.toml"),
-        )
-        .unwrap()
-    }
-
-    #[test]
-    fn a_driver_hears_every_answer_and_its_retries_come_first_at_equal_times() {
-        let scenario = scenario();
-        let mut run = RunState::new(&scenario, &Options::default(), &scenario.limiters[0], true);
-        let at = |time: u64, key: u64| Arrival {
-            time: Nanos(time),
-            key: Key::client(key),
-        };
-        // 15 at 0.5 s, then one more at exactly 1 s, when the retries are due.
-        let mut sent: Vec<Arrival> = (0..15).map(|k| at(500_000_000, k)).collect();
-        sent.push(at(1_000_000_000, 99));
-        let mut driver = RetryOnce { sent, next: 0 };
-        let mut decided = Vec::new();
-        run.drive(&mut driver, |arrival, _, decision| {
-            decided.push((arrival.time.get(), arrival.key.client, decision.admitted()));
-            Ok(())
-        })
-        .unwrap();
-        assert_eq!(decided.len(), 21, "15 + 5 retries + 1");
-        let retries: Vec<_> = decided[15..20].to_vec();
-        assert_eq!(
-            retries,
-            (10..15)
-                .map(|k| (1_000_000_000, k, true))
-                .collect::<Vec<_>>(),
-            "the fixed window told them its end; they come before the new request at that instant"
-        );
-        assert_eq!(decided[20], (1_000_000_000, 99, true));
-        assert_eq!((run.offered(), run.m.admitted), (21, 16));
-    }
-}
+mod tests;

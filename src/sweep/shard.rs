@@ -141,12 +141,15 @@ impl ShardArg {
         let index = match self.index {
             Some(index) => index,
             None => {
-                let (name, value) = INDEX_VARIABLES
+                // GNU parallel numbers its jobs from 1 ({#}, PARALLEL_SEQ).
+                let (name, value, base) = INDEX_VARIABLES
                     .iter()
-                    .find_map(|&name| variable(name).map(|value| (name, value)))
+                    .map(|&name| (name, 0))
+                    .chain([("PARALLEL_SEQ", 1)])
+                    .find_map(|(name, base)| variable(name).map(|value| (name, value, base)))
                     .ok_or_else(|| {
                         format!(
-                            "--shard auto/{count}: none of {} is set; give the index, like --shard 0/{count}",
+                            "--shard auto/{count}: none of {}, PARALLEL_SEQ is set; give the index, like --shard 0/{count}",
                             INDEX_VARIABLES.join(", ")
                         )
                     })?;
@@ -154,11 +157,12 @@ impl ShardArg {
                     .trim()
                     .parse::<u64>()
                     .ok()
+                    .and_then(|i| i.checked_sub(base))
                     .filter(|&i| i < count)
                     .ok_or_else(|| {
                         format!(
-                            "--shard auto/{count}: {name}={value:?} is not an index from 0 to {}; with Slurm, number the array from 0 (--array=0-{})",
-                            count - 1,
+                            "--shard auto/{count}: {name}={value:?} is not an index from {base} to {}; with Slurm, number the array from 0 (--array=0-{})",
+                            count - 1 + base,
                             count - 1
                         )
                     })?

@@ -298,9 +298,10 @@ impl SourceConfig {
         &self,
         rows: u64,
         clients: &[crate::partition::KeyFact],
+        log: Option<&crate::partition::LogFacts>,
     ) -> Result<(), FieldError> {
         match &self.kind {
-            SourceKind::Trace(trace) => trace.preset(rows, clients),
+            SourceKind::Trace(trace) => trace.preset(rows, clients, log),
             _ => Ok(()),
         }
     }

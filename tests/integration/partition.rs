@@ -273,3 +273,207 @@ fn a_part_s_table_gives_no_verdict_on_the_backend() {
         assert!(!printed.contains(verdict), "{printed}");
     }
 }
+
+/// The files of a results folder, by path within it, with their bytes.
+fn files(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut found = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(at) = stack.pop() {
+        for entry in fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.file_name().is_some_and(|name| name != ".burstsim") {
+                // (.burstsim marks the folder as burstsim's, uniquely.)
+                let bytes = fs::read(&path).unwrap();
+                found.insert(path.strip_prefix(dir).unwrap().to_owned(), bytes);
+            }
+        }
+    }
+    found
+}
+
+/// Decides every shard of the partitioning `parts` (of `count`) into
+/// `dir`/s`I`; the shards' folders.
+fn shards(scenario: &Path, parts: &Path, count: u64, dir: &Path) -> Vec<PathBuf> {
+    (0..count)
+        .map(|i| {
+            let out = dir.join(format!("s{i}"));
+            let args: Vec<std::ffi::OsString> = vec![
+                "run".into(),
+                scenario.into(),
+                "--partition".into(),
+                parts.into(),
+                "--shard".into(),
+                format!("{i}/{count}").into(),
+                "--out".into(),
+                out.clone().into(),
+                "-q".into(),
+            ];
+            burstsim(&args);
+            out
+        })
+        .collect()
+}
+
+/// `burstsim merge --partition PARTS SHARDS… --out OUT`: exit status and stderr.
+fn merge(parts: &Path, shards: &[PathBuf], out: &Path) -> (Option<i32>, String) {
+    let mut args: Vec<std::ffi::OsString> = vec!["merge".into(), "-q".into(), "--partition".into()];
+    args.push(parts.into());
+    args.extend(shards.iter().map(|s| s.clone().into()));
+    args.extend(["--out".into(), out.into()]);
+    status(&args)
+}
+
+#[test]
+fn shards_merged_in_any_order_give_the_whole_run_s_results_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = Path::new(SCENARIO);
+    let whole = dir.path().join("whole");
+    let args: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        scenario.into(),
+        "-q".into(),
+        "--out".into(),
+        whole.clone().into(),
+    ];
+    burstsim(&args);
+    let expected = files(&whole);
+    assert!(expected.contains_key(Path::new("summary.json")));
+    assert!(expected.keys().any(|p| p.starts_with("charts")));
+    // One part, and several: a per-key fixed window and token bucket
+    // through their parts' tallies, the global window by slices of time.
+    for count in [1u64, 4] {
+        let at = dir.path().join(format!("n{count}"));
+        let parts = partition(scenario, &at, count);
+        let mut decided = shards(scenario, &parts, count, &at);
+        decided.reverse();
+        let merged = at.join("merged");
+        let (code, stderr) = merge(&parts, &decided, &merged);
+        assert_eq!(code, Some(0), "{stderr}");
+        let got = files(&merged);
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            expected.keys().collect::<Vec<_>>()
+        );
+        for (path, bytes) in &expected {
+            assert!(
+                got[path] == *bytes,
+                "{count} parts: {} differs",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_missing_foreign_or_altered_shard_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = Path::new(SCENARIO);
+    let parts = partition(scenario, dir.path(), 3);
+    let decided = shards(scenario, &parts, 3, dir.path());
+    let out = dir.path().join("merged");
+    let (code, stderr) = merge(&parts, &decided[..2], &out);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("missing shard 2 of 3"), "{stderr}");
+    let (code, stderr) = merge(
+        &parts,
+        &[decided[0].clone(), decided[0].clone(), decided[1].clone()],
+        &out,
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("are both shard 0 of 3"), "{stderr}");
+    // A shard of another partitioning (another seed).
+    let other = dir.path().join("other");
+    fs::create_dir(&other).unwrap();
+    let args: Vec<std::ffi::OsString> = vec![
+        "partition".into(),
+        scenario.into(),
+        "--parts".into(),
+        "3".into(),
+        "--seed".into(),
+        "12".into(),
+        "--out".into(),
+        other.join("parts").into(),
+        "-q".into(),
+    ];
+    burstsim(&args);
+    let args: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        scenario.into(),
+        "--seed".into(),
+        "12".into(),
+        "--partition".into(),
+        other.join("parts").into(),
+        "--shard".into(),
+        "1/3".into(),
+        "--out".into(),
+        other.join("s1").into(),
+        "-q".into(),
+    ];
+    burstsim(&args);
+    let (code, stderr) = merge(
+        &parts,
+        &[decided[0].clone(), other.join("s1"), decided[2].clone()],
+        &out,
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("s1/shard.json: a shard of another partitioning"),
+        "{stderr}"
+    );
+    // A decision flipped in a shard's file.
+    let file = decided[1].join("w0.l1.p0");
+    let mut bytes = fs::read(&file).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    fs::write(&file, bytes).unwrap();
+    let (code, stderr) = merge(&parts, &decided, &out);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("w0.l1.p0"), "{stderr}");
+    assert!(!out.exists(), "nothing written");
+}
+
+#[test]
+#[ignore = "needs GNU parallel: run with --include-ignored, as .ci/run does"]
+fn four_shards_under_gnu_parallel_merge_into_the_whole_run() {
+    let _alone = super::common::real_time();
+    if !Path::new("/usr/bin/parallel").exists() {
+        super::common::required("GNU parallel is not installed (Debian's `parallel`)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = Path::new(SCENARIO);
+    let whole = dir.path().join("whole");
+    run(scenario, &whole, None);
+    let parts = partition(scenario, dir.path(), 4);
+    let binary = assert_cmd::cargo::cargo_bin("burstsim");
+    // auto/4 reads the index from GNU parallel's PARALLEL_SEQ (from 1).
+    let output = std::process::Command::new("parallel")
+        .args(["--will-cite", "--halt", "now,fail=1", "-j", "4"])
+        .arg(format!(
+            "{} run {SCENARIO} --partition {} --shard auto/4 --out {}/shard-{{#}}",
+            binary.display(),
+            parts.display(),
+            dir.path().display()
+        ))
+        .arg(":::")
+        .args(["a", "b", "c", "d"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    for i in 0..4 {
+        assert!(stdout.contains(&format!("shard {i}/4:")), "{stdout}");
+    }
+    let decided: Vec<PathBuf> = (1..=4)
+        .map(|i| dir.path().join(format!("shard-{i}")))
+        .collect();
+    let merged = dir.path().join("merged");
+    let (code, stderr) = merge(&parts, &decided, &merged);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        fs::read(merged.join("summary.json")).unwrap(),
+        fs::read(whole.join("summary.json")).unwrap()
+    );
+}

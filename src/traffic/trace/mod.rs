@@ -219,8 +219,14 @@ impl Config {
     /// reading it: `rows` arrivals in time order, and its clients as the
     /// whole run names them ([`crate::partition`]). The file is not read:
     /// the part's arrivals replace it, and the log's own figures (its
-    /// verdicts, its labelled seconds) are the whole log's, left out.
-    pub fn preset(&self, rows: u64, clients: &[crate::partition::KeyFact]) -> Result<(), FieldError> {
+    /// verdicts, its labelled seconds) are the whole log's: left out, or
+    /// taken from `log` for a merge of every part.
+    pub fn preset(
+        &self,
+        rows: u64,
+        clients: &[crate::partition::KeyFact],
+        log: Option<&crate::partition::LogFacts>,
+    ) -> Result<(), FieldError> {
         let mut names = std::collections::HashMap::default();
         let mut hashes = Vec::new();
         for fact in clients {
@@ -245,10 +251,16 @@ impl Config {
             }
         }
         let _ = self.scanned.set(Scan {
-            whole_seconds: false,
-            turned_away: None,
-            labelled: None,
-            keys: (clients.len() as u64).max(1),
+            whole_seconds: log.is_some_and(|log| log.labelled.is_some()),
+            turned_away: log.and_then(|log| log.turned_away),
+            labelled: log.and_then(|log| {
+                let [busiest, busiest_pair] = log.labelled?;
+                let mut labelled = Labelled::default();
+                (labelled.busiest, labelled.busiest_pair) = (busiest, busiest_pair);
+                labelled.packed = log.packed;
+                Some(labelled)
+            }),
+            keys: log.map_or(clients.len() as u64, |log| log.keys).max(1),
             earliest: 0,
             sorted: true,
             rows,
