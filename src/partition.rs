@@ -155,16 +155,14 @@ pub fn keys_file(w: usize) -> String {
 /// Writes a part's clients of one workload: per client, varints of its id,
 /// its value and its name's length plus one (0 for none), then the name.
 pub struct KeysWriter<W: Write> {
-    out: flate2::write::GzEncoder<HashingWriter<W>>,
-    rows: u64,
+    out: Records<W>,
 }
 
 impl<W: Write> KeysWriter<W> {
     /// Clients go to `out`, gzipped.
     pub fn new(out: W) -> KeysWriter<W> {
         KeysWriter {
-            out: gzipped(out),
-            rows: 0,
+            out: Records::new(out),
         }
     }
 
@@ -176,22 +174,12 @@ impl<W: Write> KeysWriter<W> {
         for value in [fact.id, fact.value, name.map_or(0, |n| n.len() as u64 + 1)] {
             len += put_varint(&mut head[len..], value);
         }
-        self.out.write_all(&head[..len])?;
-        self.out.write_all(name.unwrap_or_default())?;
-        self.rows += 1;
-        Ok(())
+        self.out.push(&[&head[..len], name.unwrap_or_default()])
     }
 
     /// Finishes the file: its count and fingerprint, and the writer back.
     pub fn finish(self) -> std::io::Result<(PartStream, W)> {
-        let hashing = self.out.finish()?;
-        Ok((
-            PartStream {
-                rows: self.rows,
-                hash: hex(hashing.hasher.digest()),
-            },
-            hashing.inner,
-        ))
+        self.out.finish()
     }
 }
 
@@ -386,18 +374,16 @@ fn hex(hash: u64) -> String {
 
 /// Writes one part's records of one workload, counting and hashing them.
 pub struct PartWriter<W: Write> {
-    out: flate2::write::GzEncoder<HashingWriter<W>>,
+    out: Records<W>,
     previous: (u64, u64),
-    rows: u64,
 }
 
 impl<W: Write> PartWriter<W> {
     /// Records go to `out`, gzipped.
     pub fn new(out: W) -> PartWriter<W> {
         PartWriter {
-            out: gzipped(out),
+            out: Records::new(out),
             previous: (0, 0),
-            rows: 0,
         }
     }
 
@@ -405,41 +391,69 @@ impl<W: Write> PartWriter<W> {
     pub fn push(&mut self, arrival: Arrival, seq: u64) -> std::io::Result<()> {
         let (time, last) = self.previous;
         let at = arrival.time.get();
-        let gap = if self.rows == 0 { seq } else { seq - last - 1 };
+        let gap = if self.out.rows == 0 {
+            seq
+        } else {
+            seq - last - 1
+        };
         let mut record = [0u8; 40];
         let mut len = 0;
         for value in [at - time, gap, arrival.key.client, arrival.key.host] {
             len += put_varint(&mut record[len..], value);
         }
-        self.out.write_all(&record[..len])?;
+        self.out.push(&[&record[..len]])?;
         self.previous = (at, seq);
-        self.rows += 1;
         Ok(())
     }
 
     /// Finishes the file: its rows and fingerprint, and the writer back.
     pub fn finish(self) -> std::io::Result<(PartStream, W)> {
-        let rows = self.rows;
+        self.out.finish()
+    }
+}
+
+/// A gzipped file of records, counted and hashed as written: what every
+/// file of a partitioning or a shard is.
+pub(crate) struct Records<W: Write> {
+    out: flate2::write::GzEncoder<HashingWriter<W>>,
+    rows: u64,
+}
+
+impl<W: Write> Records<W> {
+    /// Records go to `out`, gzipped (fast).
+    pub(crate) fn new(out: W) -> Records<W> {
+        Records {
+            out: flate2::write::GzEncoder::new(
+                HashingWriter {
+                    inner: out,
+                    hasher: xxhash_rust::xxh3::Xxh3::new(),
+                },
+                flate2::Compression::fast(),
+            ),
+            rows: 0,
+        }
+    }
+
+    /// Appends one record, written in `pieces`.
+    pub(crate) fn push(&mut self, pieces: &[&[u8]]) -> std::io::Result<()> {
+        for piece in pieces {
+            self.out.write_all(piece)?;
+        }
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// Finishes the file: its records and fingerprint, and the writer back.
+    pub(crate) fn finish(self) -> std::io::Result<(PartStream, W)> {
         let hashing = self.out.finish()?;
         Ok((
             PartStream {
-                rows,
+                rows: self.rows,
                 hash: hex(hashing.hasher.digest()),
             },
             hashing.inner,
         ))
     }
-}
-
-/// `out` gzipped (fast), hashing what it writes.
-fn gzipped<W: Write>(out: W) -> flate2::write::GzEncoder<HashingWriter<W>> {
-    flate2::write::GzEncoder::new(
-        HashingWriter {
-            inner: out,
-            hasher: xxhash_rust::xxh3::Xxh3::new(),
-        },
-        flate2::Compression::fast(),
-    )
 }
 
 /// A writer that hashes what it passes on.

@@ -273,6 +273,17 @@ pub fn merge(args: &MergeArgs, dir: &Path) -> Result<()> {
             );
         }
     }
+    // Each part's part.json, read once: of this partitioning, in its place.
+    let part_files = (0..parts)
+        .map(|i| {
+            let file = dir.join(i.to_string()).join("part.json");
+            let part: PartFile = read_json(&file, "a part's part.json")?;
+            if part.identity != *identity || part.index != i as u64 {
+                bail!("{}: not part {i} of this partitioning", file.display());
+            }
+            Ok(part)
+        })
+        .collect::<Result<Vec<_>>>()?;
     let charts = !args.output.no_charts;
     let options = crate::sim::Options {
         packed: true,
@@ -285,7 +296,13 @@ pub fn merge(args: &MergeArgs, dir: &Path) -> Result<()> {
     let mut workloads = Vec::new();
     for w in 0..scenario.workloads.len() {
         workloads.push(merge_workload(
-            &scenario, &options, &whole, dir, &shards, w,
+            &scenario,
+            &options,
+            &whole,
+            dir,
+            &shards,
+            &part_files,
+            w,
         )?);
     }
     let results = crate::results::Results::new(&scenario, options.curve.clone(), workloads);
@@ -320,6 +337,7 @@ fn merge_workload(
     whole: &Partitioning,
     dir: &Path,
     shards: &[(PathBuf, ShardFile)],
+    part_files: &[PartFile],
     w: usize,
 ) -> Result<crate::results::WorkloadResults> {
     let workload = &scenario.workloads[w];
@@ -381,22 +399,14 @@ fn merge_workload(
     }
     let keys = [workload.is_keyed(), workload.names_hosts()];
     let mut readers: Vec<PartReader> = Vec::with_capacity(shards.len());
-    for i in 0..shards.len() {
-        let part_dir = dir.join(i.to_string());
-        let file: PartFile = read_json(&part_dir.join("part.json"), "a part's part.json")?;
-        if file.identity != whole.identity || file.index != i as u64 {
-            bail!(
-                "{}: not part {i} of this partitioning",
-                part_dir.join("part.json").display()
-            );
-        }
+    for (i, file) in part_files.iter().enumerate() {
         let expected = file
             .files
             .get(w)
             .cloned()
             .context("a part without the workload")?;
-        let mut reader = PartReader::open(&part_dir.join(crate::partition::rows_file(w)), expected)
-            .map_err(anyhow::Error::msg)?;
+        let rows = dir.join(i.to_string()).join(crate::partition::rows_file(w));
+        let mut reader = PartReader::open(&rows, expected).map_err(anyhow::Error::msg)?;
         reader.set_keys(keys);
         readers.push(reader);
     }
@@ -459,19 +469,16 @@ fn merge_workload(
     // The busiest clients' values and names, from the parts' clients.
     let mut wanted: HashMap<u64, (u64, Option<String>)> = HashMap::new();
     let busiest = recounted.busiest();
-    for i in 0..shards.len() {
+    for (i, file) in part_files.iter().enumerate() {
         if busiest.iter().all(|id| wanted.contains_key(id)) {
             break;
         }
-        let part_dir = dir.join(i.to_string());
-        let file: PartFile = read_json(&part_dir.join("part.json"), "a part's part.json")?;
         let expected = file
             .keys
             .get(w)
             .context("a part without the workload's clients")?;
-        let facts =
-            crate::partition::read_keys(&part_dir.join(crate::partition::keys_file(w)), expected)
-                .map_err(anyhow::Error::msg)?;
+        let clients = dir.join(i.to_string()).join(crate::partition::keys_file(w));
+        let facts = crate::partition::read_keys(&clients, expected).map_err(anyhow::Error::msg)?;
         for fact in facts {
             if busiest.contains(&fact.id) {
                 wanted.entry(fact.id).or_insert((fact.value, fact.name));

@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use super::{HashingWriter, PartStream, gzipped, hex, put_varint};
+use super::{PartStream, Records, put_varint};
 use crate::time::Nanos;
 
 /// One decision as a shard stores it.
@@ -29,16 +29,14 @@ impl Code {
 
 /// Writes a shard's decisions of one limiter, counting and hashing them.
 pub struct CodesWriter<W: Write> {
-    out: flate2::write::GzEncoder<HashingWriter<W>>,
-    rows: u64,
+    out: Records<W>,
 }
 
 impl<W: Write> CodesWriter<W> {
     /// Decisions go to `out`, gzipped.
     pub fn new(out: W) -> CodesWriter<W> {
         CodesWriter {
-            out: gzipped(out),
-            rows: 0,
+            out: Records::new(out),
         }
     }
 
@@ -54,21 +52,11 @@ impl<W: Write> CodesWriter<W> {
         };
         let mut bytes = [0u8; 10];
         let len = put_varint(&mut bytes, value);
-        self.out.write_all(&bytes[..len])?;
-        self.rows += 1;
-        Ok(())
+        self.out.push(&[&bytes[..len]])
     }
 
     /// Finishes the file: its count and fingerprint, and the writer back.
     pub fn finish(self) -> std::io::Result<(PartStream, W)> {
-        let rows = self.rows;
-        let hashing = self.out.finish()?;
-        Ok((
-            PartStream {
-                rows,
-                hash: hex(hashing.hasher.digest()),
-            },
-            hashing.inner,
-        ))
+        self.out.finish()
     }
 }

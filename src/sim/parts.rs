@@ -33,6 +33,20 @@ fn placements(packed: Option<[u64; 2]>) -> usize {
     if packed.is_some() { 3 } else { 1 }
 }
 
+/// A run's options when its figures alone are wanted.
+fn figures() -> Options {
+    Options {
+        skip_timeline: true,
+        ..Options::default()
+    }
+}
+
+/// For a log whose whole seconds start at `origin` and are packed: that
+/// origin and the run's last instant, as [`super::packed_time`] takes them.
+fn packed_span(scenario: &Scenario, origin: Option<u64>) -> Option<[u64; 2]> {
+    origin.map(|origin| [origin, scenario.duration.get().saturating_sub(1)])
+}
+
 /// What a shard keeps of a limiter's run: its figures per key as counts by
 /// value and, kept per key, the most keys it held at once and its resets.
 pub type Decided = (Option<KeyTallies>, Option<(u64, u64)>);
@@ -54,11 +68,7 @@ impl Decide {
         packed: Option<u64>,
     ) -> Decide {
         let keyed = scenario.workloads[workload].is_keyed();
-        let figures = Options {
-            skip_timeline: true,
-            ..Options::default()
-        };
-        let packed = packed.map(|origin| [origin, scenario.duration.get().saturating_sub(1)]);
+        let (figures, packed) = (figures(), packed_span(scenario, packed));
         let runs = limiters
             .iter()
             .map(|&l| {
@@ -142,11 +152,7 @@ impl Recount {
         merged: Vec<Option<Merged>>,
     ) -> Recount {
         let keyed = scenario.workloads[workload].is_keyed();
-        let figures = Options {
-            skip_timeline: true,
-            ..Options::default()
-        };
-        let packed = packed.map(|origin| [origin, scenario.duration.get().saturating_sub(1)]);
+        let (figures, packed) = (figures(), packed_span(scenario, packed));
         let runs = scenario
             .limiters
             .iter()
