@@ -87,3 +87,95 @@ pub fn cuts(scenario: &Scenario, logs: &[LogFacts], parts: u64) -> Result<Option
     }
     Ok(Some(cuts))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scenario of `duration` whose limiters are `limiters` (TOML tables).
+    fn scenario(duration: &str, limiters: &str) -> Scenario {
+        let text = format!(
+            "duration = \"{duration}\"\n[[workload]]\nname = \"w\"\nsources = [{{ kind = \"uniform\", rate = 10 }}]\n{limiters}"
+        );
+        crate::scenario::parse(&text, std::path::Path::new("s.toml")).unwrap()
+    }
+
+    fn window(name: &str, window: &str, extra: &str) -> String {
+        format!(
+            "[[limiter]]\nname = \"{name}\"\nkind = \"fixed-window\"\nwindow = \"{window}\"\nthreshold = 5\n{extra}\n"
+        )
+    }
+
+    fn log(origin: Option<u64>) -> LogFacts {
+        LogFacts {
+            keys: 1,
+            turned_away: None,
+            labelled: None,
+            packed: origin.is_some(),
+            origin,
+        }
+    }
+
+    #[test]
+    fn each_cut_is_the_first_edge_every_global_window_shares_after_its_share_of_the_run() {
+        // 1 s and 300 ms windows share an edge every 3 s; a per-key limiter is not cut for.
+        let limiters = window("a", "1s", "")
+            + &window("b", "300ms", "")
+            + &window("k", "7ms", "per = \"key\"");
+        let s = scenario("100s", &limiters);
+        let cuts = cuts(&s, &[log(None)], 7).unwrap().unwrap();
+        assert_eq!(cuts.len(), 6);
+        for (i, &cut) in cuts.iter().enumerate() {
+            let target = 100 * NANOS_PER_SEC * (i as u64 + 1) / 7;
+            assert!(
+                cut >= target && cut < target + 3 * NANOS_PER_SEC,
+                "{cut} for {target}"
+            );
+            assert_eq!(cut % (3 * NANOS_PER_SEC), 0, "{cut}");
+        }
+        // Anchored at 250 ms, with a packed log's seconds from 250 ms: edges at 250 ms + k s.
+        let s = scenario(
+            "10s",
+            &window("a", "500ms", "align = { anchor = \"250ms\" }"),
+        );
+        let cuts = super::cuts(&s, &[log(Some(250_000_000))], 4)
+            .unwrap()
+            .unwrap();
+        assert_eq!(cuts, vec![3_250_000_000, 5_250_000_000, 8_250_000_000]);
+        // No global limiter: no slices.
+        assert_eq!(
+            super::cuts(
+                &scenario("10s", &window("k", "1s", "per = \"key\"")),
+                &[],
+                4
+            )
+            .unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn a_global_limiter_that_carries_its_past_or_shares_no_edge_is_refused_with_the_reason() {
+        let sliding =
+            "[[limiter]]\nname = \"log\"\nkind = \"sliding-log\"\nwindow = \"1s\"\nthreshold = 5\n";
+        let err = cuts(&scenario("10s", sliding), &[], 2)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("limiter \"log\" (sliding-log) is global")
+                && err.contains("carries its past"),
+            "{err}"
+        );
+        let first = window("f", "1s", "align = \"first-request\"");
+        let err = cuts(&scenario("10s", &first), &[], 2)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("start at its first request"), "{err}");
+        // Edges at k s and at 250 ms + k s never meet.
+        let apart = window("a", "1s", "") + &window("b", "1s", "align = { anchor = \"250ms\" }");
+        let err = cuts(&scenario("10s", &apart), &[], 2)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("share no edge"), "{err}");
+    }
+}
