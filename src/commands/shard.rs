@@ -87,6 +87,20 @@ pub fn shard(args: &RunArgs) -> Result<()> {
     let part = scenario.part.clone().context("a part was loaded")?;
     let name = format!("{}-shard-{}-of-{}", scenario.name, shard.index, shard.count);
     let target = results_folder(args.out.as_deref(), &name);
+    // Run again after a failure elsewhere: a shard already decided is kept.
+    if let Ok(done) = read_json::<ShardFile>(&target.join(SHARD_FILE), "")
+        && done.format == SHARD_FORMAT
+        && done.identity == *identity
+        && done.index == shard.index
+    {
+        return super::print(
+            args.quiet,
+            &format!(
+                "shard {shard} of this partitioning is already complete in {}; skipped\n",
+                target.display()
+            ),
+        );
+    }
     let staging = Staging::new(&target)?;
     warn(staging.notes());
     let count = scenario.limiters.len();

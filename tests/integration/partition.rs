@@ -449,23 +449,35 @@ fn four_shards_under_gnu_parallel_merge_into_the_whole_run() {
     let parts = partition(scenario, dir.path(), 4);
     let binary = assert_cmd::cargo::cargo_bin("burstsim");
     // auto/4 reads the index from GNU parallel's PARALLEL_SEQ (from 1).
-    let output = std::process::Command::new("parallel")
-        .args(["--will-cite", "--halt", "now,fail=1", "-j", "4"])
-        .arg(format!(
-            "{} run {SCENARIO} --partition {} --shard auto/4 --out {}/shard-{{#}}",
-            binary.display(),
-            parts.display(),
-            dir.path().display()
-        ))
-        .arg(":::")
-        .args(["a", "b", "c", "d"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    let stdout = String::from_utf8(output.stdout).unwrap();
+    let decide = || {
+        let output = std::process::Command::new("parallel")
+            .args(["--will-cite", "--halt", "now,fail=1", "-j", "4"])
+            .arg(format!(
+                "{} run {SCENARIO} --partition {} --shard auto/4 --out {}/shard-{{#}}",
+                binary.display(),
+                parts.display(),
+                dir.path().display()
+            ))
+            .arg(":::")
+            .args(["a", "b", "c", "d"])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let stdout = decide();
     for i in 0..4 {
         assert!(stdout.contains(&format!("shard {i}/4:")), "{stdout}");
     }
+    // Run again, as after a failure: every shard is already complete.
+    let again = decide();
+    assert_eq!(
+        again
+            .matches("of this partitioning is already complete in")
+            .count(),
+        4,
+        "{again}"
+    );
     let decided: Vec<PathBuf> = (1..=4)
         .map(|i| dir.path().join(format!("shard-{i}")))
         .collect();
