@@ -489,3 +489,142 @@ fn four_shards_under_gnu_parallel_merge_into_the_whole_run() {
         fs::read(whole.join("summary.json")).unwrap()
     );
 }
+
+/// Writes a combined log of `lines` lines over an hour of whole seconds:
+/// 1 line in 4 from one of 50 busy addresses (about 14 a second each), the
+/// rest spread over 2·10^6 (most seen a few times).
+fn fleet_log(path: &Path, lines: u64) {
+    use std::io::Write as _;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, fs::File::create(path).unwrap());
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    for i in 0..lines {
+        // xorshift: a fixed stream, the same on every machine.
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let address = if i % 4 == 0 {
+            state % 50
+        } else {
+            50 + state % 2_000_000
+        };
+        let second = i * 3600 / lines;
+        writeln!(
+            out,
+            "10.{}.{}.{} - - [27/Nov/2026:{:02}:{:02}:{:02} +0100] \"GET /api/cart?id={i} HTTP/1.1\" 200 512 \"-\" \"curl/8.5\"",
+            address >> 16,
+            (address >> 8) & 255,
+            address & 255,
+            9 + second / 3600,
+            second / 60 % 60,
+            second % 60
+        )
+        .unwrap();
+    }
+    out.flush().unwrap();
+}
+
+#[test]
+#[ignore = "10^7 log lines (about 1 GB in a temporary folder, a minute or two): run with --include-ignored, as .ci/run does"]
+fn ten_million_lines_in_eight_shards_under_gnu_parallel_merge_into_the_whole_run() {
+    let _alone = super::common::real_time();
+    if !Path::new("/usr/bin/parallel").exists() {
+        super::common::required("GNU parallel is not installed (Debian's `parallel`)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("fleet.log");
+    fleet_log(&log, 10_000_000);
+    let scenario = dir.path().join("fleet.toml");
+    fs::write(
+        &scenario,
+        format!(
+            "name = \"fleet\"\nduration = \"1h\"\nseed = 7\n[backend]\ncapacity = 2500\n[[workload]]\nname = \"fleet\"\nsources = [{{ kind = \"trace\", format = \"combined\", path = \"{}\", key_field = \"remote_addr\" }}]\n[[limiter]]\nname = \"global-fixed\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 2000\n[[limiter]]\nname = \"per-key-fixed\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 5\nper = \"key\"\n[[limiter]]\nname = \"per-key-bucket\"\nkind = \"token-bucket\"\nrate = 5\nburst = 5\nper = \"key\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    let whole = dir.path().join("whole");
+    let args: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        scenario.clone().into(),
+        "-q".into(),
+        "--no-charts".into(),
+        "--out".into(),
+        whole.clone().into(),
+    ];
+    burstsim(&args);
+    let parts = partition(&scenario, dir.path(), 8);
+    // The log is not needed past this point.
+    fs::remove_file(&log).unwrap();
+    let binary = assert_cmd::cargo::cargo_bin("burstsim");
+    let output = std::process::Command::new("parallel")
+        .args(["--will-cite", "--halt", "now,fail=1", "-j", "2"])
+        .arg(format!(
+            "{} run {} --partition {} --shard auto/8 -q --out {}/shard-{{#}}",
+            binary.display(),
+            scenario.display(),
+            parts.display(),
+            dir.path().display()
+        ))
+        .arg(":::")
+        .args((0..8).map(|i| i.to_string()))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let decided: Vec<PathBuf> = (1..=8)
+        .map(|i| dir.path().join(format!("shard-{i}")))
+        .collect();
+    let merged = dir.path().join("merged");
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "merge".into(),
+        "-q".into(),
+        "--no-charts".into(),
+        "--partition".into(),
+        parts.clone().into(),
+    ];
+    args.extend(decided.iter().map(|d| d.clone().into()));
+    args.extend(["--out".into(), merged.clone().into()]);
+    burstsim(&args);
+    let summary = fs::read(whole.join("summary.json")).unwrap();
+    assert!(
+        fs::read(merged.join("summary.json")).unwrap() == summary,
+        "summary.json differs"
+    );
+    // The figures are not trivial: every limiter turns some away, and the
+    // per-key ones throttle the busy addresses.
+    let json: serde_json::Value = serde_json::from_slice(&summary).unwrap();
+    for run in json["runs"].as_array().unwrap() {
+        assert_eq!(run["offered"], 10_000_000, "{run}");
+        assert!(run["rejected"].as_u64().unwrap() > 0, "{run}");
+        assert!(run["keys"]["throttled"].as_u64().unwrap() > 0, "{run}");
+    }
+    // A part replaced by another partitioning's is refused, naming it.
+    let other = dir.path().join("other");
+    let args: Vec<std::ffi::OsString> = vec![
+        "partition".into(),
+        SCENARIO.into(),
+        "--parts".into(),
+        "8".into(),
+        "--out".into(),
+        other.clone().into(),
+        "-q".into(),
+    ];
+    burstsim(&args);
+    fs::remove_dir_all(parts.join("5")).unwrap();
+    copy_dir(&other.join("5"), &parts.join("5"));
+    let (code, stderr) = merge(&parts, &decided, &dir.path().join("again"));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("5/part.json: not part 5 of this partitioning"),
+        "{stderr}"
+    );
+}
+
+/// Copies the files of folder `from` into a new folder `to`.
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+    }
+}
