@@ -234,7 +234,7 @@ impl Input {
                     return Ok(None);
                 };
                 *number += 1;
-                let text = text.trim();
+                let text = logs::trim(text);
                 if text.is_empty() {
                     continue;
                 }
