@@ -30,6 +30,7 @@ mod labelled;
 mod layout;
 mod lines;
 mod pattern;
+mod reading;
 mod scan;
 mod stored;
 #[cfg(test)]
@@ -42,6 +43,7 @@ use self::fields::*;
 pub use self::fields::{Spread, Unit};
 pub use self::input::MAX_ROW_BYTES;
 use self::input::*;
+use self::reading::*;
 use self::files::Part;
 pub use self::filter::Where;
 pub use self::labelled::{Labelled, PACKED_ROWS};

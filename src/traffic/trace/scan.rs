@@ -8,32 +8,115 @@ use super::*;
 /// Rows whose keys are numbered together.
 const BATCH: usize = 32;
 
-impl Config {
-    /// Numbers the keys of `batch` (time, key, the log's verdict) in order
-    /// and keeps its rows, emptying it: their places in the table are read
-    /// first, one after the other, so that their cache misses overlap.
-    /// `Err` when the keys pass [`MAX_KEYS`].
-    fn number_batch(
-        &self,
-        batch: &mut Vec<(u64, Key, u8)>,
-        keys: &mut Numbered,
-        checked: &mut CheckedWriter,
-    ) -> Result<(), ()> {
-        let touched = batch.iter().fold(0u64, |sum, (_, key, _)| {
-            sum.wrapping_add(keys.numbers.touch(key.client))
+/// The counting side of the check: what it finds, row by row, in order.
+struct Counting<'a> {
+    config: &'a Config,
+    shown: &'a Path,
+    start: Nanos,
+    end: Nanos,
+    rows: u64,
+    unsorted: u64,
+    earliest: u64,
+    previous: u64,
+    first: Option<u64>,
+    outside: u64,
+    whole_seconds: bool,
+    labelled: Labelled,
+    keys: Numbered,
+    hosts: std::collections::HashSet<u64, crate::random::MixState>,
+    names: std::collections::HashMap<Key, String, crate::random::MixState>,
+    parts: Vec<Part>,
+    left_out: u64,
+    turned_away: (u64, u64),
+    checked: CheckedWriter,
+    /// Rows whose keys are numbered next, together (see `number_batch`).
+    batch: Vec<ReadRow>,
+}
+
+impl Counting<'_> {
+    fn too_many_keys(&self) -> FieldError {
+        format!(
+            "{}: more than {MAX_KEYS} distinct keys in column {:?}; state is kept per key, and that many is refused",
+            self.shown.display(),
+            self.config.key.as_deref().unwrap_or_default()
+        )
+        .into()
+    }
+
+    /// Numbers the keys of the batch in order and keeps its rows, emptying
+    /// it: their places in the table are read first, one after the other,
+    /// so that their cache misses overlap.
+    fn number_batch(&mut self) -> Result<(), FieldError> {
+        let touched = self.batch.iter().fold(0u64, |sum, (_, key, _)| {
+            sum.wrapping_add(self.keys.numbers.touch(key.client))
         });
         std::hint::black_box(touched);
+        let mut batch = std::mem::take(&mut self.batch);
         for (time, key, verdict) in batch.drain(..) {
-            let (number, new) = keys.insert(key.client);
-            if new && keys.hashes.len() as u64 > MAX_KEYS {
-                return Err(());
+            let (number, new) = self.keys.insert(key.client);
+            if new && self.keys.hashes.len() as u64 > MAX_KEYS {
+                return Err(self.too_many_keys());
             }
-            let client = if self.interned { u64::from(number) } else { key.client };
-            checked.row(time, client, key.host, verdict);
+            let client = if self.config.interned { u64::from(number) } else { key.client };
+            self.checked.row(time, client, key.host, verdict);
+        }
+        self.batch = batch;
+        Ok(())
+    }
+}
+
+impl ReadInto for Counting<'_> {
+    #[inline]
+    fn row(&mut self, (time, key, verdict): ReadRow, name: Option<String>) -> Result<(), FieldError> {
+        if self.config.key.is_some() {
+            if let Some(name) = name {
+                self.names.insert(Key::client(key.client), name);
+            }
+            self.batch.push((time, key, verdict));
+            if self.batch.len() == BATCH {
+                self.number_batch()?;
+            }
+        } else {
+            self.checked.row(time, key.client, key.host, verdict);
+        }
+        if self.config.host.is_some() && self.hosts.insert(key.host) && self.hosts.len() as u64 > MAX_KEYS {
+            return Err(format!(
+                "{}: more than {MAX_KEYS} distinct hosts in column {:?}; state is kept per key, and that many is refused",
+                self.shown.display(),
+                self.config.host.as_deref().unwrap_or_default()
+            ).into());
+        }
+        self.unsorted += u64::from(time < self.previous);
+        self.earliest = self.earliest.min(time);
+        self.whole_seconds &= time % NANOS_PER_SEC == 0;
+        self.previous = time;
+        self.rows += 1;
+        // While sorted, the first row is the earliest, so the rebased time is known now.
+        let first = *self.first.get_or_insert(time);
+        let shifted = if self.config.rebased() {
+            (time - first.min(time)).saturating_add(self.start.get())
+        } else {
+            time
+        };
+        let inside = (self.start.get()..self.end.get()).contains(&shifted);
+        self.outside += u64::from(!inside);
+        if inside && self.unsorted == 0 {
+            self.labelled.count((time - first.min(time)) / NANOS_PER_SEC);
         }
         Ok(())
     }
 
+    fn file(&mut self, file: FileRead) -> Result<(), FieldError> {
+        self.number_batch()?;
+        self.left_out += file.left_out;
+        self.turned_away.0 += file.turned_away.0;
+        self.turned_away.1 += file.turned_away.1;
+        self.parts.push(file.part);
+        Ok(())
+    }
+}
+
+impl Config {
     /// Reads the whole file once, streaming: every row must hold a timestamp.
     /// Also counts the rows outside `[start, end)` (after rebasing); for an
     /// unsorted file that takes a second pass.
@@ -45,107 +128,49 @@ impl Config {
     ) -> Result<(Scan, Vec<String>), FieldError> {
         let files = self.files(base_dir)?;
         let shown = self.shown(base_dir);
-        let (mut rows, mut unsorted, mut earliest, mut previous) = (0u64, 0u64, u64::MAX, 0u64);
-        let (mut first, mut outside, mut whole_seconds) = (None, 0u64, true);
-        let mut labelled = Labelled::default();
-        let mut keys = Numbered::default();
-        let mut hosts: std::collections::HashSet<u64, crate::random::MixState> =
-            std::collections::HashSet::default();
-        let (keyed, hosted) = (self.key.is_some(), self.host.is_some());
-        let mut names = std::collections::HashMap::default();
-        let (mut parts, mut left_out) = (Vec::with_capacity(files.len()), 0u64);
-        let mut turned_away = (0u64, 0u64);
-        let mut checked = CheckedWriter::new(hosted, !self.reread);
-        // Once the first keys' names are kept, rows are numbered in batches
-        // (see `number_batch`); before, each row's key text is read as it is.
-        let mut batch: Vec<(u64, Key, u8)> = Vec::with_capacity(BATCH);
-        let too_many_keys = || {
-            format!(
-                "{}: more than {MAX_KEYS} distinct keys in column {:?}; state is kept per key, and that many is refused",
-                shown.display(),
-                self.key.as_deref().unwrap_or_default()
-            )
+        let mut counting = Counting {
+            config: self,
+            shown: &shown,
+            start,
+            end,
+            rows: 0,
+            unsorted: 0,
+            earliest: u64::MAX,
+            previous: 0,
+            first: None,
+            outside: 0,
+            whole_seconds: true,
+            labelled: Labelled::default(),
+            keys: Numbered::default(),
+            hosts: std::collections::HashSet::default(),
+            names: std::collections::HashMap::default(),
+            parts: Vec::with_capacity(files.len()),
+            left_out: 0,
+            turned_away: (0, 0),
+            checked: CheckedWriter::new(self.host.is_some(), !self.reread),
+            batch: Vec::with_capacity(BATCH),
         };
-        for file in files {
-        let (mut input, identity) = self.open(&file, None)?;
-        let named = Self::named(&file);
-        let layout = self.locate(&named, &mut input)?;
-        loop {
-            let before = input.turned_away();
-            let Some((time, key)) = input.next(&layout, &named)? else {
-                break;
-            };
-            let verdict = verdict(before, input.turned_away());
-            if keyed && names.len() >= NAMED_KEYS {
-                batch.push((time, key, verdict));
-                if batch.len() == BATCH {
-                    self.number_batch(&mut batch, &mut keys, &mut checked)
-                        .map_err(|()| too_many_keys())?;
-                }
-            } else {
-                let (number, new) = if keyed { keys.insert(key.client) } else { (0, false) };
-                checked.row(
-                    time,
-                    if self.interned && keyed { u64::from(number) } else { key.client },
-                    key.host,
-                    verdict,
-                );
-                if new && names.len() < NAMED_KEYS {
-                    names.extend(
-                        input
-                            .key_text(&layout)
-                            .map(|text| (Key::client(key.client), text)),
-                    );
-                }
-                if new && keys.hashes.len() as u64 > MAX_KEYS {
-                    return Err(too_many_keys().into());
-                }
-            }
-            if hosted && hosts.insert(key.host) && hosts.len() as u64 > MAX_KEYS {
-                return Err(format!(
-                    "{}: more than {MAX_KEYS} distinct hosts in column {:?}; state is kept per key, and that many is refused",
-                    shown.display(),
-                    self.host.as_deref().unwrap_or_default()
-                ).into());
-            }
-            unsorted += u64::from(time < previous);
-            earliest = earliest.min(time);
-            whole_seconds &= time % NANOS_PER_SEC == 0;
-            previous = time;
-            rows += 1;
-            // While sorted, the first row is the earliest, so the rebased time is known now.
-            let first = *first.get_or_insert(time);
-            let shifted = if self.rebased() {
-                (time - first.min(time)).saturating_add(start.get())
-            } else {
-                time
-            };
-            let inside = (start.get()..end.get()).contains(&shifted);
-            outside += u64::from(!inside);
-            if inside && unsorted == 0 {
-                labelled.count((time - first.min(time)) / NANOS_PER_SEC);
-            }
+        if Self::read_threaded(&files) {
+            self.read_files_threaded(&files, &mut counting)?;
+        } else {
+            self.read_files(&files, &mut counting)?;
         }
-        self.number_batch(&mut batch, &mut keys, &mut checked)
-            .map_err(|()| too_many_keys())?;
-        left_out += input.left_out();
-        let (rejected, logged) = input.turned_away();
-        turned_away.0 += rejected;
-        turned_away.1 += logged;
-        let checksum = input
-            .drain()
-            .map_err(|err| format!("{}: {err}", named.display()))?;
-        let now = input.hashing().file.get_ref().metadata();
-        if now.map(|meta| FileIdentity::of(&meta)).ok() != Some(identity) {
-            return Err(changed(&named).into());
-        }
-        parts.push(Part {
-            path: file,
-            identity,
-            checksum,
-            layout,
-        });
-        }
+        let Counting {
+            rows,
+            unsorted,
+            earliest,
+            mut outside,
+            whole_seconds,
+            mut labelled,
+            keys,
+            hosts,
+            names,
+            parts,
+            left_out,
+            turned_away,
+            checked,
+            ..
+        } = counting;
         let spreading = rows > 0 && whole_seconds && self.may_spread();
         if self.spread == Some(Spread::Uniform) && rows > 0 && !whole_seconds {
             return Err(field_error!(

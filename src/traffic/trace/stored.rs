@@ -96,6 +96,11 @@ const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 const ZSTD_MAX_WINDOW: u64 = 128 << 20;
 
 impl Decoded {
+    /// Whether a file starting with `head` is compressed (gzip or zstd).
+    pub(super) fn is_compressed(head: &[u8]) -> bool {
+        head.starts_with(&GZIP_MAGIC) || head.starts_with(&ZSTD_MAGIC)
+    }
+
     /// Looks at the file's first bytes to tell how it is stored.
     /// A large compressed file is decompressed on a thread of its own
     /// while the rows are read on this one, when a core is free for it.

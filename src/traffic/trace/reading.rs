@@ -1,0 +1,345 @@
+//! The check's reading side: every file of a trace opened, its layout
+//! found, its rows parsed and its bytes hashed, in order. It hands the rows
+//! to the counting side ([`Config::scan`]) either directly or, for a large
+//! plain log with a core free, from a thread of its own: parsing the text
+//! and numbering the keys are about even, so each gets a core.
+
+use std::collections::HashSet;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+
+use super::*;
+
+/// A row as read: its time as written, its key, and the log's own verdict
+/// (see [`verdict`]).
+pub(super) type ReadRow = (u64, Key, u8);
+
+/// What the reading side hands on, in the files' order.
+pub(super) trait ReadInto {
+    /// The next row, with the key's text when it is one to name.
+    fn row(&mut self, row: ReadRow, name: Option<String>) -> Result<(), FieldError>;
+    /// A file read to its end and checked unchanged.
+    fn file(&mut self, file: FileRead) -> Result<(), FieldError>;
+}
+
+/// One file read to its end.
+pub(super) struct FileRead {
+    pub(super) part: Part,
+    /// ReadInto `where` left out.
+    pub(super) left_out: u64,
+    /// See [`Input::turned_away`].
+    pub(super) turned_away: (u64, u64),
+}
+
+/// Which keys' texts are kept: those of the first [`NAMED_KEYS`] distinct
+/// keys whose row gives one, in the order first seen.
+#[derive(Default)]
+struct Naming {
+    seen: HashSet<u64, crate::random::MixState>,
+    named: usize,
+}
+
+impl Naming {
+    #[inline]
+    fn name(&mut self, client: u64, text: impl FnOnce() -> Option<String>) -> Option<String> {
+        if self.named >= NAMED_KEYS || !self.seen.insert(client) {
+            return None;
+        }
+        let text = text()?;
+        self.named += 1;
+        Some(text)
+    }
+}
+
+/// Plain logs at least this large are read on a thread of their own when a
+/// core is free for it.
+const THREADED_FROM: u64 = 8 << 20;
+/// ReadInto handed over at once from the reading thread.
+const HANDED: usize = 4096;
+/// Hand-overs the reading thread may hold ready: the rows it runs ahead.
+const AHEAD: usize = 4;
+
+/// What the reading thread sends.
+enum Reading {
+    Rows(Vec<ReadRow>, Vec<(usize, String)>),
+    File(FileRead),
+    Failed(FieldError),
+}
+
+impl Config {
+    /// Reads every row of `files` into `rows`, in order.
+    pub(super) fn read_files(
+        &self,
+        files: &[PathBuf],
+        rows: &mut impl ReadInto,
+    ) -> Result<(), FieldError> {
+        let keyed = self.key.is_some();
+        let mut naming = Naming::default();
+        for file in files {
+            let (mut input, identity) = self.open(file, None)?;
+            let named = Self::named(file);
+            let layout = self.locate(&named, &mut input)?;
+            loop {
+                let before = input.turned_away();
+                let Some((time, key)) = input.next(&layout, &named)? else {
+                    break;
+                };
+                let verdict = verdict(before, input.turned_away());
+                let name = if keyed {
+                    naming.name(key.client, || input.key_text(&layout))
+                } else {
+                    None
+                };
+                rows.row((time, key, verdict), name)?;
+            }
+            let left_out = input.left_out();
+            let turned_away = input.turned_away();
+            let checksum = input
+                .drain()
+                .map_err(|err| format!("{}: {err}", named.display()))?;
+            let now = input.hashing().file.get_ref().metadata();
+            if now.map(|meta| FileIdentity::of(&meta)).ok() != Some(identity) {
+                return Err(changed(&named).into());
+            }
+            rows.file(FileRead {
+                part: Part {
+                    path: file.clone(),
+                    identity,
+                    checksum,
+                    layout,
+                },
+                left_out,
+                turned_away,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Whether `files` are read on a thread of their own: plain (not
+    /// compressed: those are decompressed on one already), at least
+    /// [`THREADED_FROM`] bytes in all, and a core free for it.
+    pub(super) fn read_threaded(files: &[PathBuf]) -> bool {
+        let mut bytes = 0u64;
+        for file in files {
+            let Ok(mut opened) = File::open(file) else {
+                return false;
+            };
+            let mut head = [0u8; 4];
+            let Ok(n) = opened.read(&mut head) else {
+                return false;
+            };
+            if Decoded::is_compressed(&head[..n]) {
+                return false;
+            }
+            bytes += opened.metadata().map_or(0, |meta| meta.len());
+        }
+        bytes >= THREADED_FROM && crate::cores::second_core_free()
+    }
+
+    /// [`Config::read_files`] on a thread of its own, handing its rows to
+    /// `rows` on this one. When `rows` refuses one, the thread stops at its
+    /// next hand-over.
+    pub(super) fn read_files_threaded(
+        &self,
+        files: &[PathBuf],
+        rows: &mut impl ReadInto,
+    ) -> Result<(), FieldError> {
+        let (sender, receiver) = sync_channel(AHEAD);
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                let mut handing = Handing {
+                    sender,
+                    rows: Vec::with_capacity(HANDED),
+                    names: Vec::new(),
+                };
+                let read = self.read_files(files, &mut handing);
+                // The rows before an error are counted first, as they are
+                // when read directly. A closed channel means the counting
+                // side stopped first: nothing is left to tell it.
+                let _ = handing.hand().and_then(|()| match read {
+                    Ok(()) => Ok(()),
+                    Err(err) => handing.send(Reading::Failed(err)),
+                });
+            });
+            // Dropped when this side stops, so a thread waiting to hand
+            // over more finds the channel closed and ends.
+            take(receiver, rows)
+        })
+    }
+}
+
+/// The counting side of a threaded read: every hand-over in order, until
+/// the reading side's end or error, or `rows`'s own.
+fn take(receiver: Receiver<Reading>, rows: &mut impl ReadInto) -> Result<(), FieldError> {
+    while let Ok(reading) = receiver.recv() {
+        match reading {
+            Reading::Rows(read, names) => {
+                let mut names = names.into_iter().peekable();
+                for (at, row) in read.into_iter().enumerate() {
+                    let name = names.next_if(|(named, _)| *named == at).map(|(_, name)| name);
+                    rows.row(row, name)?;
+                }
+            }
+            Reading::File(file) => rows.file(file)?,
+            Reading::Failed(err) => return Err(err),
+        }
+    }
+    Ok(())
+}
+
+/// The reading thread's side of the channel: rows gathered into hand-overs.
+struct Handing {
+    sender: SyncSender<Reading>,
+    rows: Vec<ReadRow>,
+    /// The names among `rows`, by place.
+    names: Vec<(usize, String)>,
+}
+
+impl Handing {
+    fn send(&self, reading: Reading) -> Result<(), FieldError> {
+        self.sender
+            .send(reading)
+            .map_err(|_| FieldError::new("the check stopped".to_string()))
+    }
+
+    /// Sends the rows gathered so far.
+    fn hand(&mut self) -> Result<(), FieldError> {
+        if self.rows.is_empty() {
+            return Ok(());
+        }
+        let rows = std::mem::replace(&mut self.rows, Vec::with_capacity(HANDED));
+        let names = std::mem::take(&mut self.names);
+        self.send(Reading::Rows(rows, names))
+    }
+}
+
+impl ReadInto for Handing {
+    #[inline]
+    fn row(&mut self, row: ReadRow, name: Option<String>) -> Result<(), FieldError> {
+        if let Some(name) = name {
+            self.names.push((self.rows.len(), name));
+        }
+        self.rows.push(row);
+        if self.rows.len() == HANDED {
+            self.hand()?;
+        }
+        Ok(())
+    }
+
+    fn file(&mut self, file: FileRead) -> Result<(), FieldError> {
+        self.hand()?;
+        self.send(Reading::File(file))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Everything handed on, and a refusal after `refuse_after` rows.
+    #[derive(Debug, Default, PartialEq)]
+    struct Collected {
+        rows: Vec<(ReadRow, Option<String>)>,
+        files: Vec<(PathBuf, u64, u64, (u64, u64))>,
+        refuse_after: Option<usize>,
+    }
+
+    impl ReadInto for Collected {
+        fn row(&mut self, row: ReadRow, name: Option<String>) -> Result<(), FieldError> {
+            if self.refuse_after == Some(self.rows.len()) {
+                return Err(FieldError::new("refused".to_string()));
+            }
+            self.rows.push((row, name));
+            Ok(())
+        }
+
+        fn file(&mut self, file: FileRead) -> Result<(), FieldError> {
+            let part = file.part;
+            self.files.push((part.path, part.checksum, file.left_out, file.turned_away));
+            Ok(())
+        }
+    }
+
+    /// A combined log of `lines` lines over `addresses` addresses (each
+    /// line's address a multiplicative hash of its place), a 429 in 7, and
+    /// a line that is not one at `bad`.
+    fn log(lines: u32, addresses: u32, bad: Option<u32>) -> String {
+        (0..lines)
+            .map(|i| {
+                if Some(i) == bad {
+                    return "not a log line\n".to_string();
+                }
+                let address = i.wrapping_mul(2_654_435_761) % addresses;
+                let status = if i % 7 == 3 { 429 } else { 200 };
+                format!(
+                    "10.{}.{}.{} - - [27/Nov/2026:09:{:02}:{:02} +0000] \"GET /{i} HTTP/1.1\" {status} 5 \"-\" \"a\"\n",
+                    address >> 16,
+                    (address >> 8) & 255,
+                    address & 255,
+                    i / 60_000 % 60,
+                    i / 1000 % 60,
+                )
+            })
+            .collect()
+    }
+
+    /// Reads two files of a trace both ways, into `refuse_after`.
+    fn both_ways(
+        logs: [String; 2],
+        refuse_after: Option<usize>,
+    ) -> [(Result<(), String>, Collected); 2] {
+        let dir = tempfile::tempdir().unwrap();
+        for (i, text) in logs.iter().enumerate() {
+            std::fs::write(dir.path().join(format!("{i}.log")), text).unwrap();
+        }
+        let config: Config = toml::from_str(
+            "paths = [\"0.log\", \"1.log\"]\nformat = \"combined\"\nkey_field = \"remote_addr\"",
+        )
+        .unwrap();
+        let files = config.files(dir.path()).unwrap();
+        let read = |threaded: bool| {
+            let mut collected = Collected {
+                refuse_after,
+                ..Collected::default()
+            };
+            let read = if threaded {
+                config.read_files_threaded(&files, &mut collected)
+            } else {
+                config.read_files(&files, &mut collected)
+            };
+            (read.map_err(|err| err.to_string()), collected)
+        };
+        [read(false), read(true)]
+    }
+
+    #[test]
+    fn a_thread_hands_on_the_rows_names_and_files_read_directly() {
+        // More distinct addresses than are named, over several hand-overs.
+        let [direct, threaded] = both_ways([log(30_000, 25_000, None), log(5_000, 300, None)], None);
+        assert_eq!(direct.0, Ok(()));
+        assert_eq!(direct.1.rows.len(), 35_000);
+        assert_eq!(direct.1.files.len(), 2);
+        let named = direct.1.rows.iter().filter(|(_, name)| name.is_some()).count();
+        assert_eq!(named, NAMED_KEYS);
+        assert_eq!(direct.1.files[0].3, (30_000 / 7 + 1, 30_000), "429s counted");
+        assert!(threaded == direct, "read on a thread: {:?}, {} rows", threaded.0, threaded.1.rows.len());
+    }
+
+    #[test]
+    fn a_bad_line_read_on_a_thread_fails_after_the_rows_before_it() {
+        let [direct, threaded] = both_ways([log(20_000, 100, None), log(20_000, 100, Some(12_345))], None);
+        let err = direct.0.clone().unwrap_err();
+        assert!(err.contains("1.log:12346"), "{err}");
+        assert_eq!(direct.1.rows.len(), 32_345);
+        assert!(threaded == direct, "read on a thread: {:?}, {} rows", threaded.0, threaded.1.rows.len());
+    }
+
+    #[test]
+    fn a_refusal_stops_the_reading_thread_without_waiting_for_it_to_finish() {
+        // The thread fills the channel long before the refusal is seen: it
+        // must find it closed rather than wait for room forever.
+        let [direct, threaded] = both_ways([log(60_000, 100, None), log(60_000, 100, None)], Some(10));
+        assert_eq!(direct.0, Err("refused".to_string()));
+        assert_eq!(direct.1.rows.len(), 10);
+        assert!(threaded == direct, "read on a thread: {:?}, {} rows", threaded.0, threaded.1.rows.len());
+    }
+}
