@@ -120,7 +120,12 @@ impl Config {
     pub(super) fn read_threaded(files: &[PathBuf]) -> bool {
         let mut bytes = 0u64;
         for file in files {
-            let Ok(mut opened) = File::open(file) else {
+            // Standard input, or anything but a regular file (a FIFO would
+            // wait for a writer), is read as it is: here, and by the check.
+            if file == Path::new("-") {
+                return false;
+            }
+            let Ok((mut opened, meta)) = crate::input::open_regular(file) else {
                 return false;
             };
             let mut head = [0u8; 4];
@@ -130,7 +135,7 @@ impl Config {
             if Decoded::is_compressed(&head[..n]) {
                 return false;
             }
-            bytes += opened.metadata().map_or(0, |meta| meta.len());
+            bytes += meta.len();
         }
         bytes >= THREADED_FROM && crate::cores::second_core_free()
     }
@@ -309,6 +314,30 @@ mod tests {
             (read.map_err(|err| err.to_string()), collected)
         };
         [read(false), read(true)]
+    }
+
+    #[test]
+    fn only_a_large_plain_regular_file_may_be_read_on_a_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.log");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // Opened plainly, a FIFO waits for a writer: this answers at once.
+        assert!(!Config::read_threaded(std::slice::from_ref(&fifo)));
+        assert!(!Config::read_threaded(&[PathBuf::from("-")]));
+        let mut gzip = vec![0u8; THREADED_FROM as usize];
+        gzip[..2].copy_from_slice(&[0x1f, 0x8b]);
+        std::fs::write(dir.path().join("a.log.gz"), &gzip).unwrap();
+        assert!(!Config::read_threaded(&[dir.path().join("a.log.gz")]));
+        std::fs::write(dir.path().join("small.log"), vec![b'x'; 1 << 20]).unwrap();
+        assert!(!Config::read_threaded(&[dir.path().join("small.log")]));
+        // A large plain file waits for nothing either (whether a core is
+        // free for it is the machine's to say).
+        std::fs::write(dir.path().join("large.log"), vec![b'x'; THREADED_FROM as usize]).unwrap();
+        let _ = Config::read_threaded(&[dir.path().join("large.log"), fifo]);
     }
 
     #[test]
