@@ -49,3 +49,70 @@ fn a_limiter_state_stays_within_112_bytes() {
         std::mem::size_of::<Limiter>()
     );
 }
+
+/// Hears every decision a chunk's deciding hands on; asks for the keys'
+/// state to be read ahead when `touching`.
+struct Heard {
+    decisions: Vec<(crate::traffic::Arrival, Decision)>,
+    touching: bool,
+}
+
+impl Decisions for Heard {
+    fn decided(&mut self, arrival: crate::traffic::Arrival, decision: Decision) {
+        self.decisions.push((arrival, decision));
+    }
+
+    fn touches(&self) -> bool {
+        self.touching
+    }
+}
+
+proptest::proptest! {
+    /// A chunk decided at once (the open loop's path, the kind matched
+    /// once a chunk) is decided as one request at a time: a fixed window
+    /// per key or per Host (its packed cells, on a grid or from each key's
+    /// first request), another kind per key, small keys and hashed ones,
+    /// the state read ahead or not, chunks of any size.
+    #[test]
+    fn a_chunk_decided_at_once_is_decided_as_one_request_at_a_time(
+        steps in proptest::collection::vec((0u64..3_000_000, 0u64..40), 1..400),
+        kind in proptest::prop_oneof![
+            proptest::strategy::Just("kind = \"fixed-window\"\nwindow = \"1ms\"\nthreshold = 2"),
+            proptest::strategy::Just("kind = \"fixed-window\"\nwindow = \"1ms\"\nthreshold = 2\nalign = \"first-request\""),
+            proptest::strategy::Just("kind = \"token-bucket\"\nrate = 1000\nburst = 2"),
+        ],
+        by_host: bool,
+        hashed: bool,
+        touching: bool,
+        chunk in 1usize..150,
+    ) {
+        let per = if by_host { "host" } else { "key" };
+        let limiter = parse(&format!("{kind}\nper = \"{per}\""))
+            .unwrap()
+            .build(Context::default())
+            .unwrap();
+        let mut time = 0;
+        let arrivals: Vec<crate::traffic::Arrival> = steps
+            .iter()
+            .map(|&(gap, key)| {
+                time += gap;
+                let client = if hashed { u64::MAX - key } else { key };
+                crate::traffic::Arrival {
+                    time: Nanos(time),
+                    key: Key { client, host: key % 7 },
+                }
+            })
+            .collect();
+        let mut one = limiter.clone();
+        let expected: Vec<_> = arrivals
+            .iter()
+            .map(|a| (*a, one.decide_keyed::<false>(a.time, a.key)))
+            .collect();
+        let mut all = limiter;
+        let mut heard = Heard { decisions: Vec::new(), touching };
+        for part in arrivals.chunks(chunk) {
+            all.decide_all(part, &mut heard);
+        }
+        proptest::prop_assert_eq!(heard.decisions, expected);
+    }
+}

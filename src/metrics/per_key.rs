@@ -112,6 +112,16 @@ impl PerKeyCounts {
         }
     }
 
+    /// Keys seen so far.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether no key was seen.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
     /// The figures of `key`, numbered if new.
     #[inline]
     fn entry(&mut self, key: Key) -> (Slot, &mut KeyCounts) {

@@ -452,7 +452,9 @@ impl crate::limiter::Decisions for Counters {
     }
 
     fn touches(&self) -> bool {
-        self.keys.is_some()
+        self.keys
+            .as_ref()
+            .is_some_and(|keys| keys.len() >= crate::limiter::per_key::TOUCH_FROM)
     }
 
     #[inline(always)]
