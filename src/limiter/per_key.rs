@@ -42,6 +42,13 @@ pub(super) fn touch_batch<T: crate::traffic::Timed>(
     std::hint::black_box(touched);
 }
 
+/// The id a limiter kept per key keeps `key`'s state by: its client, or
+/// with `per = "host"` its host.
+#[inline]
+fn id_of(key: Key, by_host: bool) -> u64 {
+    if by_host { key.host } else { key.client }
+}
+
 /// `per` and `evict_after`, taken out of a limiter's table before its kind
 /// reads the rest.
 pub(super) struct Fields {
@@ -217,7 +224,7 @@ impl PerKey {
     /// `per = "host"` its host.
     #[inline]
     pub(crate) fn id(&self, key: Key) -> u64 {
-        if self.by_host { key.host } else { key.client }
+        id_of(key, self.by_host)
     }
 
     /// Brings the state of `key` into the cache (see [`KeyTable::touch`]).
@@ -253,17 +260,14 @@ impl PerKey {
             for batch in chunk.chunks(TOUCHED) {
                 if touching {
                     touch_batch(batch, |key, nth| {
-                        let id = if by_host { key.host } else { key.client };
-                        windows.touch(id).wrapping_add(to.touch(key, nth))
+                        windows
+                            .touch(id_of(key, by_host))
+                            .wrapping_add(to.touch(key, nth))
                     });
                 }
                 for &item in batch {
                     let arrival = item.arrival();
-                    let id = if by_host {
-                        arrival.key.host
-                    } else {
-                        arrival.key.client
-                    };
+                    let id = id_of(arrival.key, by_host);
                     let (slot, decision) = windows.decide::<false>(id, arrival.time);
                     last = Some(slot);
                     to.decided(arrival, decision);

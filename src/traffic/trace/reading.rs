@@ -15,8 +15,13 @@ pub(super) type ReadRow = (u64, Key, u8);
 
 /// What the reading side hands on, in the files' order.
 pub(super) trait ReadInto {
-    /// The next row, with the key's text when it is one to name.
-    fn row(&mut self, row: ReadRow, name: Option<String>) -> Result<(), FieldError>;
+    /// The next row; `text` reads its key's text (while the row is the
+    /// last read), for the first keys seen, which are named.
+    fn row(
+        &mut self,
+        row: ReadRow,
+        text: impl FnOnce() -> Option<String>,
+    ) -> Result<(), FieldError>;
     /// A file read to its end and checked unchanged.
     fn file(&mut self, file: FileRead) -> Result<(), FieldError>;
 }
@@ -31,7 +36,9 @@ pub(super) struct FileRead {
 }
 
 /// Which keys' texts are kept: those of the first [`NAMED_KEYS`] distinct
-/// keys whose row gives one, in the order first seen.
+/// keys whose row gives one, in the order first seen. The counting side
+/// knows a key is new from its numbering; a reading thread, whose rows are
+/// numbered later, picks the same texts with this.
 #[derive(Default)]
 struct Naming {
     seen: HashSet<u64, crate::random::MixState>,
@@ -73,7 +80,6 @@ impl Config {
         rows: &mut impl ReadInto,
     ) -> Result<(), FieldError> {
         let keyed = self.key.is_some();
-        let mut naming = Naming::default();
         for file in files {
             let (mut input, identity) = self.open(file, None)?;
             let named = Self::named(file);
@@ -84,12 +90,9 @@ impl Config {
                     break;
                 };
                 let verdict = verdict(before, input.turned_away());
-                let name = if keyed {
-                    naming.name(key.client, || input.key_text(&layout))
-                } else {
-                    None
-                };
-                rows.row((time, key, verdict), name)?;
+                rows.row((time, key, verdict), || {
+                    keyed.then(|| input.key_text(&layout)).flatten()
+                })?;
             }
             let left_out = input.left_out();
             let turned_away = input.turned_away();
@@ -155,6 +158,7 @@ impl Config {
                     sender,
                     rows: Vec::with_capacity(HANDED),
                     names: Vec::new(),
+                    naming: Naming::default(),
                 };
                 let read = self.read_files(files, &mut handing);
                 // The rows before an error are counted first, as they are
@@ -181,7 +185,7 @@ fn take(receiver: Receiver<Reading>, rows: &mut impl ReadInto) -> Result<(), Fie
                 let mut names = names.into_iter().peekable();
                 for (at, row) in read.into_iter().enumerate() {
                     let name = names.next_if(|(named, _)| *named == at).map(|(_, name)| name);
-                    rows.row(row, name)?;
+                    rows.row(row, || name)?;
                 }
             }
             Reading::File(file) => rows.file(file)?,
@@ -197,6 +201,7 @@ struct Handing {
     rows: Vec<ReadRow>,
     /// The names among `rows`, by place.
     names: Vec<(usize, String)>,
+    naming: Naming,
 }
 
 impl Handing {
@@ -219,8 +224,12 @@ impl Handing {
 
 impl ReadInto for Handing {
     #[inline]
-    fn row(&mut self, row: ReadRow, name: Option<String>) -> Result<(), FieldError> {
-        if let Some(name) = name {
+    fn row(
+        &mut self,
+        row: ReadRow,
+        text: impl FnOnce() -> Option<String>,
+    ) -> Result<(), FieldError> {
+        if let Some(name) = self.naming.name(row.1.client, text) {
             self.names.push((self.rows.len(), name));
         }
         self.rows.push(row);
@@ -241,18 +250,31 @@ mod tests {
     use super::*;
 
     /// Everything handed on, and a refusal after `refuse_after` rows.
-    #[derive(Debug, Default, PartialEq)]
+    #[derive(Default)]
     struct Collected {
         rows: Vec<(ReadRow, Option<String>)>,
         files: Vec<(PathBuf, u64, u64, (u64, u64))>,
         refuse_after: Option<usize>,
+        naming: Naming,
+    }
+
+    impl PartialEq for Collected {
+        fn eq(&self, other: &Collected) -> bool {
+            (&self.rows, &self.files) == (&other.rows, &other.files)
+        }
     }
 
     impl ReadInto for Collected {
-        fn row(&mut self, row: ReadRow, name: Option<String>) -> Result<(), FieldError> {
+        fn row(
+            &mut self,
+            row: ReadRow,
+            text: impl FnOnce() -> Option<String>,
+        ) -> Result<(), FieldError> {
             if self.refuse_after == Some(self.rows.len()) {
                 return Err(FieldError::new("refused".to_string()));
             }
+            // As the counting side names keys: the first seen, while any is left to name.
+            let name = self.naming.name(row.1.client, text);
             self.rows.push((row, name));
             Ok(())
         }

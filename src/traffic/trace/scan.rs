@@ -52,26 +52,42 @@ impl Counting<'_> {
         });
         std::hint::black_box(touched);
         let mut batch = std::mem::take(&mut self.batch);
-        for (time, key, verdict) in batch.drain(..) {
-            let (number, new) = self.keys.insert(key.client);
-            if new && self.keys.hashes.len() as u64 > MAX_KEYS {
-                return Err(self.too_many_keys());
-            }
-            let client = if self.config.interned { u64::from(number) } else { key.client };
-            self.checked.row(time, client, key.host, verdict);
+        for row in batch.drain(..) {
+            self.number(row)?;
         }
         self.batch = batch;
         Ok(())
+    }
+
+    /// Numbers one row's key and keeps the row; whether the key is new.
+    #[inline]
+    fn number(&mut self, (time, key, verdict): ReadRow) -> Result<bool, FieldError> {
+        let (number, new) = self.keys.insert(key.client);
+        if new && self.keys.hashes.len() as u64 > MAX_KEYS {
+            return Err(self.too_many_keys());
+        }
+        let client = if self.config.interned { u64::from(number) } else { key.client };
+        self.checked.row(time, client, key.host, verdict);
+        Ok(new)
     }
 }
 
 impl ReadInto for Counting<'_> {
     #[inline]
-    fn row(&mut self, (time, key, verdict): ReadRow, name: Option<String>) -> Result<(), FieldError> {
-        if self.config.key.is_some() {
-            if let Some(name) = name {
-                self.names.insert(Key::client(key.client), name);
+    fn row(
+        &mut self,
+        (time, key, verdict): ReadRow,
+        text: impl FnOnce() -> Option<String>,
+    ) -> Result<(), FieldError> {
+        if self.config.key.is_some() && self.names.len() < NAMED_KEYS {
+            // While keys are still named, each row is numbered at once, so
+            // that a new key's text is read from its own row.
+            if self.number((time, key, verdict))?
+                && let Some(text) = text()
+            {
+                self.names.insert(Key::client(key.client), text);
             }
+        } else if self.config.key.is_some() {
             self.batch.push((time, key, verdict));
             if self.batch.len() == BATCH {
                 self.number_batch()?;
