@@ -95,11 +95,18 @@ impl Grid {
 
     /// The index of the window holding `now`: how many edges lie at or
     /// before it (0 before the first edge, `phase`).
-    #[inline]
+    #[inline(always)]
     fn index(&mut self, now: u64) -> u64 {
         if (self.start..self.end).contains(&now) {
             return self.index;
         }
+        self.move_to(now)
+    }
+
+    /// Works out the window holding `now` (a division: once a window).
+    #[cold]
+    #[inline(never)]
+    fn move_to(&mut self, now: u64) -> u64 {
         let (window, phase) = (u128::from(self.window), u128::from(self.phase));
         let index = (u128::from(now) + window - phase) / window;
         let end = index * window + phase;
@@ -173,20 +180,39 @@ impl KeyWindows {
         }
     }
 
-    /// Brings the window of key `id` into the cache (see [`KeyTable::touch`]).
-    #[inline]
-    pub(super) fn touch(&self, id: u64) -> u64 {
+    /// Asks for the window of key `id` (see [`KeyTable::prefetch`]).
+    #[inline(always)]
+    pub(super) fn prefetch(&self, id: u64) {
         match &self.table {
-            Table::Narrow(table) => table.touch(id, |&cell| u64::from(cell)),
-            Table::Mid(table) => table.touch(id, |&cell| cell),
-            Table::Wide(table) => table.touch(id, |window| u64::from(window.is_open())),
+            Table::Narrow(table) => table.prefetch(id),
+            Table::Mid(table) => table.prefetch(id),
+            Table::Wide(table) => table.prefetch(id),
         }
     }
 
     /// Decides a request of key `id` at `now`, as [`FixedWindow::decide_in`]
     /// does on the key's own window; returns the key's slot too.
-    #[inline]
+    #[inline(always)]
     pub(super) fn decide<const HINTS: bool>(&mut self, id: u64, now: Nanos) -> (Slot, Decision) {
+        // The common case inline: 4-byte cells, a window after the first.
+        if let (Some(grid), Some(base), Table::Narrow(table)) =
+            (&mut self.grid, self.base, &mut self.table)
+        {
+            let number = grid.index(now.get()).wrapping_sub(base).wrapping_add(1);
+            if (1..=<u32 as Cell>::LARGEST).contains(&number) {
+                let (slot, decision, opened) =
+                    decide_cell::<u32, HINTS>(&self.rules, grid, table, id, number, now);
+                self.opened += u64::from(opened);
+                return (slot, decision);
+            }
+        }
+        self.decide_other::<HINTS>(id, now)
+    }
+
+    /// [`KeyWindows::decide`] in every other case: the first request,
+    /// wider cells, or a table about to widen.
+    #[inline(never)]
+    fn decide_other<const HINTS: bool>(&mut self, id: u64, now: Nanos) -> (Slot, Decision) {
         let Some(grid) = &mut self.grid else {
             return self.decide_wide::<HINTS>(id, now);
         };
@@ -205,7 +231,7 @@ impl KeyWindows {
             Table::Wide(_) => return self.decide_wide::<HINTS>(id, now),
             _ => {
                 self.widen(number);
-                return self.decide::<HINTS>(id, now);
+                return self.decide_other::<HINTS>(id, now);
             }
         };
         self.opened += u64::from(opened);
@@ -272,7 +298,7 @@ impl KeyWindows {
 
 /// [`FixedWindow::decide_in`] on a packed cell: its window is `number`
 /// (relative to the first), the one holding `now` in `grid`.
-#[inline]
+#[inline(always)]
 fn decide_cell<C: Cell, const HINTS: bool>(
     rules: &FixedWindow,
     grid: &Grid,
@@ -281,7 +307,7 @@ fn decide_cell<C: Cell, const HINTS: bool>(
     number: u64,
     now: Nanos,
 ) -> (Slot, Decision, bool) {
-    let (slot, cell, _) = table.entry(id);
+    let (slot, cell, _) = table.entry_unless(id, |cell| cell.number() != 0);
     let opened = cell.number() != number;
     let count = if opened { 0 } else { cell.count() };
     let admit = count < rules.threshold();

@@ -390,18 +390,17 @@ macro_rules! kinds {
                 if let Limiter::PerKey(limiter) = self {
                     return limiter.decide_all(chunk, to);
                 }
-                if to.touches() {
-                    // Figures per key: read in batches, as a limiter per key does.
-                    for batch in chunk.chunks(per_key::TOUCHED) {
-                        per_key::touch_batch(batch, |key, nth| to.touch(key, nth));
-                        each_limiter!(self, ($($variant)+), limiter => {
-                            for &item in batch {
-                                let arrival = item.arrival();
-                                let decision = limiter.decide_keyed::<false>(arrival.time, arrival.key);
-                                to.decided(arrival, decision);
+                if to.prefetches() {
+                    // Figures per key: asked for ahead, as a limiter per key does.
+                    each_limiter!(self, ($($variant)+), limiter => {
+                        for (arrival, later) in per_key::with_later(chunk) {
+                            if let Some(later) = later {
+                                to.prefetch(later, per_key::AHEAD);
                             }
-                        })
-                    }
+                            let decision = limiter.decide_keyed::<false>(arrival.time, arrival.key);
+                            to.decided(arrival, decision);
+                        }
+                    });
                     return;
                 }
                 each_limiter!(self, ($($variant)+), limiter => {
@@ -503,16 +502,15 @@ pub trait Decisions {
     /// Hears each arrival and the decision on it, in order.
     fn decided(&mut self, arrival: crate::traffic::Arrival, decision: Decision);
 
-    /// Reads what it keeps for `key`, the `nth` request of a batch, to
-    /// bring it into the cache ahead of the decision (see
-    /// [`crate::traffic::slots::KeyTable::touch`]).
-    fn touch(&self, key: Key, nth: usize) -> u64 {
-        let _ = (key, nth);
-        0
+    /// Asks for what it keeps for `key`, whose decision it hears `ahead`
+    /// requests from now, to be brought into the cache (see
+    /// [`crate::traffic::slots::prefetch`]).
+    fn prefetch(&self, key: Key, ahead: usize) {
+        let _ = (key, ahead);
     }
 
-    /// Whether [`Decisions::touch`] reads anything.
-    fn touches(&self) -> bool {
+    /// Whether [`Decisions::prefetch`] is worth asking.
+    fn prefetches(&self) -> bool {
         false
     }
 }

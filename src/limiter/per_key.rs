@@ -20,26 +20,26 @@ use crate::traffic::slots::{KeyTable, Slot};
 /// The most distinct keys one per-key limiter keeps state for.
 pub const MAX_KEYS: usize = 10_000_000;
 
-/// Requests whose keys' states are read together before they are decided.
-pub(super) const TOUCHED: usize = 64;
+/// How many requests ahead of its decision a key's state is asked for:
+/// far enough for memory's latency to pass while the requests between are
+/// decided, near enough that it is still in the cache when needed.
+pub(super) const AHEAD: usize = 16;
 
-/// Keys from which state kept per key is read ahead of the decisions
-/// (see [`touch_batch`]): below, it stays in the cache anyway (a fixed
-/// window's 4-byte cells take 256 KB, the figures per key 1 MB).
-pub(crate) const TOUCH_FROM: usize = 1 << 16;
+/// Keys from which state kept per key is asked for ahead of the decisions
+/// (see [`crate::traffic::slots::prefetch`]): below, it stays in the cache
+/// anyway (a fixed window's 4-byte cells take 256 KB, the figures per key 1 MB).
+pub(crate) const PREFETCH_FROM: usize = 1 << 16;
 
-/// Reads what `touch` reads for each request of `batch` (its key, its
-/// place in the batch), one after the other, so that their cache misses
-/// overlap before the requests are decided one by one.
-#[inline]
-pub(super) fn touch_batch<T: crate::traffic::Timed>(
-    batch: &[T],
-    touch: impl Fn(Key, usize) -> u64,
-) {
-    let touched = batch.iter().enumerate().fold(0u64, |sum, (nth, item)| {
-        sum.wrapping_add(touch(item.arrival().key, nth))
-    });
-    std::hint::black_box(touched);
+/// Each arrival of `chunk`, with the key of the one [`AHEAD`] requests
+/// later, if any.
+#[inline(always)]
+pub(super) fn with_later<T: crate::traffic::Timed>(
+    chunk: &[T],
+) -> impl Iterator<Item = (crate::traffic::Arrival, Option<Key>)> + '_ {
+    chunk.iter().enumerate().map(move |(nth, item)| {
+        let later = chunk.get(nth + AHEAD).map(|later| later.arrival().key);
+        (item.arrival(), later)
+    })
 }
 
 /// The id a limiter kept per key keeps `key`'s state by: its client, or
@@ -227,12 +227,12 @@ impl PerKey {
         id_of(key, self.by_host)
     }
 
-    /// Brings the state of `key` into the cache (see [`KeyTable::touch`]).
-    #[inline]
-    pub fn touch(&self, key: Key) -> u64 {
+    /// Asks for the state of `key` (see [`KeyTable::prefetch`]).
+    #[inline(always)]
+    pub fn prefetch(&self, key: Key) {
         match &self.states {
-            States::Windows(windows) => windows.touch(self.id(key)),
-            States::Any(_) => 0,
+            States::Windows(windows) => windows.prefetch(self.id(key)),
+            States::Any(states) => states.prefetch(self.id(key)),
         }
     }
 
@@ -252,39 +252,34 @@ impl PerKey {
     ) {
         if let States::Windows(windows) = &mut self.states {
             // The common case, its kind matched once a chunk: a fixed
-            // window per key, never evicted. Its keys' windows are read
-            // ahead only when they outgrow the cache.
+            // window per key, never evicted. Its keys' windows are asked
+            // for ahead only when they outgrow the cache.
             let by_host = self.by_host;
-            let touching = windows.len() >= TOUCH_FROM || to.touches();
+            let ahead = windows.len() >= PREFETCH_FROM || to.prefetches();
             let mut last = self.last;
-            for batch in chunk.chunks(TOUCHED) {
-                if touching {
-                    touch_batch(batch, |key, nth| {
-                        windows
-                            .touch(id_of(key, by_host))
-                            .wrapping_add(to.touch(key, nth))
-                    });
+            for (arrival, later) in with_later(chunk) {
+                if let Some(later) = later.filter(|_| ahead) {
+                    windows.prefetch(id_of(later, by_host));
+                    to.prefetch(later, AHEAD);
                 }
-                for &item in batch {
-                    let arrival = item.arrival();
-                    let id = id_of(arrival.key, by_host);
-                    let (slot, decision) = windows.decide::<false>(id, arrival.time);
-                    last = Some(slot);
-                    to.decided(arrival, decision);
-                }
+                let id = id_of(arrival.key, by_host);
+                let (slot, decision) = windows.decide::<false>(id, arrival.time);
+                last = Some(slot);
+                to.decided(arrival, decision);
             }
             self.last = last;
             return;
         }
-        for batch in chunk.chunks(TOUCHED) {
-            touch_batch(batch, |key, nth| {
-                self.touch(key).wrapping_add(to.touch(key, nth))
-            });
-            for &item in batch {
-                let arrival = item.arrival();
-                let decision = self.decide_keyed::<false>(arrival.time, arrival.key);
-                to.decided(arrival, decision);
+        let asks = to.prefetches();
+        for (arrival, later) in with_later(chunk) {
+            if let Some(later) = later {
+                self.prefetch(later);
+                if asks {
+                    to.prefetch(later, AHEAD);
+                }
             }
+            let decision = self.decide_keyed::<false>(arrival.time, arrival.key);
+            to.decided(arrival, decision);
         }
     }
 

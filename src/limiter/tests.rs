@@ -51,10 +51,11 @@ fn a_limiter_state_stays_within_112_bytes() {
 }
 
 /// Hears every decision a chunk's deciding hands on; asks for the keys'
-/// state to be read ahead when `touching`.
+/// state ahead of their decisions when `ahead`, and counts the asks.
 struct Heard {
     decisions: Vec<(crate::traffic::Arrival, Decision)>,
-    touching: bool,
+    ahead: bool,
+    asked: std::cell::Cell<usize>,
 }
 
 impl Decisions for Heard {
@@ -62,8 +63,13 @@ impl Decisions for Heard {
         self.decisions.push((arrival, decision));
     }
 
-    fn touches(&self) -> bool {
-        self.touching
+    fn prefetches(&self) -> bool {
+        self.ahead
+    }
+
+    fn prefetch(&self, key: Key, ahead: usize) {
+        let _ = (key, ahead);
+        self.asked.set(self.asked.get() + 1);
     }
 }
 
@@ -72,7 +78,7 @@ proptest::proptest! {
     /// once a chunk) is decided as one request at a time: a fixed window
     /// per key or per Host (its packed cells, on a grid or from each key's
     /// first request), another kind per key, small keys and hashed ones,
-    /// the state read ahead or not, chunks of any size.
+    /// the state asked for ahead or not, chunks of any size.
     #[test]
     fn a_chunk_decided_at_once_is_decided_as_one_request_at_a_time(
         steps in proptest::collection::vec((0u64..3_000_000, 0u64..40), 1..400),
@@ -83,7 +89,7 @@ proptest::proptest! {
         ],
         by_host: bool,
         hashed: bool,
-        touching: bool,
+        ahead: bool,
         chunk in 1usize..150,
     ) {
         let per = if by_host { "host" } else { "key" };
@@ -109,10 +115,16 @@ proptest::proptest! {
             .map(|a| (*a, one.decide_keyed::<false>(a.time, a.key)))
             .collect();
         let mut all = limiter;
-        let mut heard = Heard { decisions: Vec::new(), touching };
+        let mut heard = Heard { decisions: Vec::new(), ahead, asked: std::cell::Cell::new(0) };
         for part in arrivals.chunks(chunk) {
             all.decide_all(part, &mut heard);
         }
         proptest::prop_assert_eq!(heard.decisions, expected);
+        // Asked for once per request with one `AHEAD` later in its chunk, when asked to.
+        let later: usize = arrivals
+            .chunks(chunk)
+            .map(|part| part.len().saturating_sub(per_key::AHEAD))
+            .sum();
+        proptest::prop_assert_eq!(heard.asked.get(), if ahead { later } else { 0 });
     }
 }

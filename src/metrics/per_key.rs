@@ -125,25 +125,25 @@ impl PerKeyCounts {
     /// The figures of `key`, numbered if new.
     #[inline]
     fn entry(&mut self, key: Key) -> (Slot, &mut KeyCounts) {
-        let (slot, counts, new) = self.counts.entry(key.client);
+        let (slot, counts, new) = self.counts.entry_unless(key.client, |counts| {
+            counts.admitted != 0 || counts.rejected != 0
+        });
         if new {
             self.keys.push(key.client);
         }
         (slot, counts)
     }
 
-    /// Brings into the cache the figures of `key`, and those of the
-    /// `nth` oldest admission in the trailing interval (the next to leave
-    /// it, as about as many leave as come in) — see [`KeyTable::touch`].
-    #[inline]
-    pub fn touch(&self, key: Key, nth: usize) -> u64 {
-        let leaving = self
-            .ring
-            .get(nth)
-            .map_or(0, |&(_, slot)| self.counts.peek(slot).trailing);
-        self.counts
-            .touch(key.client, |counts| u64::from(counts.admitted))
-            + u64::from(leaving)
+    /// Asks for the figures of `key`, to be counted `ahead` requests from
+    /// now, and those of the admission `ahead` places from the oldest in
+    /// the trailing interval (about when it leaves, as about as many leave
+    /// as come in) — see [`KeyTable::prefetch`].
+    #[inline(always)]
+    pub fn prefetch(&self, key: Key, ahead: usize) {
+        if let Some(&(_, slot)) = self.ring.get(ahead) {
+            self.counts.prefetch_slot(slot);
+        }
+        self.counts.prefetch(key.client);
     }
 
     /// A request of `key` reached the backend at `at` (non-decreasing).

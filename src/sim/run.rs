@@ -451,17 +451,17 @@ impl crate::limiter::Decisions for Counters {
         self.record(arrival, decision.admitted(), decision.delay());
     }
 
-    fn touches(&self) -> bool {
+    fn prefetches(&self) -> bool {
         self.keys
             .as_ref()
-            .is_some_and(|keys| keys.len() >= crate::limiter::per_key::TOUCH_FROM)
+            .is_some_and(|keys| keys.len() >= crate::limiter::per_key::PREFETCH_FROM)
     }
 
     #[inline(always)]
-    fn touch(&self, key: Key, nth: usize) -> u64 {
-        self.keys
-            .as_ref()
-            .map_or(0, |keys| keys.touch(counted(key, self.keys_by_host), nth))
+    fn prefetch(&self, key: Key, ahead: usize) {
+        if let Some(keys) = &self.keys {
+            keys.prefetch(counted(key, self.keys_by_host), ahead);
+        }
     }
 }
 

@@ -113,12 +113,36 @@ impl<T: Clone> KeyTable<T> {
         Some((slot, self.peek(slot)))
     }
 
-    /// Reads the entry of a small key `id` if it exists, so that a batch of
-    /// such reads, one after the other, brings their cache lines in
-    /// together before they are decided one by one.
-    #[inline]
-    pub fn touch(&self, id: u64, read: impl Fn(&T) -> u64) -> u64 {
-        self.dense.get(id as usize).map_or(0, read)
+    /// Asks for the entry of a small key `id`, if it exists, to be brought
+    /// into the cache (see [`prefetch`]).
+    #[inline(always)]
+    pub fn prefetch(&self, id: u64) {
+        if let Some(entry) = usize::try_from(id)
+            .ok()
+            .and_then(|index| self.dense.get(index))
+        {
+            prefetch(entry);
+        }
+    }
+
+    /// Asks for the entry at `slot` to be brought into the cache.
+    #[inline(always)]
+    pub fn prefetch_slot(&self, slot: Slot) {
+        prefetch(self.peek(slot));
+    }
+
+    /// The entry of `id`, and whether it is new, as [`KeyTable::entry`]
+    /// gives them — but a small key whose entry is `used` (no longer as
+    /// fresh) was seen, so its seen bit is not read: one access, not two.
+    #[inline(always)]
+    pub fn entry_unless(&mut self, id: u64, used: impl Fn(&T) -> bool) -> (Slot, &mut T, bool) {
+        if let Ok(index) = usize::try_from(id)
+            && index < self.dense.len()
+            && used(&self.dense[index])
+        {
+            return (Slot(id), &mut self.dense[index], false);
+        }
+        self.entry(id)
     }
 
     /// The same keys in the same slots, each entry turned by `turn`;
@@ -154,6 +178,25 @@ impl<T: Clone> KeyTable<T> {
             .map(|(_, entry)| entry)
             .chain(self.hashed.iter())
     }
+}
+
+/// Asks the processor to bring the cache line holding `entry` in, and
+/// goes on without waiting for it: issued a few requests ahead of the
+/// decision that needs it, the memory's latency passes while earlier
+/// requests are decided. Only a hint: it changes no result (and does
+/// nothing on processors without SSE's prefetch).
+#[inline(always)]
+pub fn prefetch<T>(entry: &T) {
+    #[cfg(all(
+        any(target_arch = "x86", target_arch = "x86_64"),
+        target_feature = "sse"
+    ))]
+    safe_arch::prefetch_t0(entry);
+    #[cfg(not(all(
+        any(target_arch = "x86", target_arch = "x86_64"),
+        target_feature = "sse"
+    )))]
+    let _ = entry;
 }
 
 /// 64-bit ids (hashes of text) numbered 0, 1, 2, … in the order first
@@ -328,6 +371,30 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// `entry_unless` finds the same slots and tells the same keys new
+        /// as `entry`, whether an entry is used or back to fresh (as a
+        /// window closed by a refund is), for small keys and hashed ones.
+        #[test]
+        fn an_entry_found_by_its_use_is_the_entry(steps in proptest::collection::vec(
+            (proptest::prop_oneof![0u64..50, u64::MAX - 3..=u64::MAX], 0u32..3),
+            0..300,
+        )) {
+            let (mut quick, mut plain) = (KeyTable::new(0u32), KeyTable::new(0u32));
+            for &(id, value) in &steps {
+                let (slot, entry, new) = quick.entry_unless(id, |&v| v != 0);
+                let expected = plain.entry(id);
+                proptest::prop_assert_eq!((slot, *entry, new), (expected.0, *expected.1, expected.2));
+                *entry = value;
+                *expected.1 = value;
+                proptest::prop_assert_eq!(quick.len(), plain.len());
+            }
+            for &(id, _) in &steps {
+                proptest::prop_assert_eq!(quick.find(id), plain.find(id));
+            }
+        }
+    }
+
     #[test]
     fn growing_past_a_word_of_seen_bits_keeps_every_entry() {
         let mut table = KeyTable::new(0u64);
@@ -341,7 +408,9 @@ mod tests {
         }
         assert_eq!(table.len(), 143);
         assert_eq!(table.entries().count(), 143);
-        assert_eq!(table.touch(992, |&v| v), 992);
-        assert_eq!(table.touch(5000, |&v| v), 0);
+        // A hint, for keys with an entry or without.
+        table.prefetch(992);
+        table.prefetch(5000);
+        table.prefetch(u64::MAX);
     }
 }
