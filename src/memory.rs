@@ -48,8 +48,10 @@ impl Estimate {
 const PER_RUN: u128 = 8 << 10;
 /// A replication's figures of one run in their tallies, when every value is new.
 const PER_REPLICATION: u128 = 7 * 32;
-/// Each key's figures in a run: its counts (16 bytes), its id in the order
-/// seen (8), its share of the ring (16); the key table's own on top.
+/// Each key's figures in a run: its counts (8 bytes, 12 once widened), its
+/// id in the order seen (8), its share of the ring (8 bytes an admission,
+/// up to twice that in a ring that doubles), rounded up; the key table's
+/// own on top.
 const PER_KEY_FIGURES: u128 = 40;
 /// A request waiting to retry, in the run's event queue: the event (56
 /// bytes), its free-list slot once taken (4), and its time and place in a

@@ -4,6 +4,7 @@
 
 pub mod backend;
 pub mod closed_loop;
+mod key_counts;
 pub mod outage;
 pub mod overload;
 pub mod per_key;

@@ -2,16 +2,15 @@
 //! each key's worst rolling count (exact: one ring of the admissions in the
 //! trailing interval, and a count per key), how many keys were throttled,
 //! the worst key, and how much of what was admitted went to the busiest 1%.
-//! Memory: 16 bytes of counts and 8 of id per key, plus the admissions of
-//! one interval.
-
-use std::collections::VecDeque;
+//! Memory: 8 bytes of counts (12 once a key has 65,536 admissions in one
+//! interval) and 8 of id per key, plus 8 bytes per admission in one
+//! interval (see [`super::key_counts`]).
 
 use serde::{Deserialize, Serialize};
 
+use super::key_counts::{Admissions, Counts, Figures};
 use crate::time::Nanos;
 use crate::traffic::Key;
-use crate::traffic::slots::{KeyTable, Slot};
 
 /// Counting, while a run streams.
 #[derive(Clone, Debug)]
@@ -19,26 +18,10 @@ pub struct PerKeyCounts {
     interval: u64,
     /// The keys in the order first seen.
     keys: Vec<u64>,
-    /// Per key, together so one key's figures share a cache line.
-    counts: KeyTable<KeyCounts>,
-    /// Per key whose admitted or rejected count passed `u32::MAX`: how
-    /// many times each wrapped (rare: kept aside so the counts stay small).
-    wrapped: std::collections::HashMap<Slot, [u64; 2]>,
+    /// Per key, its counts.
+    counts: Counts,
     /// The admissions of the trailing interval, oldest first.
-    ring: VecDeque<(u64, Slot)>,
-}
-
-/// One key's running figures, 16 bytes: 10^6 keys' fit in the cache
-/// better than twice that.
-#[derive(Clone, Copy, Debug, Default)]
-struct KeyCounts {
-    /// Admitted in the trailing interval.
-    trailing: u32,
-    /// The most ever in the trailing interval.
-    worst: u32,
-    /// Admitted and rejected, modulo 2^32 (the wraps are in `wrapped`).
-    admitted: u32,
-    rejected: u32,
+    ring: Admissions,
 }
 
 /// The figures per key, in `summary.json`.
@@ -106,9 +89,8 @@ impl PerKeyCounts {
         PerKeyCounts {
             interval: interval.get(),
             keys: Vec::new(),
-            counts: KeyTable::new(KeyCounts::default()),
-            wrapped: std::collections::HashMap::new(),
-            ring: VecDeque::new(),
+            counts: Counts::new(),
+            ring: Admissions::default(),
         }
     }
 
@@ -122,25 +104,13 @@ impl PerKeyCounts {
         self.keys.is_empty()
     }
 
-    /// The figures of `key`, numbered if new.
-    #[inline]
-    fn entry(&mut self, key: Key) -> (Slot, &mut KeyCounts) {
-        let (slot, counts, new) = self.counts.entry_unless(key.client, |counts| {
-            counts.admitted != 0 || counts.rejected != 0
-        });
-        if new {
-            self.keys.push(key.client);
-        }
-        (slot, counts)
-    }
-
     /// Asks for the figures of `key`, to be counted `ahead` requests from
     /// now, and those of the admission `ahead` places from the oldest in
     /// the trailing interval (about when it leaves, as about as many leave
-    /// as come in) — see [`KeyTable::prefetch`].
+    /// as come in) — see [`crate::traffic::slots::KeyTable::prefetch`].
     #[inline(always)]
     pub fn prefetch(&self, key: Key, ahead: usize) {
-        if let Some(&(_, slot)) = self.ring.get(ahead) {
+        if let Some(slot) = self.ring.slot(ahead) {
             self.counts.prefetch_slot(slot);
         }
         self.counts.prefetch(key.client);
@@ -150,46 +120,30 @@ impl PerKeyCounts {
     #[inline]
     pub fn admitted(&mut self, at: Nanos, key: Key) {
         let at = at.get();
-        while let Some(&(then, slot)) = self.ring.front() {
-            // A difference, not a sum: nothing saturates at the end of time.
-            if at.saturating_sub(then) < self.interval {
-                break;
-            }
-            self.ring.pop_front();
-            self.counts.get_mut(slot).trailing -= 1;
+        let counts = &mut self.counts;
+        self.ring
+            .leave_before(at, self.interval, |slot| counts.left(slot));
+        let (slot, new) = self.counts.admitted(key.client);
+        if new {
+            self.keys.push(key.client);
         }
-        let (slot, counts) = self.entry(key);
-        counts.trailing += 1;
-        counts.worst = counts.worst.max(counts.trailing);
-        counts.admitted = counts.admitted.wrapping_add(1);
-        if counts.admitted == 0 {
-            self.wrapped.entry(slot).or_default()[0] += 1;
-        }
-        self.ring.push_back((at, slot));
+        self.ring.push(at, slot);
     }
 
     /// A request of `key` was rejected.
     #[inline]
     pub fn rejected(&mut self, key: Key) {
-        let (slot, counts) = self.entry(key);
-        counts.rejected = counts.rejected.wrapping_add(1);
-        if counts.rejected == 0 {
-            self.wrapped.entry(slot).or_default()[1] += 1;
+        if self.counts.rejected(key.client) {
+            self.keys.push(key.client);
         }
     }
 
     /// Every key's figures in the order first seen: its id, its worst
-    /// rolling count, admitted and rejected.
-    fn each(&self) -> impl Iterator<Item = (u64, u32, u64, u64)> + '_ {
+    /// rolling count, its admissions, and whether it was throttled.
+    fn each(&self) -> impl Iterator<Item = (u64, Figures)> + '_ {
         self.keys.iter().map(|&id| {
-            let (slot, counts) = self.counts.find(id).expect("a key seen has figures");
-            let [admitted, rejected] = self.wrapped.get(&slot).copied().unwrap_or_default();
-            (
-                id,
-                counts.worst,
-                admitted << 32 | u64::from(counts.admitted),
-                rejected << 32 | u64::from(counts.rejected),
-            )
+            let figures = self.counts.figures(id).expect("a key seen has figures");
+            (id, figures)
         })
     }
 
@@ -208,10 +162,10 @@ impl PerKeyCounts {
         let n = self.keys.len();
         let (mut worst, mut admitted) = (Vec::with_capacity(n), Vec::with_capacity(n));
         let (mut throttled, mut busiest) = (0u64, None::<(u32, u64)>);
-        for (id, most, sent, rejected) in self.each() {
+        for (id, (most, sent, rejected)) in self.each() {
             worst.push(most);
             admitted.push(sent);
-            throttled += u64::from(rejected > 0);
+            throttled += u64::from(rejected);
             // Strictly more: the first seen keeps a tie.
             if busiest.is_none_or(|(best, _)| most > best) {
                 busiest = Some((most, id));
@@ -274,10 +228,10 @@ impl PerKeyCounts {
         }
         let (mut worst, mut admitted) = (Vec::new(), Vec::new());
         let (mut throttled, mut busiest) = (0u64, None::<(u32, u64)>);
-        for (id, most, sent, rejected) in self.each() {
+        for (id, (most, sent, rejected)) in self.each() {
             worst.push(u64::from(most));
             admitted.push(sent);
-            throttled += u64::from(rejected > 0);
+            throttled += u64::from(rejected);
             if busiest.is_none_or(|(best, _)| most > best) {
                 busiest = Some((most, id));
             }
@@ -522,7 +476,7 @@ mod tests {
             }
             let each: std::collections::BTreeMap<u64, (u32, u64)> = counts
                 .each()
-                .map(|(id, worst, admitted, _)| (id, (worst, admitted)))
+                .map(|(id, (worst, admitted, _))| (id, (worst, admitted)))
                 .collect();
             let expected: std::collections::BTreeMap<u64, (u32, u64)> = times
                 .iter()
@@ -536,21 +490,20 @@ mod tests {
     }
 
     #[test]
-    fn counts_past_u32_are_carried_exactly() {
+    fn counts_past_31_bits_are_carried_exactly() {
         let mut counts = PerKeyCounts::new(Nanos(10));
         counts.admitted(Nanos(0), Key::client(1));
         counts.rejected(Key::client(1));
         counts.admitted(Nanos(0), Key::client(2));
-        // As if key 1 had had 2^32 − 1 of each already.
-        let (slot, _) = counts.counts.find(1).unwrap();
-        let one = counts.counts.get_mut(slot);
-        (one.admitted, one.rejected) = (u32::MAX, u32::MAX);
+        // As if key 1 had had 2^32 − 1 admitted already: the count wraps
+        // past 2^31 twice, and the throttled mark stays.
+        counts.counts.set_admitted(1, u32::MAX.into());
         counts.admitted(Nanos(20), Key::client(1));
         counts.admitted(Nanos(20), Key::client(1));
         counts.rejected(Key::client(1));
         let each: Vec<_> = counts.each().collect();
-        assert_eq!(each[0], (1, 2, (1 << 32) + 1, 1 << 32));
-        assert_eq!(each[1], (2, 1, 1, 0));
+        assert_eq!(each[0], (1, (2, (1 << 32) + 1, true)));
+        assert_eq!(each[1], (2, (1, 1, false)));
         let summary = counts.finish(None, None).unwrap();
         assert_eq!(
             (summary.keys, summary.throttled, summary.worst_key),

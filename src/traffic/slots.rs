@@ -16,6 +16,20 @@ const HASHED: u64 = 1 << 63;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Slot(u64);
 
+impl Slot {
+    /// Whether it is a hashed key's, and its index among its kind's.
+    #[inline(always)]
+    pub fn parts(self) -> (bool, u64) {
+        (self.0 & HASHED != 0, self.0 & !HASHED)
+    }
+
+    /// The slot of [`Slot::parts`] (`index` below 2^63).
+    #[inline(always)]
+    pub fn from_parts(hashed: bool, index: u64) -> Slot {
+        Slot(if hashed { index | HASHED } else { index })
+    }
+}
+
 /// An entry per key seen, each starting as a copy of `fresh`.
 #[derive(Clone, Debug)]
 pub struct KeyTable<T> {
