@@ -23,7 +23,7 @@ pub const MAX_KEYS: usize = 10_000_000;
 /// How many requests ahead of its decision a key's state is asked for:
 /// far enough for memory's latency to pass while the requests between are
 /// decided, near enough that it is still in the cache when needed.
-pub(super) const AHEAD: usize = 16;
+pub(crate) const AHEAD: usize = 16;
 
 /// Keys from which state kept per key is asked for ahead of the decisions
 /// (see [`crate::traffic::slots::prefetch`]): below, it stays in the cache

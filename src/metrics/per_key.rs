@@ -24,6 +24,25 @@ pub struct PerKeyCounts {
     ring: Admissions,
 }
 
+/// A decision the figures per key count, kept to be counted later (on
+/// another thread): a request of a key admitted at a time, or rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyEvent {
+    /// See [`PerKeyCounts::admitted`].
+    Admitted(Nanos, u64),
+    /// See [`PerKeyCounts::rejected`].
+    Rejected(u64),
+}
+
+impl KeyEvent {
+    /// The key's id.
+    fn client(self) -> u64 {
+        match self {
+            KeyEvent::Admitted(_, client) | KeyEvent::Rejected(client) => client,
+        }
+    }
+}
+
 /// The figures per key, in `summary.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KeysSummary {
@@ -135,6 +154,23 @@ impl PerKeyCounts {
     pub fn rejected(&mut self, key: Key) {
         if self.counts.rejected(key.client) {
             self.keys.push(key.client);
+        }
+    }
+
+    /// Counts `events` in order, as [`Self::admitted`] and
+    /// [`Self::rejected`] one at a time would, each key's figures asked for
+    /// some events ahead once the keys outgrow the cache.
+    pub fn count(&mut self, events: &[KeyEvent]) {
+        use crate::limiter::per_key::{AHEAD, PREFETCH_FROM};
+        let ahead = self.len() >= PREFETCH_FROM;
+        for (nth, &event) in events.iter().enumerate() {
+            if ahead && let Some(later) = events.get(nth + AHEAD) {
+                self.prefetch(Key::client(later.client()), AHEAD);
+            }
+            match event {
+                KeyEvent::Admitted(at, client) => self.admitted(at, Key::client(client)),
+                KeyEvent::Rejected(client) => self.rejected(Key::client(client)),
+            }
         }
     }
 

@@ -16,6 +16,7 @@ pub use self::driver::Driver;
 pub use self::events::{Attempt, Event, Events};
 use self::pipeline::{PIPELINE_FROM, in_chunks};
 use self::run::RunState;
+use self::run::figures::Away;
 use crate::error::FieldError;
 use crate::limiter::RateLimiter;
 use crate::results::{Results, RunResult, WorkloadResults};
@@ -329,13 +330,26 @@ fn simulate_open(
             .estimated_arrivals(scenario.duration, &scenario.base_dir)
             .map(|n| sum + n)
     });
-    let pipelined = big.is_ok_and(|n| n >= PIPELINE_FROM) && crate::cores::second_core_free();
+    let two = big.is_ok_and(|n| n >= PIPELINE_FROM) && crate::cores::second_core_free();
+    // The second thread counts the figures per key where they are kept
+    // and their keys outgrow the cache (then they are most of the run's
+    // work), else it generates the arrivals.
+    let keys = workload.sources().iter().try_fold(0u64, |sum, source| {
+        source
+            .keys(scenario.duration, &scenario.base_dir)
+            .map(|n| sum.saturating_add(n))
+    });
+    let many = keys.is_ok_and(|n| n >= crate::limiter::per_key::PREFETCH_FROM as u64);
+    let mut away = (two && many).then(|| Away::start(&mut runs)).flatten();
+    let pipelined = two && away.is_none();
     let mut packed = Packed::new(scenario, options, index);
     let error = match arrivals.into_poisson() {
         // One Poisson source without clients: chunks of bare times.
         Ok(times) => {
             in_chunks(times, pipelined, &mut |chunk: &[Nanos]| {
-                decide(&mut runs, sink, index, chunk)
+                decide(&mut runs, sink, index, chunk)?;
+                Away::after_chunk(&mut away, &mut runs);
+                Ok(())
             })?;
             None
         }
@@ -343,7 +357,9 @@ fn simulate_open(
         Err(merge) if workload.names_hosts() => {
             in_chunks(merge, pipelined, &mut |chunk: &[Arrival]| {
                 Packed::along(&mut packed, chunk);
-                decide(&mut runs, sink, index, chunk)
+                decide(&mut runs, sink, index, chunk)?;
+                Away::after_chunk(&mut away, &mut runs);
+                Ok(())
             })?
             .take_error()
         }
@@ -352,11 +368,14 @@ fn simulate_open(
             pipelined,
             &mut |chunk: &[crate::traffic::Client]| {
                 Packed::along(&mut packed, chunk);
-                decide(&mut runs, sink, index, chunk)
+                decide(&mut runs, sink, index, chunk)?;
+                Away::after_chunk(&mut away, &mut runs);
+                Ok(())
             },
         )?
         .take_error(),
     };
+    Away::finish(away, &mut runs);
     if let Some(err) = error {
         bail!("workload {:?}: {err}", workload.name);
     }

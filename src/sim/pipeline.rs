@@ -62,7 +62,7 @@ fn pipeline<T: Timed, S: Chunks<T>>(
 }
 
 /// Whether the calling thread's core is shared, asked once per chunk.
-type Judge = Box<dyn FnMut() -> bool>;
+pub(super) type Judge = Box<dyn FnMut() -> bool>;
 
 /// [`pipeline`], each thread judging its core by a judge of `judge`'s.
 fn pipeline_judged<T: Timed, S: Chunks<T>>(
@@ -263,7 +263,7 @@ fn pipeline_judged<T: Timed, S: Chunks<T>>(
 /// are then slower than one. Where the kernel
 /// does not say, a core is never found shared.
 #[derive(Default)]
-struct Core {
+pub(super) struct Core {
     /// The kernel's counts, opened by the thread they are of, on its first
     /// look, and read again in place.
     file: Option<std::fs::File>,
@@ -281,7 +281,7 @@ const LOOKED_AT: u64 = 5_000_000;
 impl Core {
     /// Whether the calling thread's core has been found shared (looked at
     /// every 16th call: a chunk's work is tens of microseconds).
-    fn shared(&mut self) -> bool {
+    pub(super) fn shared(&mut self) -> bool {
         self.calls += 1;
         if !self.calls.is_multiple_of(16) {
             return false;

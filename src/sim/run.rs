@@ -13,7 +13,7 @@ use crate::metrics::backend::Server;
 use crate::metrics::closed_loop::ClosedLoop;
 use crate::metrics::outage::Outages;
 use crate::metrics::overload::OverloadCounts;
-use crate::metrics::per_key::{KeyTallies, PerKeyCounts, StateCost};
+use crate::metrics::per_key::{KeyEvent, KeyTallies, PerKeyCounts, StateCost};
 use crate::metrics::rolling::RollingCounts;
 use crate::metrics::timeline::Timeline;
 use crate::metrics::trailing::Trailing;
@@ -22,6 +22,8 @@ use crate::scenario::{NamedLimiter, Scenario};
 use crate::summary::{BackendSummary, DelaySummary, ProfilePoint, QueueSummary, RunSummary};
 use crate::time::Nanos;
 use crate::traffic::{Arrival, Key, Timed};
+
+pub(super) mod figures;
 
 /// One limiter's state and metrics while a workload streams through it.
 pub(super) struct RunState {
@@ -52,6 +54,8 @@ struct Counters {
     /// Figures per client key, when the workload's requests name clients
     /// (per Host, for a limit with `per = "host"`).
     keys: Option<PerKeyCounts>,
+    /// Instead, while another thread counts them: the decisions since sent ([`figures::Away`]).
+    keys_away: Option<Vec<KeyEvent>>,
     /// Whether `keys` counts Hosts.
     keys_by_host: bool,
     /// Figures of clients that retry, when they do.
@@ -138,6 +142,7 @@ impl RunState {
             rejected_with_spare_capacity: 0,
             events: Events::default(),
             keys: (keyed && metrics.per_key).then(|| PerKeyCounts::new(metrics.rolling)),
+            keys_away: None,
             keys_by_host: named.limiter.keyed_by_host(),
             closed: None,
             outages: match &named.limiter {
@@ -519,11 +524,14 @@ impl Counters {
         if admitted {
             return;
         }
+        let key = counted(key, self.keys_by_host);
         if let Some(keys) = &mut self.keys {
-            keys.rejected(counted(key, self.keys_by_host));
+            keys.rejected(key);
+        } else if let Some(away) = &mut self.keys_away {
+            away.push(KeyEvent::Rejected(key.client));
         }
         if let Some(watch) = &mut self.watch {
-            watch.saw(counted(key, self.keys_by_host).client);
+            watch.saw(key.client);
         }
         if let Some(capacity) = self.capacity
             && self.rolling.trailing_count(now) < capacity
@@ -545,11 +553,14 @@ impl Counters {
     /// The figures only some runs keep, for a request the backend gets.
     #[inline(never)]
     fn deliver_extras(&mut self, at: Nanos, key: Key) {
+        let key = counted(key, self.keys_by_host);
         if let Some(keys) = &mut self.keys {
-            keys.admitted(at, counted(key, self.keys_by_host));
+            keys.admitted(at, key);
+        } else if let Some(away) = &mut self.keys_away {
+            away.push(KeyEvent::Admitted(at, key.client));
         }
         if let Some(watch) = &mut self.watch {
-            watch.saw(counted(key, self.keys_by_host).client);
+            watch.saw(key.client);
         }
         if let Some(trailing) = &mut self.trailing {
             trailing.push(at);
