@@ -260,15 +260,22 @@ fn pipeline_judged<T: Timed, S: Chunks<T>>(
 /// row over [`LOOKED_AT`] of running, shares its core with another program
 /// (one that shares it evenly makes it wait about as long as it runs; a
 /// quiet machine's interruptions and wake-ups, far less), and two threads
-/// are then slower than one. Where the kernel
-/// does not say, a core is never found shared.
+/// are then slower than one — if the kernel also took it off its core in
+/// that window (`nonvoluntary_ctxt_switches` in `/proc/thread-self/status`):
+/// a thread that sleeps for its work at every chunk may wait as long to be
+/// woken on a virtual machine's idle core, but is never taken off it. Where
+/// the kernel does not say, a core is never found shared.
 #[derive(Default)]
 pub(super) struct Core {
     /// The kernel's counts, opened by the thread they are of, on its first
     /// look, and read again in place.
     file: Option<std::fs::File>,
+    /// The thread's status, to count the times it was taken off its core.
+    status: Option<std::fs::File>,
     /// Running and waiting when last looked at.
     last: Option<(u64, u64)>,
+    /// Times taken off its core, when last looked at.
+    preempted: Option<u64>,
     /// Windows in a row found shared.
     shared_windows: u32,
     /// Calls since the kernel was last asked.
@@ -288,12 +295,14 @@ impl Core {
         }
         if self.file.is_none() {
             self.file = std::fs::File::open("/proc/thread-self/schedstat").ok();
+            self.status = std::fs::File::open("/proc/thread-self/status").ok();
         }
         let Some(now) = self.file.as_ref().and_then(Self::times) else {
             return false;
         };
         let Some(last) = self.last else {
             self.last = Some(now);
+            self.preempted = self.status.as_ref().and_then(Self::preempted);
             return false;
         };
         let (ran, waited) = (now.0.saturating_sub(last.0), now.1.saturating_sub(last.1));
@@ -301,12 +310,31 @@ impl Core {
             return false;
         }
         self.last = Some(now);
-        self.shared_windows = if waited.saturating_mul(2) >= ran {
+        let before = self.preempted;
+        self.preempted = self.status.as_ref().and_then(Self::preempted);
+        let taken_off = match (before, self.preempted) {
+            (Some(before), Some(now)) => now > before,
+            _ => true,
+        };
+        self.shared_windows = if taken_off && waited.saturating_mul(2) >= ran {
             self.shared_windows + 1
         } else {
             0
         };
         self.shared_windows >= 2
+    }
+
+    /// The times the thread was taken off its core, from its status.
+    fn preempted(file: &std::fs::File) -> Option<u64> {
+        let mut buffer = [0u8; 4096];
+        #[cfg(unix)]
+        let read = std::os::unix::fs::FileExt::read_at(file, &mut buffer, 0).ok()?;
+        #[cfg(not(unix))]
+        let read = {
+            let _ = file;
+            0
+        };
+        preempted_in(std::str::from_utf8(&buffer[..read]).ok()?)
     }
 
     /// The thread's time run and time waited to run, in nanoseconds.
@@ -323,6 +351,16 @@ impl Core {
         let mut fields = text.split_ascii_whitespace().map(str::parse::<u64>);
         Some((fields.next()?.ok()?, fields.next()?.ok()?))
     }
+}
+
+/// The `nonvoluntary_ctxt_switches` count of a thread's status text.
+fn preempted_in(status: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("nonvoluntary_ctxt_switches:"))?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Chunks the decisions make themselves before the generator is given the
@@ -511,6 +549,22 @@ mod tests {
             panic!("two sources are not a lone Poisson source")
         };
         assert!(kept.take(5000).eq(fresh().take(5000)));
+    }
+
+    #[test]
+    fn the_times_a_thread_was_taken_off_its_core_are_read_from_its_status() {
+        let status =
+            "Name:\tburstsim\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t345\n";
+        assert_eq!(preempted_in(status), Some(345));
+        assert_eq!(
+            preempted_in("Name:\tx\nvoluntary_ctxt_switches:\t1\n"),
+            None
+        );
+        #[cfg(target_os = "linux")]
+        {
+            let file = std::fs::File::open("/proc/thread-self/status").unwrap();
+            assert!(Core::preempted(&file).is_some());
+        }
     }
 
     #[test]
