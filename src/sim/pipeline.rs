@@ -55,10 +55,7 @@ fn pipeline<T: Timed, S: Chunks<T>>(
     arrivals: S,
     decide: &mut dyn FnMut(&[T]) -> Result<()>,
 ) -> Result<S> {
-    pipeline_judged(arrivals, decide, &|| {
-        let mut core = Core::default();
-        Box::new(move || core.shared())
-    })
+    pipeline_judged(arrivals, decide, &Core::judge)
 }
 
 /// Whether the calling thread's core is shared, asked once per chunk.
@@ -324,32 +321,36 @@ impl Core {
         self.shared_windows >= 2
     }
 
+    /// The judge of whether the calling thread's core is shared.
+    pub(super) fn judge() -> Judge {
+        let mut core = Core::default();
+        Box::new(move || core.shared())
+    }
+
     /// The times the thread was taken off its core, from its status.
     fn preempted(file: &std::fs::File) -> Option<u64> {
-        let mut buffer = [0u8; 4096];
-        #[cfg(unix)]
-        let read = std::os::unix::fs::FileExt::read_at(file, &mut buffer, 0).ok()?;
-        #[cfg(not(unix))]
-        let read = {
-            let _ = file;
-            0
-        };
-        preempted_in(std::str::from_utf8(&buffer[..read]).ok()?)
+        preempted_in(Self::text(file, &mut [0u8; 4096])?)
     }
 
     /// The thread's time run and time waited to run, in nanoseconds.
     fn times(file: &std::fs::File) -> Option<(u64, u64)> {
         let mut buffer = [0u8; 128];
+        let text = Self::text(file, &mut buffer)?;
+        let mut fields = text.split_ascii_whitespace().map(str::parse::<u64>);
+        Some((fields.next()?.ok()?, fields.next()?.ok()?))
+    }
+
+    /// `file`'s text from its start, as much as fits `buffer` (read again
+    /// in place: the kernel's counts are current at each read).
+    fn text<'a>(file: &std::fs::File, buffer: &'a mut [u8]) -> Option<&'a str> {
         #[cfg(unix)]
-        let read = std::os::unix::fs::FileExt::read_at(file, &mut buffer, 0).ok()?;
+        let read = std::os::unix::fs::FileExt::read_at(file, buffer, 0).ok()?;
         #[cfg(not(unix))]
         let read = {
             let _ = file;
             0
         };
-        let text = std::str::from_utf8(&buffer[..read]).ok()?;
-        let mut fields = text.split_ascii_whitespace().map(str::parse::<u64>);
-        Some((fields.next()?.ok()?, fields.next()?.ok()?))
+        std::str::from_utf8(&buffer[..read]).ok()
     }
 }
 

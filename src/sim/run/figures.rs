@@ -40,13 +40,7 @@ impl Away {
     /// its core as the kernel tells; `None` (nothing taken) when no run
     /// keeps figures or no thread can be started.
     pub(in super::super) fn start(runs: &mut [RunState]) -> Option<Away> {
-        Self::judged(
-            runs,
-            Box::new(|| {
-                let mut core = Core::default();
-                Box::new(move || core.shared())
-            }),
-        )
+        Self::judged(runs, Box::new(Core::judge))
     }
 
     /// [`Away::start`] with the thread's judge made by `judge`.
