@@ -1,12 +1,15 @@
 //! A fixed window per key in as few bytes as the rules allow. Windows on a
 //! fixed grid (epoch or anchored) share their edges across keys, so a key
-//! needs only which window its count belongs to — numbered from the first
-//! window seen — and the count: 4 bytes while the numbers and the threshold
-//! fit 16 bits each, 8 while they fit 32, and the whole 16-byte
-//! [`Window`] otherwise (first-request windows, or a run past 2^32 windows).
-//! A table widens itself, once, when a window number outgrows it; every
-//! width decides exactly as [`FixedWindow::decide_in`] does. At 10^6 keys
-//! the 4-byte table fits the cache where the 16-byte one does not.
+//! needs only its count in the window now — 1 byte while the threshold fits
+//! 7 bits, every count cleared when a later window opens — or, once clearing
+//! costs more than the decisions it serves, which window its count belongs
+//! to (numbered from a window seen) and the count: 4 bytes while the
+//! numbers and the threshold fit 16 bits each, 8 while they fit 32, and the
+//! whole 16-byte [`Window`] otherwise (first-request windows, decisions out
+//! of time order, or a run past 2^32 windows). A table widens itself when
+//! it must; every width decides exactly as [`FixedWindow::decide_in`] does.
+//! At 10^6 keys the 1-byte table fits the cache where the 4-byte one does
+//! not.
 
 use super::Decision;
 use super::fixed_window::{FixedWindow, Window};
@@ -60,9 +63,22 @@ impl Cell for u64 {
     }
 }
 
+/// A byte cell's mark that its key was seen: a used cell is never 0.
+const SEEN: u8 = 0x80;
+
+/// A byte cell's count in the window now.
+const COUNT: u8 = 0x7f;
+
+/// The bytes clearing the byte cells may pass over per decision made on
+/// them, over the run: past it, windows open faster than the keys are
+/// used, and the table widens to cells that carry their window's number.
+const CLEARED_PER_DECISION: u64 = 64;
+
 /// Every key's window, in the narrowest form that holds it.
 #[derive(Clone, Debug)]
 enum Table {
+    /// Counts in window `base` alone (see [`SEEN`], [`COUNT`]).
+    Bytes(KeyTable<u8>),
     Narrow(KeyTable<u32>),
     Mid(KeyTable<u64>),
     Wide(KeyTable<Window>),
@@ -128,12 +144,14 @@ pub(super) struct KeyWindows {
     rules: FixedWindow,
     /// `None` for first-request windows (kept whole).
     grid: Option<Grid>,
-    /// The index of the first window a request fell in: cells number
-    /// windows from it, 1 for that one.
+    /// The index of a window a request fell in: cells number windows from
+    /// it, 1 for that one; byte cells count in it. `None` before the first.
     base: Option<u64>,
     table: Table,
     /// Windows opened, over all keys.
     opened: u64,
+    /// The bytes byte cells may still be cleared for (see [`CLEARED_PER_DECISION`]).
+    credit: u64,
 }
 
 impl KeyWindows {
@@ -143,6 +161,7 @@ impl KeyWindows {
             .phase(rules.window().get())
             .map(|phase| Grid::new(rules.window().get(), phase));
         let table = match (grid, rules.threshold()) {
+            (Some(_), n) if n <= u64::from(COUNT) => Table::Bytes(KeyTable::new(0)),
             (Some(_), n) if n <= <u32 as Cell>::MAX_COUNT => Table::Narrow(KeyTable::new(0)),
             (Some(_), n) if n <= <u64 as Cell>::MAX_COUNT => Table::Mid(KeyTable::new(0)),
             _ => Table::Wide(KeyTable::new(Window::default())),
@@ -153,12 +172,14 @@ impl KeyWindows {
             base: None,
             table,
             opened: 0,
+            credit: 0,
         }
     }
 
     /// Keys seen.
     pub(super) fn len(&self) -> usize {
         match &self.table {
+            Table::Bytes(table) => table.len(),
             Table::Narrow(table) => table.len(),
             Table::Mid(table) => table.len(),
             Table::Wide(table) => table.len(),
@@ -174,6 +195,7 @@ impl KeyWindows {
     #[cfg(test)]
     pub(super) fn cell_bytes(&self) -> usize {
         match &self.table {
+            Table::Bytes(_) => 1,
             Table::Narrow(_) => 4,
             Table::Mid(_) => 8,
             Table::Wide(_) => std::mem::size_of::<Window>(),
@@ -184,6 +206,7 @@ impl KeyWindows {
     #[inline(always)]
     pub(super) fn prefetch(&self, id: u64) {
         match &self.table {
+            Table::Bytes(table) => table.prefetch(id),
             Table::Narrow(table) => table.prefetch(id),
             Table::Mid(table) => table.prefetch(id),
             Table::Wide(table) => table.prefetch(id),
@@ -194,23 +217,35 @@ impl KeyWindows {
     /// does on the key's own window; returns the key's slot too.
     #[inline(always)]
     pub(super) fn decide<const HINTS: bool>(&mut self, id: u64, now: Nanos) -> (Slot, Decision) {
-        // The common case inline: 4-byte cells, a window after the first.
-        if let (Some(grid), Some(base), Table::Narrow(table)) =
-            (&mut self.grid, self.base, &mut self.table)
-        {
-            let number = grid.index(now.get()).wrapping_sub(base).wrapping_add(1);
-            if (1..=<u32 as Cell>::LARGEST).contains(&number) {
-                let (slot, decision, opened) =
-                    decide_cell::<u32, HINTS>(&self.rules, grid, table, id, number, now);
-                self.opened += u64::from(opened);
-                return (slot, decision);
+        // The common cases inline: byte cells in their window, 4-byte
+        // cells in a window after the first.
+        if let (Some(grid), Some(base)) = (&mut self.grid, self.base) {
+            let index = grid.index(now.get());
+            match &mut self.table {
+                Table::Bytes(table) if index == base => {
+                    self.credit += CLEARED_PER_DECISION;
+                    let (slot, decision, opened) =
+                        decide_byte::<HINTS>(&self.rules, grid, table, id, now);
+                    self.opened += u64::from(opened);
+                    return (slot, decision);
+                }
+                Table::Narrow(table) => {
+                    let number = index.wrapping_sub(base).wrapping_add(1);
+                    if (1..=<u32 as Cell>::LARGEST).contains(&number) {
+                        let (slot, decision, opened) =
+                            decide_cell::<u32, HINTS>(&self.rules, grid, table, id, number, now);
+                        self.opened += u64::from(opened);
+                        return (slot, decision);
+                    }
+                }
+                _ => {}
             }
         }
         self.decide_other::<HINTS>(id, now)
     }
 
-    /// [`KeyWindows::decide`] in every other case: the first request,
-    /// wider cells, or a table about to widen.
+    /// [`KeyWindows::decide`] in every other case: the first request, a
+    /// window opening on byte cells, wider cells, or a table about to widen.
     #[inline(never)]
     fn decide_other<const HINTS: bool>(&mut self, id: u64, now: Nanos) -> (Slot, Decision) {
         let Some(grid) = &mut self.grid else {
@@ -218,6 +253,21 @@ impl KeyWindows {
         };
         let index = grid.index(now.get());
         let base = *self.base.get_or_insert(index);
+        if let Table::Bytes(table) = &mut self.table {
+            // A later window opens: every count is cleared, while the
+            // decisions made pay for it; otherwise (an earlier window: a
+            // decision out of time order) the table widens.
+            let cost = table.room() as u64;
+            if index > base && self.credit >= cost {
+                self.credit -= cost;
+                table.update_all(|cell| *cell &= SEEN);
+                self.base = Some(index);
+            } else if index != base {
+                self.widen(1);
+                return self.decide_other::<HINTS>(id, now);
+            }
+            return self.decide::<HINTS>(id, now);
+        }
         // Window numbers start at 1 (0 is none); earlier than the first
         // window or past what the cells hold, the table widens.
         let number = index.wrapping_sub(base).wrapping_add(1);
@@ -255,6 +305,7 @@ impl KeyWindows {
             return;
         }
         let closed = match &mut self.table {
+            Table::Bytes(table) => refund_byte(table.get_mut(slot)),
             Table::Narrow(table) => refund_cell(table.get_mut(slot)),
             Table::Mid(table) => refund_cell(table.get_mut(slot)),
             Table::Wide(table) => self.rules.refund_in(table.get_mut(slot), now),
@@ -263,8 +314,9 @@ impl KeyWindows {
     }
 
     /// Moves every key's window to a table that holds window `number`
-    /// (relative to the first): 8-byte cells when it and the threshold fit,
-    /// whole windows otherwise.
+    /// (relative to `base`): from byte cells to 4-byte ones numbered from
+    /// the window their counts are in; then 8-byte cells when it and the
+    /// threshold fit, whole windows otherwise.
     #[cold]
     fn widen(&mut self, number: u64) {
         let grid = self.grid.expect("only windows on a grid are packed");
@@ -282,6 +334,11 @@ impl KeyWindows {
         let fits_mid = (1..=<u64 as Cell>::LARGEST).contains(&number)
             && self.rules.threshold() <= <u64 as Cell>::MAX_COUNT;
         self.table = match std::mem::replace(&mut self.table, Table::Mid(KeyTable::new(0))) {
+            // Counts in window `base`, numbered 1 (a threshold of 7 bits fits 16).
+            Table::Bytes(table) => Table::Narrow(table.map(0, |&cell| match cell & COUNT {
+                0 => 0,
+                count => u32::pack(1, u64::from(count)),
+            })),
             Table::Narrow(table) if fits_mid => {
                 Table::Mid(table.map(0, |cell| u64::pack(cell.number(), cell.count())))
             }
@@ -318,6 +375,33 @@ fn decide_cell<C: Cell, const HINTS: bool>(
     (slot, decision, opened)
 }
 
+/// [`FixedWindow::decide_in`] on a byte cell, which counts in the window
+/// holding `now` in `grid`.
+#[inline(always)]
+fn decide_byte<const HINTS: bool>(
+    rules: &FixedWindow,
+    grid: &Grid,
+    table: &mut KeyTable<u8>,
+    id: u64,
+    now: Nanos,
+) -> (Slot, Decision, bool) {
+    let (slot, cell, _) = table.entry_unless(id, |&cell| cell != 0);
+    let count = *cell & COUNT;
+    // A threshold of at least 1 admits the first request of a window: a
+    // count of 0 is a window not opened (or closed by a refund).
+    let admit = u64::from(count) < rules.threshold();
+    *cell = SEEN | (count + u8::from(admit));
+    let decision = Decision::admit_or::<HINTS>(admit, || rules.hint(now.get(), grid.end()));
+    (slot, decision, count == 0)
+}
+
+/// Takes back one admission of a byte cell; says whether that closes the window.
+fn refund_byte(cell: &mut u8) -> bool {
+    let count = (*cell & COUNT) - 1;
+    *cell = SEEN | count;
+    count == 0
+}
+
 /// Takes back one admission; says whether that closes the window.
 fn refund_cell<C: Cell>(cell: &mut C) -> bool {
     let count = cell.count() - 1;
@@ -343,14 +427,16 @@ mod tests {
     fn steps() -> impl proptest::strategy::Strategy<Value = Vec<Step>> {
         use proptest::prelude::*;
         // Gaps of 0 (equal times), short ones, and jumps past 2^16 and 2^32
-        // windows of 1 ns, so tables widen mid-run.
+        // windows of 1 ns, so tables widen mid-run; now and then a key of
+        // hundreds, so that clearing byte cells costs more than the
+        // decisions made.
         let gap = prop_oneof![
             6 => 0u64..4,
             3 => 0u64..3_000,
             1 => prop_oneof![Just(65_534u64), Just(65_535), Just(65_536), Just(1 << 32), Just((1 << 32) + 7)],
         ];
         let step = prop_oneof![
-            8 => (0u64..6, gap).prop_map(|(key, gap)| Step::Request { key, gap }),
+            8 => (prop_oneof![9 => 0u64..6, 1 => 0u64..300], gap).prop_map(|(key, gap)| Step::Request { key, gap }),
             1 => Just(Step::Refund),
         ];
         proptest::collection::vec(step, 1..300)
@@ -361,7 +447,20 @@ mod tests {
     /// decisions, hints and windows opened, whatever width the table has
     /// or takes on the way.
     fn same_as_a_window_per_key(rules: FixedWindow, start: u64, steps: &[Step]) -> usize {
+        alongside(KeyWindows::new(rules.clone()), rules, start, steps)
+    }
+
+    /// [`same_as_a_window_per_key`] from a table of 4-byte cells, as one
+    /// widened from bytes goes on.
+    fn same_from_4_bytes(rules: FixedWindow, start: u64, steps: &[Step]) -> usize {
         let mut packed = KeyWindows::new(rules.clone());
+        if let Table::Bytes(_) = packed.table {
+            packed.table = Table::Narrow(KeyTable::new(0));
+        }
+        alongside(packed, rules, start, steps)
+    }
+
+    fn alongside(mut packed: KeyWindows, rules: FixedWindow, start: u64, steps: &[Step]) -> usize {
         let mut windows: HashMap<u64, Window> = HashMap::new();
         let (mut now, mut opened, mut last) = (start, 0u64, None);
         for (nth, step) in steps.iter().enumerate() {
@@ -400,6 +499,7 @@ mod tests {
             count_rejected: bool,
             whole_seconds: bool,
             near_the_end: bool,
+            from_4_bytes: bool,
             steps in steps(),
         ) {
             let align = match align {
@@ -412,7 +512,11 @@ mod tests {
                 rules = rules.hinting_whole_seconds();
             }
             let start = if near_the_end { u64::MAX - window - 20_000 } else { 0 };
-            same_as_a_window_per_key(rules, start, &steps);
+            if from_4_bytes {
+                same_from_4_bytes(rules, start, &steps);
+            } else {
+                same_as_a_window_per_key(rules, start, &steps);
+            }
         }
     }
 
@@ -420,17 +524,31 @@ mod tests {
     fn a_table_widens_only_when_a_window_number_outgrows_it() {
         let rules = |threshold| FixedWindow::new(Nanos(1), threshold, Align::Epoch).unwrap();
         let request = |key, gap| Step::Request { key, gap };
+        // A threshold of 7 bits starts at a byte, 8 bits at 4 bytes.
+        assert_eq!(same_as_a_window_per_key(rules(127), 0, &[request(0, 0)]), 1);
+        assert_eq!(same_as_a_window_per_key(rules(128), 0, &[request(0, 0)]), 4);
+        // Byte cells hold any window after the first, as long as the
+        // decisions pay for clearing them: 1,000 keys' cells cleared after
+        // 16 decisions (1,024 bytes' worth) stay bytes, after 15 widen.
+        let opening = |decisions: u64| {
+            let mut steps = vec![request(999, 0)];
+            steps.extend((1..decisions).map(|_| request(0, 0)));
+            steps.extend([request(0, 1_000), request(999, 0), request(3, 0)]);
+            steps
+        };
+        assert_eq!(same_as_a_window_per_key(rules(2), 5, &opening(16)), 1);
+        assert_eq!(same_as_a_window_per_key(rules(2), 5, &opening(15)), 4);
         // 65,535 windows after the first still fit 16 bits; one more does not.
         assert_eq!(
-            same_as_a_window_per_key(rules(2), 5, &[request(0, 0), request(1, 65_534)]),
+            same_from_4_bytes(rules(2), 5, &[request(0, 0), request(1, 65_534)]),
             4
         );
         assert_eq!(
-            same_as_a_window_per_key(rules(2), 5, &[request(0, 0), request(1, 65_535)]),
+            same_from_4_bytes(rules(2), 5, &[request(0, 0), request(1, 65_535)]),
             8
         );
         assert_eq!(
-            same_as_a_window_per_key(rules(2), 5, &[request(0, 0), request(0, 1 << 32)]),
+            same_from_4_bytes(rules(2), 5, &[request(0, 0), request(0, 1 << 32)]),
             16
         );
         // A threshold past a 16-bit count starts at 8 bytes; first-request windows are kept whole.

@@ -27,7 +27,7 @@ pub(crate) const AHEAD: usize = 16;
 
 /// Keys from which state kept per key is asked for ahead of the decisions
 /// (see [`crate::traffic::slots::prefetch`]): below, it stays in the cache
-/// anyway (a fixed window's 4-byte cells take 256 KB, the figures per key 1 MB).
+/// anyway (a fixed window's cells take 64 to 256 KB, the figures per key 1 MB).
 pub(crate) const PREFETCH_FROM: usize = 1 << 16;
 
 /// Each arrival of `chunk`, with the key of the one [`AHEAD`] requests
@@ -113,7 +113,7 @@ impl Config {
         }
         let prototype = self.inner.build(context)?;
         let states = match &prototype {
-            // A fixed window's rules once, 4 to 16 bytes per key: what a
+            // A fixed window's rules once, 1 to 16 bytes per key: what a
             // key's window is, without a copy of the rules (or an enum's
             // largest kind) each.
             Limiter::FixedWindow(rules) if self.evict_after.is_none() => {

@@ -172,6 +172,19 @@ impl<T: Clone> KeyTable<T> {
         }
     }
 
+    /// Entries held, those of small keys not seen yet (still `fresh`)
+    /// included: what [`KeyTable::update_all`] passes over.
+    pub fn room(&self) -> usize {
+        self.dense.len() + self.hashed.len()
+    }
+
+    /// Changes every entry held by `turn`, `fresh` ones of small keys not
+    /// seen yet too (`turn` must leave a fresh entry fresh).
+    pub fn update_all(&mut self, turn: impl Fn(&mut T)) {
+        self.dense.iter_mut().for_each(&turn);
+        self.hashed.iter_mut().for_each(&turn);
+    }
+
     /// How many keys have an entry.
     pub fn len(&self) -> usize {
         self.len
