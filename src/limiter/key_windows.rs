@@ -253,6 +253,9 @@ impl KeyWindows {
         };
         let index = grid.index(now.get());
         let base = *self.base.get_or_insert(index);
+        // Window numbers start at 1 (0 is none); earlier than the first
+        // window or past what the cells hold, the table widens.
+        let number = index.wrapping_sub(base).wrapping_add(1);
         if let Table::Bytes(table) = &mut self.table {
             // A later window opens: every count is cleared, while the
             // decisions made pay for it; otherwise (an earlier window: a
@@ -263,14 +266,11 @@ impl KeyWindows {
                 table.update_all(|cell| *cell &= SEEN);
                 self.base = Some(index);
             } else if index != base {
-                self.widen(1);
+                self.widen(number);
                 return self.decide_other::<HINTS>(id, now);
             }
             return self.decide::<HINTS>(id, now);
         }
-        // Window numbers start at 1 (0 is none); earlier than the first
-        // window or past what the cells hold, the table widens.
-        let number = index.wrapping_sub(base).wrapping_add(1);
         let (slot, decision, opened) = match &mut self.table {
             Table::Narrow(table) if (1..=<u32 as Cell>::LARGEST).contains(&number) => {
                 decide_cell::<u32, HINTS>(&self.rules, grid, table, id, number, now)
@@ -334,7 +334,8 @@ impl KeyWindows {
         let fits_mid = (1..=<u64 as Cell>::LARGEST).contains(&number)
             && self.rules.threshold() <= <u64 as Cell>::MAX_COUNT;
         self.table = match std::mem::replace(&mut self.table, Table::Mid(KeyTable::new(0))) {
-            // Counts in window `base`, numbered 1 (a threshold of 7 bits fits 16).
+            // Counts in window `base`, numbered 1 (a threshold of 7 bits
+            // fits 16); a later `number` widens further from there.
             Table::Bytes(table) => Table::Narrow(table.map(0, |&cell| match cell & COUNT {
                 0 => 0,
                 count => u32::pack(1, u64::from(count)),
