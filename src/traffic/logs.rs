@@ -102,10 +102,8 @@ impl<'a> Combined<'a> {
     pub fn parse_fields(line: &'a str, read_tail: bool) -> Option<Combined<'a>> {
         // Every delimiter is ASCII, so each cut falls between characters.
         let line = trim_start(line);
-        let (remote_addr, rest) = cut(line, space(line.as_bytes())?, 1);
-        let (ident, rest) = cut(rest, space(rest.as_bytes())?, 1);
-        let (remote_user, rest) = cut(rest, find_pair(rest.as_bytes(), b' ', b'[')?, 2);
-        let (time, rest) = cut(rest, find_pair(rest.as_bytes(), b']', b' ')?, 2);
+        let [remote_addr, ident, remote_user, time, rest] =
+            nginx_head(line).or_else(|| searched_head(line))?;
         let (request, rest) = quoted(rest)?;
         let rest = trim_start(rest);
         let (status, rest) = match space(rest.as_bytes()) {
@@ -171,16 +169,71 @@ pub(crate) fn trim(text: &str) -> &str {
 }
 
 /// Where the first space is in `bytes`. Most fields of a line are a few
-/// bytes long: looked for a byte at a time over the first 16 (no call),
-/// then by `memchr`.
+/// bytes long: looked for in the first 16 at once (no call), then by `memchr`.
 #[inline]
 fn space(bytes: &[u8]) -> Option<usize> {
-    let head = &bytes[..bytes.len().min(16)];
-    match head.iter().position(|&byte| byte == b' ') {
-        Some(at) => Some(at),
-        None if head.len() < bytes.len() => memchr::memchr(b' ', &bytes[16..]).map(|at| at + 16),
-        None => None,
+    match word(bytes, 0) {
+        Some(word) => {
+            first_byte(word, b' ').or_else(|| memchr::memchr(b' ', &bytes[16..]).map(|at| at + 16))
+        }
+        None => bytes.iter().position(|&byte| byte == b' '),
     }
+}
+
+/// A line's address, ident, user, time and the rest after `] `, each
+/// found by searching for the delimiter after it.
+#[inline]
+fn searched_head(line: &str) -> Option<[&str; 5]> {
+    let (remote_addr, rest) = cut(line, space(line.as_bytes())?, 1);
+    let (ident, rest) = cut(rest, space(rest.as_bytes())?, 1);
+    let (remote_user, rest) = cut(rest, find_pair(rest.as_bytes(), b' ', b'[')?, 2);
+    let (time, rest) = cut(rest, find_pair(rest.as_bytes(), b']', b' ')?, 2);
+    Some([remote_addr, ident, remote_user, time, rest])
+}
+
+/// [`searched_head`] when a line starts as nginx writes most lines — an
+/// address of at most 15 bytes, no ident or user (`ADDR - - [dd/Mon/yyyy:HH:MM:SS +zzzz] `) — found at
+/// fixed places in two 16-byte words instead of by four searches: the same
+/// cuts the searches make, or `None` for them to make.
+#[inline(always)]
+fn nginx_head(line: &str) -> Option<[&str; 5]> {
+    let bytes = line.as_bytes();
+    let addr = first_byte(word(bytes, 0)?, b' ')?;
+    let time = addr + 6;
+    // No `]` in the time, so the first `] ` is the one after it.
+    let plain = bytes.get(addr..time)? == b" - - ["
+        && bytes.get(time + 26..time + 28)? == b"] "
+        && first_byte(word(bytes, time)?, b']').is_none()
+        && first_byte(word(bytes, time + 10)?, b']').is_none();
+    if !plain {
+        return None;
+    }
+    Some([
+        &line[..addr],
+        &line[addr + 1..addr + 2],
+        &line[addr + 3..addr + 4],
+        &line[time..time + 26],
+        &line[time + 28..],
+    ])
+}
+
+/// The 16 bytes of `bytes` from `at`, as one word (the first in its lowest byte).
+#[inline(always)]
+fn word(bytes: &[u8], at: usize) -> Option<u128> {
+    Some(u128::from_le_bytes(
+        bytes.get(at..at + 16)?.try_into().ok()?,
+    ))
+}
+
+/// Where `byte` first is in `word` (see [`word`]): each byte equal to it
+/// made zero, and the lowest zero byte found by the borrow it takes from
+/// its high bit (a borrow runs only upwards, so the lowest is exact).
+#[inline(always)]
+fn first_byte(word: u128, byte: u8) -> Option<usize> {
+    const ONES: u128 = u128::MAX / 255;
+    let x = word ^ (ONES * u128::from(byte));
+    let zeros = x.wrapping_sub(ONES) & !x & (ONES << 7);
+    (zeros != 0).then(|| zeros.trailing_zeros() as usize / 8)
 }
 
 /// Where the first `first` followed by `second` starts in `bytes` (a
@@ -411,6 +464,38 @@ mod tests {
             proptest::prop_assert_eq!(trim(&text), text.trim());
             proptest::prop_assert_eq!(trim_start(&text), text.trim_start());
             proptest::prop_assert_eq!(space(text.as_bytes()), memchr::memchr(b' ', text.as_bytes()));
+        }
+
+        /// The fixed places, when they are taken, cut a line's head where
+        /// the searches do: addresses around 15 bytes, idents and users that
+        /// are and are not `-`, times of other lengths and holding `]`.
+        #[test]
+        fn the_fixed_head_cuts_where_the_searches_do(
+            addr in "[0-9a-f.:]{1,18}",
+            ident in "-|x|- ",
+            user in "-|frank|-]",
+            time in proptest::strategy::Strategy::prop_map(
+                ("[0/: \\]]{10}", "[0/: ]{14,18}"),
+                |(head, tail)| head + &tail,
+            ),
+            rest in "\\] ?\\[?\"[A-Z /\\]]{0,20}\" 200 5",
+            plain in "[0-9/A-Za-z: +]{26}",
+        ) {
+            for line in [
+                format!("{addr} {ident} {user} [{time}{rest}"),
+                format!("{addr} - - [{time}{rest}"),
+            ] {
+                if let Some(head) = nginx_head(&line) {
+                    proptest::prop_assert_eq!(Some(head), searched_head(&line));
+                }
+            }
+            // Taken for every line of nginx's layout whose address fits.
+            let nginx = format!("{addr} - - [{plain}] \"GET / HTTP/1.1\" 200 5");
+            let head = nginx_head(&nginx);
+            proptest::prop_assert_eq!(head.is_some(), addr.len() < 16);
+            if head.is_some() {
+                proptest::prop_assert_eq!(head, searched_head(&nginx));
+            }
         }
 
         /// The in-place reader gives what the general parser gives, at
