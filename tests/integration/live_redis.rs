@@ -105,20 +105,32 @@ fn live_replay_agrees_with_the_simulator_on_atomic_scripts() {
     };
     // A stall of this 2-core machine longer than the jitter the replay
     // measured can shift one window (twice in three CI runs on 2026-12-03:
-    // equal admissions, half the disagreements at edges). A stall does not
-    // repeat; a model that is not Redis's twin disagrees again: once more.
+    // equal admissions, half the disagreements at edges; on 2026-12-04 the
+    // naive variant, which is not held to agreement here, set off the one
+    // retry, and the retry stalled too). A stall does not repeat three
+    // times; a model that is not Redis's twin disagrees on every replay.
+    const AGREEING: [&str; 2] = ["atomic-fixed-window", "sliding-log"];
+    const TRIES: u32 = 3;
     let unexplained = |results: &Value| {
         results
             .as_array()
             .unwrap()
             .iter()
-            .any(|r| r["unexplained"] != 0)
+            .any(|r| AGREEING.iter().any(|v| r["variant"] == *v) && r["unexplained"] != 0)
     };
     let mut results = replay(&url, "out");
-    if unexplained(&results) {
-        eprintln!("unexplained disagreement; replaying once more on a fresh server:\n{results}");
+    for again in 1..TRIES {
+        if !unexplained(&results) {
+            break;
+        }
+        eprintln!(
+            "unexplained disagreement (try {again} of {TRIES}); replaying again on a fresh server:\n{results}"
+        );
         let fresh = started_redis().expect("redis-server started once already");
-        results = replay(&format!("redis://127.0.0.1:{}", fresh.port), "again");
+        results = replay(
+            &format!("redis://127.0.0.1:{}", fresh.port),
+            &format!("again-{again}"),
+        );
     }
     let find = |variant: &str| {
         results
@@ -129,7 +141,7 @@ fn live_replay_agrees_with_the_simulator_on_atomic_scripts() {
             .unwrap()
             .clone()
     };
-    for variant in ["atomic-fixed-window", "sliding-log"] {
+    for variant in AGREEING {
         let r = find(variant);
         assert_eq!(r["unexplained"], 0, "{variant}: {r}");
         assert_admissions_agree(&r);
