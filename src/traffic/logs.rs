@@ -192,9 +192,10 @@ fn searched_head(line: &str) -> Option<[&str; 5]> {
 }
 
 /// [`searched_head`] when a line starts as nginx writes most lines — an
-/// address of at most 15 bytes, no ident or user (`ADDR - - [dd/Mon/yyyy:HH:MM:SS +zzzz] `) — found at
-/// fixed places in two 16-byte words instead of by four searches: the same
-/// cuts the searches make, or `None` for them to make.
+/// address of at most 15 bytes, no ident or user:
+/// `ADDR - - [dd/Mon/yyyy:HH:MM:SS +zzzz] ` — found at fixed places in two
+/// 16-byte words instead of by four searches: the same cuts the searches
+/// make, or `None` for them to make.
 #[inline(always)]
 fn nginx_head(line: &str) -> Option<[&str; 5]> {
     let bytes = line.as_bytes();

@@ -103,35 +103,32 @@ fn live_replay_agrees_with_the_simulator_on_atomic_scripts() {
         }
         serde_json::from_str(&fs::read_to_string(out.join("live.json")).unwrap()).unwrap()
     };
-    // A stall of this 2-core machine longer than the jitter the replay
-    // measured can shift one window (twice in three CI runs on 2026-12-03:
-    // equal admissions, half the disagreements at edges; on 2026-12-04 the
-    // naive variant, which is not held to agreement here, set off the one
-    // retry, and the retry stalled too). A stall does not repeat three
-    // times; a model that is not Redis's twin disagrees on every replay.
+    // A stall longer than the jitter the replay measured can shift one
+    // window (twice in three CI runs on 2026-12-03: equal admissions, half
+    // the disagreements at edges; on 2026-12-04 the naive variant, which is
+    // not held to agreement here, set off the one retry there was, and the
+    // retry stalled too): see `common::unless_explained`.
     const AGREEING: [&str; 2] = ["atomic-fixed-window", "sliding-log"];
-    const TRIES: u32 = 3;
-    let unexplained = |results: &Value| {
-        results
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|r| AGREEING.iter().any(|v| r["variant"] == *v) && r["unexplained"] != 0)
-    };
-    let mut results = replay(&url, "out");
-    for again in 1..TRIES {
-        if !unexplained(&results) {
-            break;
-        }
-        eprintln!(
-            "unexplained disagreement (try {again} of {TRIES}); replaying again on a fresh server:\n{results}"
-        );
-        let fresh = started_redis().expect("redis-server started once already");
-        results = replay(
-            &format!("redis://127.0.0.1:{}", fresh.port),
-            &format!("again-{again}"),
-        );
-    }
+    let results = common::unless_explained(
+        |tries| {
+            if tries == 1 {
+                return replay(&url, "out");
+            }
+            let fresh = started_redis().expect("redis-server started once already");
+            replay(
+                &format!("redis://127.0.0.1:{}", fresh.port),
+                &format!("again-{tries}"),
+            )
+        },
+        |results: &Value| {
+            results
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| AGREEING.iter().any(|v| r["variant"] == *v) && r["unexplained"] != 0)
+        },
+        Value::to_string,
+    );
     let find = |variant: &str| {
         results
             .as_array()

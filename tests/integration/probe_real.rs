@@ -187,38 +187,28 @@ fn probe(scenario: &str, target: &str, args: &[&str]) -> Probed {
     }
 }
 
-/// A probe whose comparison left a disagreement unexplained, run again
-/// against a fresh server (by `run`), at most [`PROBE_TRIES`] times in all,
-/// and the last run returned. On this 2-core machine HAProxy has decided one
-/// request of 104 on a clock further behind its send than the comparison
-/// tries, the event loop's date being stale under load: in about one CI run
-/// of five, and once (2026-12-04, CI beside a release build) in two runs in
-/// a row. A model that is not the target's twin disagrees on every run of
-/// the same pattern; a stall does not repeat three times. Each failed run's
-/// figures and unexplained requests go to the test's output.
+/// A probe run until its comparison explains every disagreement (see
+/// [`common::unless_explained`]). On this 2-core machine HAProxy has decided
+/// one request of 104 on a clock further behind its send than the
+/// comparison tries, the event loop's date being stale under load: in about
+/// one CI run of five, and once (2026-12-04, CI beside a release build) in
+/// two runs in a row. Each retried run's figures and unexplained requests
+/// go to the test's output.
 fn unless_explained(mut run: impl FnMut() -> Probed) -> Probed {
-    let mut tries = 1;
-    loop {
-        let p = run();
-        if p.json["agreement"]["unexplained"] == 0 || tries == PROBE_TRIES {
-            return p;
-        }
-        let unexplained: Vec<_> = p.json["agreement"]["listed"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|d| d["class"] == "unexplained")
-            .collect();
-        eprintln!(
-            "unexplained disagreement (try {tries} of {PROBE_TRIES}); probing again on a fresh server:\n{}\n{unexplained:?}",
-            p.stderr
-        );
-        tries += 1;
-    }
+    common::unless_explained(
+        |_| run(),
+        |p| p.json["agreement"]["unexplained"] != 0,
+        |p| {
+            let unexplained: Vec<_> = p.json["agreement"]["listed"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|d| d["class"] == "unexplained")
+                .collect();
+            format!("{}\n{unexplained:?}", p.stderr)
+        },
+    )
 }
-
-/// Runs of one probe at most, while a disagreement is unexplained.
-const PROBE_TRIES: u32 = 3;
 
 /// Asserts a probe agreed with its model: every request answered, none of
 /// the disagreements unexplained, the run's outputs written. Returns the
