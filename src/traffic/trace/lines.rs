@@ -1,7 +1,9 @@
-//! A log's lines, each handed out in place in one buffer: no copy and no
-//! allocation per line (a `read_line` into a `String` copied every byte
-//! once more). The last line stays readable until the next is read, for
-//! the few rows whose key's text is kept.
+//! A log's lines, each handed out in place: no allocation per line (a
+//! `read_line` into a `String` copied every byte once more). What is read
+//! is checked to be UTF-8 once, up to its last line break, rather than
+//! line by line (a call per line was a seventh of a log's reading). The
+//! last line stays readable until the next is read, for the few rows whose
+//! key's text is kept.
 
 use super::*;
 
@@ -9,12 +11,18 @@ use super::*;
 pub(super) struct LineReader<R = Capped> {
     source: R,
     buffer: Vec<u8>,
-    /// The bytes of `buffer` read but not handed out yet: `start..end`.
+    /// The bytes of `buffer` read but not yet in `text`: `start..end`.
     start: usize,
     end: usize,
     /// How far past `start` no line break was found (so a long line is
     /// searched once).
     searched: usize,
+    /// Whole lines, checked, each with its break: handed out from `at`.
+    text: String,
+    at: usize,
+    /// Whether the line after `text` is not UTF-8 (refused once the lines
+    /// before it are handed out).
+    bad: bool,
     /// The last line handed out, its break left out.
     line: (usize, usize),
     done: bool,
@@ -28,6 +36,9 @@ impl<R: Read> LineReader<R> {
             start: 0,
             end: 0,
             searched: 0,
+            text: String::with_capacity(4 * BUFFER_BYTES),
+            at: 0,
+            bad: false,
             line: (0, 0),
             done: false,
         }
@@ -42,17 +53,29 @@ impl<R: Read> LineReader<R> {
     /// Text that is not UTF-8 is an error, as `read_line` made it.
     pub(super) fn advance(&mut self) -> std::io::Result<Option<&str>> {
         loop {
-            let unread = &self.buffer[self.start + self.searched..self.end];
-            if let Some(at) = memchr::memchr(b'\n', unread) {
-                let end = self.start + self.searched + at;
-                return self.hand_out(end, end + 1);
+            if let Some(at) = memchr::memchr(b'\n', &self.text.as_bytes()[self.at..]) {
+                let (line, end) = (self.at, self.at + at);
+                (self.line, self.at) = ((line, end), end + 1);
+                return Ok(Some(&self.text[line..end]));
             }
-            self.searched = self.end - self.start;
+            // Every line of `text` is handed out.
+            if self.bad {
+                return Err(not_utf8());
+            }
+            if self.take_lines() {
+                continue;
+            }
             if self.done {
                 if self.start == self.end {
                     return Ok(None);
                 }
-                return self.hand_out(self.end, self.end);
+                // The last line, without a break.
+                let last = std::str::from_utf8(&self.buffer[self.start..self.end]).map_err(|_| not_utf8())?;
+                self.text.clear();
+                self.text.push_str(last);
+                (self.start, self.searched) = (self.end, 0);
+                (self.line, self.at) = ((0, self.text.len()), self.text.len());
+                return Ok(Some(&self.text));
             }
             self.fill()?;
         }
@@ -60,24 +83,30 @@ impl<R: Read> LineReader<R> {
 
     /// The last line read (without its line break).
     pub(super) fn line(&self) -> &str {
-        // Checked when handed out.
-        std::str::from_utf8(&self.buffer[self.line.0..self.line.1]).unwrap_or_default()
+        &self.text[self.line.0..self.line.1]
     }
 
-    /// Hands out `start..end` as the next line, checked once; the next
-    /// starts at `next`.
-    fn hand_out(&mut self, end: usize, next: usize) -> std::io::Result<Option<&str>> {
-        let line = self.start;
-        self.line = (line, end);
-        (self.start, self.searched) = (next, 0);
-        std::str::from_utf8(&self.buffer[line..end])
-            .map(Some)
-            .map_err(|_| {
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidData,
-                    "stream did not contain valid UTF-8",
-                )
-            })
+    /// Moves the whole lines read into `text`, checked; whether there was one.
+    fn take_lines(&mut self) -> bool {
+        let unread = &self.buffer[self.start + self.searched..self.end];
+        let Some(last) = memchr::memrchr(b'\n', unread) else {
+            self.searched = self.end - self.start;
+            return false;
+        };
+        let cut = self.start + self.searched + last + 1;
+        let lines = &self.buffer[self.start..cut];
+        let checked = std::str::from_utf8(lines).unwrap_or_else(|err| {
+            // Up to the first byte that is not UTF-8: the lines before its
+            // line are handed out, and that line, its break not in `text`,
+            // is refused.
+            self.bad = true;
+            std::str::from_utf8(&lines[..err.valid_up_to()]).unwrap_or_default()
+        });
+        self.text.clear();
+        self.text.push_str(checked);
+        (self.at, self.line) = (0, (0, 0));
+        (self.start, self.searched) = (cut, 0);
+        true
     }
 
     /// Reads more (at most `BUFFER_BYTES` at once, as the source caps a
@@ -87,7 +116,7 @@ impl<R: Read> LineReader<R> {
         if self.end + BUFFER_BYTES > self.buffer.len() {
             if self.start > 0 {
                 self.buffer.copy_within(self.start..self.end, 0);
-                (self.end, self.start, self.line) = (self.end - self.start, 0, (0, 0));
+                (self.end, self.start) = (self.end - self.start, 0);
             }
             if self.end + BUFFER_BYTES > self.buffer.len() {
                 self.buffer.resize(self.end + BUFFER_BYTES, 0);
@@ -103,6 +132,13 @@ impl<R: Read> LineReader<R> {
         self.done = n == 0;
         Ok(())
     }
+}
+
+fn not_utf8() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        "stream did not contain valid UTF-8",
+    )
 }
 
 #[cfg(test)]
@@ -165,6 +201,39 @@ mod tests {
                 .map(|line| line.strip_suffix('\r').map_or(line.clone(), str::to_string))
                 .collect();
             proptest::prop_assert_eq!(got, expected);
+        }
+    }
+
+    proptest::proptest! {
+        /// A line that is not UTF-8 (a stray byte, or a character cut
+        /// short), anywhere in text read in pieces of any size: every line
+        /// before it is handed out, then it is refused.
+        #[test]
+        fn the_lines_before_one_that_is_not_utf8_are_handed_out_first(
+            lines in proptest::collection::vec("[ -~é€]{0,40}", 1..60),
+            long in 0usize..3,
+            bad in 0usize..60,
+            cut_short: bool,
+            step in proptest::prop_oneof![1usize..9, proptest::strategy::Just(BUFFER_BYTES)],
+        ) {
+            let mut lines = lines;
+            lines.push("y".repeat(long * BUFFER_BYTES + 3));
+            let bad = bad % lines.len();
+            let mut text = Vec::new();
+            for (i, line) in lines.iter().enumerate() {
+                text.extend_from_slice(line.as_bytes());
+                if i == bad {
+                    // Half of "é", or a byte that starts nothing.
+                    text.extend_from_slice(if cut_short { b"\xc3" } else { b"\xff" });
+                }
+                text.push(b'\n');
+            }
+            let mut reader = LineReader::new(Trickle { text: &text, step });
+            for line in &lines[..bad] {
+                proptest::prop_assert_eq!(reader.advance()?, Some(line.as_str()));
+            }
+            let err = reader.advance().unwrap_err();
+            proptest::prop_assert_eq!(err.to_string(), "stream did not contain valid UTF-8");
         }
     }
 
