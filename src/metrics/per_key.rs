@@ -3,8 +3,9 @@
 //! trailing interval, and a count per key), how many keys were throttled,
 //! the worst key, and how much of what was admitted went to the busiest 1%.
 //! Memory: 8 bytes of counts (12 once a key has 65,536 admissions in one
-//! interval) and 8 of id per key, plus 8 bytes per admission in one
-//! interval (see [`super::key_counts`]).
+//! interval) and 8 of id per key (none while the keys come numbered in
+//! order, as a log's do), plus 8 bytes per admission in one interval (see
+//! [`super::key_counts`]).
 
 use serde::{Deserialize, Serialize};
 
