@@ -67,7 +67,7 @@ impl CheckedWriter {
             out: (keep && !hook)
                 .then(tempfile::tempfile)
                 .and_then(Result::ok)
-                .map(|file| BufWriter::with_capacity(1 << 20, file)),
+                .map(|file| BufWriter::with_capacity(1 << 15, file)),
             hosted,
             written: 0,
         }
@@ -82,10 +82,17 @@ impl CheckedWriter {
         row[..8].copy_from_slice(&time.to_le_bytes());
         row[8..16].copy_from_slice(&client.to_le_bytes());
         row[16..24].copy_from_slice(&host.to_le_bytes());
-        let len = Checked::row_bytes(self.hosted);
-        row[len - 1] = verdict;
-        self.written += len as u64;
-        if self.written > CHECKED_BYTES || out.write_all(&row[..len]).is_err() {
+        // Each length written as a constant: the copy is then two moves,
+        // not a call to `memcpy` (8% of the counting thread).
+        let written = if self.hosted {
+            row[24] = verdict;
+            out.write_all(&row[..25])
+        } else {
+            row[16] = verdict;
+            out.write_all(&row[..17])
+        };
+        self.written += Checked::row_bytes(self.hosted) as u64;
+        if self.written > CHECKED_BYTES || written.is_err() {
             self.out = None;
         }
     }
