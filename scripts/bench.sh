@@ -8,9 +8,10 @@
 # With ../shared/perf-floor present, first the ratios to that hand-written
 # yardstick, each the median of three back-to-back pairs: the open loop, per-key
 # limits (10^4 and 10^6 keys, with and without the figures per key) and an
-# access log's replay (on one core and on all; gzipped, against zcat's own
-# time); then one run on one core against the same run on all, the median of
-# seven alternating pairs, on a quiet machine and with a neighbour spinning on
+# access log's replay (on one core and on all, with and without the figures
+# per key; gzipped, against zcat's own time); then one run on one core
+# against the same run on all, the median of seven alternating pairs, on a
+# quiet machine and with a neighbour spinning on
 # the last core (this machine's speed drifts from minute to minute: only pairs
 # compare). BURSTSIM_BASELINE=path/to/burstsim
 # also runs the closed loop with that (earlier) binary, in the same minute.
@@ -113,6 +114,11 @@ if [ -f "$floor_dir/Cargo.toml" ]; then
     log_run="$bin run $tmp/same-work-log.toml --no-charts --quiet --out $tmp/log"
     pairs "log replay, one core" "taskset -c 0 $floor log $tmp/access-2m.log" "taskset -c 0 $log_run"
     pairs "log replay, all cores" "$floor log $tmp/access-2m.log" "$log_run"
+    # The same without the figures per key, which the floor does not keep.
+    sed "s/^bucket = .*/&\nper_key = false/" "$tmp/same-work-log.toml" > "$tmp/same-work-log-off.toml"
+    log_off="$bin run $tmp/same-work-log-off.toml --no-charts --quiet --out $tmp/log-off"
+    pairs "log, one core, no figures" "taskset -c 0 $floor log $tmp/access-2m.log" "taskset -c 0 $log_off"
+    pairs "log, all cores, no figures" "$floor log $tmp/access-2m.log" "$log_off"
     # The same log gzipped, against zcat's own time to read it.
     gzip -c "$tmp/access-2m.log" > "$tmp/access-2m.log.gz"
     sed 's/access-2m\.log"/access-2m.log.gz"/' "$tmp/same-work-log.toml" > "$tmp/same-work-log-gz.toml"
