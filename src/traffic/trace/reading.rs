@@ -60,8 +60,9 @@ impl Naming {
 /// Plain logs at least this large are read on a thread of their own when a
 /// core is free for it.
 const THREADED_FROM: u64 = 8 << 20;
-/// ReadInto handed over at once from the reading thread.
-const HANDED: usize = 4096;
+/// Rows handed over at once from the reading thread: each hand-over may
+/// wake the other side, so they are few (122 for two million rows).
+const HANDED: usize = 16384;
 /// Hand-overs the reading thread may hold ready: the rows it runs ahead.
 const AHEAD: usize = 4;
 
@@ -152,10 +153,14 @@ impl Config {
         rows: &mut impl ReadInto,
     ) -> Result<(), FieldError> {
         let (sender, receiver) = sync_channel(AHEAD);
+        // The emptied hand-overs go back to be filled again: a fresh one is
+        // half a megabyte of pages to fault in.
+        let (give_back, given_back) = sync_channel(AHEAD + 2);
         std::thread::scope(|scope| {
             scope.spawn(move || {
                 let mut handing = Handing {
                     sender,
+                    given_back,
                     rows: Vec::with_capacity(HANDED),
                     names: Vec::new(),
                     naming: Naming::default(),
@@ -171,22 +176,29 @@ impl Config {
             });
             // Dropped when this side stops, so a thread waiting to hand
             // over more finds the channel closed and ends.
-            take(receiver, rows)
+            take(receiver, &give_back, rows)
         })
     }
 }
 
 /// The counting side of a threaded read: every hand-over in order, until
 /// the reading side's end or error, or `rows`'s own.
-fn take(receiver: Receiver<Reading>, rows: &mut impl ReadInto) -> Result<(), FieldError> {
+fn take(
+    receiver: Receiver<Reading>,
+    give_back: &SyncSender<Vec<ReadRow>>,
+    rows: &mut impl ReadInto,
+) -> Result<(), FieldError> {
     while let Ok(reading) = receiver.recv() {
         match reading {
-            Reading::Rows(read, names) => {
+            Reading::Rows(mut read, names) => {
                 let mut names = names.into_iter().peekable();
-                for (at, row) in read.into_iter().enumerate() {
+                for (at, row) in read.drain(..).enumerate() {
                     let name = names.next_if(|(named, _)| *named == at).map(|(_, name)| name);
                     rows.row(row, || name)?;
                 }
+                // Full only if the reader holds as many as it may: then it
+                // allocates one, as it would have anyway.
+                let _ = give_back.try_send(read);
             }
             Reading::File(file) => rows.file(file)?,
             Reading::Failed(err) => return Err(err),
@@ -198,6 +210,8 @@ fn take(receiver: Receiver<Reading>, rows: &mut impl ReadInto) -> Result<(), Fie
 /// The reading thread's side of the channel: rows gathered into hand-overs.
 struct Handing {
     sender: SyncSender<Reading>,
+    /// Emptied hand-overs, back from the counting side.
+    given_back: Receiver<Vec<ReadRow>>,
     rows: Vec<ReadRow>,
     /// The names among `rows`, by place.
     names: Vec<(usize, String)>,
@@ -216,7 +230,11 @@ impl Handing {
         if self.rows.is_empty() {
             return Ok(());
         }
-        let rows = std::mem::replace(&mut self.rows, Vec::with_capacity(HANDED));
+        let empty = self
+            .given_back
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(HANDED));
+        let rows = std::mem::replace(&mut self.rows, empty);
         let names = std::mem::take(&mut self.names);
         self.send(Reading::Rows(rows, names))
     }
