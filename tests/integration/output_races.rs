@@ -271,19 +271,33 @@ fn a_staging_folder_locked_by_a_process_elsewhere_is_never_removed() {
     fs::create_dir(&elsewhere).unwrap();
     fs::write(elsewhere.join("summary.json"), "theirs").unwrap();
     fs::write(elsewhere.join(".burstsim"), "burstsim staging, format 1\n").unwrap();
-    // This test's process holds the lock, as that writer would.
-    let holder = fs::File::options()
-        .read(true)
-        .write(true)
-        .open(elsewhere.join(".burstsim"))
-        .unwrap();
-    holder.lock().unwrap();
+    // A process of its own holds the lock, as that writer would (flock(1),
+    // which takes flock(2)'s lock, as burstsim does). Not this test's
+    // process: a child that another test forks inherits its descriptors
+    // until it executes, and the lock with them, so a lock released here
+    // could still be held for a moment (the removal below once failed so).
+    let mut holder = Command::new("flock")
+        .arg(elsewhere.join(".burstsim"))
+        .args(["sh", "-c", "echo locked; cat > /dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("flock(1), from util-linux");
+    let mut locked = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+        &mut locked,
+    )
+    .unwrap();
+    assert_eq!(locked, "locked\n");
     place.ok(&strs(&command("run", 1)));
     assert_eq!(
         fs::read_to_string(elsewhere.join("summary.json")).unwrap(),
         "theirs"
     );
-    drop(holder);
+    // Its input closed, the holder ends, and with it the lock.
+    drop(holder.stdin.take());
+    assert!(holder.wait().unwrap().success());
     let next = place.ok(&strs(&command("run", 1)));
     assert!(String::from_utf8_lossy(&next.stderr).contains("removed"));
     assert!(!elsewhere.exists());
