@@ -175,6 +175,33 @@ impl Counts {
         }
     }
 
+    /// Tells `visit` what keys 0, 1, …, n − 1 counted, in order, and says
+    /// `true` — when they are keys numbered in order (each seen) and no
+    /// key's admitted count wrapped; else tells it nothing and says `false`.
+    pub(super) fn each_numbered(&self, n: usize, visit: impl FnMut(Figures)) -> bool {
+        if !self.wrapped.is_empty() {
+            return false;
+        }
+        match &self.table {
+            Table::Narrow(table) => Self::visit(table.first(n), visit),
+            Table::Wide(table) => Self::visit(table.first(n), visit),
+        }
+    }
+
+    fn visit<W: Width>(cells: Option<&[Cell<W>]>, mut visit: impl FnMut(Figures)) -> bool {
+        let Some(cells) = cells else {
+            return false;
+        };
+        for cell in cells {
+            visit((
+                cell.worst.into(),
+                u64::from(cell.admitted & !THROTTLED),
+                cell.admitted & THROTTLED != 0,
+            ));
+        }
+        true
+    }
+
     /// What key `id` counted, if it counted anything.
     pub(super) fn figures(&self, id: u64) -> Option<Figures> {
         let (slot, worst, admitted) = match &self.table {

@@ -194,6 +194,14 @@ impl PerKeyCounts {
         if self.keys.is_empty() {
             return None;
         }
+        let (counts, worst, shares) = self.by_value().unwrap_or_else(|| self.by_list());
+        Some(summarised(counts, worst, shares, state, per_key_nominal))
+    }
+
+    /// The parts of [`Self::finish`]'s figures — [keys, throttled, the
+    /// worst key], the worst counts' [p50, p99, max], [the busiest 1%'s
+    /// admitted, all admitted] — from a list of every key's figures.
+    fn by_list(&self) -> ([u64; 3], [u64; 3], [u64; 2]) {
         // One pass: the worst counts and admitted counts side by side, the
         // throttled keys counted, the busiest key found as they go by.
         let n = self.keys.len();
@@ -209,15 +217,51 @@ impl PerKeyCounts {
             }
         }
         let (_, worst_key) = busiest.expect("at least one key");
-        let [p50, p99, max] = nearest_ranks(&mut worst, [0.5, 0.99, 1.0]);
+        let ranks = nearest_ranks(&mut worst, [0.5, 0.99, 1.0]);
         let top = admitted.len().div_ceil(100);
         let total: u64 = admitted.iter().sum();
-        Some(summarised(
-            [self.keys.len() as u64, throttled, worst_key],
-            [p50, p99, max],
+        (
+            [n as u64, throttled, worst_key],
+            ranks,
             [sum_of_largest(&mut admitted, top), total],
-            state,
-            per_key_nominal,
+        )
+    }
+
+    /// [`Self::by_list`]'s parts without the list, when the keys came
+    /// numbered in order (as a log's do) and every key's figures are below
+    /// [`COUNTED_BELOW`]: two passes over the counts in place, the second
+    /// counting them by value (the list of a million keys, and the
+    /// selection over it, were most of the finish).
+    fn by_value(&self) -> Option<([u64; 3], [u64; 3], [u64; 2])> {
+        let FirstSeen::Numbered(n) = self.keys else {
+            return None;
+        };
+        let n = usize::try_from(n).ok()?;
+        let (mut id, mut throttled, mut total) = (0u64, 0u64, 0u64);
+        let (mut busiest, mut most_admitted) = ((0u32, 0u64), 0u64);
+        let read = self.counts.each_numbered(n, |(most, sent, rejected)| {
+            // Strictly more: the first seen keeps a tie.
+            if id == 0 || most > busiest.0 {
+                busiest = (most, id);
+            }
+            most_admitted = most_admitted.max(sent);
+            throttled += u64::from(rejected);
+            total += sent;
+            id += 1;
+        });
+        if !read || busiest.0 >= COUNTED_BELOW || most_admitted >= u64::from(COUNTED_BELOW) {
+            return None;
+        }
+        let mut worst = vec![0usize; busiest.0 as usize + 1];
+        let mut admitted = vec![0usize; most_admitted as usize + 1];
+        self.counts.each_numbered(n, |(most, sent, _)| {
+            worst[most as usize] += 1;
+            admitted[sent as usize] += 1;
+        });
+        Some((
+            [n as u64, throttled, busiest.1],
+            ranks_by_value(&worst, n, [0.5, 0.99, 1.0]),
+            [largest_by_value(&admitted, n.div_ceil(100)), total],
         ))
     }
 }
@@ -434,15 +478,22 @@ impl KeyTallies {
 /// and no random access), else selected.
 fn nearest_ranks<const Q: usize>(values: &mut [u32], qs: [f64; Q]) -> [u64; Q] {
     let n = values.len();
-    let rank = |q: f64| ((q * n as f64).ceil() as usize).clamp(1, n);
     let largest = values.iter().copied().max().unwrap_or(0);
     if largest >= COUNTED_BELOW {
+        let rank = |q: f64| ((q * n as f64).ceil() as usize).clamp(1, n);
         return qs.map(|q| u64::from(*values.select_nth_unstable(rank(q) - 1).1));
     }
     let mut counts = vec![0usize; largest as usize + 1];
     for &value in values.iter() {
         counts[value as usize] += 1;
     }
+    ranks_by_value(&counts, n, qs)
+}
+
+/// The nearest ranks at `qs` of `n` values counted by value (`counts[v]`
+/// of value `v`; `n` at least 1, the counts' sum).
+fn ranks_by_value<const Q: usize>(counts: &[usize], n: usize, qs: [f64; Q]) -> [u64; Q] {
+    let rank = |q: f64| ((q * n as f64).ceil() as usize).clamp(1, n);
     qs.map(|q| {
         let rank = rank(q);
         let mut below = 0;
@@ -472,6 +523,11 @@ fn sum_of_largest(values: &mut [u64], top: usize) -> u64 {
     for &value in values.iter() {
         counts[value as usize] += 1;
     }
+    largest_by_value(&counts, top)
+}
+
+/// The sum of the `top` largest of values counted by value.
+fn largest_by_value(counts: &[usize], top: usize) -> u64 {
     let (mut left, mut sum) = (top, 0u64);
     for (value, &count) in counts.iter().enumerate().rev() {
         let taken = count.min(left);
@@ -581,6 +637,44 @@ mod tests {
             let top = ((share * values.len() as f64) as usize).clamp(1, values.len());
             let expected: u64 = sorted[..top].iter().sum();
             proptest::prop_assert_eq!(sum_of_largest(&mut values, top), expected);
+        }
+    }
+
+    proptest::proptest! {
+        /// Keys numbered in order: the figures read in place and counted by
+        /// value are those of the list of every key; keys out of order are
+        /// left to the list.
+        #[test]
+        fn figures_by_value_are_those_of_the_list(
+            steps in proptest::collection::vec((0u64..3, 0u64..40, 0u8..4), 1..300),
+            interval in 1u64..20,
+            out_of_order: bool,
+        ) {
+            let mut counts = PerKeyCounts::new(Nanos(interval));
+            let (mut at, mut keys) = (0u64, 0u64);
+            for &(gap, pick, what) in &steps {
+                at += gap;
+                // A key seen before, or the next number (the first time:
+                // key 1 instead of 0 when out of order).
+                let key = if keys > 0 && pick < 30 {
+                    pick % keys
+                } else {
+                    keys += 1;
+                    if out_of_order && keys == 1 { 1 } else { keys - 1 }
+                };
+                if what == 0 {
+                    counts.rejected(Key::client(key));
+                } else {
+                    counts.admitted(Nanos(at), Key::client(key));
+                }
+            }
+            match counts.by_value() {
+                Some(parts) => {
+                    proptest::prop_assert!(!out_of_order);
+                    proptest::prop_assert_eq!(parts, counts.by_list());
+                }
+                None => proptest::prop_assert!(out_of_order),
+            }
         }
     }
 

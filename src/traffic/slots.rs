@@ -195,6 +195,18 @@ impl<T: Clone> KeyTable<T> {
         self.len == 0
     }
 
+    /// The entries of small keys 0, 1, …, n − 1, in order, when every one
+    /// of them is seen (as keys numbered in order are): one slice, read
+    /// without a lookup per key.
+    pub fn first(&self, n: usize) -> Option<&[T]> {
+        let entries = self.dense.get(..n)?;
+        let (whole, rest) = (n / 64, n % 64);
+        let low = (1u64 << rest).wrapping_sub(1);
+        let all_seen = self.seen.get(..whole)?.iter().all(|&word| word == u64::MAX)
+            && (rest == 0 || self.seen.get(whole).is_some_and(|&word| word & low == low));
+        all_seen.then_some(entries)
+    }
+
     /// Every key's entry, with its key's id for small keys (`None` for a
     /// hashed key), small keys first.
     pub fn entries(&self) -> impl Iterator<Item = &T> {
@@ -375,6 +387,24 @@ mod tests {
         let mut all: Vec<u32> = table.entries().copied().collect();
         all.sort_unstable();
         assert_eq!(all, [0, 1, 10]);
+    }
+
+    #[test]
+    fn the_first_entries_are_one_slice_only_when_each_is_seen() {
+        let mut table = KeyTable::new(0u8);
+        for id in (0..70).filter(|&id| id != 64) {
+            *table.entry(id).1 = id as u8;
+        }
+        let first: Vec<u8> = (0..64).collect();
+        assert_eq!(table.first(64), Some(&first[..]));
+        assert_eq!(table.first(0), Some(&[][..]));
+        // Key 64's entry is there (key 69's made room for it), unseen: the
+        // first of a word of seen bits.
+        assert_eq!(table.first(65), None);
+        assert_eq!(table.first(70), None);
+        assert_eq!(table.first(71), None, "past the entries");
+        *table.entry(64).1 = 64;
+        assert_eq!(table.first(70).map(<[u8]>::len), Some(70));
     }
 
     proptest::proptest! {
