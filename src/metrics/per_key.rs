@@ -260,8 +260,11 @@ impl PerKeyCounts {
         });
         Some((
             [n as u64, throttled, busiest.1],
-            ranks_by_value(&worst, n, [0.5, 0.99, 1.0]),
-            [largest_by_value(&admitted, n.div_ceil(100)), total],
+            ranks_of_tally(tally(&worst), n as u64, [0.5, 0.99, 1.0]),
+            [
+                sum_of_top(tally(&admitted).rev(), n.div_ceil(100) as u64),
+                total,
+            ],
         ))
     }
 }
@@ -436,28 +439,9 @@ impl KeyTallies {
         per_key_nominal: Option<f64>,
     ) -> KeysSummary {
         let n = self.keys.max(1);
-        let rank = |q: f64| ((q * n as f64).ceil() as u64).clamp(1, n);
-        let at_rank = |rank: u64| {
-            let mut below = 0;
-            self.worst
-                .iter()
-                .find(|&&(_, count)| {
-                    below += count;
-                    below >= rank
-                })
-                .map_or(0, |&(value, _)| value)
-        };
-        let [p50, p99, max] = [0.5, 0.99, 1.0].map(|q| at_rank(rank(q)));
+        let [p50, p99, max] = ranks_of_tally(self.worst.iter().copied(), n, [0.5, 0.99, 1.0]);
         // The busiest 1% of keys: the largest admitted counts first.
-        let (mut top, mut left) = (0u64, n.div_ceil(100));
-        for &(value, count) in self.admitted.iter().rev() {
-            let taken = count.min(left);
-            top += value * taken;
-            left -= taken;
-            if left == 0 {
-                break;
-            }
-        }
+        let top = sum_of_top(self.admitted.iter().rev().copied(), n.div_ceil(100));
         let total: u64 = self
             .admitted
             .iter()
@@ -478,34 +462,13 @@ impl KeyTallies {
 /// and no random access), else selected.
 fn nearest_ranks<const Q: usize>(values: &mut [u32], qs: [f64; Q]) -> [u64; Q] {
     let n = values.len();
-    let largest = values.iter().copied().max().unwrap_or(0);
-    if largest >= COUNTED_BELOW {
-        let rank = |q: f64| ((q * n as f64).ceil() as usize).clamp(1, n);
-        return qs.map(|q| u64::from(*values.select_nth_unstable(rank(q) - 1).1));
+    match counted_by_value(values.iter().map(|&value| u64::from(value))) {
+        Some(counts) => ranks_of_tally(tally(&counts), n as u64, qs),
+        None => {
+            let rank = |q: f64| ((q * n as f64).ceil() as usize).clamp(1, n);
+            qs.map(|q| u64::from(*values.select_nth_unstable(rank(q) - 1).1))
+        }
     }
-    let mut counts = vec![0usize; largest as usize + 1];
-    for &value in values.iter() {
-        counts[value as usize] += 1;
-    }
-    ranks_by_value(&counts, n, qs)
-}
-
-/// The nearest ranks at `qs` of `n` values counted by value (`counts[v]`
-/// of value `v`; `n` at least 1, the counts' sum).
-fn ranks_by_value<const Q: usize>(counts: &[usize], n: usize, qs: [f64; Q]) -> [u64; Q] {
-    let rank = |q: f64| ((q * n as f64).ceil() as usize).clamp(1, n);
-    qs.map(|q| {
-        let rank = rank(q);
-        let mut below = 0;
-        let at = counts
-            .iter()
-            .position(|&count| {
-                below += count;
-                below >= rank
-            })
-            .expect("the counts add up to n");
-        at as u64
-    })
 }
 
 /// The sum of the `top` largest of `values` (`top` at least 1, at most
@@ -513,25 +476,65 @@ fn ranks_by_value<const Q: usize>(counts: &[usize], n: usize, qs: [f64; Q]) -> [
 /// admissions mostly are (a selection over a million keys was a third of
 /// the figures' finish), else selected.
 fn sum_of_largest(values: &mut [u64], top: usize) -> u64 {
-    let largest = values.iter().copied().max().unwrap_or(0);
-    if largest >= u64::from(COUNTED_BELOW) {
-        // The largest `top` first, in any order.
-        values.select_nth_unstable_by(top - 1, |a, b| b.cmp(a));
-        return values[..top].iter().sum();
+    match counted_by_value(values.iter().copied()) {
+        Some(counts) => sum_of_top(tally(&counts).rev(), top as u64),
+        None => {
+            // The largest `top` first, in any order.
+            values.select_nth_unstable_by(top - 1, |a, b| b.cmp(a));
+            values[..top].iter().sum()
+        }
     }
-    let mut counts = vec![0usize; largest as usize + 1];
-    for &value in values.iter() {
-        counts[value as usize] += 1;
-    }
-    largest_by_value(&counts, top)
 }
 
-/// The sum of the `top` largest of values counted by value.
-fn largest_by_value(counts: &[usize], top: usize) -> u64 {
+/// How many of `values` there are of each value (`counts[v]` of `v`), when
+/// every one is below [`COUNTED_BELOW`].
+fn counted_by_value(values: impl Iterator<Item = u64> + Clone) -> Option<Vec<usize>> {
+    let largest = values.clone().max().unwrap_or(0);
+    if largest >= u64::from(COUNTED_BELOW) {
+        return None;
+    }
+    let mut counts = vec![0usize; largest as usize + 1];
+    for value in values {
+        counts[value as usize] += 1;
+    }
+    Some(counts)
+}
+
+/// Counts by value as (value, how many) pairs, ascending.
+fn tally(counts: &[usize]) -> impl DoubleEndedIterator<Item = (u64, u64)> + Clone + '_ {
+    counts
+        .iter()
+        .enumerate()
+        .map(|(value, &count)| (value as u64, count as u64))
+}
+
+/// The nearest ranks at `qs` of `n` values (`n` at least 1) given as
+/// (value, how many) pairs in ascending order of value.
+fn ranks_of_tally<const Q: usize>(
+    tally: impl Iterator<Item = (u64, u64)> + Clone,
+    n: u64,
+    qs: [f64; Q],
+) -> [u64; Q] {
+    qs.map(|q| {
+        let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
+        let mut below = 0;
+        tally
+            .clone()
+            .find(|&(_, count)| {
+                below += count;
+                below >= rank
+            })
+            .map_or(0, |(value, _)| value)
+    })
+}
+
+/// The sum of the `top` largest values given as (value, how many) pairs in
+/// descending order of value.
+fn sum_of_top(tally: impl Iterator<Item = (u64, u64)>, top: u64) -> u64 {
     let (mut left, mut sum) = (top, 0u64);
-    for (value, &count) in counts.iter().enumerate().rev() {
+    for (value, count) in tally {
         let taken = count.min(left);
-        sum += value as u64 * taken as u64;
+        sum += value * taken;
         left -= taken;
         if left == 0 {
             break;
