@@ -107,8 +107,10 @@ fn xml_escape(text: &str) -> String {
 
 type Canvas<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 
-/// Room above each small-multiple panel's plot for its one-line note.
+/// Room above each small-multiple panel's plot for the first line of its note.
 pub(super) const NOTE_HEIGHT: u32 = 24;
+/// Room for each further line of a panel's note.
+pub(super) const NOTE_LINE: u32 = 21;
 /// Width of a panel's y tick labels.
 const Y_LABELS: u32 = 80;
 /// Room right of each panel for the labels of its reference lines.
@@ -127,6 +129,14 @@ struct PanelAxes<'s> {
     x_decimals: usize,
     /// Vertical grid lines (off where window edges are drawn instead).
     x_grid: bool,
+    /// Lines of the note above the plot (every panel of a chart the same,
+    /// so that their plots are the same height).
+    note_lines: u32,
+}
+
+/// Room above a panel's plot for `lines` lines of note.
+fn note_room(lines: u32) -> u32 {
+    NOTE_HEIGHT + NOTE_LINE * lines.saturating_sub(1)
 }
 
 /// A panel's plot over `x` and `0..y_max` in `area`, with the axes style
@@ -140,7 +150,7 @@ fn panel_plot<'b, 'a>(
     let mut chart = ChartBuilder::on(area)
         .margin_left(12)
         .margin_right(REFERENCE_LABELS)
-        .margin_top(NOTE_HEIGHT)
+        .margin_top(note_room(axes.note_lines))
         .x_label_area_size(if axes.last { X_AXIS_HEIGHT } else { 0 })
         .y_label_area_size(Y_LABELS)
         .build_cartesian_2d(x, 0.0..y_max)?;
@@ -171,14 +181,68 @@ fn panel_plot<'b, 'a>(
 }
 
 /// A panel's one-line note, above its plot.
-fn draw_panel_note(canvas: &Canvas, area: &Canvas, note: String) -> Result<()> {
+fn draw_panel_note(canvas: &Canvas, area: &Canvas, lines: &[String]) -> Result<()> {
     let (left, top) = area.get_base_pixel();
-    canvas.draw(&Text::new(
-        note,
-        (left + Y_LABELS as i32 + 14, top + 4),
-        (style::FONT, style::LABEL_SIZE).into_font().color(&BLACK),
-    ))?;
+    for (i, line) in lines.iter().enumerate() {
+        canvas.draw(&Text::new(
+            line.as_str(),
+            (
+                left + Y_LABELS as i32 + 14,
+                top + 4 + (NOTE_LINE * i as u32) as i32,
+            ),
+            (style::FONT, style::LABEL_SIZE).into_font().color(&BLACK),
+        ))?;
+    }
     Ok(())
+}
+
+/// For a run of a log stamped in whole seconds whose requests could fall
+/// elsewhere within their seconds and give more, what its worst `count` in
+/// the rolling interval (the seeded placement's) can become — the table's
+/// `47–187` in words, so that no chart shows the seeded figure alone:
+/// "whole-second log: 47 as drawn within each second; 77 packed at the
+/// seconds' edges; at most 187 for any placement". `capacity` is the
+/// backend's in the rolling interval.
+fn whole_seconds_line(
+    summary: &crate::summary::RunSummary,
+    count: u64,
+    capacity: Option<f64>,
+) -> Option<String> {
+    let seconds = summary.whole_seconds.as_ref()?;
+    if seconds.admitted_at_most <= count {
+        return None;
+    }
+    let over = |n: u64| match capacity {
+        Some(capacity) if n as f64 > capacity => {
+            format!(" ({} over capacity)", count_words(n as f64 - capacity))
+        }
+        _ => String::new(),
+    };
+    let mut line = format!("whole-second log: {count} as drawn within each second");
+    if seconds.admitted_at_least > count {
+        let packed = seconds.admitted_at_least;
+        line.push_str(&format!(
+            "; {packed} packed at the seconds' edges{}",
+            over(packed)
+        ));
+        if seconds.admitted_at_most == packed {
+            line.push_str(", the most for any placement");
+        }
+    }
+    if seconds.admitted_at_most > seconds.admitted_at_least {
+        let most = seconds.admitted_at_most;
+        line.push_str(&format!("; at most {most} for any placement{}", over(most)));
+    }
+    Some(line)
+}
+
+/// A count as labelled: whole numbers without decimals.
+fn count_words(value: f64) -> String {
+    if (value - value.round()).abs() < 1e-9 {
+        format!("{}", value.round())
+    } else {
+        format!("{value:.1}")
+    }
 }
 
 /// A horizontal reference line across a panel: a limit, a bound, a capacity.

@@ -8,8 +8,9 @@ use plotters::prelude::*;
 
 use super::style::{BOUND, CAPACITY, FONT, REFERENCE, TITLE_SIZE, WIDTH};
 use super::{
-    Canvas, Chart, DASHED, DOTTED, PanelAxes, Reference, Results, X_AXIS_HEIGHT, add_overlay,
-    draw_panel_note, draw_references, interval_words, panel_plot, step_points,
+    Canvas, Chart, DASHED, DOTTED, NOTE_LINE, PanelAxes, Reference, Results, X_AXIS_HEIGHT,
+    add_overlay, count_words, draw_panel_note, draw_references, interval_words, panel_plot,
+    step_points, whole_seconds_line,
 };
 use crate::results::{RunResult, WorkloadResults};
 use crate::time::{NANOS_PER_SEC, Nanos};
@@ -50,15 +51,26 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
         "{name}: requests admitted in the trailing {} at every instant (exact)",
         interval_words(rolling)
     );
+    // A whole-second log's panels say on a second line what its worst can
+    // become; every panel then gets the room, so that all plots match.
+    let note_lines = if runs
+        .iter()
+        .any(|run| whole_seconds_line(&run.summary, run.summary.worst_rolling, None).is_some())
+    {
+        2
+    } else {
+        1
+    };
+    let panel_height = PANEL_HEIGHT + NOTE_LINE * (note_lines - 1);
     let mut svg = String::new();
     let mut overlay = String::new();
     {
         let panels = runs.len() as u32;
-        let height = TITLE_SIZE * 3 + PANEL_HEIGHT * panels + X_AXIS_HEIGHT;
+        let height = TITLE_SIZE * 3 + panel_height * panels + X_AXIS_HEIGHT;
         let canvas = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         canvas.fill(&WHITE)?;
         let root = canvas.titled(&title, (FONT, TITLE_SIZE))?;
-        let breaks: Vec<u32> = (1..panels).map(|i| i * PANEL_HEIGHT).collect();
+        let breaks: Vec<u32> = (1..panels).map(|i| i * panel_height).collect();
         let areas = root.split_by_breakpoints::<u32, u32, _, _>([], breaks);
         for (i, (run, area)) in runs.iter().zip(&areas).enumerate() {
             let panel = Panel {
@@ -69,6 +81,7 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
                 capacity,
                 bound: bound(run),
                 last: i + 1 == runs.len(),
+                note_lines,
                 y_desc: (i == runs.len() / 2)
                     .then(|| format!("admitted in the trailing {}", interval_words(rolling))),
             };
@@ -96,6 +109,7 @@ struct Panel<'a> {
     capacity: Option<f64>,
     bound: Option<u64>,
     last: bool,
+    note_lines: u32,
     y_desc: Option<String>,
 }
 
@@ -107,6 +121,7 @@ impl Panel<'_> {
             y_labels: 4,
             x_decimals: 1,
             x_grid: true,
+            note_lines: self.note_lines,
         };
         let mut chart = panel_plot(area, 0.0..self.end, self.top, &axes)?;
 
@@ -116,7 +131,7 @@ impl Panel<'_> {
         if summary.nominal <= self.top && per_key.is_none() {
             references.push(Reference {
                 level: summary.nominal,
-                label: format!("limit {}", count(summary.nominal)),
+                label: format!("limit {}", count_words(summary.nominal)),
                 colour: REFERENCE,
                 dash: DASHED,
             });
@@ -132,7 +147,7 @@ impl Panel<'_> {
         if let Some(capacity) = self.capacity {
             references.push(Reference {
                 level: capacity,
-                label: format!("capacity {}", count(capacity)),
+                label: format!("capacity {}", count_words(capacity)),
                 colour: CAPACITY,
                 dash: DASHED,
             });
@@ -162,28 +177,21 @@ impl Panel<'_> {
         if let Some(capacity) = self.capacity {
             let over = summary.worst_rolling as f64 - capacity;
             if over > 0.0 {
-                note.push_str(&format!(" — {} over capacity", count(over)));
+                note.push_str(&format!(" — {} over capacity", count_words(over)));
             }
         }
         if summary.nominal > self.top && per_key.is_none() {
             note.push_str(&format!(
                 "; limit {}, above this scale",
-                count(summary.nominal)
+                count_words(summary.nominal)
             ));
         }
         if let Some(bound) = self.bound.filter(|&b| (b as f64) > self.top) {
             note.push_str(&format!("; bound {bound}, above this scale"));
         }
-        draw_panel_note(canvas, area, note)?;
+        let whole = whole_seconds_line(summary, summary.worst_rolling, self.capacity);
+        let lines: Vec<String> = std::iter::once(note).chain(whole).collect();
+        draw_panel_note(canvas, area, &lines)?;
         Ok(())
-    }
-}
-
-/// A count as labelled: whole numbers without decimals.
-fn count(value: f64) -> String {
-    if (value - value.round()).abs() < 1e-9 {
-        format!("{}", value.round())
-    } else {
-        format!("{value:.1}")
     }
 }

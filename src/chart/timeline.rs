@@ -9,8 +9,9 @@ use super::style::{
     RETRY, TITLE_SIZE, TRAILING, WIDTH,
 };
 use super::{
-    Canvas, Chart, DASHED, NOTE_HEIGHT, PanelAxes, Reference, Results, X_AXIS_HEIGHT, add_overlay,
-    draw_panel_note, draw_references, interval_words, panel_plot, per_second, step_points,
+    Canvas, Chart, DASHED, PanelAxes, Reference, Results, X_AXIS_HEIGHT, add_overlay,
+    draw_panel_note, draw_references, interval_words, note_room, panel_plot, per_second,
+    step_points, whole_seconds_line,
 };
 use crate::results::{RunResult, WorkloadResults};
 use crate::time::{NANOS_PER_SEC, Nanos};
@@ -148,12 +149,22 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
         interval_words(Nanos(shown_bucket)),
         interval_words(Nanos(rolling))
     );
+    // A whole-second log's panels say on a second line what its worst can
+    // become; every panel then gets the room, so that all plots match.
+    let note_lines = if runs
+        .iter()
+        .any(|run| whole_seconds_line(&run.summary, run.summary.worst_rolling, None).is_some())
+    {
+        2
+    } else {
+        1
+    };
     let mut svg = String::new();
     let mut overlay = String::new();
     {
         let panels = runs.len() as u32;
         let chrome = TITLE_SIZE * 2 + LEGEND_HEIGHT + X_AXIS_HEIGHT;
-        let height = HEIGHT.max(chrome + (PANEL_HEIGHT + NOTE_HEIGHT) * panels);
+        let height = HEIGHT.max(chrome + (PANEL_HEIGHT + note_room(note_lines)) * panels);
         // Every panel gets the same plot height; the last also holds the x axis.
         let panel_height = (height - chrome) / panels;
         let canvas = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
@@ -194,6 +205,7 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
                     .to_string()
                 }),
                 attempts,
+                note_lines,
             };
             panel.draw(area, &canvas, &mut overlay)?;
         }
@@ -316,6 +328,7 @@ struct Panel<'a> {
     y_desc: Option<String>,
     /// Bars of first attempts and retries rather than admitted and rejected.
     attempts: bool,
+    note_lines: u32,
 }
 
 impl Panel<'_> {
@@ -328,6 +341,7 @@ impl Panel<'_> {
             y_labels: 3,
             x_decimals: 2,
             x_grid: false,
+            note_lines: self.note_lines,
         };
         let mut chart = panel_plot(area, self.view.seconds(), self.y_max, &axes)?;
 
@@ -473,7 +487,13 @@ impl Panel<'_> {
                 interval_words(Nanos(window))
             ));
         }
-        draw_panel_note(canvas, area, note)?;
+        let whole = whole_seconds_line(
+            summary,
+            summary.worst_rolling,
+            self.capacity.map(|per_sec| per_sec * secs(self.rolling)),
+        );
+        let lines: Vec<String> = std::iter::once(note).chain(whole).collect();
+        draw_panel_note(canvas, area, &lines)?;
         Ok(())
     }
 

@@ -24,16 +24,20 @@ pub fn render(results: &Results) -> Result<Chart> {
     let limiters = results.limiters.len();
     let colours = super::colours(results);
     // With a backend, the figures that decide the verdict: those over 1 s.
-    let bars: Vec<Bar> = results.runs().map(|run| Bar::of(&run.summary)).collect();
     let interval = if results.capacity().is_some() {
         Nanos::SECOND
     } else {
         results.metrics.rolling
     };
+    let bars: Vec<Bar> = results
+        .runs()
+        .map(|run| Bar::of(&run.summary, interval))
+        .collect();
+    let ranges = bars.iter().any(|bar| bar.most > bar.worst);
     let capacity = results.capacity().map(|c| c as f64);
     let data_top = bars
         .iter()
-        .map(|bar| bar.worst as f64)
+        .map(|bar| bar.most as f64)
         .chain(capacity)
         .fold(1.0, f64::max);
     // Limits and bounds join the scale unless one would squash the bars (a
@@ -61,8 +65,9 @@ pub fn render(results: &Results) -> Result<Chart> {
         let root = canvas.titled(&title, (FONT, TITLE_SIZE))?;
         let places = legend_places(results);
         let rows = places.last().map_or(0, |&(_, row)| row) + 1;
-        let (legend, body) = root.split_vertically(((rows + 1) * LEGEND_ROW + 8) as u32);
-        draw_legend(&legend, results, &places)?;
+        let key_rows = if ranges { 2 } else { 1 };
+        let (legend, body) = root.split_vertically(((rows + key_rows) * LEGEND_ROW + 8) as u32);
+        draw_legend(&legend, results, &places, ranges)?;
         let mut chart = ChartBuilder::on(&body)
             .margin(16)
             .x_label_area_size(40)
@@ -86,7 +91,7 @@ pub fn render(results: &Results) -> Result<Chart> {
         let slot = GROUP_FILL / limiters as f64;
         let widest = bars
             .iter()
-            .map(|bar| bar.worst.to_string().len())
+            .map(|bar| bar.label().chars().count())
             .max()
             .unwrap_or(1);
         let small = (FONT, LABEL_SIZE).into_font();
@@ -94,7 +99,7 @@ pub fn render(results: &Results) -> Result<Chart> {
             w.runs
                 .iter()
                 .enumerate()
-                .map(move |(bar, run)| (group, bar, Bar::of(&run.summary)))
+                .map(move |(bar, run)| (group, bar, Bar::of(&run.summary, interval)))
         });
         for (group, bar, summary) in placed {
             let x0 = group as f64 + (1.0 - GROUP_FILL) / 2.0 + bar as f64 * slot;
@@ -104,6 +109,30 @@ pub fn render(results: &Results) -> Result<Chart> {
                 [(x0, 0.0), (x1, worst)],
                 colours[bar].filled(),
             )])?;
+            // A whole-second log's worst can be more than the seeded
+            // placement's: paler up to the placement packed at its seconds'
+            // edges (run, so reached), a whisker up to the most any
+            // placement can give.
+            if summary.packed > summary.worst {
+                chart.draw_series([
+                    Rectangle::new(
+                        [(x0, worst), (x1, summary.packed as f64)],
+                        colours[bar].mix(PACKED_ALPHA).filled(),
+                    ),
+                    Rectangle::new([(x0, worst), (x1, summary.packed as f64)], colours[bar]),
+                ])?;
+            }
+            if summary.most > summary.packed {
+                let (from, to) = (summary.packed as f64, summary.most as f64);
+                let cap = slot * 0.12;
+                chart.draw_series([
+                    PathElement::new(vec![(mid, from), (mid, to)], BLACK.stroke_width(2)),
+                    PathElement::new(
+                        vec![(mid - cap, to), (mid + cap, to)],
+                        BLACK.stroke_width(2),
+                    ),
+                ])?;
+            }
             let mut above = Vec::new();
             match summary.nominal {
                 Some(nominal) if nominal <= highest => {
@@ -147,7 +176,7 @@ pub fn render(results: &Results) -> Result<Chart> {
             let fits = (right - left) as f64 >= widest as f64 * 8.5 + 4.0;
             let size = if fits { LABEL_SIZE } else { LABEL_SIZE * 3 / 4 };
             canvas.draw(&Text::new(
-                summary.worst.to_string(),
+                summary.label(),
                 (x, y),
                 (FONT, size)
                     .into_font()
@@ -194,9 +223,20 @@ fn text_colour(fill: RGBColor) -> RGBColor {
     if luminance > 150.0 { BLACK } else { WHITE }
 }
 
+/// How opaque the part of a bar reached only by packing a whole-second
+/// log's requests at its seconds' edges is.
+const PACKED_ALPHA: f64 = 0.35;
+
 /// One bar's figures, over 1 s with a backend, else over the rolling interval.
 struct Bar {
+    /// The seeded placement's worst.
     worst: u64,
+    /// For a whole-second log, the most of the placements run (packed at
+    /// the seconds' edges); else `worst`.
+    packed: u64,
+    /// For a whole-second log, the most any placement within its seconds
+    /// can give; else `worst`.
+    most: u64,
     /// None for a limit per key, whose quotas summed over keys mean nothing here.
     nominal: Option<f64>,
     /// None when the limiter has no bound over any traffic.
@@ -204,15 +244,43 @@ struct Bar {
 }
 
 impl Bar {
-    fn of(summary: &RunSummary) -> Bar {
+    /// `summary`'s bar over `interval`.
+    fn of(summary: &RunSummary, interval: Nanos) -> Bar {
+        let mut bar = Bar::seeded(summary);
+        // A whole-second log's figures are over the rolling interval.
+        if let Some(seconds) = summary
+            .whole_seconds
+            .filter(|_| summary.rolling_ns == interval.get())
+        {
+            bar.packed = seconds.admitted_at_least.max(bar.worst);
+            bar.most = seconds.admitted_at_most.max(bar.packed);
+        }
+        bar
+    }
+
+    /// The count written on the bar: as the table writes it, `83–120` for
+    /// a whole-second log's range.
+    fn label(&self) -> String {
+        if self.most > self.worst {
+            format!("{}–{}", self.worst, self.most)
+        } else {
+            self.worst.to_string()
+        }
+    }
+
+    fn seeded(summary: &RunSummary) -> Bar {
         match &summary.backend {
             Some(b) => Bar {
                 worst: b.worst_1s,
+                packed: b.worst_1s,
+                most: b.worst_1s,
                 nominal: Some(b.nominal_1s).filter(|_| super::per_key_ratio(summary).is_none()),
                 bound: Some(b.bound_1s).filter(|&b| b != u64::MAX),
             },
             None => Bar {
                 worst: summary.worst_rolling,
+                packed: summary.worst_rolling,
+                most: summary.worst_rolling,
                 nominal: Some(summary.nominal).filter(|_| super::per_key_ratio(summary).is_none()),
                 bound: Some(summary.bound).filter(|&b| b != u64::MAX),
             },
@@ -244,6 +312,7 @@ fn draw_legend(
     area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
     results: &Results,
     places: &[(i32, i32)],
+    ranges: bool,
 ) -> Result<()> {
     let font = (FONT, LABEL_SIZE).into_font().color(&BLACK);
     let colours = super::colours(results);
@@ -281,7 +350,33 @@ fn draw_legend(
             "backend capacity ({} per second)",
             results.capacity().unwrap_or(0)
         );
-        area.draw(&Text::new(label, (492, y - 7), font))?;
+        area.draw(&Text::new(label, (492, y - 7), font.clone()))?;
+    }
+    if ranges {
+        let y = y + LEGEND_ROW;
+        area.draw(&Rectangle::new(
+            [(80, y - 6), (94, y + 6)],
+            FAINT.mix(1.0).filled(),
+        ))?;
+        area.draw(&Rectangle::new([(80, y - 6), (94, y + 6)], BLACK))?;
+        area.draw(&Text::new(
+            "whole-second log: paler, its requests packed at their seconds' edges;",
+            (102, y - 7),
+            font.clone(),
+        ))?;
+        area.draw(&PathElement::new(
+            vec![(636, y - 7), (636, y + 7)],
+            BLACK.stroke_width(2),
+        ))?;
+        area.draw(&PathElement::new(
+            vec![(631, y - 7), (641, y - 7)],
+            BLACK.stroke_width(2),
+        ))?;
+        area.draw(&Text::new(
+            "the most for any placement within their seconds",
+            (648, y - 7),
+            font,
+        ))?;
     }
     Ok(())
 }
