@@ -28,28 +28,39 @@ impl Numbered {
     }
 }
 
-/// The most bytes of checked rows kept (about 60 million rows): a longer
-/// trace is read from its file again for each replay instead.
+/// The most bytes of checked rows kept (about 130 million rows of a sorted
+/// log with numbered keys): a longer trace is read from its file again for
+/// each replay instead.
 pub(super) const CHECKED_BYTES: u64 = 1 << 30;
 
-/// The checked rows: per row its time (8 bytes), its client (8: its number
-/// when the keys are numbered, else its hash), its Host's hash when the
-/// trace names Hosts (8), and the log's own verdict (1: 0 unknown, 1 let
-/// through, 2 turned away).
+/// The checked rows, each as a word of 8 bytes when it can be (the rows
+/// of a numbered, sorted log always can): the low 32 bits its time's step
+/// from the row before (wrapping), the high 32 its client (its number when
+/// the keys are numbered, else its hash) shifted left by two over the
+/// log's own verdict (0 unknown, 1 let through, 2 turned away). A step
+/// that does not fit is [`ESCAPE`] and the time follows whole (8 bytes);
+/// a client that does not fit is `ESCAPE` and the client (8) and the
+/// verdict (1) follow; then, when the trace names Hosts, the Host's hash
+/// (8). Half the bytes of whole fields, written and read back once each.
 #[derive(Debug)]
 pub(super) struct Checked {
     file: File,
     hosted: bool,
 }
 
-impl Checked {
-    /// Bytes of a row without a Host, and with one.
-    const PLAIN: usize = 17;
-    const HOSTED: usize = 25;
+/// A half of a row's word whose figure follows whole.
+const ESCAPE: u32 = u32::MAX;
+/// The most bytes one row takes.
+const MOST_ROW: usize = 8 + 8 + 9 + 8;
 
-    fn row_bytes(hosted: bool) -> usize {
-        if hosted { Self::HOSTED } else { Self::PLAIN }
-    }
+/// The word of a row whose step from the last time and client fit it.
+#[inline(always)]
+fn word(step: u64, client: u64, verdict: u8) -> Option<u64> {
+    let step = u32::try_from(step).ok().filter(|&s| s != ESCAPE)?;
+    let client = u32::try_from(client)
+        .ok()
+        .filter(|&c| c < ESCAPE >> 2)?;
+    Some(u64::from(step) | u64::from(client << 2 | u32::from(verdict & 3)) << 32)
 }
 
 /// Writing the checked rows while the check reads them; given up (the
@@ -59,6 +70,8 @@ pub(super) struct CheckedWriter {
     out: Option<BufWriter<File>>,
     hosted: bool,
     written: u64,
+    /// The last row's time.
+    last: u64,
 }
 
 impl CheckedWriter {
@@ -74,6 +87,7 @@ impl CheckedWriter {
                 .map(|file| BufWriter::with_capacity(1 << 15, file)),
             hosted,
             written: 0,
+            last: 0,
         }
     }
 
@@ -82,23 +96,52 @@ impl CheckedWriter {
         let Some(out) = &mut self.out else {
             return;
         };
-        let mut row = [0u8; Checked::HOSTED];
-        row[..8].copy_from_slice(&time.to_le_bytes());
-        row[8..16].copy_from_slice(&client.to_le_bytes());
-        row[16..24].copy_from_slice(&host.to_le_bytes());
-        // Each length written as a constant: the copy is then two moves,
-        // not a call to `memcpy` (8% of the counting thread).
-        let (len, written) = if self.hosted {
-            row[Checked::HOSTED - 1] = verdict;
-            (Checked::HOSTED, out.write_all(&row[..Checked::HOSTED]))
-        } else {
-            row[Checked::PLAIN - 1] = verdict;
-            (Checked::PLAIN, out.write_all(&row[..Checked::PLAIN]))
+        let step = time.wrapping_sub(self.last);
+        self.last = time;
+        let (len, written) = match word(step, client, verdict) {
+            // A constant length: the copy is one move, not a call to `memcpy`.
+            Some(word) if !self.hosted => (8, out.write_all(&word.to_le_bytes())),
+            _ => Self::whole(out, step, time, client, host, verdict, self.hosted),
         };
         self.written += len as u64;
         if self.written > CHECKED_BYTES || written.is_err() {
             self.out = None;
         }
+    }
+
+    /// A row with a Host, or with a field that does not fit its word.
+    #[cold]
+    fn whole(
+        out: &mut BufWriter<File>,
+        step: u64,
+        time: u64,
+        client: u64,
+        host: u64,
+        verdict: u8,
+        hosted: bool,
+    ) -> (usize, std::io::Result<()>) {
+        let mut row = [0u8; MOST_ROW];
+        let step = u32::try_from(step).ok().filter(|&s| s != ESCAPE);
+        let small = u32::try_from(client).ok().filter(|&c| c < ESCAPE >> 2);
+        let word = u64::from(step.unwrap_or(ESCAPE))
+            | u64::from(small.map_or(ESCAPE, |c| c << 2 | u32::from(verdict & 3))) << 32;
+        row[..8].copy_from_slice(&word.to_le_bytes());
+        let mut len = 8;
+        let mut put = |bytes: &[u8]| {
+            row[len..len + bytes.len()].copy_from_slice(bytes);
+            len += bytes.len();
+        };
+        if step.is_none() {
+            put(&time.to_le_bytes());
+        }
+        if small.is_none() {
+            put(&client.to_le_bytes());
+            put(&[verdict]);
+        }
+        if hosted {
+            put(&host.to_le_bytes());
+        }
+        (len, out.write_all(&row[..len]))
     }
 
     /// The rows, unless given up.
@@ -122,6 +165,8 @@ pub(super) struct CheckedRows {
     filled: usize,
     /// Yield the log's verdict as the key (see [`Config::verdicts`]).
     verdicts: bool,
+    /// The last row's time.
+    last: u64,
 }
 
 impl CheckedRows {
@@ -133,43 +178,162 @@ impl CheckedRows {
             next: 0,
             filled: 0,
             verdicts,
+            last: 0,
         }
     }
 
     /// The next row as the replay yields it.
     #[inline]
     pub(super) fn next_row(&mut self) -> std::io::Result<Option<(u64, Key)>> {
-        let len = Checked::row_bytes(self.checked.hosted);
-        if self.filled - self.next < len {
-            self.buffer.copy_within(self.next..self.filled, 0);
-            self.filled -= self.next;
-            self.next = 0;
-            // Whole rows only: the file holds nothing else.
-            while self.filled < len {
-                let n = read_at(&self.checked.file, &mut self.buffer[self.filled..], self.at)?;
-                if n == 0 {
-                    return if self.filled == 0 {
-                        Ok(None)
-                    } else {
-                        Err(std::io::Error::other("the checked rows end within a row"))
-                    };
-                }
-                self.at += n as u64;
-                self.filled += n;
+        if self.filled - self.next < MOST_ROW {
+            self.fill()?;
+            if self.filled == self.next {
+                return Ok(None);
             }
         }
-        let row = &self.buffer[self.next..self.next + len];
-        self.next += len;
-        let word = |at: usize| u64::from_le_bytes(row[at..at + 8].try_into().expect("8 bytes"));
-        let time = word(0);
-        let key = if self.verdicts {
-            Key::client(u64::from(row[len - 1]))
+        let word = self.take(8)?;
+        let (step, small) = (word as u32, (word >> 32) as u32);
+        if step != ESCAPE && small != ESCAPE && !self.checked.hosted {
+            // The usual row: the word alone.
+            self.last = self.last.wrapping_add(u64::from(step));
+            let client = if self.verdicts { small & 3 } else { small >> 2 };
+            return Ok(Some((self.last, Key::client(u64::from(client)))));
+        }
+        let time = if step == ESCAPE {
+            self.take(8)?
         } else {
-            Key {
-                client: word(8),
-                host: if self.checked.hosted { word(16) } else { 0 },
-            }
+            self.last.wrapping_add(u64::from(step))
+        };
+        self.last = time;
+        let (client, verdict) = if small == ESCAPE {
+            let client = self.take(8)?;
+            (client, self.take(1)? as u8)
+        } else {
+            (u64::from(small >> 2), (small & 3) as u8)
+        };
+        let host = if self.checked.hosted { self.take(8)? } else { 0 };
+        let key = if self.verdicts {
+            Key::client(u64::from(verdict))
+        } else {
+            Key { client, host }
         };
         Ok(Some((time, key)))
+    }
+
+    /// The next `len` (1 or 8) bytes as a little-endian number.
+    #[inline(always)]
+    fn take(&mut self, len: usize) -> std::io::Result<u64> {
+        let end = self.next + len;
+        if end > self.filled {
+            return Err(std::io::Error::other("the checked rows end within a row"));
+        }
+        let mut word = [0u8; 8];
+        word[..len].copy_from_slice(&self.buffer[self.next..end]);
+        self.next = end;
+        Ok(u64::from_le_bytes(word))
+    }
+
+    /// Moves the unread bytes to the front and reads on until a whole row
+    /// of the longest kind is in, or the rows end.
+    #[cold]
+    fn fill(&mut self) -> std::io::Result<()> {
+        self.buffer.copy_within(self.next..self.filled, 0);
+        self.filled -= self.next;
+        self.next = 0;
+        while self.filled < MOST_ROW {
+            let n = read_at(&self.checked.file, &mut self.buffer[self.filled..], self.at)?;
+            if n == 0 {
+                break;
+            }
+            self.at += n as u64;
+            self.filled += n;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Rows written and read back, as the replay reads them.
+    fn round_trip(rows: &[(u64, u64, u64, u8)], hosted: bool, verdicts: bool) -> Vec<(u64, Key)> {
+        let mut writer = CheckedWriter::new(hosted, true);
+        for &(time, client, host, verdict) in rows {
+            writer.row(time, client, host, verdict);
+        }
+        let mut read = CheckedRows::new(writer.finish().expect("rows kept"), verdicts);
+        std::iter::from_fn(|| read.next_row().expect("every row whole")).collect()
+    }
+
+    /// A row's fields: times anywhere, often close to the last (a sorted
+    /// log's steps) and at u64's ends; clients small (numbered) or any
+    /// hash, the edges of the word's 30 bits included.
+    fn rows() -> impl Strategy<Value = Vec<(u64, u64, u64, u8)>> {
+        let time = prop_oneof![
+            0..4_000_000_000u64,
+            Just(u64::MAX),
+            Just(u64::MAX - 1),
+            Just(u64::from(u32::MAX)),
+            Just(u64::from(u32::MAX) - 1),
+            any::<u64>(),
+        ];
+        let client = prop_oneof![
+            0..2_000u64,
+            (1u64 << 30) - 3..(1u64 << 30) + 3,
+            Just(u64::from(u32::MAX)),
+            any::<u64>(),
+        ];
+        prop::collection::vec((time, client, any::<u64>(), 0..3u8), 0..300)
+    }
+
+    proptest! {
+        /// Every row comes back as written: its time, its client (or, for
+        /// the log's verdicts, its verdict) and its Host, whatever fits the
+        /// word and whatever does not.
+        #[test]
+        fn every_row_comes_back_as_written(rows in rows(), hosted: bool, verdicts: bool) {
+            let sorted: Vec<_> = {
+                // Sorted rows too: a sorted log's steps are small.
+                let mut sorted = rows.clone();
+                sorted.sort_by_key(|row| row.0);
+                sorted
+            };
+            for rows in [rows, sorted] {
+                let expected: Vec<(u64, Key)> = rows
+                    .iter()
+                    .map(|&(time, client, host, verdict)| {
+                        let key = if verdicts {
+                            Key::client(u64::from(verdict))
+                        } else {
+                            Key { client, host: if hosted { host } else { 0 } }
+                        };
+                        (time, key)
+                    })
+                    .collect();
+                prop_assert_eq!(round_trip(&rows, hosted, verdicts), expected);
+            }
+        }
+    }
+
+    #[test]
+    fn a_numbered_sorted_rows_word_is_8_bytes_and_a_cut_row_is_an_error() {
+        let mut writer = CheckedWriter::new(false, true);
+        // The first time's step from 0 does not fit: 8 + 8 bytes.
+        writer.row(1_700_000_000_000_000_000, 7, 0, 1);
+        writer.row(1_700_000_001_000_000_000, 8, 0, 2);
+        assert_eq!(writer.written, 16 + 8);
+        let checked = writer.finish().unwrap();
+        assert_eq!(checked.file.metadata().unwrap().len(), 24);
+        // Cut within the second row's word.
+        checked.file.set_len(20).unwrap();
+        let mut read = CheckedRows::new(checked, false);
+        assert_eq!(
+            read.next_row().unwrap(),
+            Some((1_700_000_000_000_000_000, Key::client(7)))
+        );
+        let err = read.next_row().unwrap_err();
+        assert!(err.to_string().contains("end within a row"), "{err}");
     }
 }
