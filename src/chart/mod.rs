@@ -180,7 +180,7 @@ fn panel_plot<'b, 'a>(
     Ok(chart)
 }
 
-/// A panel's one-line note, above its plot.
+/// A panel's note, a line or two, above its plot.
 fn draw_panel_note(canvas: &Canvas, area: &Canvas, lines: &[String]) -> Result<()> {
     let (left, top) = area.get_base_pixel();
     for (i, line) in lines.iter().enumerate() {
@@ -196,8 +196,22 @@ fn draw_panel_note(canvas: &Canvas, area: &Canvas, lines: &[String]) -> Result<(
     Ok(())
 }
 
+/// Lines of note each panel of `runs` gets: two when a run's note needs
+/// its [`whole_seconds_line`] (every panel then gets the room, so that all
+/// plots are the same height), else one.
+fn note_lines(runs: &[crate::results::RunResult]) -> u32 {
+    if runs
+        .iter()
+        .any(|run| whole_seconds_line(&run.summary, None).is_some())
+    {
+        2
+    } else {
+        1
+    }
+}
+
 /// For a run of a log stamped in whole seconds whose requests could fall
-/// elsewhere within their seconds and give more, what its worst `count` in
+/// elsewhere within their seconds and give more, what its worst count in
 /// the rolling interval (the seeded placement's) can become — the table's
 /// `47–187` in words, so that no chart shows the seeded figure alone:
 /// "whole-second log: 47 as drawn within each second; 77 packed at the
@@ -205,10 +219,10 @@ fn draw_panel_note(canvas: &Canvas, area: &Canvas, lines: &[String]) -> Result<(
 /// backend's in the rolling interval.
 fn whole_seconds_line(
     summary: &crate::summary::RunSummary,
-    count: u64,
     capacity: Option<f64>,
 ) -> Option<String> {
     let seconds = summary.whole_seconds.as_ref()?;
+    let count = summary.worst_rolling;
     if seconds.admitted_at_most <= count {
         return None;
     }

@@ -9,8 +9,8 @@ use plotters::prelude::*;
 use super::style::{BOUND, CAPACITY, FONT, REFERENCE, TITLE_SIZE, WIDTH};
 use super::{
     Canvas, Chart, DASHED, DOTTED, NOTE_LINE, PanelAxes, Reference, Results, X_AXIS_HEIGHT,
-    add_overlay, count_words, draw_panel_note, draw_references, interval_words, panel_plot,
-    step_points, whole_seconds_line,
+    add_overlay, count_words, draw_panel_note, draw_references, interval_words, note_lines,
+    panel_plot, step_points, whole_seconds_line,
 };
 use crate::results::{RunResult, WorkloadResults};
 use crate::time::{NANOS_PER_SEC, Nanos};
@@ -51,16 +51,7 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
         "{name}: requests admitted in the trailing {} at every instant (exact)",
         interval_words(rolling)
     );
-    // A whole-second log's panels say on a second line what its worst can
-    // become; every panel then gets the room, so that all plots match.
-    let note_lines = if runs
-        .iter()
-        .any(|run| whole_seconds_line(&run.summary, run.summary.worst_rolling, None).is_some())
-    {
-        2
-    } else {
-        1
-    };
+    let note_lines = note_lines(runs);
     let panel_height = PANEL_HEIGHT + NOTE_LINE * (note_lines - 1);
     let mut svg = String::new();
     let mut overlay = String::new();
@@ -189,7 +180,7 @@ impl Panel<'_> {
         if let Some(bound) = self.bound.filter(|&b| (b as f64) > self.top) {
             note.push_str(&format!("; bound {bound}, above this scale"));
         }
-        let whole = whole_seconds_line(summary, summary.worst_rolling, self.capacity);
+        let whole = whole_seconds_line(summary, self.capacity);
         let lines: Vec<String> = std::iter::once(note).chain(whole).collect();
         draw_panel_note(canvas, area, &lines)?;
         Ok(())

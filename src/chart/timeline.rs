@@ -10,8 +10,8 @@ use super::style::{
 };
 use super::{
     Canvas, Chart, DASHED, PanelAxes, Reference, Results, X_AXIS_HEIGHT, add_overlay,
-    draw_panel_note, draw_references, interval_words, note_room, panel_plot, per_second,
-    step_points, whole_seconds_line,
+    draw_panel_note, draw_references, interval_words, note_lines, note_room, panel_plot,
+    per_second, step_points, whole_seconds_line,
 };
 use crate::results::{RunResult, WorkloadResults};
 use crate::time::{NANOS_PER_SEC, Nanos};
@@ -149,16 +149,7 @@ pub fn render(results: &Results, workload: &WorkloadResults) -> Result<Chart> {
         interval_words(Nanos(shown_bucket)),
         interval_words(Nanos(rolling))
     );
-    // A whole-second log's panels say on a second line what its worst can
-    // become; every panel then gets the room, so that all plots match.
-    let note_lines = if runs
-        .iter()
-        .any(|run| whole_seconds_line(&run.summary, run.summary.worst_rolling, None).is_some())
-    {
-        2
-    } else {
-        1
-    };
+    let note_lines = note_lines(runs);
     let mut svg = String::new();
     let mut overlay = String::new();
     {
@@ -489,7 +480,6 @@ impl Panel<'_> {
         }
         let whole = whole_seconds_line(
             summary,
-            summary.worst_rolling,
             self.capacity.map(|per_sec| per_sec * secs(self.rolling)),
         );
         let lines: Vec<String> = std::iter::once(note).chain(whole).collect();
