@@ -141,7 +141,9 @@ pub(super) fn busiest(run: &RunSummary) -> String {
 /// The most admitted in any second against the backend's capacity:
 /// `OVER 200/s`, `ok 108/s` (`ok 47/s, up to 187` when a whole-second log
 /// could put more than the capacity in a second; `OVER 112/s packed` when
-/// its requests packed against the seconds' edges do), or `-` without a backend.
+/// its requests packed against the seconds' edges do; `OVER 83/s, 120
+/// packed` or `OVER 83/s, up to 187` when the seeded placement is over and
+/// another gives more), or `-` without a backend.
 pub fn verdict(run: &RunSummary) -> String {
     match &run.backend {
         None => "-".to_string(),
@@ -151,7 +153,14 @@ pub fn verdict(run: &RunSummary) -> String {
                 .whole_seconds_per_second()
                 .map_or((0, 0), |w| (w.admitted_at_least, w.admitted_at_most));
             if worst > backend.capacity {
-                format!("OVER {worst}/s")
+                // Over as seeded: how much more the log's seconds allow.
+                if least > worst {
+                    format!("OVER {worst}/s, {least} packed")
+                } else if most > worst {
+                    format!("OVER {worst}/s, up to {most}")
+                } else {
+                    format!("OVER {worst}/s")
+                }
             } else if least > backend.capacity {
                 // Within as seeded, over with the log's seconds packed.
                 format!("OVER {least}/s packed")
@@ -189,4 +198,51 @@ pub fn state(run: &RunSummary) -> [String; 4] {
             .map_or_else(dash, |ops| format!("{ops:.2}")),
         format!("{:.0}", state.resets_per_sec),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::WholeSeconds;
+
+    /// A run of a whole-second log admitting `worst` in its seeded worst
+    /// second, `least` packed and at most `most`, against 80/s.
+    fn logged(worst: u64, least: u64, most: u64) -> RunSummary {
+        let mut run: RunSummary = serde_json::from_value(serde_json::json!({
+            "workload": "w", "limiter": "l", "kind": "fixed-window", "description": "",
+            "offered": 300, "admitted": 200, "rejected": 100,
+            "rolling_ns": 1_000_000_000u64, "worst_rolling": worst, "worst_rolling_start_ns": 0,
+            "nominal": 60.0, "spike_ratio": 1.0, "bound": 120, "profile": [],
+            "backend": {
+                "capacity": 80, "worst_1s": worst, "bound_1s": 120, "nominal_1s": 60.0,
+                "rejected_with_spare_capacity": 0, "over_capacity": 0,
+                "seconds_over_capacity": 0.0, "queue": null
+            },
+            "replications": null
+        }))
+        .unwrap();
+        run.whole_seconds = Some(WholeSeconds {
+            offered_low: 98,
+            offered_high: 187,
+            admitted_at_least: least,
+            admitted_at_most: most,
+        });
+        run
+    }
+
+    /// The backend column says the most a placement the log allows was
+    /// seen to pass, and the most any could, beside the seeded figure —
+    /// never the seeded figure alone when the log allows more.
+    #[test]
+    fn a_whole_second_logs_verdict_says_what_another_placement_gives() {
+        assert_eq!(verdict(&logged(83, 120, 120)), "OVER 83/s, 120 packed");
+        assert_eq!(verdict(&logged(83, 83, 187)), "OVER 83/s, up to 187");
+        assert_eq!(verdict(&logged(83, 83, 83)), "OVER 83/s");
+        assert_eq!(verdict(&logged(47, 77, 187)), "ok 47/s, up to 187");
+        assert_eq!(verdict(&logged(47, 90, 187)), "OVER 90/s packed");
+        assert_eq!(verdict(&logged(47, 50, 60)), "ok 47/s");
+        let mut plain = logged(83, 120, 120);
+        plain.whole_seconds = None;
+        assert_eq!(verdict(&plain), "OVER 83/s");
+    }
 }
