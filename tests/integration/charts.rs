@@ -58,6 +58,15 @@ fn limiters(summary: &Value) -> Vec<String> {
     names
 }
 
+/// A chart's width in pixels, as its root element says.
+fn chart_width(doc: &roxmltree::Document) -> f64 {
+    doc.root_element()
+        .attribute("width")
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
 fn read(path: &Path) -> String {
     fs::read_to_string(path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
 }
@@ -551,12 +560,7 @@ fn twelve_limiters_each_have_a_legend_entry_inside_the_chart_and_their_own_colou
     assert_eq!(names.len(), 12);
     let svg = read(&real.out.join("charts/worst-rolling.svg"));
     let doc = roxmltree::Document::parse(&svg).unwrap();
-    let width: f64 = doc
-        .root_element()
-        .attribute("width")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let width = chart_width(&doc);
     for name in &names {
         let text = doc
             .descendants()
@@ -696,12 +700,7 @@ fn no_chart_text_runs_past_the_charts_edge() {
             let path = entry.unwrap().path();
             let svg = read(&path);
             let doc = roxmltree::Document::parse(&svg).unwrap();
-            let width: f64 = doc
-                .root_element()
-                .attribute("width")
-                .unwrap()
-                .parse()
-                .unwrap();
+            let width = chart_width(&doc);
             for text in doc.descendants().filter(|n| n.has_tag_name("text")) {
                 if text.attribute("text-anchor").is_some_and(|a| a != "start") {
                     continue;

@@ -53,14 +53,23 @@ const ESCAPE: u32 = u32::MAX;
 /// The most bytes one row takes.
 const MOST_ROW: usize = 8 + 8 + 9 + 8;
 
-/// The word of a row whose step from the last time and client fit it.
+/// The word's low half for a step from the last time, if it fits.
 #[inline(always)]
-fn word(step: u64, client: u64, verdict: u8) -> Option<u64> {
-    let step = u32::try_from(step).ok().filter(|&s| s != ESCAPE)?;
-    let client = u32::try_from(client)
-        .ok()
-        .filter(|&c| c < ESCAPE >> 2)?;
-    Some(u64::from(step) | u64::from(client << 2 | u32::from(verdict & 3)) << 32)
+fn step_half(step: u64) -> Option<u32> {
+    u32::try_from(step).ok().filter(|&s| s != ESCAPE)
+}
+
+/// The word's high half for a client and the log's verdict, if it fits.
+#[inline(always)]
+fn client_half(client: u64, verdict: u8) -> Option<u32> {
+    let client = u32::try_from(client).ok().filter(|&c| c < ESCAPE >> 2)?;
+    Some(client << 2 | u32::from(verdict & 3))
+}
+
+/// A row's word from its halves, [`ESCAPE`] for one that does not fit.
+#[inline(always)]
+fn word(step: Option<u32>, client: Option<u32>) -> u64 {
+    u64::from(step.unwrap_or(ESCAPE)) | u64::from(client.unwrap_or(ESCAPE)) << 32
 }
 
 /// Writing the checked rows while the check reads them; given up (the
@@ -98,10 +107,13 @@ impl CheckedWriter {
         };
         let step = time.wrapping_sub(self.last);
         self.last = time;
-        let (len, written) = match word(step, client, verdict) {
+        let (len, written) = match (step_half(step), client_half(client, verdict)) {
             // A constant length: the copy is one move, not a call to `memcpy`.
-            Some(word) if !self.hosted => (8, out.write_all(&word.to_le_bytes())),
-            _ => Self::whole(out, step, time, client, host, verdict, self.hosted),
+            (Some(step), Some(small)) if !self.hosted => (
+                8,
+                out.write_all(&word(Some(step), Some(small)).to_le_bytes()),
+            ),
+            (step, small) => Self::whole(out, [step, small], time, client, host, verdict, self.hosted),
         };
         self.written += len as u64;
         if self.written > CHECKED_BYTES || written.is_err() {
@@ -113,7 +125,7 @@ impl CheckedWriter {
     #[cold]
     fn whole(
         out: &mut BufWriter<File>,
-        step: u64,
+        [step, small]: [Option<u32>; 2],
         time: u64,
         client: u64,
         host: u64,
@@ -121,11 +133,7 @@ impl CheckedWriter {
         hosted: bool,
     ) -> (usize, std::io::Result<()>) {
         let mut row = [0u8; MOST_ROW];
-        let step = u32::try_from(step).ok().filter(|&s| s != ESCAPE);
-        let small = u32::try_from(client).ok().filter(|&c| c < ESCAPE >> 2);
-        let word = u64::from(step.unwrap_or(ESCAPE))
-            | u64::from(small.map_or(ESCAPE, |c| c << 2 | u32::from(verdict & 3))) << 32;
-        row[..8].copy_from_slice(&word.to_le_bytes());
+        row[..8].copy_from_slice(&word(step, small).to_le_bytes());
         let mut len = 8;
         let mut put = |bytes: &[u8]| {
             row[len..len + bytes.len()].copy_from_slice(bytes);
