@@ -210,6 +210,13 @@ pub struct BackendSummary {
     pub seconds_over_capacity: f64,
     /// The backend as a server with a bounded queue, when `queue` is given.
     pub queue: Option<QueueSummary>,
+    /// For a log stamped in whole seconds, when the rolling interval is not
+    /// 1 s: the interval its worst second lies in, as the run's own
+    /// `whole_seconds` gives it for a rolling second (`worst_1s` is the
+    /// seeded placement's; `admitted_at_least` also counts the requests
+    /// packed against the seconds' edges).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whole_seconds: Option<WholeSeconds>,
 }
 
 /// The admitted requests served at `capacity` per second with a bounded queue.
@@ -230,11 +237,15 @@ pub struct QueueSummary {
 }
 
 impl RunSummary {
-    /// A whole-second log's interval, when its rolling interval is a second
-    /// (so its figures are per second, as the backend's capacity).
+    /// A whole-second log's interval over a second, as the backend's
+    /// capacity is: the run's own when its rolling interval is a second,
+    /// else the backend's.
     pub fn whole_seconds_per_second(&self) -> Option<WholeSeconds> {
-        self.whole_seconds
-            .filter(|_| self.rolling_ns == crate::time::NANOS_PER_SEC)
+        if self.rolling_ns == crate::time::NANOS_PER_SEC {
+            self.whole_seconds
+        } else {
+            self.backend.as_ref()?.whole_seconds
+        }
     }
 
     /// True when the run let through more in 1 s than the backend can take,

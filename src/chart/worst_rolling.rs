@@ -247,11 +247,16 @@ impl Bar {
     /// `summary`'s bar over `interval`.
     fn of(summary: &RunSummary, interval: Nanos) -> Bar {
         let mut bar = Bar::seeded(summary);
-        // A whole-second log's figures are over the rolling interval.
-        if let Some(seconds) = summary
-            .whole_seconds
-            .filter(|_| summary.rolling_ns == interval.get())
-        {
+        // A whole-second log's figures: over a second (the backend's, when
+        // the rolling interval is another), else over the rolling interval.
+        let seconds = if interval == Nanos::SECOND {
+            summary.whole_seconds_per_second()
+        } else {
+            summary
+                .whole_seconds
+                .filter(|_| summary.rolling_ns == interval.get())
+        };
+        if let Some(seconds) = seconds {
             bar.packed = seconds.admitted_at_least.max(bar.worst);
             bar.most = seconds.admitted_at_most.max(bar.packed);
         }

@@ -199,8 +199,7 @@ fn refuse_unmergeable(scenario: &Scenario) -> Result<()> {
 /// What `workload`'s log says as a whole, for the merge.
 fn log_facts(scenario: &Scenario, workload: &crate::scenario::Workload) -> Result<LogFacts> {
     let labelled = workload.labelled_seconds();
-    let packed = labelled.is_some_and(|l| l.packed)
-        && scenario.metrics.rolling <= crate::time::Nanos::SECOND;
+    let packed = labelled.is_some_and(|l| l.packed) && crate::sim::packs(scenario);
     let keys = workload
         .sources()
         .iter()

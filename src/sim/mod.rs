@@ -161,7 +161,7 @@ pub(crate) fn finish_workload(
     scenario: &Scenario,
     workload: &Workload,
     runs: &mut [RunResult],
-    packed: Option<Vec<u64>>,
+    packed: Option<Vec<PackedWorst>>,
     whole: bool,
     name: &dyn Fn(crate::traffic::Key) -> (u64, Option<String>),
 ) {
@@ -178,8 +178,8 @@ pub(crate) fn finish_workload(
         // of them at a shorter interval's reach, or spread over ⌈1 s / r⌉
         // of them), at most the busiest two adjacent seconds' (packed).
         let covering = NANOS_PER_SEC.div_ceil(scenario.metrics.rolling.get());
-        let packed = packed.unwrap_or_else(|| vec![0; runs.len()]);
-        for (run, packed) in runs.iter_mut().zip(packed) {
+        let packed = packed.clone().unwrap_or_else(|| vec![[0; 2]; runs.len()]);
+        for (run, [packed, _]) in runs.iter_mut().zip(packed) {
             let summary = &mut run.summary;
             let at_least = summary.worst_rolling.max(packed);
             summary.whole_seconds = Some(crate::summary::WholeSeconds {
@@ -188,6 +188,25 @@ pub(crate) fn finish_workload(
                 admitted_at_least: at_least,
                 admitted_at_most: summary.bound.min(labelled.busiest_pair).max(at_least),
             });
+        }
+    }
+    // The backend takes a second at a time: with another rolling interval,
+    // the same interval for the worst second (its packed placements run
+    // for it), so that the verdict and `check` judge what the log allows.
+    if let Some(labelled) = workload.labelled_seconds().filter(|_| whole)
+        && scenario.metrics.rolling != Nanos::SECOND
+    {
+        let packed = packed.unwrap_or_else(|| vec![[0; 2]; runs.len()]);
+        for (run, [_, packed]) in runs.iter_mut().zip(packed) {
+            if let Some(backend) = &mut run.summary.backend {
+                let at_least = backend.worst_1s.max(packed);
+                backend.whole_seconds = Some(crate::summary::WholeSeconds {
+                    offered_low: labelled.busiest,
+                    offered_high: labelled.busiest_pair,
+                    admitted_at_least: at_least,
+                    admitted_at_most: backend.bound_1s.min(labelled.busiest_pair).max(at_least),
+                });
+            }
         }
     }
     // What the real limiter did, as its log says.
@@ -230,7 +249,7 @@ impl Packed {
         let workload = &scenario.workloads[index];
         if !options.packed
             || scenario.part.is_some()
-            || scenario.metrics.rolling > Nanos::SECOND
+            || !packs(scenario)
             || !workload.labelled_seconds().is_some_and(|l| l.packed)
         {
             return None;
@@ -278,8 +297,8 @@ impl Packed {
         }
     }
 
-    /// The most each limiter let through in a rolling second, over both.
-    fn worst(self, scenario: &Scenario, workload: &str) -> Vec<u64> {
+    /// The most each limiter let through, over both.
+    fn worst(self, scenario: &Scenario, workload: &str) -> Vec<PackedWorst> {
         let figures = Options::default();
         let [even, odd] = self.runs;
         even.into_iter()
@@ -288,10 +307,30 @@ impl Packed {
             .map(|((even, odd), limiter)| {
                 let even = even.finish(scenario, &figures, workload, &limiter.name);
                 let odd = odd.finish(scenario, &figures, workload, &limiter.name);
-                even.summary.worst_rolling.max(odd.summary.worst_rolling)
+                packed_worst(&even, &odd)
             })
             .collect()
     }
+}
+
+/// What the packed placements of a limiter let through at most: in a
+/// rolling interval, and in a second (0 without a backend).
+pub(crate) type PackedWorst = [u64; 2];
+
+/// Whether a whole-second log's requests are also run packed: for figures
+/// over a rolling interval of a second or less, and for a backend's second
+/// whatever the rolling interval.
+pub(crate) fn packs(scenario: &Scenario) -> bool {
+    scenario.metrics.rolling <= Nanos::SECOND || scenario.backend.is_some()
+}
+
+/// The most the two packed placements' runs let through.
+pub(crate) fn packed_worst(even: &RunResult, odd: &RunResult) -> PackedWorst {
+    let second = |run: &RunResult| run.summary.backend.as_ref().map_or(0, |b| b.worst_1s);
+    [
+        even.summary.worst_rolling.max(odd.summary.worst_rolling),
+        second(even).max(second(odd)),
+    ]
 }
 
 /// Where the packed placement numbered `parity` puts a request of a log
@@ -317,7 +356,7 @@ fn simulate_open(
     options: &Options,
     index: usize,
     sink: &mut Option<&mut dyn DecisionSink>,
-) -> Result<(Vec<RunResult>, Option<Vec<u64>>)> {
+) -> Result<(Vec<RunResult>, Option<Vec<PackedWorst>>)> {
     let workload = &scenario.workloads[index];
     let arrivals = arrivals(scenario, workload, options.replication)?;
     let mut runs = scenario

@@ -218,7 +218,7 @@ impl Recount {
             {
                 let even = even.finish(scenario, &figures, &workload.name, &named.name);
                 let odd = odd.finish(scenario, &figures, &workload.name, &named.name);
-                packed.push(even.summary.worst_rolling.max(odd.summary.worst_rolling));
+                packed.push(super::packed_worst(&even, &odd));
             }
             let merged = merged.as_ref().map(|m| {
                 // No request of a part's busiest key counted: no key sent any.
@@ -244,7 +244,7 @@ impl Recount {
 pub struct Recounted {
     workload: usize,
     runs: Vec<RunResult>,
-    packed: Option<Vec<u64>>,
+    packed: Option<Vec<super::PackedWorst>>,
 }
 
 impl Recounted {

@@ -369,6 +369,7 @@ impl RunState {
                 }),
                 over_capacity: worst_1s.saturating_sub(capacity),
                 seconds_over_capacity: self.m.rolling.time_over_capacity().as_secs_f64(),
+                whole_seconds: None,
             }
         });
         let (overload, peak) = self.m.overload.finish(scenario.duration);

@@ -409,6 +409,60 @@ per = "key"
         shorter["runs"][0]["whole_seconds"],
         serde_json::json!({"offered_low": 1, "offered_high": 20, "admitted_at_least": 16, "admitted_at_most": 16})
     );
+    // The backend takes a second at a time whatever the rolling interval:
+    // over 100 ms and over a minute the backend's own interval holds the
+    // second's figures (the packed 16 over the 12/s capacity), and `check`
+    // fails on it as it does over a rolling second.
+    assert_eq!(
+        shorter["runs"][0]["backend"]["whole_seconds"],
+        serde_json::json!({"offered_low": 10, "offered_high": 20, "admitted_at_least": 16, "admitted_at_most": 16})
+    );
+    let minute = dir.path().join("minute.toml");
+    fs::write(
+        &minute,
+        toml.replace("[backend]", "[metrics]\nrolling = \"1m\"\n[backend]"),
+    )
+    .unwrap();
+    let longer = run_summary(&minute, &dir.path().join("minute"));
+    for run in longer["runs"].as_array().unwrap() {
+        let name = run["limiter"].as_str().unwrap();
+        assert_eq!(
+            run["whole_seconds"],
+            serde_json::Value::Null,
+            "{name}: none over a minute"
+        );
+        let backend = &run["backend"];
+        let seconds = &backend["whole_seconds"];
+        let (seeded, least, most) = (
+            backend["worst_1s"].as_u64().unwrap(),
+            seconds["admitted_at_least"].as_u64().unwrap(),
+            seconds["admitted_at_most"].as_u64().unwrap(),
+        );
+        assert!(
+            seeded <= least && least <= most,
+            "{name}: {seeded} {least} {most}"
+        );
+        if name == "fixed" {
+            assert_eq!((seeded, least, most), (8, 16, 16), "{name}");
+        }
+    }
+    for short in [&short, &minute] {
+        let check = Command::cargo_bin("burstsim")
+            .unwrap()
+            .arg("check")
+            .arg(short)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&check.stdout);
+        assert_eq!(check.status.code(), Some(1), "{}: {text}", short.display());
+        assert!(
+            text.contains(
+                "log × fixed: 16 admitted in one second with each second's requests of the log packed"
+            ),
+            "{}: {text}",
+            short.display()
+        );
+    }
     // The same log out of order (sorted in memory): the same interval and
     // the same packed figures.
     let sorted = fs::read_to_string(dir.path().join("edge.log")).unwrap();

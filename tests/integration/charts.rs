@@ -675,6 +675,47 @@ fn a_whole_second_logs_range_is_on_every_chart_that_shows_its_worst() {
     assert!(ranged >= 2, "access-log has whole-second ranges to show");
 }
 
+/// The backend takes a second at a time: with a rolling minute, the bars
+/// of the worst second still span what the log's whole seconds allow (the
+/// backend's own interval), as the table's verdict does — a bar drawn at
+/// the seeded figure alone would sit under the capacity line beside a
+/// verdict of OVER.
+#[test]
+fn the_worst_second_bars_of_a_whole_second_log_show_its_range_over_any_rolling_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("traces")).unwrap();
+    fs::copy(
+        "scenarios/traces/checkout-access.log",
+        dir.path().join("traces/checkout-access.log"),
+    )
+    .unwrap();
+    let toml = fs::read_to_string("scenarios/access-log.toml").unwrap();
+    let scenario = dir.path().join("minute.toml");
+    fs::write(
+        &scenario,
+        toml.replace("[backend]", "[metrics]\nrolling = \"1m\"\n\n[backend]"),
+    )
+    .unwrap();
+    let log = run(scenario.to_str().unwrap(), &[]);
+    let bars = texts(&read(&log.out.join("charts/worst-rolling.svg")));
+    let mut ranged = 0;
+    for run in log.summary["runs"].as_array().unwrap() {
+        let limiter = run["limiter"].as_str().unwrap();
+        assert_eq!(run["rolling_ns"], 60_000_000_000u64, "{limiter}");
+        let backend = &run["backend"];
+        let worst = backend["worst_1s"].as_u64().unwrap();
+        let most = backend["whole_seconds"]["admitted_at_most"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{limiter}: no backend.whole_seconds: {backend}"));
+        if most > worst {
+            ranged += 1;
+            let range = format!("{worst}–{most}");
+            assert!(bars.contains(&range), "{limiter}: no {range}: {bars:?}");
+        }
+    }
+    assert!(ranged >= 2, "access-log has whole-second ranges to show");
+}
+
 /// A line of text's width in ems, as DejaVu Sans (the sans-serif rsvg and
 /// browsers here draw with) sets it, within about 1% on the charts' notes
 /// and labels measured in rendered PNGs.

@@ -366,6 +366,47 @@ fn shards_merged_in_any_order_give_the_whole_run_s_results_byte_for_byte() {
     }
 }
 
+/// Over a rolling minute the whole run packs the log's seconds for the
+/// backend's second: so do the shards, and the merge gives the same
+/// `backend.whole_seconds`, byte for byte.
+#[test]
+fn shards_over_a_rolling_minute_give_the_backends_packed_second_as_the_whole_run_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("minute.toml");
+    fs::write(
+        &scenario,
+        movable_scenario().replace("[backend]", "[metrics]\nrolling = \"1m\"\n\n[backend]"),
+    )
+    .unwrap();
+    let whole = dir.path().join("whole");
+    burstsim(&[
+        "run".into(),
+        scenario.clone().into_os_string(),
+        "-q".into(),
+        "--no-charts".into(),
+        "--out".into(),
+        whole.clone().into_os_string(),
+    ]);
+    let summary = fs::read(whole.join("summary.json")).unwrap();
+    let parsed: serde_json::Value = serde_json::from_slice(&summary).unwrap();
+    assert!(
+        parsed["runs"][0]["backend"]["whole_seconds"]["admitted_at_least"]
+            .as_u64()
+            .unwrap()
+            > parsed["runs"][0]["backend"]["worst_1s"].as_u64().unwrap(),
+        "packed beyond the seeded second"
+    );
+    let parts = partition(&scenario, dir.path(), 3);
+    let decided = shards(&scenario, &parts, 3, dir.path());
+    let merged = dir.path().join("merged");
+    let (code, stderr) = merge(&parts, &decided, &merged);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        fs::read(merged.join("summary.json")).unwrap() == summary,
+        "the merged summary.json differs from the whole run's"
+    );
+}
+
 #[test]
 fn a_missing_foreign_or_altered_shard_is_refused_naming_it() {
     let dir = tempfile::tempdir().unwrap();
