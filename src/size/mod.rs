@@ -219,6 +219,9 @@ impl<'a> Probe<'a> {
                 &Options {
                     replication,
                     skip_timeline: true,
+                    // A whole-second log is safe only if every placement
+                    // of its seconds run is, as `check` judges it.
+                    packed: true,
                     ..Options::default()
                 },
             )?;
@@ -229,7 +232,10 @@ impl<'a> Probe<'a> {
                     .backend
                     .as_ref()
                     .expect("sizing always has a backend");
-                worst = worst.max(backend.worst_1s);
+                let packed = summary
+                    .whole_seconds_per_second()
+                    .map_or(0, |w| w.admitted_at_least);
+                worst = worst.max(backend.worst_1s).max(packed);
                 dropped += backend.queue.as_ref().map_or(0, |q| q.dropped);
                 match &summary.closed_loop {
                     // A retried request rejected then admitted cost its client a wait, not the request.

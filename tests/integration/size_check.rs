@@ -140,6 +140,62 @@ fn a_scenario_sized_by_size_passes_check() {
         .stdout(predicate::str::starts_with("ok: all 28 runs"));
 }
 
+/// A log stamped in whole seconds is judged by `check` on its requests
+/// packed against the seconds' edges too: `size` sizes against the same,
+/// so the largest threshold it calls safe on the log passes `check`, and
+/// one more fails it — over a rolling second and a rolling minute alike.
+/// (Sized on the seeded placement alone, kept on the second, no threshold
+/// ever put more than 10 in a second: `size` called any value safe.)
+#[test]
+fn a_whole_second_log_sized_by_size_passes_check_and_one_more_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for second in 0..6 {
+        for i in 0..if second == 2 || second == 3 { 10 } else { 3 } {
+            log.push_str(&format!(
+                "10.0.0.{i} - - [27/Nov/2026:09:00:0{second} +0100] \"GET / HTTP/1.1\" 200 5 \"-\" \"t\"\n"
+            ));
+        }
+    }
+    fs::write(dir.path().join("edge.log"), log).unwrap();
+    let scenario = |rolling: &str, threshold: u64| {
+        format!(
+            r#"duration = "10s"
+[metrics]
+rolling = "{rolling}"
+[backend]
+capacity = 12
+[[workload]]
+name = "log"
+sources = [{{ kind = "trace", format = "combined", path = "edge.log", key_field = "remote_addr", spread = "none" }}]
+[[limiter]]
+name = "fixed"
+kind = "fixed-window"
+window = "1s"
+threshold = {threshold}
+"#
+        )
+    };
+    for rolling in ["1s", "1m"] {
+        let path = dir.path().join(format!("edge-{rolling}.toml"));
+        fs::write(&path, scenario(rolling, 8)).unwrap();
+        let (_out, report) = sizing(path.to_str().unwrap());
+        let safe = &limiter(&report, "fixed")["safe_on_workloads"];
+        assert_eq!(safe["kind"], "value", "{rolling}: {safe}");
+        // Two seconds of 10 packed at their shared edge: 2 × threshold.
+        let value = safe["value"].as_u64().unwrap();
+        assert_eq!(
+            (value, safe["worst_1s"].as_u64()),
+            (6, Some(12)),
+            "{rolling}"
+        );
+        for (threshold, code) in [(value, 0), (value + 1, 1)] {
+            fs::write(&path, scenario(rolling, threshold)).unwrap();
+            burstsim().arg("check").arg(&path).assert().code(code);
+        }
+    }
+}
+
 #[test]
 fn check_needs_a_capacity() {
     burstsim()
