@@ -220,8 +220,9 @@ impl<'a> Probe<'a> {
                     replication,
                     skip_timeline: true,
                     // A whole-second log is safe only if every placement
-                    // of its seconds run is, as `check` judges it.
-                    packed: true,
+                    // of its seconds run is, as `check` judges it (packed
+                    // in replication 0, as a run packs it).
+                    packed: replication == 0,
                     ..Options::default()
                 },
             )?;
