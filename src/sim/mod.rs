@@ -170,42 +170,38 @@ pub(crate) fn finish_workload(
     // (A part of a partitioning holds some of the log's keys: the log's
     // seconds and its own limiter's answers are the whole log's, not the
     // part's, and are left out.)
-    if let Some(labelled) = workload.labelled_seconds().filter(|_| whole)
-        && scenario.metrics.rolling <= Nanos::SECOND
-    {
-        // Within a rolling interval of a second or less: at least the
-        // busiest second's requests over the intervals that cover it (all
-        // of them at a shorter interval's reach, or spread over ⌈1 s / r⌉
-        // of them), at most the busiest two adjacent seconds' (packed).
-        let covering = NANOS_PER_SEC.div_ceil(scenario.metrics.rolling.get());
-        let packed = packed.clone().unwrap_or_else(|| vec![[0; 2]; runs.len()]);
-        for (run, [packed, _]) in runs.iter_mut().zip(packed) {
-            let summary = &mut run.summary;
-            let at_least = summary.worst_rolling.max(packed);
-            summary.whole_seconds = Some(crate::summary::WholeSeconds {
-                offered_low: labelled.busiest.div_ceil(covering),
-                offered_high: labelled.busiest_pair,
-                admitted_at_least: at_least,
-                admitted_at_most: summary.bound.min(labelled.busiest_pair).max(at_least),
-            });
-        }
-    }
-    // The backend takes a second at a time: with another rolling interval,
-    // the same interval for the worst second (its packed placements run
-    // for it), so that the verdict and `check` judge what the log allows.
-    if let Some(labelled) = workload.labelled_seconds().filter(|_| whole)
-        && scenario.metrics.rolling != Nanos::SECOND
-    {
+    if let Some(labelled) = workload.labelled_seconds().filter(|_| whole) {
+        let rolling = scenario.metrics.rolling;
         let packed = packed.unwrap_or_else(|| vec![[0; 2]; runs.len()]);
-        for (run, [_, packed]) in runs.iter_mut().zip(packed) {
-            if let Some(backend) = &mut run.summary.backend {
-                let at_least = backend.worst_1s.max(packed);
-                backend.whole_seconds = Some(crate::summary::WholeSeconds {
-                    offered_low: labelled.busiest,
-                    offered_high: labelled.busiest_pair,
-                    admitted_at_least: at_least,
-                    admitted_at_most: backend.bound_1s.min(labelled.busiest_pair).max(at_least),
-                });
+        for (run, [packed_rolling, packed_1s]) in runs.iter_mut().zip(packed) {
+            let summary = &mut run.summary;
+            // Within a rolling interval of a second or less: at least the
+            // busiest second's requests over the intervals that cover it
+            // (all of them at a shorter interval's reach, or spread over
+            // ⌈1 s / r⌉ of them), at most the busiest two adjacent
+            // seconds' (packed).
+            if rolling <= Nanos::SECOND {
+                let covering = NANOS_PER_SEC.div_ceil(rolling.get());
+                summary.whole_seconds = Some(interval(
+                    &labelled,
+                    covering,
+                    [summary.worst_rolling, packed_rolling],
+                    summary.bound,
+                ));
+            }
+            // The backend takes a second at a time: with another rolling
+            // interval, the same interval for the worst second (its packed
+            // placements run for it), so that the verdict and `check`
+            // judge what the log allows.
+            if rolling != Nanos::SECOND
+                && let Some(backend) = &mut summary.backend
+            {
+                backend.whole_seconds = Some(interval(
+                    &labelled,
+                    1,
+                    [backend.worst_1s, packed_1s],
+                    backend.bound_1s,
+                ));
             }
         }
     }
@@ -224,6 +220,26 @@ pub(crate) fn finish_workload(
             (keys.worst_key, keys.worst_key_name) =
                 name(crate::traffic::Key::client(keys.worst_key));
         }
+    }
+}
+
+/// Where a whole-second log's worst count over an interval lies, for a
+/// limiter that let through `seeded` as drawn and `packed` with the
+/// seconds packed, and can let through `bound`: each of the busiest
+/// second's requests falls in one of the `covering` intervals that cover
+/// it, and no interval holds more than the busiest two adjacent seconds.
+fn interval(
+    labelled: &crate::traffic::trace::Labelled,
+    covering: u64,
+    [seeded, packed]: [u64; 2],
+    bound: u64,
+) -> crate::summary::WholeSeconds {
+    let at_least = seeded.max(packed);
+    crate::summary::WholeSeconds {
+        offered_low: labelled.busiest.div_ceil(covering),
+        offered_high: labelled.busiest_pair,
+        admitted_at_least: at_least,
+        admitted_at_most: bound.min(labelled.busiest_pair).max(at_least),
     }
 }
 

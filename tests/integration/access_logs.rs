@@ -312,6 +312,16 @@ fn a_whole_second_log_reports_the_interval_its_worst_second_lies_in() {
     assert!((low..=high).contains(&worst), "{low} ≤ {worst} ≤ {high}");
 }
 
+/// A whole-second log's worst as drawn (`seeded`), packed, and at most
+/// (of its `whole_seconds`).
+fn placements(seeded: &serde_json::Value, seconds: &serde_json::Value) -> (u64, u64, u64) {
+    (
+        seeded.as_u64().unwrap(),
+        seconds["admitted_at_least"].as_u64().unwrap(),
+        seconds["admitted_at_most"].as_u64().unwrap(),
+    )
+}
+
 /// A log of whole seconds is also run with each second's requests packed
 /// against the next's: a placement its stamps allow. Ten requests in each
 /// of two adjacent seconds, kept on the second (`spread = "none"`), pass a
@@ -369,11 +379,7 @@ per = "key"
     for run in summary["runs"].as_array().unwrap() {
         let name = run["limiter"].as_str().unwrap();
         let seconds = &run["whole_seconds"];
-        let (seeded, least, most) = (
-            run["worst_rolling"].as_u64().unwrap(),
-            seconds["admitted_at_least"].as_u64().unwrap(),
-            seconds["admitted_at_most"].as_u64().unwrap(),
-        );
+        let (seeded, least, most) = placements(&run["worst_rolling"], seconds);
         assert!(
             seeded <= least && least <= most,
             "{name}: {seeded} {least} {most}"
@@ -432,12 +438,7 @@ per = "key"
             "{name}: none over a minute"
         );
         let backend = &run["backend"];
-        let seconds = &backend["whole_seconds"];
-        let (seeded, least, most) = (
-            backend["worst_1s"].as_u64().unwrap(),
-            seconds["admitted_at_least"].as_u64().unwrap(),
-            seconds["admitted_at_most"].as_u64().unwrap(),
-        );
+        let (seeded, least, most) = placements(&backend["worst_1s"], &backend["whole_seconds"]);
         assert!(
             seeded <= least && least <= most,
             "{name}: {seeded} {least} {most}"
