@@ -28,6 +28,9 @@ pub struct Frame {
     pub delays: bool,
     /// There is a backend, so spare capacity is known.
     pub backend: bool,
+    /// Some run's backend judges a whole-second log's second apart from
+    /// the rolling interval (see [`crate::summary::BackendSummary::whole_seconds`]).
+    pub backend_seconds: bool,
 }
 
 impl Frame {
@@ -50,6 +53,11 @@ impl Frame {
             closed: runs.iter().any(|run| run.closed_loop.is_some()),
             delays: runs.iter().any(|run| run.delay.is_some()),
             backend: runs.iter().any(|run| run.backend.is_some()),
+            backend_seconds: runs.iter().any(|run| {
+                run.backend
+                    .as_ref()
+                    .is_some_and(|b| b.whole_seconds.is_some())
+            }),
         }
     }
 }
@@ -87,6 +95,9 @@ pub enum When {
     Delays,
     /// When there is a backend.
     Backend,
+    /// When some backend judges a whole-second log's second apart from
+    /// the rolling interval.
+    BackendSeconds,
 }
 
 impl When {
@@ -98,6 +109,7 @@ impl When {
             When::Closed => frame.closed,
             When::Delays => frame.delays,
             When::Backend => frame.backend,
+            When::BackendSeconds => frame.backend_seconds,
         }
     }
 }
@@ -278,6 +290,25 @@ pub const COLUMNS: &[Column] = &[
     Column::csv("over_capacity", |r| {
         backend(r, |b| b.over_capacity.to_string())
     }),
+    // The backend's second of a whole-second log judged at another rolling
+    // interval: what `check` and the verdict read (`over_capacity` is the
+    // seeded placement's).
+    Column::csv("offered_worst_1s_low", |r| {
+        backend_seconds(r, |w| w.offered_low)
+    })
+    .when(When::BackendSeconds),
+    Column::csv("offered_worst_1s_high", |r| {
+        backend_seconds(r, |w| w.offered_high)
+    })
+    .when(When::BackendSeconds),
+    Column::csv("admitted_worst_1s_at_least", |r| {
+        backend_seconds(r, |w| w.admitted_at_least)
+    })
+    .when(When::BackendSeconds),
+    Column::csv("admitted_worst_1s_at_most", |r| {
+        backend_seconds(r, |w| w.admitted_at_most)
+    })
+    .when(When::BackendSeconds),
     Column::csv("seconds_over_capacity", |r| {
         backend(r, |b| b.seconds_over_capacity.to_string())
     })
@@ -465,6 +496,15 @@ pub fn rows(runs: &[RunSummary], format: Format) -> Rows {
 fn whole_seconds(run: &RunSummary, figure: fn(&crate::summary::WholeSeconds) -> u64) -> String {
     run.whole_seconds
         .as_ref()
+        .map_or(String::new(), |w| figure(w).to_string())
+}
+
+/// A whole-second log's figure over the backend's second, when the
+/// rolling interval is another, or empty.
+fn backend_seconds(run: &RunSummary, figure: fn(&crate::summary::WholeSeconds) -> u64) -> String {
+    run.backend
+        .as_ref()
+        .and_then(|b| b.whole_seconds.as_ref())
         .map_or(String::new(), |w| figure(w).to_string())
 }
 

@@ -293,26 +293,19 @@ fn meaning(results: &Results, runs: &[RunSummary]) -> String {
 }
 
 /// The one sentence a whole-second log needs: its worst second is an
-/// interval, and what the table's `83–120` means.
+/// interval, and what the table's `83–120` means; and, when the backend's
+/// second is judged apart from another rolling interval, what its column's
+/// `OVER 2000/s packed` reads.
 fn whole_seconds_note(runs: &[RunSummary]) -> String {
-    let mut logs: Vec<(&str, &crate::summary::WholeSeconds)> = Vec::new();
-    for run in runs {
-        if let Some(seconds) = &run.whole_seconds
-            && !logs.iter().any(|(name, _)| *name == run.workload)
-        {
-            logs.push((&run.workload, seconds));
-        }
-    }
-    if logs.is_empty() {
-        return String::new();
-    }
-    let per_second = runs[0].rolling_ns == crate::time::NANOS_PER_SEC;
-    let each: Vec<String> = logs
-        .iter()
-        .map(|(name, seconds)| {
+    let per_second = runs
+        .first()
+        .is_some_and(|run| run.rolling_ns == crate::time::NANOS_PER_SEC);
+    let mut text = String::new();
+    let rolling = logs_seconds(runs, |run| run.whole_seconds.as_ref());
+    if !rolling.is_empty() {
+        let each = intervals(&rolling, |seconds| {
             format!(
-                "{}'s between {} (its busiest second{}) and {} (its busiest two adjacent seconds)",
-                super::rows::escape(name),
+                "between {} (its busiest second{}) and {} (its busiest two adjacent seconds)",
                 seconds.offered_low,
                 if per_second {
                     ""
@@ -321,17 +314,60 @@ fn whole_seconds_note(runs: &[RunSummary]) -> String {
                 },
                 seconds.offered_high
             )
-        })
-        .collect();
-    format!(
-        "<p class=\"note\">Logs stamped in whole seconds do not say when within its second each request came, so the worst {} of demand is an interval — {} — and a worst figure shown as <i>a</i>–<i>b</i> is the seeded placement's and the most any placement could let through (summary.csv's <code>admitted_worst_rolling_at_least</code> is the most a placement run let through: each second's requests packed against the next second's).</p>\n",
-        if per_second {
-            "second".to_string()
-        } else {
-            Nanos(runs[0].rolling_ns).to_string()
-        },
-        each.join("; ")
-    )
+        });
+        let _ = writeln!(
+            text,
+            "<p class=\"note\">Logs stamped in whole seconds do not say when within its second each request came, so the worst {} of demand is an interval — {each} — and a worst figure shown as <i>a</i>–<i>b</i> is the seeded placement's and the most any placement could let through (summary.csv's <code>admitted_worst_rolling_at_least</code> is the most a placement run let through: each second's requests packed against the next second's).</p>",
+            if per_second {
+                "second".to_string()
+            } else {
+                Nanos(runs[0].rolling_ns).to_string()
+            },
+        );
+    }
+    let backend = logs_seconds(runs, |run| {
+        run.backend.as_ref().and_then(|b| b.whole_seconds.as_ref())
+    });
+    if !backend.is_empty() {
+        let each = intervals(&backend, |seconds| {
+            format!(
+                "between {} and {} requests",
+                seconds.offered_low, seconds.offered_high
+            )
+        });
+        let _ = writeln!(
+            text,
+            "<p class=\"note\">The backend takes a second at a time, and a log stamped in whole seconds leaves its busiest second an interval — {each} — so <i>worst 1 s vs backend</i> judges the most a placement the log allows lets through in one second (its requests packed against the next second's), as <code>burstsim check</code> does: <i>OVER n/s packed</i> when that is over the capacity while the seeded placement is not (summary.csv's <code>admitted_worst_1s_at_least</code> and <code>admitted_worst_1s_at_most</code>).</p>"
+        );
+    }
+    text
+}
+
+/// The first figures of each workload that has them, by workload.
+fn logs_seconds<'a>(
+    runs: &'a [RunSummary],
+    figures: impl Fn(&'a RunSummary) -> Option<&'a crate::summary::WholeSeconds>,
+) -> Vec<(&'a str, &'a crate::summary::WholeSeconds)> {
+    let mut logs: Vec<(&str, &crate::summary::WholeSeconds)> = Vec::new();
+    for run in runs {
+        if let Some(seconds) = figures(run)
+            && !logs.iter().any(|(name, _)| *name == run.workload)
+        {
+            logs.push((&run.workload, seconds));
+        }
+    }
+    logs
+}
+
+/// `name's <words>; …` for each workload's figures.
+fn intervals(
+    logs: &[(&str, &crate::summary::WholeSeconds)],
+    words: impl Fn(&crate::summary::WholeSeconds) -> String,
+) -> String {
+    logs.iter()
+        .map(|(name, seconds)| format!("{}'s {}", super::rows::escape(name), words(seconds)))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn results_table(runs: &[RunSummary]) -> String {

@@ -447,6 +447,66 @@ per = "key"
             assert_eq!((seeded, least, most), (8, 16, 16), "{name}");
         }
     }
+    // summary.csv carries the backend's second beside the seeded
+    // `over_capacity` (0 here: the seeded 8 is within 12), so that a CI
+    // reading the CSV sees the 16 `check` fails on; a run whose rolling
+    // interval is the second has no such columns (its own are the second's).
+    let csv_row = |out: &str, limiter: &str| -> Vec<(String, String)> {
+        let text = fs::read_to_string(dir.path().join(out).join("summary.csv")).unwrap();
+        let mut lines = text.lines();
+        let header: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
+        let row = lines
+            .find(|line| line.split(',').nth(1) == Some(limiter))
+            .unwrap();
+        header
+            .into_iter()
+            .zip(row.split(',').map(String::from))
+            .collect()
+    };
+    let field = |row: &[(String, String)], name: &str| {
+        row.iter().find(|(h, _)| h == name).map(|(_, v)| v.clone())
+    };
+    for out in ["minute", "short"] {
+        let fixed = csv_row(out, "fixed");
+        let figures: Vec<Option<String>> = [
+            "over_capacity",
+            "offered_worst_1s_low",
+            "offered_worst_1s_high",
+            "admitted_worst_1s_at_least",
+            "admitted_worst_1s_at_most",
+        ]
+        .iter()
+        .map(|name| field(&fixed, name))
+        .collect();
+        let expected = ["0", "10", "20", "16", "16"].map(|v| Some(v.to_string()));
+        assert_eq!(figures, expected, "{out}");
+    }
+    assert_eq!(
+        field(&csv_row("out", "fixed"), "admitted_worst_1s_at_least"),
+        None
+    );
+    assert_eq!(
+        field(&csv_row("out", "fixed"), "admitted_worst_rolling_at_least").as_deref(),
+        Some("16")
+    );
+    // The report says what the backend's column judges.
+    let charted = Command::cargo_bin("burstsim")
+        .unwrap()
+        .args(["run", "-q", "--out"])
+        .arg(dir.path().join("charted"))
+        .arg(&minute)
+        .output()
+        .unwrap();
+    assert!(
+        charted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&charted.stderr)
+    );
+    let report = fs::read_to_string(dir.path().join("charted/report.html")).unwrap();
+    assert!(
+        report.contains("log's between 10 and 20 requests") && report.contains("OVER n/s packed"),
+        "{report}"
+    );
     for short in [&short, &minute] {
         let check = Command::cargo_bin("burstsim")
             .unwrap()
