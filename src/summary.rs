@@ -252,15 +252,22 @@ impl RunSummary {
     /// in any replication, or a whole-second log packed against its
     /// seconds' edges did.
     pub fn exceeds_capacity(&self) -> bool {
-        self.worst_1s_max()
-            .map(|worst| {
-                worst.max(
-                    self.whole_seconds_per_second()
-                        .map_or(0, |w| w.admitted_at_least),
-                )
-            })
+        self.judged_1s()
             .zip(self.backend.as_ref())
             .is_some_and(|(worst, b)| worst > b.capacity)
+    }
+
+    /// The most admitted in one second that the backend is judged on: the
+    /// worst over every replication, or a whole-second log's requests
+    /// packed against its seconds' edges when they let more through; `None`
+    /// without a backend.
+    pub fn judged_1s(&self) -> Option<u64> {
+        self.worst_1s_max().map(|worst| {
+            worst.max(
+                self.whole_seconds_per_second()
+                    .map_or(0, |w| w.admitted_at_least),
+            )
+        })
     }
 
     /// The most admitted in any second, over every replication.

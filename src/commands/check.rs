@@ -49,6 +49,7 @@ pub fn check(args: &CheckArgs) -> Result<bool> {
                     "workload": run.summary.workload,
                     "limiter": run.summary.limiter,
                     "worst_1s": run.summary.worst_1s_max(),
+                    "packed_1s": run.summary.whole_seconds_per_second().map(|w| w.admitted_at_least),
                     "dropped": run.summary.dropped_max(),
                     "problems": lines,
                 })).collect::<Vec<_>>(),

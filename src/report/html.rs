@@ -220,7 +220,7 @@ fn meaning(results: &Results, runs: &[RunSummary]) -> String {
         first_run.entry(run.limiter.as_str()).or_insert(run);
         if run.exceeds_capacity() {
             let worst = worst_over.entry(run.limiter.as_str()).or_insert(run);
-            if run.worst_1s_max().unwrap_or(0) > worst.worst_1s_max().unwrap_or(0) {
+            if run.judged_1s().unwrap_or(0) > worst.judged_1s().unwrap_or(0) {
                 *worst = run;
             }
         }
@@ -233,7 +233,7 @@ fn meaning(results: &Results, runs: &[RunSummary]) -> String {
             Some(run) => unsafe_.push(format!(
                 "<b>{}</b> (up to {} in one second, on <i>{}</i>)",
                 escape(&run.limiter),
-                run.worst_1s_max().unwrap_or(0),
+                run.judged_1s().unwrap_or(0),
                 escape(&run.workload)
             )),
         }

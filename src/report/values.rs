@@ -245,4 +245,27 @@ mod tests {
         plain.whole_seconds = None;
         assert_eq!(verdict(&plain), "OVER 83/s");
     }
+
+    /// Wherever a run's second is set against the backend — the report's
+    /// words, a sweep's cell and chart — the figure shown is the one judged:
+    /// the packed placement's when it passes more than the seeded one, so
+    /// that no "over" run shows a second within the capacity.
+    #[test]
+    fn a_whole_second_log_shows_the_second_it_is_judged_on() {
+        use crate::sweep::results::{within_capacity, worst_second};
+        let packed = logged(47, 90, 187);
+        assert_eq!(packed.judged_1s(), Some(90));
+        assert_eq!(worst_second(&packed), Some((90, 80)));
+        assert_eq!(within_capacity(&packed), Some(false));
+        let seeded = logged(83, 60, 187);
+        assert_eq!(seeded.judged_1s(), Some(83));
+        assert_eq!(worst_second(&seeded), Some((83, 80)));
+        let within = logged(47, 50, 187);
+        assert_eq!(worst_second(&within), Some((50, 80)));
+        assert_eq!(within_capacity(&within), Some(true));
+        let mut plain = logged(47, 90, 187);
+        plain.whole_seconds = None;
+        assert_eq!(plain.judged_1s(), Some(47));
+        assert_eq!(within_capacity(&plain), Some(true));
+    }
 }

@@ -94,9 +94,10 @@ pub fn within_capacity(run: &RunSummary) -> Option<bool> {
         .map(|_| crate::check::failures(run).is_empty())
 }
 
-/// The most admitted in one second over every replication, and the
-/// capacity it is held to.
+/// The most admitted in one second over every replication (for a
+/// whole-second log, packed against its seconds' edges when more: what
+/// [`within_capacity`] judges), and the capacity it is held to.
 pub fn worst_second(run: &RunSummary) -> Option<(u64, u64)> {
     let backend = run.backend.as_ref()?;
-    Some((run.worst_1s_max()?, backend.capacity))
+    Some((run.judged_1s()?, backend.capacity))
 }

@@ -507,6 +507,30 @@ per = "key"
         report.contains("log's between 10 and 20 requests") && report.contains("OVER n/s packed"),
         "{report}"
     );
+    // Its words name the second judged (16 packed), not the seeded 8 that
+    // the capacity holds; check's JSON gives both.
+    assert!(
+        report.contains("<b>fixed</b> (up to 16 in one second, on <i>log</i>)"),
+        "{report}"
+    );
+    let json = Command::cargo_bin("burstsim")
+        .unwrap()
+        .args(["check", "--format", "json"])
+        .arg(&minute)
+        .output()
+        .unwrap();
+    assert_eq!(json.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let fixed = json["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["limiter"] == "fixed")
+        .unwrap();
+    assert_eq!(
+        (fixed["worst_1s"].as_u64(), fixed["packed_1s"].as_u64()),
+        (Some(8), Some(16))
+    );
     for short in [&short, &minute] {
         let check = Command::cargo_bin("burstsim")
             .unwrap()
