@@ -44,10 +44,7 @@ pub fn failures(run: &RunSummary) -> Vec<Failure> {
     let replications = run.replications.as_ref().map(|r| r.count);
     let mut failures = Vec::new();
     let seeded = run.worst_1s_max().unwrap_or(backend.worst_1s);
-    let packed = run
-        .whole_seconds_per_second()
-        .map_or(0, |w| w.admitted_at_least);
-    let worst_1s = seeded.max(packed);
+    let worst_1s = run.judged_1s().unwrap_or(seeded);
     if worst_1s > backend.capacity {
         // Where the worst second starts is known for replication 0 only.
         let start = run

@@ -233,10 +233,8 @@ impl<'a> Probe<'a> {
                     .backend
                     .as_ref()
                     .expect("sizing always has a backend");
-                let packed = summary
-                    .whole_seconds_per_second()
-                    .map_or(0, |w| w.admitted_at_least);
-                worst = worst.max(backend.worst_1s).max(packed);
+                // The second `check` judges: the packed one when more.
+                worst = worst.max(summary.judged_1s().unwrap_or(backend.worst_1s));
                 dropped += backend.queue.as_ref().map_or(0, |q| q.dropped);
                 match &summary.closed_loop {
                     // A retried request rejected then admitted cost its client a wait, not the request.

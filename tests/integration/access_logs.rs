@@ -404,12 +404,14 @@ per = "key"
     // intervals that cover it, at most the pair's 20; packed, the fixed
     // window's 16 meet within 1 ns, its bound over 100 ms.
     let toml = fs::read_to_string(&scenario).unwrap();
-    let short = dir.path().join("short.toml");
-    fs::write(
-        &short,
-        toml.replace("[backend]", "[metrics]\nrolling = \"100ms\"\n[backend]"),
-    )
-    .unwrap();
+    // The same scenario over another rolling interval.
+    let rolling = |name: &str, interval: &str| {
+        let path = dir.path().join(format!("{name}.toml"));
+        let metrics = format!("[metrics]\nrolling = \"{interval}\"\n[backend]");
+        fs::write(&path, toml.replace("[backend]", &metrics)).unwrap();
+        path
+    };
+    let short = rolling("short", "100ms");
     let shorter = run_summary(&short, &dir.path().join("short"));
     assert_eq!(
         shorter["runs"][0]["whole_seconds"],
@@ -423,12 +425,7 @@ per = "key"
         shorter["runs"][0]["backend"]["whole_seconds"],
         serde_json::json!({"offered_low": 10, "offered_high": 20, "admitted_at_least": 16, "admitted_at_most": 16})
     );
-    let minute = dir.path().join("minute.toml");
-    fs::write(
-        &minute,
-        toml.replace("[backend]", "[metrics]\nrolling = \"1m\"\n[backend]"),
-    )
-    .unwrap();
+    let minute = rolling("minute", "1m");
     let longer = run_summary(&minute, &dir.path().join("minute"));
     for run in longer["runs"].as_array().unwrap() {
         let name = run["limiter"].as_str().unwrap();
