@@ -8,7 +8,7 @@ pub(super) enum Rows {
         /// Boxed: the reader's buffers dwarf the other variant.
         input: Box<Input>,
         /// The hash of the file's bytes when it was checked.
-        checksum: u64,
+        checksum: Option<u64>,
         /// Boxed: a JSON log's field names are most of the source's size.
         layout: Box<Layout>,
         path: PathBuf,

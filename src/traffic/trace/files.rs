@@ -11,8 +11,10 @@ pub(super) struct Part {
     pub(super) path: PathBuf,
     /// The file as checked; a replay refuses any other.
     pub(super) identity: FileIdentity,
-    /// A hash of every byte as checked; a replay that reads other bytes fails.
-    pub(super) checksum: u64,
+    /// A hash of every byte as checked; a replay that reads other bytes
+    /// fails. Taken only for replays that read the file again (see
+    /// [`Config::hash_parts`]): `None` while its checked rows are kept.
+    pub(super) checksum: Option<u64>,
     pub(super) layout: Layout,
 }
 
@@ -89,33 +91,17 @@ impl Config {
     }
 
     /// Opens the file once as a regular file and, when it was checked
-    /// before, insists it is the same one.
+    /// before, insists it is the same one; its bytes are hashed as they
+    /// are read if `hashed`.
     pub(super) fn open(
         &self,
         file: &Path,
         expected: Option<FileIdentity>,
+        hashed: bool,
     ) -> Result<(Input, FileIdentity), FieldError> {
         let path = Self::named(file);
-        let (file, meta) = if file == Path::new("-") {
-            let file = spooled_stdin().map_err(|err| FieldError::at("path", err))?;
-            let meta = file
-                .metadata()
-                .map_err(|err| field_error!("path", "cannot replay {}: {err}", path.display()))?;
-            (Stored::Spool { file, at: 0 }, meta)
-        } else {
-            let (file, meta) = crate::input::open_regular(&path)
-                .map_err(|err| field_error!("path", "cannot replay {}: {err}", path.display()))?;
-            (Stored::File(file), meta)
-        };
-        let identity = FileIdentity::of(&meta);
-        if expected.is_some_and(|expected| expected != identity) {
-            return Err(changed(&path).into());
-        }
-        let hashing = Hashing {
-            file: file.take(identity.len),
-            hasher: Box::default(),
-        };
-        let decoded = Decoded::of(hashing)
+        let (file, identity) = Self::stored(file, expected)?;
+        let decoded = Decoded::of(Hashing::new(file.take(identity.len), hashed))
             .map_err(|err| field_error!("path", "cannot replay {}: {err}", path.display()))?;
         let capped = Capped {
             decoded,
@@ -152,9 +138,56 @@ impl Config {
     /// Opens one of its files again, insisting it is the one checked, past
     /// its header; and how errors name it.
     pub(super) fn reopen(&self, part: &Part) -> Result<(Input, PathBuf), FieldError> {
-        let (mut input, _) = self.open(&part.path, Some(part.identity))?;
+        let (mut input, _) = self.open(&part.path, Some(part.identity), true)?;
         let named = Self::named(&part.path);
         self.locate(&named, &mut input)?;
         Ok((input, named))
+    }
+
+    /// The file as stored (standard input spooled) and its identity, which
+    /// must be `expected` when given.
+    fn stored(
+        file: &Path,
+        expected: Option<FileIdentity>,
+    ) -> Result<(Stored, FileIdentity), FieldError> {
+        let path = Self::named(file);
+        let (file, meta) = if file == Path::new("-") {
+            let file = spooled_stdin().map_err(|err| FieldError::at("path", err))?;
+            let meta = file
+                .metadata()
+                .map_err(|err| field_error!("path", "cannot replay {}: {err}", path.display()))?;
+            (Stored::Spool { file, at: 0 }, meta)
+        } else {
+            let (file, meta) = crate::input::open_regular(&path)
+                .map_err(|err| field_error!("path", "cannot replay {}: {err}", path.display()))?;
+            (Stored::File(file), meta)
+        };
+        let identity = FileIdentity::of(&meta);
+        if expected.is_some_and(|expected| expected != identity) {
+            return Err(changed(&path).into());
+        }
+        Ok((file, identity))
+    }
+
+    /// Hashes every byte of each part's file as stored, read again, for
+    /// replays that read the files rather than the checked rows (a trace
+    /// past [`CHECKED_BYTES`], or rows that could not be written). The
+    /// check itself does not hash: most traces' rows are kept, and the
+    /// hash was a twentieth of a large log's check. A file must still be
+    /// the one checked, by its identity, before and after.
+    pub(super) fn hash_parts(parts: &mut [Part]) -> Result<(), FieldError> {
+        for part in parts {
+            let named = Self::named(&part.path);
+            let (file, identity) = Self::stored(&part.path, Some(part.identity))?;
+            let mut hashing = Hashing::new(file.take(identity.len), true);
+            std::io::copy(&mut hashing, &mut std::io::sink())
+                .map_err(|err| format!("{}: {err}", named.display()))?;
+            let now = hashing.file.get_ref().metadata();
+            if now.map(|meta| FileIdentity::of(&meta)).ok() != Some(identity) {
+                return Err(changed(&named).into());
+            }
+            part.checksum = hashing.digest();
+        }
+        Ok(())
     }
 }

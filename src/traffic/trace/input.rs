@@ -108,8 +108,9 @@ impl Input {
     }
 
     /// Reads what is left of the file and returns the hash of all of it
-    /// (after the compressed stream's end too: every byte stored).
-    pub(super) fn drain(&mut self) -> std::io::Result<u64> {
+    /// (after the compressed stream's end too: every byte stored), if it
+    /// was opened hashed.
+    pub(super) fn drain(&mut self) -> std::io::Result<Option<u64>> {
         self.capped().capped = false;
         match self {
             Input::Csv { reader, .. } => std::io::copy(reader.get_mut(), &mut std::io::sink())?,
@@ -117,7 +118,7 @@ impl Input {
             Input::Lines { reader, .. } => std::io::copy(reader.get_mut(), &mut std::io::sink())?,
         };
         std::io::copy(self.hashing(), &mut std::io::sink())?;
-        Ok(self.hashing().hasher.digest())
+        Ok(self.hashing().digest())
     }
 
     /// The key of the row last read as its text names it (trimmed as the
@@ -544,9 +545,9 @@ pub(super) fn changed(path: &Path) -> String {
 }
 
 /// Fails unless the bytes read, to the end, are those checked at first.
-pub(super) fn verify(input: &mut Input, checksum: u64, path: &Path) -> Result<(), FieldError> {
+pub(super) fn verify(input: &mut Input, checksum: Option<u64>, path: &Path) -> Result<(), FieldError> {
     match input.drain() {
-        Ok(hash) if hash == checksum => Ok(()),
+        Ok(Some(hash)) if Some(hash) == checksum => Ok(()),
         Ok(_) => Err(changed(path).into()),
         Err(err) => Err(format!("{}: {err}", path.display()).into()),
     }

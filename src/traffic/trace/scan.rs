@@ -181,12 +181,16 @@ impl Config {
             keys,
             hosts,
             names,
-            parts,
+            mut parts,
             left_out,
             turned_away,
             checked,
             ..
         } = counting;
+        let checked = checked.finish();
+        if checked.is_none() {
+            Self::hash_parts(&mut parts)?;
+        }
         let spreading = rows > 0 && whole_seconds && self.may_spread();
         if self.spread == Some(Spread::Uniform) && rows > 0 && !whole_seconds {
             return Err(field_error!(
@@ -213,7 +217,7 @@ impl Config {
             keys: (keys.hashes.len().max(hosts.len()) as u64).max(1),
             names: std::sync::Arc::new(names),
             numbered: Arc::new(keys),
-            checked: checked.finish(),
+            checked,
             earliest,
             sorted: unsorted == 0,
             rows,

@@ -406,6 +406,42 @@ fn a_trace_changed_after_its_check_replays_the_rows_that_were_checked() {
     }
 }
 
+/// A trace read again by each replay is hashed at the end of its check, as
+/// stored: compressed or not, an unchanged file replays whole, and one whose
+/// stored bytes changed (same size, same time) is refused.
+#[test]
+fn a_trace_read_again_is_hashed_as_stored_after_its_check() {
+    let text: String = (1..=30_000).map(|i| format!("{i}\n")).collect();
+    let csv = format!("time_ns\n{text}");
+    for (kind, bytes) in [
+        ("plain", csv.as_bytes().to_vec()),
+        ("gzip", gzip(csv.as_bytes())),
+        ("zstd", zstd(csv.as_bytes())),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.csv");
+        std::fs::write(&path, &bytes).unwrap();
+        let mut config: Config = toml::from_str("path = \"t.csv\"").unwrap();
+        config.reread = true;
+        config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+        let replayed = |config: &Config| {
+            let mut arrivals = config.replay(dir.path(), Nanos(0), Nanos(u64::MAX), rng()).unwrap();
+            let rows = arrivals.by_ref().count();
+            (rows, arrivals.take_error())
+        };
+        assert_eq!(replayed(&config), (30_000, None), "{kind}");
+        // The last stored byte changed, size and time kept.
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        let mut changed = bytes.clone();
+        *changed.last_mut().unwrap() ^= 1;
+        std::fs::write(&path, &changed).unwrap();
+        std::fs::File::options().write(true).open(&path).unwrap().set_modified(modified).unwrap();
+        let (_, err) = replayed(&config);
+        let err = err.unwrap_or_else(|| panic!("{kind}: a changed file replayed"));
+        assert!(err.contains("changed after burstsim checked it") || err.contains("t.csv"), "{kind}: {err}");
+    }
+}
+
 #[test]
 fn refuses_a_trace_that_changed_after_it_was_checked() {
     let same_size_and_time = |path: &Path| {
