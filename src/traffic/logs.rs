@@ -129,7 +129,7 @@ impl<'a> Combined<'a> {
                 remote_user,
                 request,
                 status,
-                body_bytes_sent.trim_end(),
+                trim_end(body_bytes_sent),
                 referer,
                 agent,
                 ident,
@@ -152,13 +152,29 @@ impl<'a> Combined<'a> {
 }
 
 /// `text` without its leading whitespace, as `str::trim_start` takes it
-/// off (a line's first byte is most often not white, and then it is kept
-/// without decoding a character).
+/// off: ASCII whitespace (the space before a line's status, say) skipped
+/// byte by byte, and characters decoded only where a multi-byte one follows
+/// it (it may be a Unicode space).
 #[inline]
 pub(crate) fn trim_start(text: &str) -> &str {
-    match text.as_bytes().first() {
+    let bytes = text.as_bytes();
+    let white = bytes
+        .iter()
+        .take_while(|&&byte| matches!(byte, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r'))
+        .count();
+    match bytes.get(white) {
+        Some(byte) if !byte.is_ascii() => text[white..].trim_start(),
+        _ => &text[white..],
+    }
+}
+
+/// `text` without its trailing whitespace, as `str::trim_end` takes it
+/// off, without decoding a character when its last byte is printable ASCII.
+#[inline]
+pub(crate) fn trim_end(text: &str) -> &str {
+    match text.as_bytes().last() {
         Some(byte) if byte.is_ascii_graphic() => text,
-        _ => text.trim_start(),
+        _ => text.trim_end(),
     }
 }
 
@@ -465,10 +481,11 @@ mod tests {
         /// spaces at either end, fields longer than the scan's first 16 bytes).
         #[test]
         fn the_shortcuts_cut_where_the_standard_ones_do(
-            text in "[ a\t\u{a0}\u{2028}é-]{0,40}",
+            text in "[ a\t\n\r\u{b}\u{c}\u{1c}\u{a0}\u{2028}é-]{0,40}",
         ) {
             proptest::prop_assert_eq!(trim(&text), text.trim());
             proptest::prop_assert_eq!(trim_start(&text), text.trim_start());
+            proptest::prop_assert_eq!(trim_end(&text), text.trim_end());
             proptest::prop_assert_eq!(space(text.as_bytes()), memchr::memchr(b' ', text.as_bytes()));
         }
 

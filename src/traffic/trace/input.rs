@@ -408,6 +408,7 @@ pub(super) fn lookup<'a>(
 pub(super) type JsonFilter = (Where, [Option<String>; 4]);
 
 /// Counts a kept row whose logged `status` is one of `rejected`.
+#[inline]
 fn count_status(counts: &mut (u64, u64), rejected: &[u16], status: Option<&str>) {
     if let Some(status) = status.and_then(status_code) {
         counts.1 += 1;
