@@ -16,7 +16,7 @@ use serde::Deserialize;
 use rand::RngExt as _;
 
 use super::logs::{self, Combined, Format};
-use super::{Arrival, Key, Kind, Place, Rng};
+use super::{Arrival, Key, Kind, Place, Rng, Timed};
 use crate::error::{FieldError, field_error};
 use crate::time::{NANOS_PER_SEC, Nanos};
 
@@ -394,6 +394,28 @@ impl Kind for Config {
     const NAME: &'static str = "trace";
     type Item = Arrival;
     type Arrivals = Arrivals;
+
+    /// The checked rows of a trace whose whole seconds are not spread are
+    /// decoded straight into the chunk (see [`CheckedRows::fill_arrivals`]);
+    /// any other trace row by row.
+    fn refill<T: Timed>(arrivals: &mut Arrivals, out: &mut Vec<T>, count: usize) {
+        let Arrivals {
+            rows: Rows::Checked(rows),
+            spread: None,
+            offset,
+            start,
+            end,
+            error,
+        } = arrivals
+        else {
+            out.clear();
+            out.extend(arrivals.take(count).map(|a| T::of(a.arrival())));
+            return;
+        };
+        if let Err(err) = rows.fill_arrivals(out, count, *offset, [*start, *end]) {
+            *error = Some(format!("reading the checked rows again: {err}"));
+        }
+    }
 
     fn validate(&self, place: Place) -> Result<Vec<String>, FieldError> {
         if place.clients.is_some() {

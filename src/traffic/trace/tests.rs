@@ -773,3 +773,50 @@ fn a_truncated_compressed_file_is_an_error_not_a_shorter_log() {
         }
     }
 }
+
+/// The checked rows decoded straight into chunks are the rows the iterator
+/// yields, one by one: rebased or not, cut at the run's start and end (an
+/// arrival exactly at the end left out), with escaped steps and keys, in
+/// chunks of any size.
+#[test]
+fn checked_rows_fill_chunks_as_they_iterate() {
+    // Steps of 0, a few ns, and past 2^32 ns (escaped); many clients.
+    let mut csv = String::from("time_ns,client\n");
+    let mut time = 1_700_000_000_000_000_000u64;
+    for i in 0..5_000u64 {
+        time += match i % 5 {
+            0 => 0,
+            1 => 3,
+            2 => 1 << 33,
+            _ => 1_000_000,
+        };
+        csv.push_str(&format!("{time},c{}\n", (i * 7919) % 1_237));
+    }
+    for (extra, start, end) in [
+        ("rebase = true", 0, u64::MAX),
+        ("rebase = true", 20_000_000_000, 5_000_000_000_000),
+        ("", 1_700_000_100_000_000_000, 1_700_000_400_000_000_000),
+        ("", 0, 1_700_000_000_000_000_003),
+    ] {
+        let (dir, config) = trace(&csv, &format!("key = \"client\"\n{extra}"));
+        config.check(dir.path(), Nanos(start), Nanos(end)).unwrap();
+        let replay = || config.replay(dir.path(), Nanos(start), Nanos(end), rng()).unwrap();
+        let one_by_one: Vec<Arrival> = replay().collect();
+        assert!(!one_by_one.is_empty(), "{extra} [{start}, {end})");
+        assert!(end == u64::MAX || one_by_one.len() < 5_000, "{extra} [{start}, {end})");
+        assert!(one_by_one.iter().all(|a| (start..end).contains(&a.time.get())));
+        for size in [1, 7, 4096] {
+            let mut arrivals = replay();
+            let (mut chunks, mut chunk): (Vec<Arrival>, Vec<Arrival>) = (Vec::new(), Vec::new());
+            loop {
+                <Config as Kind>::refill(&mut arrivals, &mut chunk, size);
+                chunks.extend_from_slice(&chunk);
+                if chunk.len() < size {
+                    break;
+                }
+            }
+            assert_eq!(arrivals.take_error(), None);
+            assert_eq!(chunks, one_by_one, "{extra} [{start}, {end}) in chunks of {size}");
+        }
+    }
+}
