@@ -39,6 +39,16 @@ pub(super) fn verdict(before: (u64, u64), after: (u64, u64)) -> u8 {
     }
 }
 
+/// A row's time as written, shifted by `offset` (rebasing), clamped to u64.
+#[inline(always)]
+pub(super) fn shifted(raw: u64, offset: i128) -> u64 {
+    if offset == 0 {
+        raw
+    } else {
+        (i128::from(raw) + offset).clamp(0, i128::from(u64::MAX)) as u64
+    }
+}
+
 /// Whole-second rows spread within their second: one second's rows at a
 /// time, drawn, then sorted (equal draws keep the file's order).
 pub(super) struct Spreader {
@@ -226,11 +236,7 @@ impl Iterator for Arrivals {
     fn next(&mut self) -> Option<Arrival> {
         loop {
             let (raw, key) = self.next_spread()?;
-            let time = if self.offset == 0 {
-                raw
-            } else {
-                (i128::from(raw) + self.offset).clamp(0, i128::from(u64::MAX)) as u64
-            };
+            let time = shifted(raw, self.offset);
             if time >= self.end {
                 self.finish_early();
                 return None;

@@ -246,11 +246,7 @@ impl CheckedRows {
             let Some((raw, key)) = self.next_row()? else {
                 return Ok(true);
             };
-            let time = if offset == 0 {
-                raw
-            } else {
-                (i128::from(raw) + offset).clamp(0, i128::from(u64::MAX)) as u64
-            };
+            let time = shifted(raw, offset);
             if time >= end {
                 return Ok(true);
             }

@@ -183,8 +183,7 @@ impl Config {
             let mut hashing = Hashing::new(file.take(identity.len), true);
             std::io::copy(&mut hashing, &mut std::io::sink())
                 .map_err(|err| format!("{}: {err}", named.display()))?;
-            let now = hashing.file.get_ref().metadata();
-            if now.map(|meta| FileIdentity::of(&meta)).ok() != Some(identity) {
+            if !hashing.still(identity) {
                 return Err(changed(&named).into());
             }
             part.checksum = hashing.digest();

@@ -408,9 +408,7 @@ impl Kind for Config {
             error,
         } = arrivals
         else {
-            out.clear();
-            out.extend(arrivals.take(count).map(|a| T::of(a.arrival())));
-            return;
+            return super::refill(out, arrivals.take(count));
         };
         if let Err(err) = rows.fill_arrivals(out, count, *offset, [*start, *end]) {
             *error = Some(format!("reading the checked rows again: {err}"));

@@ -100,8 +100,7 @@ impl Config {
             let checksum = input
                 .drain()
                 .map_err(|err| format!("{}: {err}", named.display()))?;
-            let now = input.hashing().file.get_ref().metadata();
-            if now.map(|meta| FileIdentity::of(&meta)).ok() != Some(identity) {
+            if !input.hashing().still(identity) {
                 return Err(changed(&named).into());
             }
             rows.file(FileRead {

@@ -178,7 +178,7 @@ impl Config {
             mut outside,
             whole_seconds,
             mut labelled,
-            keys,
+            mut keys,
             hosts,
             names,
             mut parts,
@@ -188,7 +188,6 @@ impl Config {
             ..
         } = counting;
         let checked = checked.finish();
-        let mut keys = keys;
         if checked.is_none() {
             Self::hash_parts(&mut parts)?;
         } else {

@@ -73,6 +73,13 @@ impl Hashing {
         }
     }
 
+    /// Whether the file is still the one opened as `identity` (its
+    /// metadata read now).
+    pub(super) fn still(&self, identity: FileIdentity) -> bool {
+        let now = self.file.get_ref().metadata();
+        now.map(|meta| FileIdentity::of(&meta)).ok() == Some(identity)
+    }
+
     /// The hash of the bytes read so far, if they are hashed.
     pub(super) fn digest(&self) -> Option<u64> {
         self.hasher.as_ref().map(|hasher| hasher.digest())
