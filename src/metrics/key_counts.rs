@@ -259,6 +259,26 @@ impl Counts {
     }
 }
 
+/// What hears of the admissions leaving the trailing interval.
+pub(super) trait Leaving {
+    /// The admission at `slot` is about to leave: its counts may be asked for.
+    fn ask(&self, slot: Slot);
+    /// The admission at `slot` left.
+    fn left(&mut self, slot: Slot);
+}
+
+impl Leaving for Counts {
+    #[inline(always)]
+    fn ask(&self, slot: Slot) {
+        self.prefetch_slot(slot);
+    }
+
+    #[inline(always)]
+    fn left(&mut self, slot: Slot) {
+        Counts::left(self, slot);
+    }
+}
+
 /// A gap kept aside.
 const LONG: u32 = u32::MAX;
 
@@ -273,6 +293,9 @@ pub(super) struct Admissions {
     /// The times of the oldest and the newest admission.
     oldest: u64,
     newest: u64,
+    /// How many of the oldest admissions were told by
+    /// [`Admissions::unasked`] (taken down as they leave).
+    asked: std::cell::Cell<usize>,
 }
 
 impl Admissions {
@@ -297,16 +320,25 @@ impl Admissions {
     }
 
     /// Takes out, oldest first, every admission at least `interval` before
-    /// `at`, telling `left` each one's slot.
+    /// `at`, telling `to` each one's slot as it leaves, and asking for
+    /// those `ahead` places behind it: a log's whole second leaves at once.
     #[inline(always)]
-    pub(super) fn leave_before(&mut self, at: u64, interval: u64, mut left: impl FnMut(Slot)) {
+    pub(super) fn leave_before(
+        &mut self,
+        at: u64,
+        interval: u64,
+        ahead: usize,
+        to: &mut impl Leaving,
+    ) {
         while let Some(&(_, slot)) = self.ring.front() {
             // A difference, not a sum: nothing saturates at the end of time.
             if at.saturating_sub(self.oldest) < interval {
                 break;
             }
             self.ring.pop_front();
-            left(unpack(slot));
+            self.asked.set(self.asked.get().saturating_sub(1));
+            self.unasked(ahead, to);
+            to.left(unpack(slot));
             if let Some(&(gap, _)) = self.ring.front() {
                 self.oldest += match gap {
                     LONG => self.long.pop_front().expect("a long gap is kept aside"),
@@ -316,10 +348,26 @@ impl Admissions {
         }
     }
 
-    /// The slot of the admission `nth` from the oldest, if there is one.
+    /// Asks `to` for each of the `ahead` oldest admissions not asked for
+    /// before, oldest first: each admission is asked for once on its way
+    /// out, however many leave at a time (a Poisson stream lets 0, 1 or 3
+    /// leave per request; asking for the one `ahead` places from the
+    /// oldest alone skipped a quarter of them, each a miss to memory).
     #[inline(always)]
-    pub(super) fn slot(&self, nth: usize) -> Option<Slot> {
-        self.ring.get(nth).map(|&(_, slot)| unpack(slot))
+    pub(super) fn unasked(&self, ahead: usize, to: &impl Leaving) {
+        let upto = ahead.min(self.ring.len());
+        let mut asked = self.asked.get();
+        while asked < upto {
+            to.ask(unpack(self.ring[asked].1));
+            asked += 1;
+        }
+        self.asked.set(asked);
+    }
+
+    /// The slot of the oldest admission, if there is one.
+    #[cfg(test)]
+    fn oldest_slot(&self) -> Option<Slot> {
+        self.ring.front().map(|&(_, slot)| unpack(slot))
     }
 }
 
@@ -392,8 +440,9 @@ mod tests {
             let mut ring = Admissions::default();
             let mut held: VecDeque<(u64, Slot)> = VecDeque::new();
             for (n, &at) in times.iter().enumerate() {
-                let (mut left, mut expected) = (Vec::new(), Vec::new());
-                ring.leave_before(at, interval, |slot| left.push(slot));
+                let (mut left, mut expected) = (Heard::default(), Vec::new());
+                ring.leave_before(at, interval, 0, &mut left);
+                let left = left.left;
                 while held.front().is_some_and(|&(then, _)| at - then >= interval) {
                     expected.push(held.pop_front().unwrap().1);
                 }
@@ -401,8 +450,63 @@ mod tests {
                 let slot = Slot::from_parts(n % 2 == 1, n as u64);
                 ring.push(at, slot);
                 held.push_back((at, slot));
-                assert_eq!(ring.slot(0), held.front().map(|&(_, slot)| slot));
+                assert_eq!(ring.oldest_slot(), held.front().map(|&(_, slot)| slot));
                 assert_eq!(ring.oldest, held[0].0);
+            }
+        }
+    }
+
+    /// The slots asked for and left, in order.
+    #[derive(Default)]
+    struct Heard {
+        asked: std::cell::RefCell<Vec<Slot>>,
+        left: Vec<Slot>,
+    }
+
+    impl Leaving for Heard {
+        fn ask(&self, slot: Slot) {
+            self.asked.borrow_mut().push(slot);
+        }
+
+        fn left(&mut self, slot: Slot) {
+            self.left.push(slot);
+        }
+    }
+
+    #[test]
+    fn each_admission_is_asked_for_once_before_it_leaves() {
+        // Times 0, 1, 2, … but up to 3 at once (as many leave at once), then
+        // a whole second's 300 at once, as a log's do.
+        let times: Vec<u64> = (0..400u64)
+            .map(|n| n / 4 * 4 + [0, 0, 1, 3][n as usize % 4])
+            .chain([1_000; 300])
+            .chain([1_200; 3])
+            .collect();
+        for ahead in [0, 1, 2, 5, 16] {
+            let mut ring = Admissions::default();
+            let mut heard = Heard::default();
+            for (n, &at) in times.iter().enumerate() {
+                ring.unasked(ahead, &heard);
+                ring.leave_before(at, 10, ahead, &mut heard);
+                // Each admission that leaves was asked for before it left.
+                if ahead > 0 {
+                    let asked = heard.asked.borrow();
+                    assert!(
+                        heard.left.iter().all(|slot| asked.contains(slot)),
+                        "ahead {ahead}"
+                    );
+                }
+                ring.push(at, Slot::from_parts(false, n as u64));
+            }
+            let asked = heard.asked.into_inner();
+            let index = |slot: &Slot| slot.parts().1;
+            assert!(
+                asked.windows(2).all(|w| index(&w[0]) < index(&w[1])),
+                "ahead {ahead}: asked for oldest first, each once"
+            );
+            assert_eq!(heard.left.len(), 400 + 300, "ahead {ahead}");
+            if ahead == 0 {
+                assert!(asked.is_empty());
             }
         }
     }

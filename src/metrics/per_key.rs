@@ -125,24 +125,27 @@ impl PerKeyCounts {
     }
 
     /// Asks for the figures of `key`, to be counted `ahead` requests from
-    /// now, and those of the admission `ahead` places from the oldest in
-    /// the trailing interval (about when it leaves, as about as many leave
-    /// as come in) — see [`crate::traffic::slots::KeyTable::prefetch`].
+    /// now, and those of the `ahead` oldest admissions in the trailing
+    /// interval not asked for yet (about as many leave as come in) — see
+    /// [`crate::traffic::slots::KeyTable::prefetch`].
     #[inline(always)]
     pub fn prefetch(&self, key: Key, ahead: usize) {
-        if let Some(slot) = self.ring.slot(ahead) {
-            self.counts.prefetch_slot(slot);
-        }
+        self.ring.unasked(ahead, &self.counts);
         self.counts.prefetch(key.client);
     }
 
     /// A request of `key` reached the backend at `at` (non-decreasing).
     #[inline]
     pub fn admitted(&mut self, at: Nanos, key: Key) {
+        use crate::limiter::per_key::{AHEAD, PREFETCH_FROM};
         let at = at.get();
-        let counts = &mut self.counts;
+        let ahead = if self.len() >= PREFETCH_FROM {
+            AHEAD
+        } else {
+            0
+        };
         self.ring
-            .leave_before(at, self.interval, |slot| counts.left(slot));
+            .leave_before(at, self.interval, ahead, &mut self.counts);
         let (slot, new) = self.counts.admitted(key.client);
         if new {
             self.keys.push(key.client);
