@@ -2,9 +2,10 @@
 //! counts allow: memory's latency, not arithmetic, is what they cost at
 //! 10^6 keys, and half the bytes is twice the keys in the cache.
 //!
-//! - A key's counts take 8 bytes while every key's admissions in the
-//!   trailing interval fit 16 bits, 12 after (the table widens once, in
-//!   place, keeping every slot).
+//! - A key's counts take 4 bytes while every key's admissions in the
+//!   trailing interval fit 8 bits and its admissions in all 15, 8 bytes
+//!   while they fit 16 and 31 bits, 12 after (the table widens, in place,
+//!   keeping every slot; past 2^31 admissions a key's wraps are kept aside).
 //! - An admission in the trailing interval takes 8 bytes: its gap from
 //!   the one before (a gap of 2^32 − 1 ns or more kept aside, in order) and
 //!   its key's slot in 32 bits (validation bounds the keys to 10^7).
@@ -13,28 +14,42 @@ use std::collections::{HashMap, VecDeque};
 
 use crate::traffic::slots::{KeyTable, Slot};
 
-/// The top bit of [`Cell::admitted`]: a request of the key was rejected.
-const THROTTLED: u32 = 1 << 31;
-
 /// One key's counts: its admissions in the trailing interval, the most
-/// ever there, and its admissions modulo 2^31 with the throttled bit.
+/// ever there, and its admissions below [`Width::TOP`] with the throttled
+/// bit on top (a request of the key was rejected).
 #[derive(Clone, Copy, Debug, Default)]
-struct Cell<W> {
+struct Cell<W, A> {
     trailing: W,
     worst: W,
-    admitted: u32,
+    admitted: A,
 }
 
-/// The width of a count in the trailing interval.
-trait Width: Copy + Default + Into<u32> + TryFrom<u32> {}
-impl Width for u16 {}
-impl Width for u32 {}
+/// The width of a count.
+trait Width: Copy + Default + Into<u32> + TryFrom<u32> {
+    /// The top bit of a count this wide.
+    const TOP: u32;
+}
+impl Width for u8 {
+    const TOP: u32 = 1 << 7;
+}
+impl Width for u16 {
+    const TOP: u32 = 1 << 15;
+}
+impl Width for u32 {
+    const TOP: u32 = 1 << 31;
+}
 
-impl<W: Width> Cell<W> {
+/// `count`, which fits `W` by construction.
+#[inline(always)]
+fn fitted<W: Width>(count: u32) -> W {
+    W::try_from(count).unwrap_or_default()
+}
+
+impl<W: Width, A: Width> Cell<W, A> {
     /// Whether the key has counted anything (else it may be new).
     #[inline(always)]
     fn used(&self) -> bool {
-        self.admitted != 0
+        self.admitted.into() != 0
     }
 
     /// One more in the trailing interval; `false`, and nothing changed,
@@ -51,28 +66,53 @@ impl<W: Width> Cell<W> {
         true
     }
 
-    /// One admission counted; says whether the count wrapped past 2^31.
+    /// The most it had in the trailing interval.
+    #[inline(always)]
+    fn most(&self) -> u32 {
+        self.worst.into()
+    }
+
+    /// Its admissions below [`Width::TOP`], and whether it was throttled.
+    #[inline(always)]
+    fn admissions(&self) -> (u32, bool) {
+        let admitted = self.admitted.into();
+        (admitted & (A::TOP - 1), admitted & A::TOP != 0)
+    }
+
+    /// Whether one more admission would wrap the count.
+    #[inline(always)]
+    fn full(&self) -> bool {
+        self.admissions().0 == A::TOP - 1
+    }
+
+    /// One admission counted; says whether the count wrapped to 0.
     #[inline(always)]
     fn admit(&mut self) -> bool {
-        let count = (self.admitted & !THROTTLED).wrapping_add(1) & !THROTTLED;
-        self.admitted = (self.admitted & THROTTLED) | count;
+        let (count, throttled) = self.admissions();
+        let count = (count + 1) & (A::TOP - 1);
+        self.admitted = fitted(count | if throttled { A::TOP } else { 0 });
         count == 0
+    }
+
+    /// A request of the key was rejected.
+    #[inline(always)]
+    fn throttle(&mut self) {
+        self.admitted = fitted(self.admitted.into() | A::TOP);
     }
 
     /// One fewer in the trailing interval.
     #[inline(always)]
     fn leave(&mut self) {
-        let trailing = self.trailing.into() - 1;
-        self.trailing = W::try_from(trailing).unwrap_or_default();
+        self.trailing = fitted(self.trailing.into() - 1);
     }
 
-    /// The same counts in another width.
-    fn widened<V: Width>(&self) -> Cell<V> {
-        let wide = |count: W| V::try_from(count.into()).unwrap_or_default();
+    /// The same counts in other widths, at least as wide.
+    fn widened<V: Width, B: Width>(&self) -> Cell<V, B> {
+        let (admitted, throttled) = self.admissions();
         Cell {
-            trailing: wide(self.trailing),
-            worst: wide(self.worst),
-            admitted: self.admitted,
+            trailing: fitted(self.trailing.into()),
+            worst: fitted(self.worst.into()),
+            admitted: fitted(admitted | if throttled { B::TOP } else { 0 }),
         }
     }
 }
@@ -80,8 +120,20 @@ impl<W: Width> Cell<W> {
 /// Every key's counts, in the narrowest width that holds them.
 #[derive(Clone, Debug)]
 enum Table {
-    Narrow(KeyTable<Cell<u16>>),
-    Wide(KeyTable<Cell<u32>>),
+    Tiny(KeyTable<Cell<u8, u16>>),
+    Narrow(KeyTable<Cell<u16, u32>>),
+    Wide(KeyTable<Cell<u32, u32>>),
+}
+
+/// `body` with `table` bound to whichever width `$table` holds.
+macro_rules! each_width {
+    ($table:expr, $bound:ident => $body:expr) => {
+        match $table {
+            Table::Tiny($bound) => $body,
+            Table::Narrow($bound) => $body,
+            Table::Wide($bound) => $body,
+        }
+    };
 }
 
 /// Every key's running counts.
@@ -100,7 +152,7 @@ pub(super) type Figures = (u32, u64, bool);
 impl Counts {
     pub(super) fn new() -> Counts {
         Counts {
-            table: Table::Narrow(KeyTable::new(Cell::default())),
+            table: Table::Tiny(KeyTable::new(Cell::default())),
             wrapped: HashMap::new(),
         }
     }
@@ -110,6 +162,15 @@ impl Counts {
     #[inline(always)]
     pub(super) fn admitted(&mut self, id: u64) -> (Slot, bool) {
         let (slot, new, wrapped) = match &mut self.table {
+            Table::Tiny(table) => {
+                let (slot, cell, new) = table.entry_unless(id, Cell::used);
+                // A new key's fresh cell always fits one more.
+                if cell.full() || !cell.enter() {
+                    self.widen();
+                    return self.admitted(id);
+                }
+                (slot, new, cell.admit())
+            }
             Table::Narrow(table) => {
                 let (slot, cell, new) = table.entry_unless(id, Cell::used);
                 if !cell.enter() {
@@ -134,45 +195,29 @@ impl Counts {
     /// Counts a rejection of key `id`; says whether the key is new.
     #[inline(always)]
     pub(super) fn rejected(&mut self, id: u64) -> bool {
-        match &mut self.table {
-            Table::Narrow(table) => {
-                let (_, cell, new) = table.entry_unless(id, Cell::used);
-                cell.admitted |= THROTTLED;
-                new
-            }
-            Table::Wide(table) => {
-                let (_, cell, new) = table.entry_unless(id, Cell::used);
-                cell.admitted |= THROTTLED;
-                new
-            }
-        }
+        each_width!(&mut self.table, table => {
+            let (_, cell, new) = table.entry_unless(id, Cell::used);
+            cell.throttle();
+            new
+        })
     }
 
     /// The admission of the key at `slot` left the trailing interval.
     #[inline(always)]
     pub(super) fn left(&mut self, slot: Slot) {
-        match &mut self.table {
-            Table::Narrow(table) => table.get_mut(slot).leave(),
-            Table::Wide(table) => table.get_mut(slot).leave(),
-        }
+        each_width!(&mut self.table, table => table.get_mut(slot).leave())
     }
 
     /// Asks for the counts of key `id` (see [`KeyTable::prefetch`]).
     #[inline(always)]
     pub(super) fn prefetch(&self, id: u64) {
-        match &self.table {
-            Table::Narrow(table) => table.prefetch(id),
-            Table::Wide(table) => table.prefetch(id),
-        }
+        each_width!(&self.table, table => table.prefetch(id))
     }
 
     /// Asks for the counts at `slot`.
     #[inline(always)]
     pub(super) fn prefetch_slot(&self, slot: Slot) {
-        match &self.table {
-            Table::Narrow(table) => table.prefetch_slot(slot),
-            Table::Wide(table) => table.prefetch_slot(slot),
-        }
+        each_width!(&self.table, table => table.prefetch_slot(slot))
     }
 
     /// Tells `visit` what keys 0, 1, …, n − 1 counted, in order, and says
@@ -182,79 +227,72 @@ impl Counts {
         if !self.wrapped.is_empty() {
             return false;
         }
-        match &self.table {
-            Table::Narrow(table) => Self::visit(table.first(n), visit),
-            Table::Wide(table) => Self::visit(table.first(n), visit),
-        }
+        each_width!(&self.table, table => Self::visit(table.first(n), visit))
     }
 
-    fn visit<W: Width>(cells: Option<&[Cell<W>]>, mut visit: impl FnMut(Figures)) -> bool {
+    fn visit<W: Width, A: Width>(
+        cells: Option<&[Cell<W, A>]>,
+        mut visit: impl FnMut(Figures),
+    ) -> bool {
         let Some(cells) = cells else {
             return false;
         };
         for cell in cells {
-            visit((
-                cell.worst.into(),
-                u64::from(cell.admitted & !THROTTLED),
-                cell.admitted & THROTTLED != 0,
-            ));
+            let (admitted, throttled) = cell.admissions();
+            visit((cell.most(), u64::from(admitted), throttled));
         }
         true
     }
 
     /// What key `id` counted, if it counted anything.
     pub(super) fn figures(&self, id: u64) -> Option<Figures> {
-        let (slot, worst, admitted) = match &self.table {
-            Table::Narrow(table) => table
-                .find(id)
-                .map(|(slot, cell)| (slot, u32::from(cell.worst), cell.admitted))?,
-            Table::Wide(table) => table
-                .find(id)
-                .map(|(slot, cell)| (slot, cell.worst, cell.admitted))?,
-        };
+        let (slot, worst, (admitted, throttled)) = each_width!(&self.table, table => table
+            .find(id)
+            .map(|(slot, cell)| (slot, cell.most(), cell.admissions()))?);
+        // Only the widest counts wrap, at 2^31.
         let wraps = self.wrapped.get(&slot).copied().unwrap_or(0);
-        Some((
-            worst,
-            wraps << 31 | u64::from(admitted & !THROTTLED),
-            admitted & THROTTLED != 0,
-        ))
+        Some((worst, wraps << 31 | u64::from(admitted), throttled))
     }
 
-    /// Moves every key's counts to 12 bytes, in the same slots.
+    /// Moves every key's counts to the next width, in the same slots.
     #[cold]
     fn widen(&mut self) {
-        let Table::Narrow(table) =
-            std::mem::replace(&mut self.table, Table::Wide(KeyTable::new(Cell::default())))
-        else {
-            unreachable!("only a narrow table widens")
+        let narrow =
+            std::mem::replace(&mut self.table, Table::Wide(KeyTable::new(Cell::default())));
+        self.table = match narrow {
+            Table::Tiny(table) => Table::Narrow(table.map(Cell::default(), Cell::widened)),
+            Table::Narrow(table) => Table::Wide(table.map(Cell::default(), Cell::widened)),
+            Table::Wide(_) => unreachable!("the widest table does not widen"),
         };
-        self.table = Table::Wide(table.map(Cell::default(), Cell::widened));
     }
 
     /// The bytes a key's counts take now.
     #[cfg(test)]
     pub(super) fn cell_bytes(&self) -> usize {
         match &self.table {
-            Table::Narrow(_) => std::mem::size_of::<Cell<u16>>(),
-            Table::Wide(_) => std::mem::size_of::<Cell<u32>>(),
+            Table::Tiny(_) => std::mem::size_of::<Cell<u8, u16>>(),
+            Table::Narrow(_) => std::mem::size_of::<Cell<u16, u32>>(),
+            Table::Wide(_) => std::mem::size_of::<Cell<u32, u32>>(),
         }
     }
 
     /// Sets key `id`'s admitted count (it must have counted something), as
-    /// if that many had been counted: for tests of the wraps.
+    /// if that many had been counted: for tests of the wraps, which only
+    /// the widest counts keep aside.
     #[cfg(test)]
     pub(super) fn set_admitted(&mut self, id: u64, admitted: u64) {
-        let (slot, cell) = match &mut self.table {
-            Table::Narrow(table) => {
-                let (slot, cell, _) = table.entry(id);
-                (slot, &mut cell.admitted)
+        while matches!(self.table, Table::Tiny(_)) {
+            self.widen();
+        }
+        let slot = each_width!(&mut self.table, table => {
+            let (slot, cell, _) = table.entry(id);
+            let (_, throttled) = cell.admissions();
+            cell.admitted = fitted(admitted as u32 & (u32::TOP - 1));
+            if throttled {
+                cell.throttle();
             }
-            Table::Wide(table) => {
-                let (slot, cell, _) = table.entry(id);
-                (slot, &mut cell.admitted)
-            }
-        };
-        *cell = (*cell & THROTTLED) | (admitted as u32 & !THROTTLED);
+            slot
+        });
         self.wrapped.insert(slot, admitted >> 31);
     }
 }
@@ -396,15 +434,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn counts_widen_past_16_bits_keeping_every_key() {
+    fn counts_widen_past_8_and_16_bits_keeping_every_key() {
         let mut counts = Counts::new();
-        assert_eq!(counts.cell_bytes(), 8);
+        assert_eq!(counts.cell_bytes(), 4);
         counts.rejected(5);
         let hashed = crate::traffic::Key::named(b"alice").client;
-        for _ in 0..u16::MAX {
+        for _ in 0..u8::MAX {
             counts.admitted(7);
         }
         counts.admitted(hashed);
+        assert_eq!(counts.cell_bytes(), 4);
+        assert_eq!(counts.figures(7), Some((255, 255, false)));
+        counts.admitted(7);
+        assert_eq!(counts.cell_bytes(), 8);
+        for _ in 256..u32::from(u16::MAX) {
+            counts.admitted(7);
+        }
         assert_eq!(counts.cell_bytes(), 8);
         let (seven, new) = counts.admitted(7);
         assert!(!new);
@@ -416,6 +461,23 @@ mod tests {
         counts.left(seven);
         counts.admitted(7);
         assert_eq!(counts.figures(7), Some((65_536, 65_537, false)));
+    }
+
+    #[test]
+    fn counts_widen_past_15_bits_of_admissions_keeping_the_throttled_bit() {
+        let mut counts = Counts::new();
+        counts.rejected(3);
+        let mut seen = Vec::new();
+        // One in the trailing interval at a time: only the admissions grow.
+        for n in 0..(1u64 << 15) + 2 {
+            let (slot, _) = counts.admitted(3);
+            counts.left(slot);
+            seen.push((counts.cell_bytes(), counts.figures(3)));
+            assert_eq!(counts.figures(3), Some((1, n + 1, true)));
+        }
+        assert_eq!(seen[(1 << 15) - 2].0, 4, "2^15 - 1 admissions fit 4 bytes");
+        assert_eq!(seen[(1 << 15) - 1].0, 8, "2^15 do not");
+        assert!(counts.each_numbered(0, |_| ()));
     }
 
     #[test]
