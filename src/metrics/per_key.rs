@@ -2,9 +2,10 @@
 //! each key's worst rolling count (exact: one ring of the admissions in the
 //! trailing interval, and a count per key), how many keys were throttled,
 //! the worst key, and how much of what was admitted went to the busiest 1%.
-//! Memory: 8 bytes of counts (12 once a key has 65,536 admissions in one
-//! interval) and 8 of id per key (none while the keys come numbered in
-//! order, as a log's do), plus 8 bytes per admission in one interval (see
+//! Memory: 4 bytes of counts per key (8 once a key has 256 admissions in
+//! one interval or 32,768 in all, 12 once it has 65,536 in one interval)
+//! and 8 of id per key (none while the keys come numbered in order, as a
+//! log's do), plus 8 bytes per admission in one interval (see
 //! [`super::key_counts`]).
 
 use serde::{Deserialize, Serialize};
