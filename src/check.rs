@@ -19,9 +19,12 @@ pub enum Failure {
         from_ns: Option<u64>,
         /// The replications it is the worst of, when replicated.
         replications: Option<u64>,
-        /// For a log of whole seconds that stays within as seeded: the
-        /// second's count is that of its requests packed against the
-        /// seconds' edges, a placement the log allows.
+        /// The most in one second as seeded (the worst over replications):
+        /// `worst_1s` too, unless packing let more through.
+        seeded: u64,
+        /// For a log of whole seconds: `worst_1s` is the count of its
+        /// requests packed against the seconds' edges, a placement the log
+        /// allows, which let more through than as seeded.
         packed: bool,
     },
     /// Requests the backend had to drop from its full queue.
@@ -59,7 +62,8 @@ pub fn failures(run: &RunSummary) -> Vec<Failure> {
             capacity: backend.capacity,
             from_ns: start.filter(|_| replications.is_none() && seeded > backend.capacity),
             replications,
-            packed: seeded <= backend.capacity,
+            seeded,
+            packed: worst_1s > seeded,
         });
     }
     if let (Some(queue), Some(dropped)) =
@@ -89,18 +93,27 @@ impl Failure {
                 capacity,
                 from_ns,
                 replications,
+                seeded,
                 packed,
             } => {
                 let at = match (replications, from_ns) {
-                    _ if *packed => " with each second's requests of the log packed against the next's (its whole-second stamps allow it)".to_string(),
                     (Some(_), _) => of(replications),
                     (None, Some(ns)) => format!(" from {}", seconds(*ns)),
                     (None, None) => String::new(),
                 };
-                format!(
-                    "OVER  {name}: {worst_1s} admitted in one second{at}, {} over the backend's {capacity}/s",
-                    worst_1s - capacity
-                )
+                let over = worst_1s - capacity;
+                match (packed, seeded > capacity) {
+                    (false, _) => format!(
+                        "OVER  {name}: {worst_1s} admitted in one second{at}, {over} over the backend's {capacity}/s"
+                    ),
+                    // The seeded second is over too: both, each where it is.
+                    (true, true) => format!(
+                        "OVER  {name}: {seeded} admitted in one second{at} as seeded, {worst_1s} {PACKED}, {over} over the backend's {capacity}/s"
+                    ),
+                    (true, false) => format!(
+                        "OVER  {name}: {worst_1s} admitted in one second {PACKED}, {over} over the backend's {capacity}/s"
+                    ),
+                }
             }
             Failure::Drops {
                 dropped,
@@ -113,6 +126,9 @@ impl Failure {
         }
     }
 }
+
+/// How a whole-second log's packed figure is told.
+const PACKED: &str = "with each second's requests of the log packed against the next's (its whole-second stamps allow it)";
 
 /// Why a limiter let more through in a second than the backend serves, and
 /// what fixes it: read from the limiter's kind and setup, for the verdicts.

@@ -573,6 +573,25 @@ per = "key"
         ),
         "{text}"
     );
+    // A capacity the seeded second passes too: check names both figures,
+    // each where it is, not the packed count at the seeded second's start.
+    let toml = fs::read_to_string(&scenario).unwrap();
+    let low = dir.path().join("low.toml");
+    fs::write(&low, toml.replace("capacity = 12", "capacity = 6")).unwrap();
+    let check = Command::cargo_bin("burstsim")
+        .unwrap()
+        .arg("check")
+        .arg(&low)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "log × fixed: 8 admitted in one second from 2.000s as seeded, 16 with each second's requests of the log packed against the next's (its whole-second stamps allow it), 10 over the backend's 6/s"
+        ),
+        "{text}"
+    );
     // Told not to (as past 1,000,000 rows by default): the seeded figure
     // alone, and check judges it.
     let toml = fs::read_to_string(&scenario).unwrap();
