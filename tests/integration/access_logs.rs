@@ -55,6 +55,18 @@ fn run_summary(scenario: &Path, out: &Path) -> serde_json::Value {
     serde_json::from_slice(&fs::read(out.join("summary.json")).unwrap()).unwrap()
 }
 
+/// The exit status and standard output of `burstsim check` of `scenario`.
+fn check(scenario: &Path) -> (Option<i32>, String) {
+    let check = Command::cargo_bin("burstsim")
+        .unwrap()
+        .arg("check")
+        .arg(scenario)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&check.stdout).into_owned();
+    (check.status.code(), text)
+}
+
 #[test]
 fn a_gzipped_log_on_standard_input_replays_as_the_file_does() {
     use std::io::Write as _;
@@ -529,14 +541,8 @@ per = "key"
         (Some(8), Some(16))
     );
     for short in [&short, &minute] {
-        let check = Command::cargo_bin("burstsim")
-            .unwrap()
-            .arg("check")
-            .arg(short)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&check.stdout);
-        assert_eq!(check.status.code(), Some(1), "{}: {text}", short.display());
+        let (code, text) = check(short);
+        assert_eq!(code, Some(1), "{}: {text}", short.display());
         assert!(
             text.contains(
                 "log × fixed: 16 admitted in one second with each second's requests of the log packed"
@@ -559,14 +565,8 @@ per = "key"
     {
         assert_eq!(a["whole_seconds"], b["whole_seconds"], "{}", a["limiter"]);
     }
-    let check = Command::cargo_bin("burstsim")
-        .unwrap()
-        .arg("check")
-        .arg(&scenario)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&check.stdout);
-    assert_eq!(check.status.code(), Some(1), "{text}");
+    let (code, text) = check(&scenario);
+    assert_eq!(code, Some(1), "{text}");
     assert!(
         text.contains(
             "log × fixed: 16 admitted in one second with each second's requests of the log packed"
@@ -578,14 +578,8 @@ per = "key"
     let toml = fs::read_to_string(&scenario).unwrap();
     let low = dir.path().join("low.toml");
     fs::write(&low, toml.replace("capacity = 12", "capacity = 6")).unwrap();
-    let check = Command::cargo_bin("burstsim")
-        .unwrap()
-        .arg("check")
-        .arg(&low)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&check.stdout);
-    assert_eq!(check.status.code(), Some(1), "{text}");
+    let (code, text) = check(&low);
+    assert_eq!(code, Some(1), "{text}");
     assert!(
         text.contains(
             "log × fixed: 8 admitted in one second from 2.000s as seeded, 16 with each second's requests of the log packed against the next's (its whole-second stamps allow it), 10 over the backend's 6/s"
@@ -613,18 +607,8 @@ per = "key"
         ),
         ("8", "16")
     );
-    let check = Command::cargo_bin("burstsim")
-        .unwrap()
-        .arg("check")
-        .arg(&scenario)
-        .output()
-        .unwrap();
-    assert_eq!(
-        check.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&check.stdout)
-    );
+    let (code, text) = check(&scenario);
+    assert_eq!(code, Some(0), "{text}");
     // Asked of a trace with finer stamps: refused, naming the field.
     let fine = r#"duration = "10s"
 [[workload]]
