@@ -337,6 +337,12 @@ pub(super) struct Admissions {
 }
 
 impl Admissions {
+    /// How many admissions it holds.
+    #[inline(always)]
+    pub(super) fn len(&self) -> usize {
+        self.ring.len()
+    }
+
     /// Adds an admission of the key at `slot` at `at` (never before the last).
     #[inline(always)]
     pub(super) fn push(&mut self, at: u64, slot: Slot) {

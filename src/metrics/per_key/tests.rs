@@ -244,3 +244,33 @@ proptest::proptest! {
         proptest::prop_assert_eq!(added.summary(worst_key, None, Some(3.0)), expected);
     }
 }
+
+#[test]
+fn leaving_admissions_are_asked_for_only_with_many_keys_and_many_in_the_interval() {
+    use crate::limiter::per_key::{AHEAD, PREFETCH_FROM};
+    let mut counts = PerKeyCounts::new(Nanos(1000));
+    // Many in the interval, but few keys: their counts stay in the cache.
+    for _ in 0..ASK_LEAVING_FROM {
+        counts.admitted(Nanos(0), Key::client(7));
+    }
+    assert_eq!(counts.leaving_ahead(), 0);
+    // Many keys, all in the interval at once.
+    for key in 0..PREFETCH_FROM as u64 {
+        counts.admitted(Nanos(1), Key::client(key));
+    }
+    assert_eq!(counts.leaving_ahead(), AHEAD);
+    // As many keys, but a log's second at a time: a leaving admission's
+    // counts were touched a few admissions ago.
+    for key in 0..ASK_LEAVING_FROM as u64 - 1 {
+        counts.admitted(Nanos(2000), Key::client(key));
+    }
+    assert_eq!(counts.leaving_ahead(), 0);
+    counts.admitted(Nanos(2000), Key::client(1));
+    assert_eq!(counts.leaving_ahead(), AHEAD);
+    // Asking changes no figure.
+    let summary = counts.finish(None, None).unwrap();
+    assert_eq!(summary.keys, PREFETCH_FROM as u64);
+    // Key 7: its first admissions and one more 1 ns later.
+    assert_eq!(summary.worst_rolling_max, ASK_LEAVING_FROM as u64 + 1);
+    assert_eq!(summary.worst_key, 7);
+}
