@@ -239,15 +239,31 @@ pub fn prefetch<T>(entry: &T) {
 }
 
 /// 64-bit ids (hashes of text) numbered 0, 1, 2, … in the order first
-/// seen: one open-addressing table of (id, number) pairs, probed linearly,
-/// at most three quarters full — a lookup is one cache line or two.
+/// seen: one open-addressing table of cache lines of five (id, number)
+/// places each, an id looked for in its home line, then in the lines after
+/// it, at most four fifths full — a lookup is most often one line. (Places
+/// of 16 bytes probed one by one from anywhere in a line often ran on into
+/// the next: a second miss to memory. In a standalone model of a log's
+/// 1.4·10^6 keys, their lines read ahead in batches of 32, a lookup took
+/// 93–102 ns that way and 68–82 ns this way, in the same 32 MB.)
 #[derive(Clone, Debug, Default)]
 pub struct Numbers {
-    /// (id + 1, number), or (0, _) for a free place; id `u64::MAX`, which
-    /// would wrap to 0, is kept aside.
-    places: Vec<(u64, u32)>,
+    lines: Vec<Line>,
+    /// The number of id `u64::MAX`, which would wrap to 0 as stored.
     max_id: Option<u32>,
     len: u32,
+}
+
+/// Places in one [`Line`].
+const PER_LINE: usize = 5;
+
+/// One cache line of places: each id + 1, or 0 for a free place (the
+/// places of a line fill in order, and nothing leaves), and its number.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
+struct Line {
+    ids: [u64; PER_LINE],
+    numbers: [u32; PER_LINE],
 }
 
 impl Numbers {
@@ -260,21 +276,24 @@ impl Numbers {
             self.len += u32::from(number == next);
             return (number, number == next);
         }
-        if (self.len as usize + 1) * 4 > self.places.len() * 3 {
+        if (self.len as usize + 1) * 5 > self.lines.len() * PER_LINE * 4 {
             self.grow();
         }
-        let mask = self.places.len() - 1;
+        let mask = self.lines.len() - 1;
+        let stored = id + 1;
         let mut at = Self::home(id, mask);
         loop {
-            let (stored, number) = self.places[at];
-            if stored == id + 1 {
-                return (number, false);
-            }
-            if stored == 0 {
-                let number = self.len;
-                self.places[at] = (id + 1, number);
-                self.len += 1;
-                return (number, true);
+            let line = &mut self.lines[at];
+            for place in 0..PER_LINE {
+                if line.ids[place] == stored {
+                    return (line.numbers[place], false);
+                }
+                if line.ids[place] == 0 {
+                    let number = self.len;
+                    (line.ids[place], line.numbers[place]) = (stored, number);
+                    self.len += 1;
+                    return (number, true);
+                }
             }
             at = (at + 1) & mask;
         }
@@ -286,32 +305,35 @@ impl Numbers {
         if id == u64::MAX {
             return self.max_id;
         }
-        if self.places.is_empty() {
+        if self.lines.is_empty() {
             return None;
         }
-        let mask = self.places.len() - 1;
+        let mask = self.lines.len() - 1;
+        let stored = id + 1;
         let mut at = Self::home(id, mask);
         loop {
-            let (stored, number) = self.places[at];
-            if stored == id + 1 {
-                return Some(number);
-            }
-            if stored == 0 {
-                return None;
+            let line = &self.lines[at];
+            for place in 0..PER_LINE {
+                if line.ids[place] == stored {
+                    return Some(line.numbers[place]);
+                }
+                if line.ids[place] == 0 {
+                    return None;
+                }
             }
             at = (at + 1) & mask;
         }
     }
 
-    /// Reads the place where `id`'s probe starts, so that a batch of such
+    /// Reads the line where `id`'s lookup starts, so that a batch of such
     /// reads brings their cache lines in together before the ids are
     /// numbered one by one.
     #[inline]
     pub fn touch(&self, id: u64) -> u64 {
-        if self.places.is_empty() {
+        if self.lines.is_empty() {
             return 0;
         }
-        self.places[Self::home(id, self.places.len() - 1)].0
+        self.lines[Self::home(id, self.lines.len() - 1)].ids[0]
     }
 
     /// Ids numbered.
@@ -324,30 +346,40 @@ impl Numbers {
         self.len == 0
     }
 
-    /// Where `id`'s probe starts (its bits mixed: ids may be small numbers).
+    /// The line where `id`'s lookup starts (its bits mixed: ids may be small numbers).
     #[inline]
     fn home(id: u64, mask: usize) -> usize {
         (crate::random::mix(id) as usize) & mask
     }
 
-    /// Twice the places (at least 16), every id moved to its new place.
-    /// The new places are written free one by one rather than allocated
+    /// Twice the lines (at least 4), every id moved to its new place.
+    /// The new lines are written free one by one rather than allocated
     /// zeroed: zeroed memory is first mapped to the system's shared zero
     /// page, and the first store to each page then copies it and flushes
     /// that page from every core running another thread of burstsim (an
     /// interrupt per page, measured at 3% of a log's check on two cores).
     fn grow(&mut self) {
-        let places = (self.places.len() * 2).max(16);
-        let mut free = Vec::with_capacity(places);
-        free.resize(places, (0, 0));
-        let old = std::mem::replace(&mut self.places, free);
-        let mask = places - 1;
-        for (stored, number) in old.into_iter().filter(|&(stored, _)| stored != 0) {
-            let mut at = Self::home(stored - 1, mask);
-            while self.places[at].0 != 0 {
-                at = (at + 1) & mask;
+        let lines = (self.lines.len() * 2).max(4);
+        let mut free = Vec::with_capacity(lines);
+        free.resize(lines, Line::default());
+        let old = std::mem::replace(&mut self.lines, free);
+        let mask = lines - 1;
+        for line in old {
+            for (&stored, &number) in line.ids.iter().zip(&line.numbers) {
+                if stored == 0 {
+                    break;
+                }
+                // The first free place from its home, as `number` puts it.
+                let mut at = Self::home(stored - 1, mask);
+                loop {
+                    let line = &mut self.lines[at];
+                    if let Some(place) = line.ids.iter().position(|&id| id == 0) {
+                        (line.ids[place], line.numbers[place]) = (stored, number);
+                        break;
+                    }
+                    at = (at + 1) & mask;
+                }
             }
-            self.places[at] = (stored, number);
         }
     }
 }
@@ -355,9 +387,9 @@ impl Numbers {
 /// Bytes a [`KeyTable`] of `keys` keys holds at most for entries of
 /// `entry` bytes: an entry per key (small keys index up to the largest, at
 /// most the number of keys), and a seen bit per small key or a hash map
-/// place per hashed key ([`Numbers`]: 16 bytes a place, at least a
-/// quarter free, and the old places beside the new while it grows: up to
-/// 48 bytes a key),
+/// place per hashed key ([`Numbers`]: a 64-byte line of five places, at
+/// least a fifth free, and the old lines beside the new while it grows: up
+/// to 48 bytes a key),
 /// whichever is larger.
 pub fn table_bytes(keys: u64, entry: u128) -> u128 {
     let keys = u128::from(keys.max(1));

@@ -193,7 +193,7 @@ impl Config {
         } else {
             // Only a replay that reads the file again looks a key's number
             // up: replays of the checked rows read it with each row. Its
-            // table (16 bytes a place, 32 MB at 1.4 million keys) is freed
+            // table (64-byte lines of five places, 32 MB at 1.4 million keys) is freed
             // before the runs begin.
             keys.numbers = crate::traffic::slots::Numbers::default();
         }
