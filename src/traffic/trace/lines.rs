@@ -1,21 +1,23 @@
 //! A log's lines, each handed out in place: no allocation per line (a
 //! `read_line` into a `String` copied every byte once more). What is read
 //! is checked to be UTF-8 once, up to its last line break, rather than
-//! line by line (a call per line was a seventh of a log's reading). The
-//! last line stays readable until the next is read, for the few rows whose
-//! key's text is kept.
+//! line by line (a call per line was a seventh of a log's reading), and
+//! becomes the text the lines are handed out from without a copy: the read
+//! buffer itself turns into that `String`, and the last text's bytes become
+//! the next read buffer (copying every byte into the text was about a
+//! twelfth of the reading thread's time). The last line stays readable
+//! until the next is read, for the few rows whose key's text is kept.
 
 use super::*;
 
 /// Lines read from `source` (a trace's capped text).
 pub(super) struct LineReader<R = Capped> {
     source: R,
+    /// The bytes read but not yet in `text`: `..end`. Past `end`, bytes of
+    /// an earlier text, there to be read over without being cleared first.
     buffer: Vec<u8>,
-    /// The bytes of `buffer` read but not yet in `text`: `start..end`.
-    start: usize,
     end: usize,
-    /// How far past `start` no line break was found (so a long line is
-    /// searched once).
+    /// How far no line break was found (so a long line is searched once).
     searched: usize,
     /// Whole lines, checked, each with its break: handed out from `at`.
     text: String,
@@ -32,11 +34,10 @@ impl<R: Read> LineReader<R> {
     pub(super) fn new(source: R) -> LineReader<R> {
         LineReader {
             source,
-            buffer: vec![0; 4 * BUFFER_BYTES],
-            start: 0,
+            buffer: vec![0; 2 * BUFFER_BYTES],
             end: 0,
             searched: 0,
-            text: String::with_capacity(4 * BUFFER_BYTES),
+            text: String::with_capacity(2 * BUFFER_BYTES),
             at: 0,
             bad: false,
             line: (0, 0),
@@ -66,14 +67,14 @@ impl<R: Read> LineReader<R> {
                 continue;
             }
             if self.done {
-                if self.start == self.end {
+                if self.end == 0 {
                     return Ok(None);
                 }
                 // The last line, without a break.
-                let last = std::str::from_utf8(&self.buffer[self.start..self.end]).map_err(|_| not_utf8())?;
+                let last = std::str::from_utf8(&self.buffer[..self.end]).map_err(|_| not_utf8())?;
                 self.text.clear();
                 self.text.push_str(last);
-                (self.start, self.searched) = (self.end, 0);
+                (self.end, self.searched) = (0, 0);
                 (self.line, self.at) = ((0, self.text.len()), self.text.len());
                 return Ok(Some(&self.text));
             }
@@ -86,41 +87,46 @@ impl<R: Read> LineReader<R> {
         &self.text[self.line.0..self.line.1]
     }
 
-    /// Moves the whole lines read into `text`, checked; whether there was one.
+    /// Makes the whole lines read the text, checked, and the last text's
+    /// bytes the buffer, what follows the lines at its front; whether there
+    /// was a line.
     fn take_lines(&mut self) -> bool {
-        let unread = &self.buffer[self.start + self.searched..self.end];
+        let unread = &self.buffer[self.searched..self.end];
         let Some(last) = memchr::memrchr(b'\n', unread) else {
-            self.searched = self.end - self.start;
+            self.searched = self.end;
             return false;
         };
-        let cut = self.start + self.searched + last + 1;
-        let lines = &self.buffer[self.start..cut];
-        let checked = std::str::from_utf8(lines).unwrap_or_else(|err| {
+        let cut = self.searched + last + 1;
+        let rest = self.end - cut;
+        let mut next = std::mem::take(&mut self.text).into_bytes();
+        if next.len() < rest {
+            next.resize(rest, 0);
+        }
+        next[..rest].copy_from_slice(&self.buffer[cut..self.end]);
+        let mut lines = std::mem::replace(&mut self.buffer, next);
+        lines.truncate(cut);
+        self.text = String::from_utf8(lines).unwrap_or_else(|err| {
             // Up to the first byte that is not UTF-8: the lines before its
             // line are handed out, and that line, its break not in `text`,
             // is refused.
             self.bad = true;
-            std::str::from_utf8(&lines[..err.valid_up_to()]).unwrap_or_default()
+            let valid = err.utf8_error().valid_up_to();
+            let mut bytes = err.into_bytes();
+            bytes.truncate(valid);
+            String::from_utf8(bytes).unwrap_or_default()
         });
-        self.text.clear();
-        self.text.push_str(checked);
         (self.at, self.line) = (0, (0, 0));
-        (self.start, self.searched) = (cut, 0);
+        (self.end, self.searched) = (rest, 0);
         true
     }
 
     /// Reads more (at most `BUFFER_BYTES` at once, as the source caps a
-    /// row by what was read since it began), first moving what is unread
-    /// to the front, or growing the buffer for a line longer than it.
+    /// row by what was read since it began), first growing the buffer if
+    /// that much does not fit past what it holds: it then holds a line
+    /// longer than it, or a text shorter than the last read.
     fn fill(&mut self) -> std::io::Result<()> {
         if self.end + BUFFER_BYTES > self.buffer.len() {
-            if self.start > 0 {
-                self.buffer.copy_within(self.start..self.end, 0);
-                (self.end, self.start) = (self.end - self.start, 0);
-            }
-            if self.end + BUFFER_BYTES > self.buffer.len() {
-                self.buffer.resize(self.end + BUFFER_BYTES, 0);
-            }
+            self.buffer.resize(self.end + BUFFER_BYTES, 0);
         }
         let n = loop {
             match self.source.read(&mut self.buffer[self.end..self.end + BUFFER_BYTES]) {
@@ -234,6 +240,24 @@ mod tests {
             }
             let err = reader.advance().unwrap_err();
             proptest::prop_assert_eq!(err.to_string(), "stream did not contain valid UTF-8");
+        }
+    }
+
+    /// Many buffers' worth of lines, their characters cut across reads:
+    /// each text's bytes become the next buffer, what is left of the last
+    /// line at its front, and no byte of an earlier text shows through.
+    #[test]
+    fn lines_over_many_buffers_come_out_whole_as_buffers_trade_places() {
+        let mut text = String::new();
+        for i in 0..40_000usize {
+            let width = (i * 7919) % 301;
+            let line: String = (0..width).map(|j| ['a', 'é', '€', '7'][(i + j) % 4]).collect();
+            text.push_str(&line);
+            text.push('\n');
+        }
+        let expected: Vec<&str> = text.lines().collect();
+        for step in [BUFFER_BYTES, BUFFER_BYTES - 1, 4093, 1 << 20] {
+            assert_eq!(read_all(text.as_bytes(), step).unwrap(), expected, "reads of {step}");
         }
     }
 
