@@ -321,23 +321,29 @@ fn nginx_limit_req_without_nodelay_holds_its_rate_and_releases_as_the_model() {
 #[ignore = "needs nginx (Debian's nginx-light): run with --include-ignored, as .ci/run does"]
 fn nginx_keys_clients_by_forwarded_address_as_the_per_key_model() {
     let _alone = common::real_time();
+    if common::installed(&["/usr/sbin/nginx", "/usr/local/sbin/nginx"]).is_none() {
+        return required("not installed: nginx; .ci/run installs Debian's nginx-light");
+    }
     for workload in ["worst-case", "clients"] {
-        let Some(nginx) = nginx(false) else {
-            return required("not installed: nginx; .ci/run installs Debian's nginx-light");
-        };
-        let url = format!("http://127.0.0.1:{}/client/", nginx.port);
-        let p = probe(
-            "scenarios/probe-nginx.toml",
-            &url,
-            &[
-                "--limiter",
-                "per-client",
-                "--workload",
-                workload,
-                "--key-as",
-                "forwarded-for",
-            ],
-        );
+        // As HAProxy's: once (2026-12-05, CI beside a release build and
+        // callgrind) nginx decided one request of 60 on a clock staler than
+        // the comparison allows.
+        let p = unless_explained(|| {
+            let nginx = nginx(false).expect("found above");
+            let url = format!("http://127.0.0.1:{}/client/", nginx.port);
+            probe(
+                "scenarios/probe-nginx.toml",
+                &url,
+                &[
+                    "--limiter",
+                    "per-client",
+                    "--workload",
+                    workload,
+                    "--key-as",
+                    "forwarded-for",
+                ],
+            )
+        });
         agreed(&p);
         // Several keys, each with its own state: more than one key's worth.
         assert!(
