@@ -73,10 +73,14 @@ fn start(
     }
 }
 
+/// Where nginx and HAProxy install: a test that needs one looks here first.
+const NGINX: [&str; 2] = ["/usr/sbin/nginx", "/usr/local/sbin/nginx"];
+const HAPROXY: [&str; 2] = ["/usr/sbin/haproxy", "/usr/local/sbin/haproxy"];
+
 /// nginx with scenarios/configs/probe/nginx.conf, moved to `port` (with
 /// `http2` on the listener when asked) and its paths into `dir`.
 fn nginx(http2: bool) -> Option<Gateway> {
-    let binary = common::installed(&["/usr/sbin/nginx", "/usr/local/sbin/nginx"])?;
+    let binary = common::installed(&NGINX)?;
     Some(start(
         &binary,
         "nginx",
@@ -119,7 +123,7 @@ fn nginx(http2: bool) -> Option<Gateway> {
 
 /// HAProxy with scenarios/configs/probe/haproxy.cfg, bound to `port`.
 fn haproxy() -> Option<Gateway> {
-    let binary = common::installed(&["/usr/sbin/haproxy", "/usr/local/sbin/haproxy"])?;
+    let binary = common::installed(&HAPROXY)?;
     Some(start(
         &binary,
         "haproxy",
@@ -321,7 +325,7 @@ fn nginx_limit_req_without_nodelay_holds_its_rate_and_releases_as_the_model() {
 #[ignore = "needs nginx (Debian's nginx-light): run with --include-ignored, as .ci/run does"]
 fn nginx_keys_clients_by_forwarded_address_as_the_per_key_model() {
     let _alone = common::real_time();
-    if common::installed(&["/usr/sbin/nginx", "/usr/local/sbin/nginx"]).is_none() {
+    if common::installed(&NGINX).is_none() {
         return required("not installed: nginx; .ci/run installs Debian's nginx-light");
     }
     for workload in ["worst-case", "clients"] {
@@ -374,7 +378,7 @@ fn nginx_over_http2_answers_as_over_http1() {
 #[ignore = "needs HAProxy (Debian's haproxy): run with --include-ignored, as .ci/run does"]
 fn haproxy_stick_table_rate_per_source_address_as_the_model() {
     let _alone = common::real_time();
-    if common::installed(&["/usr/sbin/haproxy", "/usr/local/sbin/haproxy"]).is_none() {
+    if common::installed(&HAPROXY).is_none() {
         return required("not installed: haproxy; .ci/run installs Debian's haproxy");
     }
     for workload in ["worst-case", "edge-bursts", "clients"] {
