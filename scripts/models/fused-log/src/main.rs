@@ -11,7 +11,12 @@
 //! log` on the same file, in the same minute.
 //!
 //!     cd scripts/models/fused-log && cargo build --release
-//!     target/release/fused-log-model ACCESS.log [one|two|parse]
+//!     target/release/fused-log-model ACCESS.log [one|two|split|parse]
+//!
+//! `one`: one thread. `two`: reading on one thread, the table on another.
+//! `split`: reading and the global window on one thread, the keys split by
+//! their id's top bit between two more (each with its half's figures and
+//! timeline; merging the halves' seconds is left out). `parse`: reading alone.
 use std::fs::File;
 use std::io::Read;
 
@@ -154,7 +159,13 @@ struct Entry {
     g_adm: u32,
 }
 
+/// Set in a row's second when the global window, decided on the reading
+/// side, admitted it (`split`).
+const GLOBAL_ADMITTED: i64 = 1 << 62;
+
 struct Decider {
+    /// Whether the global window is decided here (else it comes with each row).
+    global: bool,
     table: Vec<Entry>,
     keys: u32,
     first: i64,
@@ -166,8 +177,9 @@ struct Decider {
 }
 
 impl Decider {
-    fn new() -> Decider {
+    fn new(global: bool) -> Decider {
         Decider {
+            global,
             table: vec![Entry::default(); 1 << 16],
             keys: 0,
             first: i64::MIN,
@@ -199,6 +211,11 @@ impl Decider {
         }
         std::hint::black_box(touched);
         for &(id, sec) in rows {
+            let (sec, admitted) = if self.global {
+                (sec, self.sec_counts[1] < G_T)
+            } else {
+                (sec & !GLOBAL_ADMITTED, sec & GLOBAL_ADMITTED != 0)
+            };
             if sec != self.cur_sec {
                 if self.first == i64::MIN {
                     (self.first, self.cur_sec) = (sec, sec);
@@ -241,7 +258,7 @@ impl Decider {
                 e.g_cnt = 0;
             }
             self.sec_counts[0] += 1;
-            if self.sec_counts[1] < G_T {
+            if admitted {
                 self.sec_counts[1] += 1;
                 e.g_cnt += 1;
                 e.g_worst = e.g_worst.max(e.g_cnt);
@@ -339,14 +356,60 @@ fn main() -> Result<(), String> {
     let path = &args[1];
     let two = args.get(2).map(String::as_str) == Some("two");
     let parse_only = args.get(2).map(String::as_str) == Some("parse");
+    let split = args.get(2).map(String::as_str) == Some("split");
     let t = std::time::Instant::now();
     let mut parser = Parser {
         c0: [0; 26],
         csec: 0,
         statuses: 0,
     };
-    let out = if !two {
-        let mut decider = Decider::new();
+    let out = if split {
+        const HAND: usize = 8192;
+        let mut txs = Vec::new();
+        let mut handles = Vec::new();
+        for _ in 0..2 {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(u64, i64)>>(8);
+            txs.push(tx);
+            handles.push(std::thread::spawn(move || -> Result<String, String> {
+                let mut decider = Decider::new(false);
+                while let Ok(rows) = rx.recv() {
+                    for chunk in rows.chunks(B) {
+                        decider.batch(chunk)?;
+                    }
+                }
+                Ok(decider.finish())
+            }));
+        }
+        let mut rows = [Vec::with_capacity(HAND), Vec::with_capacity(HAND)];
+        let (mut second, mut in_second, mut global_worst) = (i64::MIN, 0u32, 0u32);
+        read(path, |l, n| {
+            if let Some((id, sec)) = parser.line(l, n)? {
+                if sec != second {
+                    (second, in_second) = (sec, 0);
+                }
+                let admitted = in_second < G_T;
+                in_second += u32::from(admitted);
+                global_worst = global_worst.max(in_second);
+                let half = (id >> 63) as usize;
+                rows[half].push((id, if admitted { sec | GLOBAL_ADMITTED } else { sec }));
+                if rows[half].len() == HAND {
+                    let full = std::mem::replace(&mut rows[half], Vec::with_capacity(HAND));
+                    txs[half].send(full).map_err(|e| e.to_string())?;
+                }
+            }
+            Ok(())
+        })?;
+        for (half, rest) in rows.into_iter().enumerate() {
+            txs[half].send(rest).map_err(|e| e.to_string())?;
+        }
+        drop(txs);
+        let outs: Vec<String> = handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<Result<_, _>>()?;
+        format!("global worst {global_worst} | {}", outs.join(" | "))
+    } else if !two {
+        let mut decider = Decider::new(true);
         let mut rows = Vec::with_capacity(B);
         read(path, |l, n| {
             if let Some(row) = parser.line(l, n)? {
@@ -369,7 +432,7 @@ fn main() -> Result<(), String> {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(u64, i64)>>(4);
         let (back_tx, back_rx) = std::sync::mpsc::sync_channel::<Vec<(u64, i64)>>(6);
         let decider = std::thread::spawn(move || -> Result<String, String> {
-            let mut decider = Decider::new();
+            let mut decider = Decider::new(true);
             while let Ok(rows) = rx.recv() {
                 for chunk in rows.chunks(B) {
                     decider.batch(chunk)?;
