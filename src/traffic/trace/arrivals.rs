@@ -50,12 +50,44 @@ pub(super) fn shifted(raw: u64, offset: i128) -> u64 {
 }
 
 /// Whole-second rows spread within their second: one second's rows at a
-/// time, drawn, then sorted (equal draws keep the file's order).
+/// time, an instant drawn for each in the file's order, then handed out
+/// by instant (equal draws keep the file's order).
 pub(super) struct Spreader {
-    pub(super) rng: Rng,
-    pub(super) pending: VecDeque<(u64, Key)>,
+    rng: Rng,
+    /// The second's rows, as read.
+    rows: Vec<(u64, Key)>,
+    /// Each row's draw and place among `rows`, `draw << 32 | place`, in
+    /// the order handed out: sorting these 8 bytes a row, the place
+    /// breaking ties, orders as a stable sort of the rows by time does.
+    order: Vec<u64>,
+    /// How many of `order` were handed out.
+    next: usize,
     /// The first row of the next second, read while gathering this one's.
-    pub(super) carry: Option<(u64, Key)>,
+    carry: Option<(u64, Key)>,
+}
+
+// A draw (below 2^30) and a place (below 2^32) share one u64.
+const _: () = assert!(NANOS_PER_SEC < 1 << 30 && MAX_SPREAD_ROWS < 1 << 32);
+
+impl Spreader {
+    pub(super) fn new(rng: Rng) -> Spreader {
+        Spreader {
+            rng,
+            rows: Vec::new(),
+            order: Vec::new(),
+            next: 0,
+            carry: None,
+        }
+    }
+
+    /// The next row of the second gathered, spread; `None` once all are.
+    #[inline]
+    fn take(&mut self) -> Option<(u64, Key)> {
+        let drawn = *self.order.get(self.next)?;
+        self.next += 1;
+        let (time, key) = self.rows[(drawn & u64::from(u32::MAX)) as usize];
+        Some((time + (drawn >> 32), key))
+    }
 }
 
 /// The running source. A row that fails to parse now (the file changed since
@@ -179,34 +211,44 @@ impl Arrivals {
         let Some(mut spread) = self.spread.take() else {
             return self.next_raw();
         };
-        if spread.pending.is_empty() {
-            let first = spread.carry.take().or_else(|| self.next_raw());
-            if let Some(first) = first {
-                let second = first.0 / NANOS_PER_SEC;
-                let mut rows = vec![first];
-                while let Some(row) = self.next_raw() {
-                    if row.0 / NANOS_PER_SEC != second {
-                        spread.carry = Some(row);
-                        break;
-                    }
-                    rows.push(row);
-                    if rows.len() > MAX_SPREAD_ROWS {
-                        self.error = Some(format!(
-                            "more than {MAX_SPREAD_ROWS} requests in one second of the trace are spread in memory, and more is refused; set spread = \"none\""
-                        ));
-                        return None;
-                    }
-                }
-                for row in &mut rows {
-                    row.0 += spread.rng.random_range(0..NANOS_PER_SEC);
-                }
-                rows.sort_by_key(|&(time, _)| time);
-                spread.pending.extend(rows);
-            }
+        let mut row = spread.take();
+        if row.is_none() {
+            self.gather(&mut spread);
+            row = spread.take();
         }
-        let row = spread.pending.pop_front();
         self.spread = Some(spread);
         row
+    }
+
+    /// Reads the next second's rows into `spread` and draws their instants.
+    fn gather(&mut self, spread: &mut Spreader) {
+        spread.rows.clear();
+        spread.order.clear();
+        spread.next = 0;
+        let Some(first) = spread.carry.take().or_else(|| self.next_raw()) else {
+            return;
+        };
+        let second = first.0 / NANOS_PER_SEC;
+        spread.rows.push(first);
+        while let Some(row) = self.next_raw() {
+            if row.0 / NANOS_PER_SEC != second {
+                spread.carry = Some(row);
+                break;
+            }
+            spread.rows.push(row);
+            if spread.rows.len() > MAX_SPREAD_ROWS {
+                self.error = Some(format!(
+                    "more than {MAX_SPREAD_ROWS} requests in one second of the trace are spread in memory, and more is refused; set spread = \"none\""
+                ));
+                spread.rows.clear();
+                return;
+            }
+        }
+        // Drawn in the file's order, as the seed's sequence is the run's.
+        for place in 0..spread.rows.len() as u64 {
+            spread.order.push(spread.rng.random_range(0..NANOS_PER_SEC) << 32 | place);
+        }
+        spread.order.sort_unstable();
     }
 
     /// Ends a stream cut short at the run's end: the rest of the file is

@@ -335,11 +335,7 @@ impl Config {
             arrivals.rows = Rows::Sorted(rows.into_iter());
         }
         if scan.whole_seconds {
-            arrivals.spread = Some(Spreader {
-                rng,
-                pending: VecDeque::new(),
-                carry: None,
-            });
+            arrivals.spread = Some(Spreader::new(rng));
         }
         (arrivals.start, arrivals.end, arrivals.offset) = (start.get(), end.get(), offset);
         Ok(arrivals)

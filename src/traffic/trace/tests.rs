@@ -93,6 +93,37 @@ fn whole_seconds_of_a_log_are_spread_within_their_second_and_said_so() {
     );
 }
 
+/// Spreading hands a second's rows out as drawing an instant for each in
+/// the file's order and sorting the rows stably by time would, over
+/// seconds of 0 to 3,000 rows (the key tells equal rows apart).
+#[test]
+fn spread_rows_come_out_as_a_stable_sort_of_their_draws() {
+    let mut rows = Vec::new();
+    for (second, count) in [1u64, 0, 2, 3000, 7, 0, 555, 64].into_iter().enumerate() {
+        for place in 0..count {
+            rows.push(Arrival {
+                time: Nanos(second as u64 * NANOS_PER_SEC),
+                key: Key::client(place),
+            });
+        }
+    }
+    let mut spread = Arrivals::from_sorted(rows.clone());
+    spread.spread = Some(Spreader::new(rng()));
+    let spread: Vec<(u64, u64)> = spread.map(|a| (a.time.get(), a.key.client)).collect();
+    let mut draws = rng();
+    let mut expected = Vec::new();
+    for second in rows.chunk_by(|a, b| a.time == b.time) {
+        let mut drawn: Vec<(u64, u64)> = second
+            .iter()
+            .map(|a| (a.time.get() + draws.random_range(0..NANOS_PER_SEC), a.key.client))
+            .collect();
+        drawn.sort_by_key(|&(time, _)| time);
+        expected.extend(drawn);
+    }
+    assert_eq!(spread.len(), rows.len());
+    assert_eq!(spread, expected);
+}
+
 #[test]
 fn json_lines_and_date_times_in_csv_read_as_the_combined_log_does() {
     let json = r#"{"time": "2026-11-27T09:00:00+01:00", "ip": "198.51.100.1"}
