@@ -252,16 +252,14 @@ impl PerKeyCounts {
         )
     }
 
-    /// [`Self::by_list`]'s parts without the list, when the keys came
-    /// numbered in order (as a log's do) and every key's figures are below
-    /// [`COUNTED_BELOW`]: two passes over the counts in place, the second
-    /// counting them by value (the list of a million keys, and the
-    /// selection over it, were most of the finish).
+    /// [`Self::by_list`]'s parts without the list, when the keys are
+    /// numbers 0, 1, …, n − 1 (as a log's are), first seen in that order or
+    /// not (a log's seconds spread shuffle them), and every key's figures
+    /// are below [`COUNTED_BELOW`]: two passes over the counts in place,
+    /// the second counting them by value (the list of a million keys, and
+    /// the selection over it, were most of the finish).
     fn by_value(&self) -> Option<([u64; 3], [u64; 3], [u64; 2])> {
-        let FirstSeen::Numbered(n) = self.keys else {
-            return None;
-        };
-        let n = usize::try_from(n).ok()?;
+        let n = self.keys.len();
         let (mut id, mut throttled, mut total) = (0u64, 0u64, 0u64);
         let (mut busiest, mut most_admitted) = ((0u32, 0u64), 0u64);
         let read = self.counts.each_numbered(n, |(most, sent, rejected)| {
@@ -276,6 +274,16 @@ impl PerKeyCounts {
         });
         if !read || busiest.0 >= COUNTED_BELOW || most_admitted >= u64::from(COUNTED_BELOW) {
             return None;
+        }
+        // Keys 0 … n − 1 each seen, and n keys listed: the list is those
+        // numbers in the order first seen, whose first with the largest
+        // count is the worst key.
+        if let FirstSeen::Listed(listed) = &self.keys {
+            busiest.1 = *listed.iter().find(|&&id| {
+                self.counts
+                    .figures(id)
+                    .is_some_and(|(most, _, _)| most == busiest.0)
+            })?;
         }
         let mut worst = vec![0usize; busiest.0 as usize + 1];
         let mut admitted = vec![0usize; most_admitted as usize + 1];

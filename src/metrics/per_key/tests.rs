@@ -93,26 +93,43 @@ proptest::proptest! {
 }
 
 proptest::proptest! {
-    /// Keys numbered in order: the figures read in place and counted by
-    /// value are those of the list of every key; keys out of order are
-    /// left to the list.
+    /// Keys numbered 0, 1, …, n − 1, first seen in that order or shuffled
+    /// (a log's spread seconds): the figures read in place and counted by
+    /// value are those of the list of every key, the worst key the first
+    /// seen of the worst; a number skipped is left to the list.
     #[test]
     fn figures_by_value_are_those_of_the_list(
         steps in proptest::collection::vec((0u64..3, 0u64..40, 0u8..4), 1..300),
         interval in 1u64..20,
-        out_of_order: bool,
+        order in 0u8..3,
+        shuffle in proptest::collection::vec(0usize..1000, 300),
     ) {
+        let (shuffled, gap) = (order == 1, order == 2);
+        // How many keys the steps bring (a new one at the first step and
+        // at each pick of 30 or more), and the numbers they take, in the
+        // order first seen: 0 … n − 1, shuffled or not.
+        let n = steps.iter().enumerate().filter(|&(i, &(_, pick, _))| i == 0 || pick >= 30).count();
+        let mut numbers: Vec<u64> = (0..n as u64).collect();
+        if shuffled {
+            for (i, &pick) in shuffle.iter().enumerate().take(n) {
+                numbers.swap(i, i + pick % (n - i));
+            }
+        }
+        if gap {
+            // Key 1 before key 0: 0 is never seen.
+            numbers[0] = 1;
+        }
         let mut counts = PerKeyCounts::new(Nanos(interval));
-        let (mut at, mut keys) = (0u64, 0u64);
+        let (mut at, mut seen) = (0u64, Vec::new());
         for &(gap, pick, what) in &steps {
             at += gap;
-            // A key seen before, or the next number (the first time:
-            // key 1 instead of 0 when out of order).
-            let key = if keys > 0 && pick < 30 {
-                pick % keys
+            // A key seen before, or the next number.
+            let key = if !seen.is_empty() && pick < 30 {
+                seen[pick as usize % seen.len()]
             } else {
-                keys += 1;
-                if out_of_order && keys == 1 { 1 } else { keys - 1 }
+                let key = numbers[seen.len()];
+                seen.push(key);
+                key
             };
             if what == 0 {
                 counts.rejected(Key::client(key));
@@ -122,10 +139,10 @@ proptest::proptest! {
         }
         match counts.by_value() {
             Some(parts) => {
-                proptest::prop_assert!(!out_of_order);
+                proptest::prop_assert!(!gap);
                 proptest::prop_assert_eq!(parts, counts.by_list());
             }
-            None => proptest::prop_assert!(out_of_order),
+            None => proptest::prop_assert!(gap),
         }
     }
 }
