@@ -208,14 +208,20 @@ impl Arrivals {
     /// The next row, spread within its second when the trace's are whole seconds.
     #[inline]
     pub(super) fn next_spread(&mut self) -> Option<(u64, Key)> {
-        let Some(mut spread) = self.spread.take() else {
-            return self.next_raw();
-        };
-        let mut row = spread.take();
-        if row.is_none() {
-            self.gather(&mut spread);
-            row = spread.take();
+        match &mut self.spread {
+            None => self.next_raw(),
+            // Taken where it lies: moving the spreader out and back for
+            // each row copied it twice (a tenth of what spreading cost).
+            Some(spread) => spread.take().or_else(|| self.next_second()),
         }
+    }
+
+    /// The first row of the next second, spread, once its rows are read.
+    #[inline(never)]
+    fn next_second(&mut self) -> Option<(u64, Key)> {
+        let mut spread = self.spread.take()?;
+        self.gather(&mut spread);
+        let row = spread.take();
         self.spread = Some(spread);
         row
     }
