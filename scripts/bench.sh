@@ -9,7 +9,8 @@
 # yardstick, each the median of three back-to-back pairs: the open loop, per-key
 # limits (10^4 and 10^6 keys, with and without the figures per key) and an
 # access log's replay (on one core and on all, with and without the figures
-# per key; gzipped, against zcat's own time); then one run on one core
+# per key; spread within its seconds, as by default; gzipped, against zcat's
+# own time); then one run on one core
 # against the same run on all, the median of seven alternating pairs, on a
 # quiet machine and with a neighbour spinning on
 # the last core (this machine's speed drifts from minute to minute: only pairs
@@ -119,6 +120,11 @@ if [ -f "$floor_dir/Cargo.toml" ]; then
     log_off="$bin run $tmp/same-work-log-off.toml --no-charts --quiet --out $tmp/log-off"
     pairs "log, one core, no figures" "taskset -c 0 $floor log $tmp/access-2m.log" "taskset -c 0 $log_off"
     pairs "log, all cores, no figures" "$floor log $tmp/access-2m.log" "$log_off"
+    # The same spread within each second, as a whole-second log is by
+    # default: more work than the floor's, what a user's run costs.
+    sed 's/, spread = "none"//' "$tmp/same-work-log.toml" > "$tmp/same-work-log-spread.toml"
+    pairs "log, one core, spread" "taskset -c 0 $floor log $tmp/access-2m.log" \
+      "taskset -c 0 $bin run $tmp/same-work-log-spread.toml --no-charts --quiet --out $tmp/log-spread"
     # The same log gzipped, against zcat's own time to read it.
     gzip -c "$tmp/access-2m.log" > "$tmp/access-2m.log.gz"
     sed 's/access-2m\.log"/access-2m.log.gz"/' "$tmp/same-work-log.toml" > "$tmp/same-work-log-gz.toml"
