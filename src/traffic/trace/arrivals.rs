@@ -67,7 +67,7 @@ pub(super) struct Spreader {
 }
 
 // A draw (below 2^30) and a place (below 2^32) share one u64.
-const _: () = assert!(NANOS_PER_SEC < 1 << 30 && MAX_SPREAD_ROWS < 1 << 32);
+const _: () = assert!(NANOS_PER_SEC < 1 << 30 && (MAX_SPREAD_ROWS as u64) < 1 << 32);
 
 impl Spreader {
     pub(super) fn new(rng: Rng) -> Spreader {
@@ -250,9 +250,12 @@ impl Arrivals {
                 return;
             }
         }
-        // Drawn in the file's order, as the seed's sequence is the run's.
+        // Drawn in the file's order, as the seed's sequence is the run's,
+        // within what time has left of the second: the last whole second
+        // of u64 nanoseconds ends 709,551,615 ns in.
+        let span = NANOS_PER_SEC.min((u64::MAX - first.0).saturating_add(1));
         for place in 0..spread.rows.len() as u64 {
-            spread.order.push(spread.rng.random_range(0..NANOS_PER_SEC) << 32 | place);
+            spread.order.push(spread.rng.random_range(0..span) << 32 | place);
         }
         spread.order.sort_unstable();
     }

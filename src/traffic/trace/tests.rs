@@ -124,6 +124,31 @@ fn spread_rows_come_out_as_a_stable_sort_of_their_draws() {
     assert_eq!(spread, expected);
 }
 
+/// The last whole second of u64 nanoseconds is spread within what is left
+/// of it, in order: an instant past the end of time would wrap to its start.
+#[test]
+fn the_last_second_of_time_is_spread_within_what_is_left_of_it() {
+    let last = u64::MAX - u64::MAX % NANOS_PER_SEC;
+    let rows: Vec<Arrival> = [last - NANOS_PER_SEC, last]
+        .into_iter()
+        .flat_map(|time| {
+            (0..200).map(move |place| Arrival {
+                time: Nanos(time),
+                key: Key::client(place),
+            })
+        })
+        .collect();
+    let mut spread = Arrivals::from_sorted(rows);
+    spread.spread = Some(Spreader::new(rng()));
+    let times: Vec<u64> = spread.map(|a| a.time.get()).collect();
+    assert_eq!(times.len(), 400);
+    assert!(times.is_sorted(), "in order");
+    assert!(times[..200].iter().all(|&t| t / NANOS_PER_SEC == last / NANOS_PER_SEC - 1));
+    assert!(times[200..].iter().all(|&t| t >= last), "within the last second");
+    // Spread over what is left of it, not piled at its end.
+    assert!(times[200..].iter().any(|&t| t < last + 300_000_000));
+}
+
 #[test]
 fn json_lines_and_date_times_in_csv_read_as_the_combined_log_does() {
     let json = r#"{"time": "2026-11-27T09:00:00+01:00", "ip": "198.51.100.1"}
