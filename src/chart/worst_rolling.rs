@@ -34,6 +34,8 @@ pub fn render(results: &Results) -> Result<Chart> {
         .map(|run| Bar::of(&run.summary, interval))
         .collect();
     let ranges = bars.iter().any(|bar| bar.most > bar.worst);
+    // Whiskers are drawn only above a packed placement short of the most.
+    let whiskers = bars.iter().any(|bar| bar.most > bar.packed);
     let capacity = results.capacity().map(|c| c as f64);
     let data_top = bars
         .iter()
@@ -67,7 +69,7 @@ pub fn render(results: &Results) -> Result<Chart> {
         let rows = places.last().map_or(0, |&(_, row)| row) + 1;
         let key_rows = if ranges { 2 } else { 1 };
         let (legend, body) = root.split_vertically(((rows + key_rows) * LEGEND_ROW + 8) as u32);
-        draw_legend(&legend, results, &places, ranges)?;
+        draw_legend(&legend, results, &places, (ranges, whiskers))?;
         let mut chart = ChartBuilder::on(&body)
             .margin(16)
             .x_label_area_size(40)
@@ -317,7 +319,7 @@ fn draw_legend(
     area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
     results: &Results,
     places: &[(i32, i32)],
-    ranges: bool,
+    (ranges, whiskers): (bool, bool),
 ) -> Result<()> {
     let font = (FONT, LABEL_SIZE).into_font().color(&BLACK);
     let colours = super::colours(results);
@@ -364,6 +366,15 @@ fn draw_legend(
             FAINT.mix(1.0).filled(),
         ))?;
         area.draw(&Rectangle::new([(80, y - 6), (94, y + 6)], BLACK))?;
+        if !whiskers {
+            // Each paler top is then the most any placement gives.
+            area.draw(&Text::new(
+                "whole-second log: paler, its requests packed at their seconds' edges, the most for any placement",
+                (102, y - 7),
+                font,
+            ))?;
+            return Ok(());
+        }
         area.draw(&Text::new(
             "whole-second log: paler, its requests packed at their seconds' edges;",
             (102, y - 7),

@@ -716,6 +716,55 @@ fn the_worst_second_bars_of_a_whole_second_log_show_its_range_over_any_rolling_i
     assert!(ranged >= 2, "access-log has whole-second ranges to show");
 }
 
+/// The worst-rolling chart's legend names the whisker only when a bar has
+/// one (the most any placement gives above the packed placement): with
+/// the access log's per-client limiters it does, with its global fixed
+/// window alone (packed = the most) each paler top is the most, and the
+/// legend says so instead of naming a mark no bar carries.
+#[test]
+fn the_whisker_is_in_the_legend_only_when_a_bar_has_one() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("traces")).unwrap();
+    fs::copy(
+        "scenarios/traces/checkout-access.log",
+        dir.path().join("traces/checkout-access.log"),
+    )
+    .unwrap();
+    let toml = fs::read_to_string("scenarios/access-log.toml").unwrap();
+    // The first limiter alone: everything from the second [[limiter]] on goes.
+    let second = toml.match_indices("[[limiter]]").nth(1).unwrap().0;
+    let global = dir.path().join("global.toml");
+    fs::write(&global, &toml[..second]).unwrap();
+    let mut seen = [false; 2];
+    for scenario in ["scenarios/access-log.toml", global.to_str().unwrap()] {
+        let ran = run(scenario, &[]);
+        let texts = texts(&read(&ran.out.join("charts/worst-rolling.svg")));
+        let whiskered = ran.summary["runs"].as_array().unwrap().iter().any(|run| {
+            let seconds = &run["whole_seconds"];
+            seconds["admitted_at_most"].as_u64() > seconds["admitted_at_least"].as_u64()
+        });
+        seen[usize::from(whiskered)] = true;
+        let named = texts
+            .iter()
+            .any(|t| t == "the most for any placement within their seconds");
+        assert_eq!(named, whiskered, "{scenario}: {texts:?}");
+        let paler = texts
+            .iter()
+            .find(|t| t.starts_with("whole-second log: paler"));
+        assert!(paler.is_some(), "{scenario}: {texts:?}");
+        assert_eq!(
+            paler.unwrap().ends_with("the most for any placement"),
+            !whiskered,
+            "{scenario}"
+        );
+    }
+    assert_eq!(
+        seen,
+        [true, true],
+        "one scenario with whiskers, one without"
+    );
+}
+
 /// A line of text's width in ems, as DejaVu Sans (the sans-serif rsvg and
 /// browsers here draw with) sets it, within about 1% on the charts' notes
 /// and labels measured in rendered PNGs.
