@@ -23,7 +23,8 @@ pub struct Estimate {
     /// Clients that retry: requests waiting to retry, the attempts within
     /// the rolling interval, and clients being rejected.
     pub retries: u128,
-    /// Traces whose rows are out of order, held and sorted in memory.
+    /// Traces whose rows are out of order, held and sorted in memory, and
+    /// the busiest second of each trace whose whole seconds are spread.
     pub sorting: u128,
     /// Each run's figures, its arrival curve and its lines of summary.json
     /// and summary.csv, held until they are written.
@@ -89,7 +90,7 @@ pub enum Refused {
     },
     /// More memory than `--max-memory`.
     #[error(
-        "{}: this would need about {} of memory ({} for timelines at a {bucket} bucket, {} for the rolling windows of the limiters' worst cases, {} for replications, {} for state per client key, {} for clients that retry, {} for sorting traces out of order, {} for the figures of {runs} runs), more than --max-memory {}; use a coarser metrics.bucket, fewer replications, fewer clients, fewer attempts or --no-charts, sort the traces, or raise --max-memory if the machine has it",
+        "{}: this would need about {} of memory ({} for timelines at a {bucket} bucket, {} for the rolling windows of the limiters' worst cases, {} for replications, {} for state per client key, {} for clients that retry, {} for sorting traces (out of order, or a second spread), {} for the figures of {runs} runs), more than --max-memory {}; use a coarser metrics.bucket, fewer replications, fewer clients, fewer attempts or --no-charts, sort the traces (or keep their seconds: spread = \"none\"), or raise --max-memory if the machine has it",
         path.display(),
         words(memory.total()),
         words(memory.timelines),

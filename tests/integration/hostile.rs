@@ -617,10 +617,74 @@ fn a_trace_sorted_in_memory_counts_toward_max_memory() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("24 MB for sorting traces out of order"),
+        stderr.contains("24 MB for sorting traces (out of order"),
         "{stderr}"
     );
     assert!(!dir.path().join("out").exists());
+}
+
+/// A trace whose whole seconds are spread holds its busiest second's rows
+/// at once (32 bytes each): that counts toward --max-memory before any
+/// work, and a second of more than 10^7 requests is refused by the check.
+#[test]
+fn a_spread_seconds_rows_count_toward_max_memory_and_too_many_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |rows: usize, spread: &str, max_memory: &str| {
+        let mut text = String::from("time_s\n");
+        text.push_str(&"1\n".repeat(rows));
+        fs::write(dir.path().join("second.csv"), text).unwrap();
+        let scenario = format!(
+            "duration = \"10s\"\n[[workload]]\nname = \"w\"\n\
+             sources = [{{ kind = \"trace\", path = \"second.csv\", spread = \"{spread}\" }}]\n\
+             [[limiter]]\nname = \"f\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 10\n"
+        );
+        let path = dir.path().join("second.toml");
+        fs::write(&path, scenario).unwrap();
+        let out = dir.path().join("out");
+        let output = Command::cargo_bin("burstsim")
+            .unwrap()
+            .args(["run", "--no-charts", "--max-memory", max_memory, "--out"])
+            .arg(&out)
+            .arg(&path)
+            .output()
+            .unwrap();
+        let written = out.exists();
+        let _ = fs::remove_dir_all(&out);
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+            written,
+        )
+    };
+    // 300,000 rows in one second: 9.6 MB to spread them (said to two
+    // figures), none kept on it.
+    let (code, stderr, written) = run(300_000, "uniform", "8MiB");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("10 MB for sorting traces (out of order, or a second spread)"),
+        "{stderr}"
+    );
+    assert!(!written);
+    let (code, stderr, written) = run(300_000, "none", "8MiB");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(written);
+    // One more than the most a second may hold, refused at the check with
+    // the field to change.
+    let (code, stderr, written) = run(10_000_001, "uniform", "4GiB");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("second.toml:4:"), "{stderr}");
+    assert!(
+        stderr.contains("spread: spreads each second's requests in memory, and ")
+            && stderr.contains(
+                "second.csv has 10000001 in one second, more than the 10000000 a second may hold"
+            ),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("warning"),
+        "refused before the run's warnings: {stderr}"
+    );
+    assert!(!written);
 }
 
 /// `count` fixed windows over one small workload.

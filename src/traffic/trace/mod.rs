@@ -124,8 +124,13 @@ pub struct Config {
     scanned: Arc<OnceLock<Scan>>,
 }
 
-/// Most rows of one second held at once to spread them.
+/// Most rows of one second held at once to spread them: a whole-second
+/// trace with more in a second of the run is refused by its check.
 const MAX_SPREAD_ROWS: usize = 10_000_000;
+
+/// Bytes a row of a spread second takes while held: its time and key, and
+/// its draw and place (see [`arrivals::Spreader`]).
+const SPREAD_ROW_BYTES: u64 = 32;
 
 /// What a first pass over the file found.
 #[derive(Clone, Debug)]
@@ -288,15 +293,22 @@ impl Config {
         Ok(self.scanned(base_dir, start, end)?.rows)
     }
 
-    /// Bytes held to sort the rows in memory when they are out of order:
-    /// 16 a row and half as much again for the stable sort's scratch.
+    /// Bytes held to sort the rows in memory: when they are out of order,
+    /// 16 a row and half as much again for the stable sort's scratch; when
+    /// whole seconds are spread, 32 a row of the busiest second of the run.
     pub fn sorting_bytes(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<u64, FieldError> {
         let scan = self.scanned(base_dir, start, end)?;
-        Ok(if scan.sorted {
+        let sorting = if scan.sorted {
             0
         } else {
             scan.rows.saturating_mul(SORTED_ROW_BYTES)
-        })
+        };
+        // A spread trace holds its busiest second's rows while drawing them.
+        let spreading = match scan.labelled {
+            Some(labelled) if scan.whole_seconds => labelled.busiest.saturating_mul(SPREAD_ROW_BYTES),
+            _ => 0,
+        };
+        Ok(sorting.saturating_add(spreading))
     }
 
     /// The first pass's findings: remembered, or read now.

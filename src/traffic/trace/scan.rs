@@ -262,6 +262,15 @@ impl Config {
                 labelled.packed = packed;
             }
         }
+        // Spreading holds a second's rows at once: refused before any work.
+        if let Some(labelled) = scan.labelled.filter(|l| spreading && l.busiest > MAX_SPREAD_ROWS as u64) {
+            return Err(field_error!(
+                "spread",
+                "spreads each second's requests in memory, and {} has {} in one second, more than the {MAX_SPREAD_ROWS} a second may hold; set spread = \"none\"",
+                shown.display(),
+                labelled.busiest
+            ));
+        }
         // A replay of nothing would pass every check: refuse it.
         if rows == 0 && left_out > 0 {
             return Err(field_error!(
