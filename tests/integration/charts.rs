@@ -675,6 +675,18 @@ fn a_whole_second_logs_range_is_on_every_chart_that_shows_its_worst() {
     assert!(ranged >= 2, "access-log has whole-second ranges to show");
 }
 
+/// scenarios/access-log.toml's text, its log copied into `dir` where a
+/// variant of the scenario written there finds it.
+fn access_log_beside(dir: &Path) -> String {
+    fs::create_dir(dir.join("traces")).unwrap();
+    fs::copy(
+        "scenarios/traces/checkout-access.log",
+        dir.join("traces/checkout-access.log"),
+    )
+    .unwrap();
+    fs::read_to_string("scenarios/access-log.toml").unwrap()
+}
+
 /// The backend takes a second at a time: with a rolling minute, the bars
 /// of the worst second still span what the log's whole seconds allow (the
 /// backend's own interval), as the table's verdict does — a bar drawn at
@@ -683,13 +695,7 @@ fn a_whole_second_logs_range_is_on_every_chart_that_shows_its_worst() {
 #[test]
 fn the_worst_second_bars_of_a_whole_second_log_show_its_range_over_any_rolling_interval() {
     let dir = tempfile::tempdir().unwrap();
-    fs::create_dir(dir.path().join("traces")).unwrap();
-    fs::copy(
-        "scenarios/traces/checkout-access.log",
-        dir.path().join("traces/checkout-access.log"),
-    )
-    .unwrap();
-    let toml = fs::read_to_string("scenarios/access-log.toml").unwrap();
+    let toml = access_log_beside(dir.path());
     let scenario = dir.path().join("minute.toml");
     fs::write(
         &scenario,
@@ -724,13 +730,7 @@ fn the_worst_second_bars_of_a_whole_second_log_show_its_range_over_any_rolling_i
 #[test]
 fn the_whisker_is_in_the_legend_only_when_a_bar_has_one() {
     let dir = tempfile::tempdir().unwrap();
-    fs::create_dir(dir.path().join("traces")).unwrap();
-    fs::copy(
-        "scenarios/traces/checkout-access.log",
-        dir.path().join("traces/checkout-access.log"),
-    )
-    .unwrap();
-    let toml = fs::read_to_string("scenarios/access-log.toml").unwrap();
+    let toml = access_log_beside(dir.path());
     // The first limiter alone: everything from the second [[limiter]] on goes.
     let second = toml.match_indices("[[limiter]]").nth(1).unwrap().0;
     let global = dir.path().join("global.toml");

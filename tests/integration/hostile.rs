@@ -633,13 +633,10 @@ fn a_spread_seconds_rows_count_toward_max_memory_and_too_many_are_refused() {
         let mut text = String::from("time_s\n");
         text.push_str(&"1\n".repeat(rows));
         fs::write(dir.path().join("second.csv"), text).unwrap();
-        let scenario = format!(
-            "duration = \"10s\"\n[[workload]]\nname = \"w\"\n\
-             sources = [{{ kind = \"trace\", path = \"second.csv\", spread = \"{spread}\" }}]\n\
-             [[limiter]]\nname = \"f\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 10\n"
-        );
         let path = dir.path().join("second.toml");
-        fs::write(&path, scenario).unwrap();
+        let source =
+            format!("{{ kind = \"trace\", path = \"second.csv\", spread = \"{spread}\" }}");
+        fs::write(&path, scenario(&source)).unwrap();
         let out = dir.path().join("out");
         let output = Command::cargo_bin("burstsim")
             .unwrap()

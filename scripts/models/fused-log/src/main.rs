@@ -25,6 +25,7 @@ const K_T: u8 = 5;
 const READ: usize = 1 << 16;
 const B: usize = 32;
 
+/// `dd/Mon/yyyy:HH:MM:SS +zzzz` to Unix seconds, as the floor's `log` reads it.
 fn parse_clf(s: &[u8]) -> Option<i64> {
     if s.len() != 26
         || s[2] != b'/'
@@ -48,21 +49,12 @@ fn parse_clf(s: &[u8]) -> Option<i64> {
         b'-' => -1,
         _ => return None,
     };
-    let mon = match [s[3] | 0x20, s[4] | 0x20, s[5] | 0x20] {
-        [b'j', b'a', b'n'] => 1,
-        [b'f', b'e', b'b'] => 2,
-        [b'm', b'a', b'r'] => 3,
-        [b'a', b'p', b'r'] => 4,
-        [b'm', b'a', b'y'] => 5,
-        [b'j', b'u', b'n'] => 6,
-        [b'j', b'u', b'l'] => 7,
-        [b'a', b'u', b'g'] => 8,
-        [b's', b'e', b'p'] => 9,
-        [b'o', b'c', b't'] => 10,
-        [b'n', b'o', b'v'] => 11,
-        [b'd', b'e', b'c'] => 12,
-        _ => return None,
-    };
+    const MONTHS: [&[u8; 3]; 12] = [
+        b"jan", b"feb", b"mar", b"apr", b"may", b"jun", b"jul", b"aug", b"sep", b"oct", b"nov",
+        b"dec",
+    ];
+    let month = [s[3] | 0x20, s[4] | 0x20, s[5] | 0x20];
+    let mon = MONTHS.iter().position(|m| **m == month)? as i64 + 1;
     let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
     let mdays = [31, 28 + leap as i64, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][mon as usize - 1];
     if day < 1 || day > mdays || hh > 23 || mm > 59 || ss > 59 || om > 59 {
