@@ -629,13 +629,14 @@ fn a_trace_sorted_in_memory_counts_toward_max_memory() {
 #[test]
 fn a_spread_seconds_rows_count_toward_max_memory_and_too_many_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let run = |rows: usize, spread: &str, max_memory: &str| {
+    // `rows` at 1 s (after `before` at 0 s), the source's fields after its path.
+    let run = |before: usize, rows: usize, fields: &str, max_memory: &str| {
         let mut text = String::from("time_s\n");
+        text.push_str(&"0\n".repeat(before));
         text.push_str(&"1\n".repeat(rows));
         fs::write(dir.path().join("second.csv"), text).unwrap();
         let path = dir.path().join("second.toml");
-        let source =
-            format!("{{ kind = \"trace\", path = \"second.csv\", spread = \"{spread}\" }}");
+        let source = format!("{{ kind = \"trace\", path = \"second.csv\", {fields} }}");
         fs::write(&path, scenario(&source)).unwrap();
         let out = dir.path().join("out");
         let output = Command::cargo_bin("burstsim")
@@ -653,21 +654,37 @@ fn a_spread_seconds_rows_count_toward_max_memory_and_too_many_are_refused() {
             written,
         )
     };
+    let spread = |how: &str| format!("spread = \"{how}\"");
     // 300,000 rows in one second: 9.6 MB to spread them (said to two
     // figures), none kept on it.
-    let (code, stderr, written) = run(300_000, "uniform", "8MiB");
+    let (code, stderr, written) = run(0, 300_000, &spread("uniform"), "8MiB");
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains("10 MB for sorting traces (out of order, or a second spread)"),
         "{stderr}"
     );
     assert!(!written);
-    let (code, stderr, written) = run(300_000, "none", "8MiB");
+    let (code, stderr, written) = run(0, 300_000, &spread("none"), "8MiB");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(written);
+    // A second whose stamp is before the source's start still reaches into
+    // it when spread, and is held: counted. One wholly before the run's
+    // start is read through, not held: not counted.
+    let (code, stderr, written) = run(
+        300_000,
+        1,
+        "spread = \"uniform\", start = \"500ms\"",
+        "8MiB",
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("10 MB for sorting traces"), "{stderr}");
+    assert!(!written);
+    let (code, stderr, written) = run(300_000, 1, "spread = \"uniform\", start = \"1s\"", "8MiB");
     assert_eq!(code, Some(0), "{stderr}");
     assert!(written);
     // One more than the most a second may hold, refused at the check with
     // the field to change.
-    let (code, stderr, written) = run(10_000_001, "uniform", "4GiB");
+    let (code, stderr, written) = run(0, 10_000_001, &spread("uniform"), "4GiB");
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("second.toml:4:"), "{stderr}");
     assert!(
@@ -682,6 +699,10 @@ fn a_spread_seconds_rows_count_toward_max_memory_and_too_many_are_refused() {
         "refused before the run's warnings: {stderr}"
     );
     assert!(!written);
+    // As many in a second past the run's end: left out, never held.
+    let (code, stderr, written) = run(1, 10_000_001, "spread = \"uniform\", end = \"1s\"", "4GiB");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(written);
 }
 
 /// `count` fixed windows over one small workload.

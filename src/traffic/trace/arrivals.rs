@@ -55,7 +55,7 @@ pub(super) fn shifted(raw: u64, offset: i128) -> u64 {
 pub(super) struct Spreader {
     rng: Rng,
     /// The second's rows, as read.
-    rows: Vec<(u64, Key)>,
+    pub(super) rows: Vec<(u64, Key)>,
     /// Each row's draw and place among `rows`, `draw << 32 | place`, in
     /// the order handed out: sorting these 8 bytes a row, the place
     /// breaking ties, orders as a stable sort of the rows by time does.
@@ -227,37 +227,62 @@ impl Arrivals {
     }
 
     /// Reads the next second's rows into `spread` and draws their instants.
+    /// Only a second some of whose instants may fall in the run is held: one
+    /// wholly past its end hands out its first row as it is (which ends the
+    /// stream), and one wholly before its start is read through with its
+    /// draws made, so the seed's sequence is the same, but its rows not kept.
     fn gather(&mut self, spread: &mut Spreader) {
         spread.rows.clear();
         spread.order.clear();
         spread.next = 0;
-        let Some(first) = spread.carry.take().or_else(|| self.next_raw()) else {
-            return;
-        };
-        let second = first.0 / NANOS_PER_SEC;
-        spread.rows.push(first);
-        while let Some(row) = self.next_raw() {
-            if row.0 / NANOS_PER_SEC != second {
-                spread.carry = Some(row);
-                break;
+        loop {
+            let Some(first) = spread.carry.take().or_else(|| self.next_raw()) else {
+                return;
+            };
+            if shifted(first.0, self.offset) >= self.end {
+                spread.rows.push(first);
+                spread.order.push(0);
+                return;
             }
-            spread.rows.push(row);
-            if spread.rows.len() > MAX_SPREAD_ROWS {
-                self.error = Some(format!(
-                    "more than {MAX_SPREAD_ROWS} requests in one second of the trace are spread in memory, and more is refused; set spread = \"none\""
-                ));
-                spread.rows.clear();
+            // Drawn in the file's order, as the seed's sequence is the run's,
+            // within what time has left of the second: the last whole second
+            // of u64 nanoseconds ends 709,551,615 ns in.
+            let span = NANOS_PER_SEC.min((u64::MAX - first.0).saturating_add(1));
+            let keep = shifted(first.0 + (span - 1), self.offset) >= self.start;
+            let second = first.0 / NANOS_PER_SEC;
+            let mut rows = 1usize;
+            if keep {
+                spread.rows.push(first);
+            } else {
+                spread.rng.random_range(0..span);
+            }
+            while let Some(row) = self.next_raw() {
+                if row.0 / NANOS_PER_SEC != second {
+                    spread.carry = Some(row);
+                    break;
+                }
+                rows += 1;
+                if !keep {
+                    spread.rng.random_range(0..span);
+                    continue;
+                }
+                spread.rows.push(row);
+                if rows > MAX_SPREAD_ROWS {
+                    self.error = Some(format!(
+                        "more than {MAX_SPREAD_ROWS} requests in one second of the trace are spread in memory, and more is refused; set spread = \"none\""
+                    ));
+                    spread.rows.clear();
+                    return;
+                }
+            }
+            if keep {
+                for place in 0..rows as u64 {
+                    spread.order.push(spread.rng.random_range(0..span) << 32 | place);
+                }
+                spread.order.sort_unstable();
                 return;
             }
         }
-        // Drawn in the file's order, as the seed's sequence is the run's,
-        // within what time has left of the second: the last whole second
-        // of u64 nanoseconds ends 709,551,615 ns in.
-        let span = NANOS_PER_SEC.min((u64::MAX - first.0).saturating_add(1));
-        for place in 0..spread.rows.len() as u64 {
-            spread.order.push(spread.rng.random_range(0..span) << 32 | place);
-        }
-        spread.order.sort_unstable();
     }
 
     /// Ends a stream cut short at the run's end: the rest of the file is

@@ -47,6 +47,7 @@ use self::reading::*;
 use self::files::Part;
 pub use self::filter::Where;
 pub use self::labelled::{Labelled, PACKED_ROWS};
+use self::labelled::Busiest;
 use self::stored::*;
 use self::lines::LineReader;
 use self::filter::Row;
@@ -142,6 +143,10 @@ struct Scan {
     /// For a sorted trace of whole seconds: the requests of its busiest
     /// labelled second, and of its busiest two adjacent ones.
     labelled: Option<Labelled>,
+    /// When its seconds are spread, the most rows spreading holds at once:
+    /// those of its busiest second some of whose instants may fall in the
+    /// run (0 when not spread).
+    spread_rows: u64,
     /// Distinct keys in the file (1 without a key column).
     keys: u64,
     earliest: u64,
@@ -267,6 +272,8 @@ impl Config {
                 labelled.packed = log.packed;
                 Some(labelled)
             }),
+            // The whole log's busiest second: what a part may hold at once.
+            spread_rows: log.and_then(|log| log.labelled).map_or(0, |[busiest, _]| busiest),
             keys: log.map_or(clients.len() as u64, |log| log.keys).max(1),
             earliest: 0,
             sorted: true,
@@ -304,10 +311,7 @@ impl Config {
             scan.rows.saturating_mul(SORTED_ROW_BYTES)
         };
         // A spread trace holds its busiest second's rows while drawing them.
-        let spreading = match scan.labelled {
-            Some(labelled) if scan.whole_seconds => labelled.busiest.saturating_mul(SPREAD_ROW_BYTES),
-            _ => 0,
-        };
+        let spreading = scan.spread_rows.saturating_mul(SPREAD_ROW_BYTES);
         Ok(sorting.saturating_add(spreading))
     }
 

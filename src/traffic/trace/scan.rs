@@ -22,6 +22,9 @@ struct Counting<'a> {
     outside: u64,
     whole_seconds: bool,
     labelled: Labelled,
+    /// The most rows of one second some of whose spread instants may fall
+    /// in the run (those inside it, and one straddling its start).
+    spanning: Busiest,
     keys: Numbered,
     hosts: std::collections::HashSet<u64, crate::random::MixState>,
     names: std::collections::HashMap<Key, String, crate::random::MixState>,
@@ -116,8 +119,13 @@ impl ReadInto for Counting<'_> {
         };
         let inside = (self.start.get()..self.end.get()).contains(&shifted);
         self.outside += u64::from(!inside);
-        if inside && self.unsorted == 0 {
-            self.labelled.count((time - first.min(time)) / NANOS_PER_SEC);
+        if self.unsorted == 0 {
+            if inside {
+                self.labelled.count((time - first.min(time)) / NANOS_PER_SEC);
+            }
+            if shifted < self.end.get() && shifted.saturating_add(NANOS_PER_SEC) > self.start.get() {
+                self.spanning.count(time);
+            }
         }
         Ok(())
     }
@@ -157,6 +165,7 @@ impl Config {
             outside: 0,
             whole_seconds: true,
             labelled: Labelled::default(),
+            spanning: Busiest::default(),
             keys: Numbered::default(),
             hosts: std::collections::HashSet::default(),
             names: std::collections::HashMap::default(),
@@ -178,6 +187,7 @@ impl Config {
             mut outside,
             whole_seconds,
             mut labelled,
+            spanning,
             mut keys,
             hosts,
             names,
@@ -220,6 +230,7 @@ impl Config {
             turned_away: (turned_away.1 == rows && rows > 0).then_some(turned_away.0),
             whole_seconds: spreading,
             labelled,
+            spread_rows: if spreading { spanning.most } else { 0 },
             keys: (keys.hashes.len().max(hosts.len()) as u64).max(1),
             names: std::sync::Arc::new(names),
             numbered: Arc::new(keys),
@@ -247,13 +258,23 @@ impl Config {
             // of the seconds (at most one entry per row, and the rows are
             // held in memory to be sorted anyway).
             let mut seconds = std::collections::BTreeMap::<u64, u64>::new();
+            let mut spanning = Busiest::default();
             let mut inside = 0u64;
-            for arrival in all.filter(|a| (start..end).contains(&a.time)) {
+            for arrival in all.filter(|a| a.time < end && a.time.get().saturating_add(NANOS_PER_SEC) > start.get()) {
+                if whole_seconds {
+                    spanning.count(arrival.time.get());
+                }
+                if arrival.time < start {
+                    continue;
+                }
                 inside += 1;
                 if whole_seconds {
                     let since = arrival.time.get() - start.get().min(arrival.time.get());
                     *seconds.entry(since / NANOS_PER_SEC).or_default() += 1;
                 }
+            }
+            if spreading {
+                scan.spread_rows = spanning.most;
             }
             outside = rows - inside;
             if let Some(labelled) = &mut scan.labelled {
@@ -263,12 +284,12 @@ impl Config {
             }
         }
         // Spreading holds a second's rows at once: refused before any work.
-        if let Some(labelled) = scan.labelled.filter(|l| spreading && l.busiest > MAX_SPREAD_ROWS as u64) {
+        if scan.spread_rows > MAX_SPREAD_ROWS as u64 {
             return Err(field_error!(
                 "spread",
                 "spreads each second's requests in memory, and {} has {} in one second, more than the {MAX_SPREAD_ROWS} a second may hold; set spread = \"none\"",
                 shown.display(),
-                labelled.busiest
+                scan.spread_rows
             ));
         }
         // A replay of nothing would pass every check: refuse it.

@@ -124,6 +124,51 @@ fn spread_rows_come_out_as_a_stable_sort_of_their_draws() {
     assert_eq!(spread, expected);
 }
 
+/// Only the seconds some of whose instants may fall in the run are held to
+/// be spread: one wholly before its start is read through with its draws
+/// made (what follows is spread as if it had been held), and one wholly
+/// past its end is not gathered at all. The run's rows are those of
+/// spreading everything and keeping `[start, end)`, at any offset.
+#[test]
+fn only_seconds_that_reach_into_the_run_are_held_to_be_spread() {
+    let counts = [900u64, 3, 5, 2, 4000];
+    let rows: Vec<Arrival> = counts
+        .iter()
+        .enumerate()
+        .flat_map(|(second, &count)| {
+            (0..count).map(move |place| Arrival {
+                time: Nanos(second as u64 * NANOS_PER_SEC),
+                key: Key::client(place),
+            })
+        })
+        .collect();
+    let spread_all = |start: u64, end: u64, offset: i128| {
+        let mut arrivals = Arrivals::from_sorted(rows.clone());
+        arrivals.spread = Some(Spreader::new(rng()));
+        (arrivals.start, arrivals.end, arrivals.offset) = (start, end, offset);
+        let times: Vec<(u64, u64)> = arrivals.by_ref().map(|a| (a.time.get(), a.key.client)).collect();
+        let held = arrivals.spread.as_ref().map_or(0, |spread| spread.rows.capacity());
+        (times, held)
+    };
+    let (everything, _) = spread_all(0, u64::MAX, 0);
+    // Seconds 1 to 3 reach into each run; 0 (900 rows) and 4 (4,000) do not.
+    for (start, end, offset) in [
+        (NANOS_PER_SEC, 4 * NANOS_PER_SEC, 0i128),
+        (NANOS_PER_SEC + 1, 3 * NANOS_PER_SEC + 7, 0),
+        (5 * NANOS_PER_SEC, 8 * NANOS_PER_SEC, 4 * NANOS_PER_SEC as i128),
+    ] {
+        let (run, held) = spread_all(start, end, offset);
+        let expected: Vec<(u64, u64)> = everything
+            .iter()
+            .map(|&(time, key)| ((i128::from(time) + offset) as u64, key))
+            .filter(|&(time, _)| (start..end).contains(&time))
+            .collect();
+        assert!(!expected.is_empty());
+        assert_eq!(run, expected, "[{start}, {end}) at {offset}");
+        assert!(held < 900, "held {held} rows for a second outside [{start}, {end})");
+    }
+}
+
 /// The last whole second of u64 nanoseconds is spread within what is left
 /// of it, in order: an instant past the end of time would wrap to its start.
 #[test]
