@@ -216,6 +216,45 @@ impl Arrivals {
         }
     }
 
+    /// Replaces what `out` holds with up to `count` arrivals of a spread
+    /// trace, as its iterator yields them, taking each second's rows in one
+    /// loop without the iterator's per-row dispatch.
+    pub(super) fn fill_spread<T: Timed>(&mut self, out: &mut Vec<T>, count: usize) {
+        out.clear();
+        let (start, end, offset) = (self.start, self.end, self.offset);
+        let Some(spread) = &mut self.spread else {
+            return;
+        };
+        let mut next = spread.take();
+        loop {
+            let Some((raw, key)) = next else {
+                // This second is done: the next one's first row, if any.
+                match self.next_second() {
+                    Some(row) => {
+                        next = Some(row);
+                        continue;
+                    }
+                    None => return,
+                }
+            };
+            let time = shifted(raw, offset);
+            if time >= end {
+                self.finish_early();
+                return;
+            }
+            if time >= start {
+                out.push(T::of(Arrival {
+                    time: Nanos(time),
+                    key,
+                }));
+                if out.len() == count {
+                    return;
+                }
+            }
+            next = self.spread.as_mut().and_then(Spreader::take);
+        }
+    }
+
     /// The first row of the next second, spread, once its rows are read.
     #[inline(never)]
     fn next_second(&mut self) -> Option<(u64, Key)> {

@@ -408,7 +408,8 @@ impl Kind for Config {
     type Arrivals = Arrivals;
 
     /// The checked rows of a trace whose whole seconds are not spread are
-    /// decoded straight into the chunk (see [`CheckedRows::fill_arrivals`]);
+    /// decoded straight into the chunk (see [`CheckedRows::fill_arrivals`]),
+    /// a spread trace's a second at a time (see [`Arrivals::fill_spread`]);
     /// any other trace row by row.
     fn refill<T: Timed>(arrivals: &mut Arrivals, out: &mut Vec<T>, count: usize) {
         let Arrivals {
@@ -420,6 +421,9 @@ impl Kind for Config {
             error,
         } = arrivals
         else {
+            if arrivals.spread.is_some() {
+                return arrivals.fill_spread(out, count);
+            }
             return super::refill(out, arrivals.take(count));
         };
         if let Err(err) = rows.fill_arrivals(out, count, *offset, [*start, *end]) {

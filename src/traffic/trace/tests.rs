@@ -169,6 +169,45 @@ fn only_seconds_that_reach_into_the_run_are_held_to_be_spread() {
     }
 }
 
+/// A spread trace's chunks, of any size, hold what its iterator yields, in
+/// order, whatever part of it the run keeps.
+#[test]
+fn a_spread_trace_fills_chunks_as_its_iterator_yields() {
+    let rows: Vec<Arrival> = [5u64, 0, 1, 300, 2, 17]
+        .iter()
+        .enumerate()
+        .flat_map(|(second, &count)| {
+            (0..count).map(move |place| Arrival {
+                time: Nanos(second as u64 * NANOS_PER_SEC),
+                key: Key::client(place),
+            })
+        })
+        .collect();
+    let arrivals = |start: u64, end: u64| {
+        let mut arrivals = Arrivals::from_sorted(rows.clone());
+        arrivals.spread = Some(Spreader::new(rng()));
+        (arrivals.start, arrivals.end) = (start, end);
+        arrivals
+    };
+    for (start, end) in [(0, u64::MAX), (NANOS_PER_SEC / 2, 3 * NANOS_PER_SEC + 1), (2 * NANOS_PER_SEC, 2 * NANOS_PER_SEC)] {
+        let expected: Vec<Arrival> = arrivals(start, end).collect();
+        for size in [1, 2, 7, 64, 1000] {
+            let mut filled = Vec::new();
+            let mut chunk: Vec<Arrival> = Vec::new();
+            let mut source = arrivals(start, end);
+            loop {
+                source.fill_spread(&mut chunk, size);
+                assert!(chunk.len() <= size);
+                if chunk.is_empty() {
+                    break;
+                }
+                filled.extend_from_slice(&chunk);
+            }
+            assert_eq!(filled, expected, "[{start}, {end}) in chunks of {size}");
+        }
+    }
+}
+
 /// The last whole second of u64 nanoseconds is spread within what is left
 /// of it, in order: an instant past the end of time would wrap to its start.
 #[test]
