@@ -20,6 +20,10 @@ struct Counting<'a> {
     previous: u64,
     first: Option<u64>,
     outside: u64,
+    /// Rows whose second, spread, may reach into the run (see `spanning`).
+    reaching: u64,
+    /// Whether one of those seconds straddles an edge of the run.
+    straddling: bool,
     whole_seconds: bool,
     labelled: Labelled,
     /// The most rows of one second some of whose spread instants may fall
@@ -117,14 +121,18 @@ impl ReadInto for Counting<'_> {
         } else {
             time
         };
-        let inside = (self.start.get()..self.end.get()).contains(&shifted);
+        let (start, end) = (self.start.get(), self.end.get());
+        let inside = (start..end).contains(&shifted);
         self.outside += u64::from(!inside);
         if self.unsorted == 0 {
             if inside {
                 self.labelled.count((time - first.min(time)) / NANOS_PER_SEC);
             }
-            if shifted < self.end.get() && shifted.saturating_add(NANOS_PER_SEC) > self.start.get() {
+            let later = shifted.saturating_add(NANOS_PER_SEC);
+            if shifted < end && later > start {
                 self.spanning.count(time);
+                self.reaching += 1;
+                self.straddling |= shifted < start || later > end;
             }
         }
         Ok(())
@@ -163,6 +171,8 @@ impl Config {
             previous: 0,
             first: None,
             outside: 0,
+            reaching: 0,
+            straddling: false,
             whole_seconds: true,
             labelled: Labelled::default(),
             spanning: Busiest::default(),
@@ -185,6 +195,8 @@ impl Config {
             unsorted,
             earliest,
             mut outside,
+            mut reaching,
+            mut straddling,
             whole_seconds,
             mut labelled,
             spanning,
@@ -260,10 +272,13 @@ impl Config {
             let mut seconds = std::collections::BTreeMap::<u64, u64>::new();
             let mut spanning = Busiest::default();
             let mut inside = 0u64;
+            (reaching, straddling) = (0, false);
             for arrival in all.filter(|a| a.time < end && a.time.get().saturating_add(NANOS_PER_SEC) > start.get()) {
                 if whole_seconds {
                     spanning.count(arrival.time.get());
                 }
+                reaching += 1;
+                straddling |= arrival.time < start || arrival.time.get().saturating_add(NANOS_PER_SEC) > end.get();
                 if arrival.time < start {
                     continue;
                 }
@@ -282,6 +297,10 @@ impl Config {
                 *labelled = Labelled::of_counts(seconds);
                 labelled.packed = packed;
             }
+        }
+        // Spread, a row is left out only when no instant of its second is in the run.
+        if spreading {
+            outside = rows - reaching;
         }
         // Spreading holds a second's rows at once: refused before any work.
         if scan.spread_rows > MAX_SPREAD_ROWS as u64 {
@@ -351,6 +370,12 @@ impl Config {
             };
             warnings.push(format!(
                 "{}: {outside} rows fall outside [{start}, {end}) and are left out{hint}",
+                shown.display()
+            ));
+        }
+        if spreading && straddling {
+            warnings.push(format!(
+                "{}: a second of it straddles an edge of [{start}, {end}) and is spread across it, so only its requests drawn inside are replayed",
                 shown.display()
             ));
         }

@@ -169,6 +169,49 @@ fn only_seconds_that_reach_into_the_run_are_held_to_be_spread() {
     }
 }
 
+/// Spread, a row is left out only when no instant of its second is in the
+/// run, and a second straddling an edge is said to be; kept on its second,
+/// a row is left out when its stamp is outside. The same in order or not.
+#[test]
+fn spread_rows_are_left_out_only_when_their_second_cannot_reach_the_run() {
+    let s = NANOS_PER_SEC;
+    for contents in ["time_s\n0\n0\n0\n1\n1\n2\n", "time_s\n1\n0\n2\n0\n1\n0\n"] {
+        let check = |spread: &str, start: u64, end: u64| {
+            let (dir, config) = trace(contents, &format!("spread = \"{spread}\""));
+            config
+                .check(dir.path(), Nanos(start), Nanos(end))
+                .unwrap()
+                .into_iter()
+                .filter(|w| !w.contains("whole seconds") && !w.contains("earlier than"))
+                .collect::<Vec<_>>()
+        };
+        let left_out = |n: u64| format!("{n} rows fall outside");
+        let straddles = "straddles an edge of";
+        // The edges on the seconds: the same both ways.
+        for spread in ["uniform", "none"] {
+            let warnings = check(spread, s, 2 * s);
+            assert_eq!(warnings.len(), 1, "{contents:?} {spread}: {warnings:?}");
+            assert!(warnings[0].contains(&left_out(4)), "{warnings:?}");
+        }
+        // Half a second in: the three rows at 0 s reach past 0.5 s when
+        // spread, and the row at 2 s starts past 1.5 s.
+        let warnings = check("uniform", s / 2, 3 * s / 2);
+        assert_eq!(warnings.len(), 2, "{contents:?}: {warnings:?}");
+        assert!(warnings[0].contains(&left_out(1)), "{warnings:?}");
+        assert!(warnings[1].contains(straddles), "{warnings:?}");
+        let warnings = check("none", s / 2, 3 * s / 2);
+        assert_eq!(warnings.len(), 1, "{contents:?}: {warnings:?}");
+        assert!(warnings[0].contains(&left_out(4)), "{warnings:?}");
+        // Every stamp before a start within the first second: refused kept on
+        // it, replayed in part when spread.
+        let (dir, config) = trace(contents, "spread = \"none\"");
+        let refused = config.check(dir.path(), Nanos(5 * s / 2), Nanos(3 * s)).unwrap_err();
+        assert!(refused.to_string().contains("all 6 rows fall outside"), "{refused}");
+        let warnings = check("uniform", 5 * s / 2, 3 * s);
+        assert!(warnings.iter().any(|w| w.contains(&left_out(5))), "{warnings:?}");
+    }
+}
+
 /// A spread trace's chunks, of any size, hold what its iterator yields, in
 /// order, whatever part of it the run keeps.
 #[test]
