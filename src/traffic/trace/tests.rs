@@ -5,6 +5,28 @@ fn rng() -> Rng {
     Rng::seed_from_u64(7)
 }
 
+/// `counts[i]` rows stamped at second `first + i`, keyed 0, 1, 2, … in each.
+fn seconds(counts: &[u64], first: u64) -> Vec<Arrival> {
+    counts
+        .iter()
+        .enumerate()
+        .flat_map(|(second, &count)| {
+            (0..count).map(move |place| Arrival {
+                time: Nanos((first + second as u64) * NANOS_PER_SEC),
+                key: Key::client(place),
+            })
+        })
+        .collect()
+}
+
+/// `rows` spread with the tests' seed, for a run of `[start, end)` shifted by `offset`.
+fn spreading(rows: &[Arrival], start: u64, end: u64, offset: i128) -> Arrivals {
+    let mut arrivals = Arrivals::from_sorted(rows.to_vec());
+    arrivals.spread = Some(Spreader::new(rng()));
+    (arrivals.start, arrivals.end, arrivals.offset) = (start, end, offset);
+    arrivals
+}
+
 fn trace(contents: &str, extra: &str) -> (tempfile::TempDir, Config) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("t.csv"), contents).unwrap();
@@ -131,21 +153,9 @@ fn spread_rows_come_out_as_a_stable_sort_of_their_draws() {
 /// spreading everything and keeping `[start, end)`, at any offset.
 #[test]
 fn only_seconds_that_reach_into_the_run_are_held_to_be_spread() {
-    let counts = [900u64, 3, 5, 2, 4000];
-    let rows: Vec<Arrival> = counts
-        .iter()
-        .enumerate()
-        .flat_map(|(second, &count)| {
-            (0..count).map(move |place| Arrival {
-                time: Nanos(second as u64 * NANOS_PER_SEC),
-                key: Key::client(place),
-            })
-        })
-        .collect();
+    let rows = seconds(&[900, 3, 5, 2, 4000], 0);
     let spread_all = |start: u64, end: u64, offset: i128| {
-        let mut arrivals = Arrivals::from_sorted(rows.clone());
-        arrivals.spread = Some(Spreader::new(rng()));
-        (arrivals.start, arrivals.end, arrivals.offset) = (start, end, offset);
+        let mut arrivals = spreading(&rows, start, end, offset);
         let times: Vec<(u64, u64)> = arrivals.by_ref().map(|a| (a.time.get(), a.key.client)).collect();
         let held = arrivals.spread.as_ref().map_or(0, |spread| spread.rows.capacity());
         (times, held)
@@ -216,22 +226,8 @@ fn spread_rows_are_left_out_only_when_their_second_cannot_reach_the_run() {
 /// order, whatever part of it the run keeps.
 #[test]
 fn a_spread_trace_fills_chunks_as_its_iterator_yields() {
-    let rows: Vec<Arrival> = [5u64, 0, 1, 300, 2, 17]
-        .iter()
-        .enumerate()
-        .flat_map(|(second, &count)| {
-            (0..count).map(move |place| Arrival {
-                time: Nanos(second as u64 * NANOS_PER_SEC),
-                key: Key::client(place),
-            })
-        })
-        .collect();
-    let arrivals = |start: u64, end: u64| {
-        let mut arrivals = Arrivals::from_sorted(rows.clone());
-        arrivals.spread = Some(Spreader::new(rng()));
-        (arrivals.start, arrivals.end) = (start, end);
-        arrivals
-    };
+    let rows = seconds(&[5, 0, 1, 300, 2, 17], 0);
+    let arrivals = |start: u64, end: u64| spreading(&rows, start, end, 0);
     for (start, end) in [(0, u64::MAX), (NANOS_PER_SEC / 2, 3 * NANOS_PER_SEC + 1), (2 * NANOS_PER_SEC, 2 * NANOS_PER_SEC)] {
         let expected: Vec<Arrival> = arrivals(start, end).collect();
         for size in [1, 2, 7, 64, 1000] {
@@ -248,6 +244,53 @@ fn a_spread_trace_fills_chunks_as_its_iterator_yields() {
             }
             assert_eq!(filled, expected, "[{start}, {end}) in chunks of {size}");
         }
+    }
+}
+
+proptest::proptest! {
+    /// Over any seconds of up to 40 rows, any run window and shift, and
+    /// chunks of any size: the chunks hold exactly what spreading every
+    /// second in the file's order and keeping `[start, end)` gives, and no
+    /// second that cannot reach the run is held.
+    #[test]
+    fn spread_chunks_are_the_spread_rows_of_the_run(
+        counts in proptest::collection::vec(0u64..40, 1..8),
+        start in 0u64..10_000_000_000,
+        length in 0u64..10_000_000_000,
+        shift in -3_000_000_000i128..3_000_000_000,
+        size in 1usize..100,
+    ) {
+        let end = start + length;
+        let rows = seconds(&counts, 3);
+        let expected: Vec<Arrival> = spreading(&rows, 0, u64::MAX, 0)
+            .map(|a| Arrival { time: Nanos(shifted(a.time.get(), shift)), ..a })
+            .filter(|a| (start..end).contains(&a.time.get()))
+            .collect();
+        let mut source = spreading(&rows, start, end, shift);
+        let (mut filled, mut chunk) = (Vec::new(), Vec::<Arrival>::new());
+        loop {
+            source.fill_spread(&mut chunk, size);
+            proptest::prop_assert!(chunk.len() <= size);
+            if chunk.is_empty() {
+                break;
+            }
+            filled.extend_from_slice(&chunk);
+        }
+        proptest::prop_assert_eq!(&filled, &expected);
+        // Held: at most the rows of one second reaching into the run (a
+        // vector's doubling aside), or the one row that ends the stream.
+        let reaching = counts
+            .iter()
+            .enumerate()
+            .filter(|&(second, _)| {
+                let stamp = shifted((second as u64 + 3) * NANOS_PER_SEC, shift);
+                stamp < end && stamp + NANOS_PER_SEC > start
+            })
+            .map(|(_, &count)| count as usize)
+            .max()
+            .unwrap_or(0);
+        let held = source.spread.as_ref().map_or(0, |spread| spread.rows.capacity());
+        proptest::prop_assert!(held <= (2 * reaching).max(4), "held {} for {}", held, reaching);
     }
 }
 
