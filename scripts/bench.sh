@@ -133,23 +133,28 @@ if [ -f "$floor_dir/Cargo.toml" ]; then
   fi
 fi
 if command -v taskset >/dev/null && [ "$(nproc)" -gt 1 ]; then
-  one_vs_all() { # label, then 7 alternating pairs of one core against all
-    local ratios=() one all
+  one_vs_all() { # label, scenario (default bench-100m), then 7 alternating pairs of one core against all
+    local ratios=() one all scenario=${2:-scenarios/bench-100m.toml}
     for _ in 1 2 3 4 5 6 7; do
-      one=$(secs taskset -c 0 "$bin" run scenarios/bench-100m.toml --no-charts --quiet --out "$tmp/one")
-      all=$(secs "$bin" run scenarios/bench-100m.toml --no-charts --quiet --out "$tmp/all")
+      one=$(secs taskset -c 0 "$bin" run "$scenario" --no-charts --quiet --out "$tmp/one")
+      all=$(secs "$bin" run "$scenario" --no-charts --quiet --out "$tmp/all")
       ratios+=("$(echo "$one / $all" | bc -l)")
     done
     printf '%-30s %.2fx median (one core / all; above 1: all is faster; pairs: %s)\n' "$1" \
       "$(printf '%s\n' "${ratios[@]}" | median)" "$(printf '%.2f ' "${ratios[@]}")"
   }
-  echo "one run on all cores against one core (bench-100m, 7 alternating pairs):"
+  echo "one run on all cores against one core (bench-100m unless named, 7 alternating pairs):"
   one_vs_all "quiet machine"
   if [ "${1:-}" != quick ]; then
     # A neighbour spinning on the last core for the length of the pairs.
     taskset -c "$(($(nproc) - 1))" sh -c 'while :; do :; done' &
     spinner=$!
     one_vs_all "busy neighbour on core $(($(nproc) - 1))"
+    # The real-data path too: the yardstick's log (its check and replay
+    # each run two threads when two cores are free).
+    if [ -f "$tmp/same-work-log.toml" ]; then
+      one_vs_all "log, busy neighbour" "$tmp/same-work-log.toml"
+    fi
     kill "$spinner"
   fi
 fi

@@ -142,13 +142,20 @@ pub fn simulate_replicated(
         let workload = sim::simulate_one(scenario, &options, index)?;
         Ok::<_, anyhow::Error>(tallied(index, replication, workload))
     };
+    // A single unit runs on this thread: handed to rayon, it would start
+    // the pool's threads, and the one left idle spins (yielding) on the
+    // core a busy neighbour leaves the run, while the run itself may be
+    // placed on the neighbour's (a log beside a spinning neighbour took
+    // 1.02x the time on both cores that it took pinned to one).
+    let alone = units.len() == 1;
     let tallies = match decisions {
+        None if alone => empty().merge(unit(&units[0])?),
         None => units
             .par_iter()
             .map(unit)
             .try_reduce(empty, |a, b| Ok(a.merge(b)))?,
         Some(sink) => {
-            let recorded = || {
+            let mut recorded = || {
                 (0..workloads_count).try_fold(empty(), |all, index| {
                     let workload = sim::simulate_recorded(scenario, &options, index, sink)?;
                     Ok::<_, anyhow::Error>(all.merge(tallied(index, 0, workload)))
@@ -161,8 +168,12 @@ pub fn simulate_replicated(
                     .map(unit)
                     .try_reduce(empty, |a, b| Ok(a.merge(b)))
             };
-            let (recorded, others) = rayon::join(recorded, others);
-            recorded?.merge(others?)
+            if units.iter().all(|&(_, replication)| replication == 0) {
+                recorded()?
+            } else {
+                let (recorded, others) = rayon::join(recorded, others);
+                recorded?.merge(others?)
+            }
         }
     };
     let mut workloads = Vec::with_capacity(workloads_count);

@@ -107,10 +107,16 @@ pub fn curve_intervals(scenario: &Scenario) -> Vec<Nanos> {
 
 /// Runs every workload through every limiter, one workload per core.
 pub fn simulate(scenario: &Scenario, options: &Options) -> Result<Results> {
-    let workloads = (0..scenario.workloads.len())
-        .into_par_iter()
-        .map(|index| simulate_one(scenario, options, index))
-        .collect::<Result<Vec<_>>>()?;
+    let one = |index| simulate_one(scenario, options, index);
+    // A lone workload runs here, not on rayon's pool (see `replicate::simulate_replicated`).
+    let workloads = if scenario.workloads.len() == 1 {
+        vec![one(0)?]
+    } else {
+        (0..scenario.workloads.len())
+            .into_par_iter()
+            .map(one)
+            .collect::<Result<Vec<_>>>()?
+    };
     Ok(Results::new(scenario, options.curve.clone(), workloads))
 }
 
