@@ -8,6 +8,15 @@ use super::*;
 /// Rows whose keys are numbered together.
 const BATCH: usize = 32;
 
+/// Whether a whole second stamped `shifted`, spread over the second from
+/// it, may reach into the run `[start, end)`: if so, whether it straddles
+/// one of the run's edges.
+#[inline(always)]
+fn reach(shifted: u64, [start, end]: [u64; 2]) -> Option<bool> {
+    let later = shifted.saturating_add(NANOS_PER_SEC);
+    (shifted < end && later > start).then_some(shifted < start || later > end)
+}
+
 /// The counting side of the check: what it finds, row by row, in order.
 struct Counting<'a> {
     config: &'a Config,
@@ -128,11 +137,10 @@ impl ReadInto for Counting<'_> {
             if inside {
                 self.labelled.count((time - first.min(time)) / NANOS_PER_SEC);
             }
-            let later = shifted.saturating_add(NANOS_PER_SEC);
-            if shifted < end && later > start {
+            if let Some(straddles) = reach(shifted, [start, end]) {
                 self.spanning.count(time);
                 self.reaching += 1;
-                self.straddling |= shifted < start || later > end;
+                self.straddling |= straddles;
             }
         }
         Ok(())
@@ -273,12 +281,13 @@ impl Config {
             let mut spanning = Busiest::default();
             let mut inside = 0u64;
             (reaching, straddling) = (0, false);
-            for arrival in all.filter(|a| a.time < end && a.time.get().saturating_add(NANOS_PER_SEC) > start.get()) {
+            let run = [start.get(), end.get()];
+            for (arrival, straddles) in all.filter_map(|a| Some((a, reach(a.time.get(), run)?))) {
                 if whole_seconds {
                     spanning.count(arrival.time.get());
                 }
                 reaching += 1;
-                straddling |= arrival.time < start || arrival.time.get().saturating_add(NANOS_PER_SEC) > end.get();
+                straddling |= straddles;
                 if arrival.time < start {
                     continue;
                 }
