@@ -235,6 +235,37 @@ fn a_combined_log_json_lines_and_rfc3339_csv_replay_to_the_same_figures() {
     assert_eq!(per_client["offered"], 2308);
 }
 
+/// A log saved with a UTF-8 byte-order mark (as Windows tools and some
+/// editors write it) replays as the same log without: the mark is not part
+/// of the first client's address (which made it a key of its own) nor of
+/// the first JSON line (which was refused).
+#[test]
+fn a_log_starting_with_a_byte_order_mark_replays_as_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (combined, _) = summary(dir.path(), "combined", SOURCE);
+    for (format, file, key) in [
+        ("combined", "checkout-access.log", "remote_addr"),
+        ("jsonl", "checkout-access.jsonl", "remote_addr"),
+    ] {
+        let marked = dir.path().join(format!("marked-{file}"));
+        let mut text = "\u{feff}".as_bytes().to_vec();
+        text.extend(fs::read(format!("scenarios/traces/{file}")).unwrap());
+        fs::write(&marked, text).unwrap();
+        let (replayed, _) = summary(
+            dir.path(),
+            &format!("marked-{format}"),
+            &format!(
+                r#"{{ kind = "trace", format = "{format}", path = "{}", key_field = "{key}" }}"#,
+                marked.display()
+            ),
+        );
+        assert!(
+            replayed == combined,
+            "{format} with a byte-order mark replays differently"
+        );
+    }
+}
+
 #[test]
 fn kept_on_the_second_a_log_replays_as_a_csv_of_epoch_seconds() {
     let dir = tempfile::tempdir().unwrap();

@@ -28,6 +28,9 @@ pub(super) struct LineReader<R = Capped> {
     /// The last line handed out, its break left out.
     line: (usize, usize),
     done: bool,
+    /// Whether the file's first text was made (its byte-order mark, if
+    /// it has one, then left out of its first line).
+    begun: bool,
 }
 
 impl<R: Read> LineReader<R> {
@@ -42,6 +45,7 @@ impl<R: Read> LineReader<R> {
             bad: false,
             line: (0, 0),
             done: false,
+            begun: false,
         }
     }
 
@@ -71,7 +75,11 @@ impl<R: Read> LineReader<R> {
                     return Ok(None);
                 }
                 // The last line, without a break.
-                let last = std::str::from_utf8(&self.buffer[..self.end]).map_err(|_| not_utf8())?;
+                let mut last =
+                    std::str::from_utf8(&self.buffer[..self.end]).map_err(|_| not_utf8())?;
+                if !std::mem::replace(&mut self.begun, true) {
+                    last = last.strip_prefix(BOM).unwrap_or(last);
+                }
                 self.text.clear();
                 self.text.push_str(last);
                 (self.end, self.searched) = (0, 0);
@@ -117,6 +125,9 @@ impl<R: Read> LineReader<R> {
         });
         (self.at, self.line) = (0, (0, 0));
         (self.end, self.searched) = (rest, 0);
+        if !std::mem::replace(&mut self.begun, true) && self.text.starts_with(BOM) {
+            self.at = BOM.len_utf8();
+        }
         true
     }
 
@@ -139,6 +150,11 @@ impl<R: Read> LineReader<R> {
         Ok(())
     }
 }
+
+/// The byte-order mark some editors and Windows tools write at the start
+/// of a UTF-8 file: not text of its first line (in a combined log it
+/// would be part of the first client's address: a key of its own).
+const BOM: char = '\u{feff}';
 
 fn not_utf8() -> std::io::Error {
     std::io::Error::new(
@@ -258,6 +274,22 @@ mod tests {
         let expected: Vec<&str> = text.lines().collect();
         for step in [BUFFER_BYTES, BUFFER_BYTES - 1, 4093, 1 << 20] {
             assert_eq!(read_all(text.as_bytes(), step).unwrap(), expected, "reads of {step}");
+        }
+    }
+
+    /// A byte-order mark at the start of the file is left out of the
+    /// first line, however the reads cut it; anywhere else it is text.
+    #[test]
+    fn a_byte_order_mark_starting_the_file_is_not_part_of_its_first_line() {
+        for step in [1, 2, 4, BUFFER_BYTES] {
+            assert_eq!(
+                read_all("\u{feff}10.0.0.1 a\n\u{feff}b\n".as_bytes(), step).unwrap(),
+                ["10.0.0.1 a", "\u{feff}b"],
+                "reads of {step}"
+            );
+            assert_eq!(read_all("\u{feff}one".as_bytes(), step).unwrap(), ["one"]);
+            assert_eq!(read_all("\u{feff}\n".as_bytes(), step).unwrap(), [""]);
+            assert_eq!(read_all("x\u{feff}".as_bytes(), step).unwrap(), ["x\u{feff}"]);
         }
     }
 
