@@ -163,8 +163,10 @@ impl Config {
             (Stored::File(file), meta)
         };
         let identity = FileIdentity::of(&meta);
-        if expected.is_some_and(|expected| expected != identity) {
-            return Err(changed(&path).into());
+        if let Some(expected) = expected
+            && expected != identity
+        {
+            return Err(changed(&path, identity.grew_from(expected)).into());
         }
         Ok((file, identity))
     }
@@ -183,8 +185,8 @@ impl Config {
             let mut hashing = Hashing::new(file.take(identity.len), true);
             std::io::copy(&mut hashing, &mut std::io::sink())
                 .map_err(|err| format!("{}: {err}", named.display()))?;
-            if !hashing.still(identity) {
-                return Err(changed(&named).into());
+            if let Some(change) = hashing.change(identity, &named) {
+                return Err(change.into());
             }
             part.checksum = hashing.digest();
         }

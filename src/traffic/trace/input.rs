@@ -31,6 +31,12 @@ impl FileIdentity {
             modified: meta.modified().ok(),
         }
     }
+
+    /// Whether it is the file `before` is, only longer: a log still being
+    /// written (or appended to) since.
+    pub(super) fn grew_from(&self, before: FileIdentity) -> bool {
+        (self.device, self.inode) == (before.device, before.inode) && self.len > before.len
+    }
 }
 
 /// The most bytes one row (a line, or a CSV record over several lines) may
@@ -93,6 +99,15 @@ impl Input {
     pub(super) fn left_out(&self) -> u64 {
         match self {
             Input::Csv { left_out, .. } | Input::Lines { left_out, .. } => *left_out,
+        }
+    }
+
+    /// Whether the last line read ends the file without a line break
+    /// (always `false` for CSV, whose records the csv crate reads).
+    pub(super) fn unbroken(&self) -> bool {
+        match self {
+            Input::Csv { .. } => false,
+            Input::Lines { reader, .. } => reader.unbroken(),
         }
     }
 
@@ -561,18 +576,27 @@ pub(super) fn json_text(raw: &serde_json::value::RawValue) -> JsonText<'_> {
     }
 }
 
-pub(super) fn changed(path: &Path) -> String {
-    format!(
-        "{}: the file changed after burstsim checked it; nothing was written, run again once it is stable",
-        path.display()
-    )
+/// The error of a file that changed while burstsim read it, or since;
+/// `grew` when it is the same file, only longer.
+pub(super) fn changed(path: &Path, grew: bool) -> String {
+    if grew {
+        format!(
+            "{}: the file grew since burstsim opened it (a log still being written); nothing was written: replay a copy of it, or a log already rotated",
+            path.display()
+        )
+    } else {
+        format!(
+            "{}: the file changed after burstsim checked it; nothing was written, run again once it is stable",
+            path.display()
+        )
+    }
 }
 
 /// Fails unless the bytes read, to the end, are those checked at first.
 pub(super) fn verify(input: &mut Input, checksum: Option<u64>, path: &Path) -> Result<(), FieldError> {
     match input.drain() {
         Ok(Some(hash)) if Some(hash) == checksum => Ok(()),
-        Ok(_) => Err(changed(path).into()),
+        Ok(_) => Err(changed(path, false).into()),
         Err(err) => Err(format!("{}: {err}", path.display()).into()),
     }
 }

@@ -31,6 +31,8 @@ pub(super) struct LineReader<R = Capped> {
     /// Whether the file's first text was made (its byte-order mark, if
     /// it has one, then left out of its first line).
     begun: bool,
+    /// Whether the last line handed out ended the text without a line break.
+    unbroken: bool,
 }
 
 impl<R: Read> LineReader<R> {
@@ -46,6 +48,7 @@ impl<R: Read> LineReader<R> {
             line: (0, 0),
             done: false,
             begun: false,
+            unbroken: false,
         }
     }
 
@@ -84,6 +87,7 @@ impl<R: Read> LineReader<R> {
                 self.text.push_str(last);
                 (self.end, self.searched) = (0, 0);
                 (self.line, self.at) = ((0, self.text.len()), self.text.len());
+                self.unbroken = true;
                 return Ok(Some(&self.text));
             }
             self.fill()?;
@@ -93,6 +97,12 @@ impl<R: Read> LineReader<R> {
     /// The last line read (without its line break).
     pub(super) fn line(&self) -> &str {
         &self.text[self.line.0..self.line.1]
+    }
+
+    /// Whether the last line read ends the text without a line break
+    /// after it (as a line a writer is still writing does).
+    pub(super) fn unbroken(&self) -> bool {
+        self.unbroken
     }
 
     /// Makes the whole lines read the text, checked, and the last text's
@@ -290,6 +300,17 @@ mod tests {
             assert_eq!(read_all("\u{feff}one".as_bytes(), step).unwrap(), ["one"]);
             assert_eq!(read_all("\u{feff}\n".as_bytes(), step).unwrap(), [""]);
             assert_eq!(read_all("x\u{feff}".as_bytes(), step).unwrap(), ["x\u{feff}"]);
+        }
+    }
+
+    #[test]
+    fn a_last_line_without_a_break_is_told_apart() {
+        for (text, unbroken) in [("a\nb", true), ("a\nb\n", false), ("a\nb\r\n", false)] {
+            let mut reader = LineReader::new(text.as_bytes());
+            assert_eq!(reader.advance().unwrap(), Some("a"));
+            assert!(!reader.unbroken());
+            assert!(reader.advance().unwrap().unwrap().starts_with('b'));
+            assert_eq!(reader.unbroken(), unbroken, "{text:?}");
         }
     }
 

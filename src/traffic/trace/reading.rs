@@ -87,7 +87,20 @@ impl Config {
             let layout = self.locate(&named, &mut input)?;
             loop {
                 let before = input.turned_away();
-                let Some((time, key)) = input.next(&layout, &named)? else {
+                // A line a writer left cut short (or one overwritten) is
+                // the file's change, not its text's fault: say so instead;
+                // and a last line cut short by the end of the file, so.
+                let Some((time, key)) = input.next(&layout, &named).map_err(|err| {
+                    match input.hashing().change(identity, &named) {
+                        Some(change) => FieldError::new(change),
+                        None if input.unbroken() => FieldError::new(format!(
+                            "{}; it is the file's last line and has no line break: the file ends in the middle of a line (a log still being written?), so replay a copy once it is whole",
+                            err.message
+                        )),
+                        None => err,
+                    }
+                })?
+                else {
                     break;
                 };
                 let verdict = verdict(before, input.turned_away());
@@ -100,8 +113,8 @@ impl Config {
             let checksum = input
                 .drain()
                 .map_err(|err| format!("{}: {err}", named.display()))?;
-            if !input.hashing().still(identity) {
-                return Err(changed(&named).into());
+            if let Some(change) = input.hashing().change(identity, &named) {
+                return Err(change.into());
             }
             rows.file(FileRead {
                 part: Part {
@@ -390,6 +403,56 @@ mod tests {
         assert_eq!(named, NAMED_KEYS);
         assert_eq!(direct.1.files[0].2, (30_000 / 7 + 1, 30_000), "429s counted");
         assert!(threaded == direct, "read on a thread: {:?}, {} rows", threaded.0, threaded.1.rows.len());
+    }
+
+    /// A log written to while it is read (the writer's steps taken from
+    /// the reader's first row, not from timing): burstsim read the file up
+    /// to its length when opened, and says the file grew — not that the
+    /// line the writer had only begun is bad, nor that the file changed
+    /// when it is merely longer. A log that ends mid-line without a writer
+    /// is refused at that line, which it says is the last and unbroken.
+    #[test]
+    fn a_log_still_being_written_is_refused_for_growing_not_for_its_cut_line() {
+        struct Writer<'a> {
+            path: &'a Path,
+            then: &'a [u8],
+            rows: usize,
+        }
+        impl ReadInto for Writer<'_> {
+            fn row(&mut self, _: ReadRow, _: impl FnOnce() -> Option<String>) -> Result<(), FieldError> {
+                if self.rows == 0 {
+                    let mut file = std::fs::File::options().append(true).open(self.path).unwrap();
+                    std::io::Write::write_all(&mut file, self.then).unwrap();
+                }
+                self.rows += 1;
+                Ok(())
+            }
+            fn file(&mut self, _: FileRead) -> Result<(), FieldError> {
+                Ok(())
+            }
+        }
+        let whole = log(3, 3, None);
+        let last = whole.lines().last().unwrap();
+        let cut = &whole[..whole.len() - last.len() + 20];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("0.log");
+        let config: Config =
+            toml::from_str("path = \"0.log\"\nformat = \"combined\"\nkey_field = \"remote_addr\"").unwrap();
+        let files = config.files(dir.path()).unwrap();
+        // (written before, appended at the first row, what it says)
+        for (before, then, says) in [
+            (cut, &whole[cut.len()..], "0.log: the file grew since burstsim opened it (a log still being written)"),
+            (&whole[..], &whole[..], "0.log: the file grew since burstsim opened it"),
+            (cut, "", "0.log:3: "),
+        ] {
+            std::fs::write(&path, before).unwrap();
+            let mut writer = Writer { path: &path, then: then.as_bytes(), rows: 0 };
+            let err = config.read_files(&files, &mut writer).unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
+            let unbroken = "it is the file's last line and has no line break";
+            assert_eq!(err.contains(unbroken), then.is_empty(), "{err}");
+            assert!(!err.contains("changed after"), "{err}");
+        }
     }
 
     #[test]

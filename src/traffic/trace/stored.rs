@@ -73,11 +73,18 @@ impl Hashing {
         }
     }
 
-    /// Whether the file is still the one opened as `identity` (its
-    /// metadata read now).
-    pub(super) fn still(&self, identity: FileIdentity) -> bool {
+    /// The error of the file opened as `identity` when it is no longer
+    /// that file (its metadata read now), else `None`.
+    pub(super) fn change(&self, identity: FileIdentity, path: &Path) -> Option<String> {
+        let now = self.now();
+        (now != Some(identity))
+            .then(|| super::input::changed(path, now.is_some_and(|now| now.grew_from(identity))))
+    }
+
+    /// The file's identity by its metadata read now.
+    fn now(&self) -> Option<FileIdentity> {
         let now = self.file.get_ref().metadata();
-        now.map(|meta| FileIdentity::of(&meta)).ok() == Some(identity)
+        now.map(|meta| FileIdentity::of(&meta)).ok()
     }
 
     /// The hash of the bytes read so far, if they are hashed.

@@ -685,17 +685,18 @@ fn refuses_a_trace_that_changed_after_it_was_checked() {
         std::fs::write(path, "time_ns\n100\n250\n300\n").unwrap();
     };
     let truncated = |path: &Path| std::fs::write(path, "time_ns\n").unwrap();
-    for (name, change) in [
-        ("same size and time", &same_size_and_time as &dyn Fn(&Path)),
-        ("appended", &appended),
-        ("replaced", &replaced),
-        ("truncated", &truncated),
+    for (name, change, says) in [
+        (
+            "same size and time",
+            &same_size_and_time as &dyn Fn(&Path),
+            "changed after burstsim checked it",
+        ),
+        ("appended", &appended, "grew since burstsim opened it (a log still being written)"),
+        ("replaced", &replaced, "changed after burstsim checked it"),
+        ("truncated", &truncated, "changed after burstsim checked it"),
     ] {
         let err = replay_after(change).unwrap_err();
-        assert!(
-            err.contains("changed after burstsim checked it"),
-            "{name}: {err}"
-        );
+        assert!(err.contains(says), "{name}: {err}");
     }
 }
 
