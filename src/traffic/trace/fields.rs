@@ -33,10 +33,17 @@ pub enum Spread {
 }
 
 pub(super) fn invalid(text: &str, unit: Unit) -> String {
+    // nginx's $msec and many JSON logs write epoch seconds as a string.
+    let number = matches!(unit, Unit::DateTime) && parse_text(text, Unit::Seconds).is_some();
     format!(
-        "{:?} is not {}",
+        "{:?} is not {}{}",
         crate::input::quote_at_most(text, 64),
-        unit.expected()
+        unit.expected(),
+        if number {
+            "; it is a number: set unit = \"s\" (or \"ms\") to read it as epoch seconds (milliseconds)"
+        } else {
+            ""
+        }
     )
 }
 

@@ -469,6 +469,12 @@ fn bad_log_lines_name_their_line_and_what_is_expected() {
         ),
         (
             "a.jsonl",
+            "{\"msec\": \"1764230400.137\"}\n",
+            "format = \"jsonl\"\ntime_field = \"msec\"",
+            "date-time with an offset, like 2026-11-30T12:00:00.250Z; it is a number: set unit = \"s\"",
+        ),
+        (
+            "a.jsonl",
             "{\"time\": 1, \"k\": 2}\n{\"time\": 2}\n",
             "format = \"jsonl\"\nkey_field = \"k\"",
             "a.jsonl:2: no key field \"k\"",
