@@ -58,8 +58,9 @@ impl Format {
     }
 }
 
-/// The fields of a combined-log line a key may be taken from, by nginx's names.
-pub const COMBINED_FIELDS: [&str; 8] = [
+/// The fields of a combined-log line a key may be taken from, by nginx's
+/// names; the last, `$http_x_forwarded_for`, only in lines that have it.
+pub const COMBINED_FIELDS: [&str; 9] = [
     "remote_addr",
     "remote_user",
     "request",
@@ -68,7 +69,14 @@ pub const COMBINED_FIELDS: [&str; 8] = [
     "http_referer",
     "http_user_agent",
     "ident",
+    "http_x_forwarded_for",
 ];
+
+/// The place in [`COMBINED_FIELDS`] of `$http_x_forwarded_for`: the quoted
+/// field after the user agent that nginx's `main` log format (in the
+/// nginx.conf of nginx.org's packages and Docker image) adds to the
+/// combined format — behind a load balancer, the client's own address.
+pub const FORWARDED_FOR: usize = 8;
 
 /// The status's place in [`COMBINED_FIELDS`].
 pub const STATUS: usize = 3;
@@ -78,6 +86,8 @@ pub struct Combined<'a> {
     /// `[10/Oct/2000:13:55:36 -0700]`, without brackets.
     pub time: &'a str,
     fields: [&'a str; 8],
+    /// [`FORWARDED_FOR`], when the line has it.
+    forwarded_for: Option<&'a str>,
 }
 
 impl<'a> Combined<'a> {
@@ -92,7 +102,7 @@ impl<'a> Combined<'a> {
     pub fn in_tail(at: usize) -> bool {
         matches!(
             COMBINED_FIELDS.get(at),
-            Some(&"http_referer" | &"http_user_agent")
+            Some(&"http_referer" | &"http_user_agent" | &"http_x_forwarded_for")
         )
     }
 
@@ -118,9 +128,12 @@ impl<'a> Combined<'a> {
             Some(at) => cut(rest, at, 1),
             None => (rest, ""),
         };
-        let (referer, agent) = match read_tail.then(|| quoted(tail)).flatten() {
-            Some((referer, tail)) => (referer, quoted(tail.trim_start()).map_or("", |q| q.0)),
-            None => ("", ""),
+        let (referer, agent, forwarded_for) = match read_tail.then(|| quoted(tail)).flatten() {
+            Some((referer, tail)) => match quoted(tail.trim_start()) {
+                Some((agent, tail)) => (referer, agent, quoted(tail.trim_start()).map(|q| q.0)),
+                None => (referer, "", None),
+            },
+            None => ("", "", None),
         };
         Some(Combined {
             time,
@@ -134,6 +147,7 @@ impl<'a> Combined<'a> {
                 agent,
                 ident,
             ],
+            forwarded_for,
         })
     }
 
@@ -145,8 +159,12 @@ impl<'a> Combined<'a> {
             .and_then(|i| self.get(i))
     }
 
-    /// The field at place `at` of [`COMBINED_FIELDS`].
+    /// The field at place `at` of [`COMBINED_FIELDS`]; `None` for
+    /// [`FORWARDED_FOR`] in a line without it.
     pub fn get(&self, at: usize) -> Option<&'a str> {
+        if at == FORWARDED_FOR {
+            return self.forwarded_for;
+        }
         self.fields.get(at).copied()
     }
 }
@@ -468,14 +486,32 @@ mod tests {
                 .unwrap();
         assert_eq!(common.field("body_bytes_sent"), Some("5"));
         assert_eq!(common.field("http_user_agent"), Some(""));
+        assert_eq!(common.field("http_x_forwarded_for"), None);
+        assert_eq!(combined.get(FORWARDED_FOR), None);
+        // nginx's main format: the combined one and "$http_x_forwarded_for".
+        let main = format!(r#"{line} "198.51.100.4, 10.0.0.9""#);
+        let main = Combined::parse(&main).unwrap();
+        assert_eq!(
+            main.field("http_x_forwarded_for"),
+            Some("198.51.100.4, 10.0.0.9")
+        );
+        assert_eq!(main.field("http_user_agent"), Some("curl/8.5"));
+        let dash = format!(r#"{line} "-""#);
+        assert_eq!(
+            Combined::parse(&dash).unwrap().get(FORWARDED_FOR),
+            Some("-")
+        );
+        let unread = Combined::parse_fields(&dash, false).map(|c| c.get(FORWARDED_FOR));
+        assert_eq!(unread, Some(None), "read with the tail only");
         assert!(Combined::parse("not a log line").is_none());
         assert_eq!(COMBINED_FIELDS[STATUS], "status");
+        assert_eq!(COMBINED_FIELDS[FORWARDED_FOR], "http_x_forwarded_for");
         assert_eq!(
             (0..COMBINED_FIELDS.len())
                 .filter(|&at| Combined::in_tail(at))
                 .map(|at| COMBINED_FIELDS[at])
                 .collect::<Vec<_>>(),
-            ["http_referer", "http_user_agent"]
+            ["http_referer", "http_user_agent", "http_x_forwarded_for"]
         );
     }
 

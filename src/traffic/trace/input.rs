@@ -286,9 +286,15 @@ impl Input {
                                 fields.time
                             )))
                         })?;
-                        let key = key
-                            .and_then(|at| fields.get(at))
-                            .map_or(Key::DEFAULT, |k| Key::named(k.as_bytes()));
+                        let key = match *key {
+                            None => Key::DEFAULT,
+                            Some(place) => Key::named(
+                                fields
+                                    .get(place)
+                                    .ok_or_else(|| at(no_forwarded_for(text)))?
+                                    .as_bytes(),
+                            ),
+                        };
                         let key = match host.and_then(|at| fields.get(at)) {
                             Some(host) => key.on_host(host.as_bytes()),
                             None => key,
@@ -308,6 +314,17 @@ impl Input {
             (Input::Csv { .. }, _) => unreachable!("a CSV layout comes with CSV input"),
         }
     }
+}
+
+/// The error of a combined log's line keyed by `$http_x_forwarded_for`
+/// that does not have it (out of line: it is never on the hot path).
+#[cold]
+#[inline(never)]
+fn no_forwarded_for(text: &str) -> FieldError {
+    FieldError::new(format!(
+        "{:?} has no http_x_forwarded_for: the quoted field after the user agent that nginx's main log format ends its lines with (\"$http_x_forwarded_for\"); key by remote_addr, or log it",
+        crate::input::quote_at_most(text, 64)
+    ))
 }
 
 /// A line of a text format's log or a JSON line, as [`Input::next`] reads

@@ -90,6 +90,33 @@ fn a_combined_log_replays_rebased_with_its_addresses_as_keys() {
     assert_eq!(rows[1].1, Key::named(b"bob"));
 }
 
+/// nginx's `main` log format (the combined one and a quoted
+/// "$http_x_forwarded_for"): behind a load balancer every line has its
+/// address, the client is in the forwarded-for field, and keyed by it each
+/// client is its own key ("-", no header, one more). A line without the
+/// field is refused at its line rather than given a key of its own.
+#[test]
+fn a_log_in_nginx_main_format_is_keyed_by_its_forwarded_for_field() {
+    let main = "10.0.0.1 - - [27/Nov/2026:09:00:00 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"a\" \"198.51.100.1\"\n\
+        10.0.0.1 - - [27/Nov/2026:09:00:00 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"a \\\"q\\\"\" \"198.51.100.2, 10.0.0.7\"\n\
+        10.0.0.1 - - [27/Nov/2026:09:00:01 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"b\" \"-\"\n";
+    let keyed = "format = \"combined\"\nkey_field = \"http_x_forwarded_for\"\nspread = \"none\"";
+    let (rows, _) = replay("a.log", main, keyed).unwrap();
+    assert_eq!(
+        rows,
+        [
+            (0, Key::named(b"198.51.100.1")),
+            (0, Key::named(b"198.51.100.2, 10.0.0.7")),
+            (NANOS_PER_SEC, Key::named(b"-")),
+        ]
+    );
+    // The same lines keyed by address: one client.
+    let (rows, _) = replay("a.log", main, &keyed.replace("http_x_forwarded_for", "remote_addr")).unwrap();
+    assert!(rows.iter().all(|row| row.1 == Key::named(b"10.0.0.1")), "{rows:?}");
+    let err = replay("a.log", COMBINED, keyed).unwrap_err();
+    assert!(err.contains("a.log:1: \"198.51.100.1 - - [27/Nov") && err.contains("has no http_x_forwarded_for"), "{err}");
+}
+
 #[test]
 fn whole_seconds_of_a_log_are_spread_within_their_second_and_said_so() {
     let (rows, warnings) = replay("a.log", COMBINED, "format = \"combined\"").unwrap();
