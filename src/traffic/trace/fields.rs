@@ -33,17 +33,19 @@ pub enum Spread {
 }
 
 pub(super) fn invalid(text: &str, unit: Unit) -> String {
+    let date_time = matches!(unit, Unit::DateTime);
     // nginx's $msec and many JSON logs write epoch seconds as a string.
-    let number = matches!(unit, Unit::DateTime) && parse_text(text, Unit::Seconds).is_some();
+    let hint = if date_time && parse_text(text, Unit::Seconds).is_some() {
+        "; it is a number: set unit = \"s\" (or \"ms\") to read it as epoch seconds (milliseconds)"
+    } else if date_time && logs::iso_time(&format!("{}Z", text.trim())).is_some() {
+        "; it has no offset from UTC, and burstsim does not guess the zone it was written in: log it with one (Z for UTC)"
+    } else {
+        ""
+    };
     format!(
-        "{:?} is not {}{}",
+        "{:?} is not {}{hint}",
         crate::input::quote_at_most(text, 64),
         unit.expected(),
-        if number {
-            "; it is a number: set unit = \"s\" (or \"ms\") to read it as epoch seconds (milliseconds)"
-        } else {
-            ""
-        }
     )
 }
 

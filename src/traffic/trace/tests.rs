@@ -502,6 +502,12 @@ fn bad_log_lines_name_their_line_and_what_is_expected() {
         ),
         (
             "a.jsonl",
+            "{\"time\": \"2026-11-27 09:00:00.123\"}\n",
+            "format = \"jsonl\"",
+            "2026-11-30T12:00:00.250Z; it has no offset from UTC, and burstsim does not guess",
+        ),
+        (
+            "a.jsonl",
             "{\"time\": 1, \"k\": 2}\n{\"time\": 2}\n",
             "format = \"jsonl\"\nkey_field = \"k\"",
             "a.jsonl:2: no key field \"k\"",
