@@ -53,25 +53,3 @@ impl Labelled {
         self.busiest_pair = self.busiest_pair.max(count + before);
     }
 }
-
-
-/// The most rows stamped with one instant, counted in time order: for a
-/// whole-second trace, the most rows spreading holds at once.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Busiest {
-    /// The instant being counted and its count.
-    current: Option<(u64, u64)>,
-    pub(super) most: u64,
-}
-
-impl Busiest {
-    /// Counts a row stamped `time`, in order.
-    pub(super) fn count(&mut self, time: u64) {
-        let count = match self.current {
-            Some((at, count)) if at == time => count + 1,
-            _ => 1,
-        };
-        self.current = Some((time, count));
-        self.most = self.most.max(count);
-    }
-}

@@ -47,7 +47,6 @@ use self::reading::*;
 use self::files::Part;
 pub use self::filter::Where;
 pub use self::labelled::{Labelled, PACKED_ROWS};
-use self::labelled::Busiest;
 use self::stored::*;
 use self::lines::LineReader;
 use self::filter::Row;

@@ -35,9 +35,10 @@ struct Counting<'a> {
     straddling: bool,
     whole_seconds: bool,
     labelled: Labelled,
-    /// The most rows of one second some of whose spread instants may fall
-    /// in the run (those inside it, and one straddling its start).
-    spanning: Busiest,
+    /// The seconds some of whose spread instants may fall in the run
+    /// (those inside it, and one straddling its start): its busiest is the
+    /// most rows spreading holds at once.
+    spanning: Labelled,
     keys: Numbered,
     hosts: std::collections::HashSet<u64, crate::random::MixState>,
     names: std::collections::HashMap<Key, String, crate::random::MixState>,
@@ -138,7 +139,7 @@ impl ReadInto for Counting<'_> {
                 self.labelled.count((time - first.min(time)) / NANOS_PER_SEC);
             }
             if let Some(straddles) = reach(shifted, [start, end]) {
-                self.spanning.count(time);
+                self.spanning.count(time / NANOS_PER_SEC);
                 self.reaching += 1;
                 self.straddling |= straddles;
             }
@@ -183,7 +184,7 @@ impl Config {
             straddling: false,
             whole_seconds: true,
             labelled: Labelled::default(),
-            spanning: Busiest::default(),
+            spanning: Labelled::default(),
             keys: Numbered::default(),
             hosts: std::collections::HashSet::default(),
             names: std::collections::HashMap::default(),
@@ -250,7 +251,7 @@ impl Config {
             turned_away: (turned_away.1 == rows && rows > 0).then_some(turned_away.0),
             whole_seconds: spreading,
             labelled,
-            spread_rows: if spreading { spanning.most } else { 0 },
+            spread_rows: if spreading { spanning.busiest } else { 0 },
             keys: (keys.hashes.len().max(hosts.len()) as u64).max(1),
             names: std::sync::Arc::new(names),
             numbered: Arc::new(keys),
@@ -278,13 +279,13 @@ impl Config {
             // of the seconds (at most one entry per row, and the rows are
             // held in memory to be sorted anyway).
             let mut seconds = std::collections::BTreeMap::<u64, u64>::new();
-            let mut spanning = Busiest::default();
+            let mut spanning = Labelled::default();
             let mut inside = 0u64;
             (reaching, straddling) = (0, false);
             let run = [start.get(), end.get()];
             for (arrival, straddles) in all.filter_map(|a| Some((a, reach(a.time.get(), run)?))) {
                 if whole_seconds {
-                    spanning.count(arrival.time.get());
+                    spanning.count(arrival.time.get() / NANOS_PER_SEC);
                 }
                 reaching += 1;
                 straddling |= straddles;
@@ -298,7 +299,7 @@ impl Config {
                 }
             }
             if spreading {
-                scan.spread_rows = spanning.most;
+                scan.spread_rows = spanning.busiest;
             }
             outside = rows - inside;
             if let Some(labelled) = &mut scan.labelled {
