@@ -29,6 +29,9 @@ struct Counting<'a> {
     previous: u64,
     first: Option<u64>,
     outside: u64,
+    /// Whether the trace's whole seconds are spread if they are whole
+    /// ([`Config::may_spread`]): else the three counts below are not needed.
+    may_spread: bool,
     /// Rows whose second, spread, may reach into the run (see `spanning`).
     reaching: u64,
     /// Whether one of those seconds straddles an edge of the run.
@@ -138,7 +141,9 @@ impl ReadInto for Counting<'_> {
             if inside {
                 self.labelled.count((time - first.min(time)) / NANOS_PER_SEC);
             }
-            if let Some(straddles) = reach(shifted, [start, end]) {
+            if self.may_spread
+                && let Some(straddles) = reach(shifted, [start, end])
+            {
                 self.spanning.count(time / NANOS_PER_SEC);
                 self.reaching += 1;
                 self.straddling |= straddles;
@@ -180,6 +185,7 @@ impl Config {
             previous: 0,
             first: None,
             outside: 0,
+            may_spread: self.may_spread(),
             reaching: 0,
             straddling: false,
             whole_seconds: true,
