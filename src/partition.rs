@@ -303,6 +303,11 @@ pub struct LogFacts {
     /// Where its whole seconds start, when a run packs them: shards and
     /// merge pack at the same instants.
     pub origin: Option<u64>,
+    /// Its distinct keys that are empty (`-` or nothing), which a gateway
+    /// may leave unlimited ([`crate::limiter::Limiter::leave_unlimited`]):
+    /// counted in `keys`, never given a state.
+    #[serde(default)]
+    pub empty: u64,
 }
 
 impl Replayed {

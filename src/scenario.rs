@@ -127,6 +127,17 @@ impl Workload {
         self.sources().iter().any(SourceConfig::names_hosts)
     }
 
+    /// The clients of its requests whose key is empty (a log's `-` where
+    /// the key's header was missing), which some gateways leave unlimited
+    /// ([`crate::limiter::Limiter::leave_unlimited`]); known once its
+    /// traces are checked.
+    pub fn empty_keys(&self) -> Vec<u64> {
+        self.sources()
+            .iter()
+            .flat_map(|source| source.empty_keys().iter().copied())
+            .collect()
+    }
+
     /// When its one source is a log of responses: the requests the log says
     /// its own limiter turned away.
     pub fn turned_away_in_log(&self) -> Option<u64> {

@@ -212,6 +212,7 @@ fn log_facts(scenario: &Scenario, workload: &crate::scenario::Workload) -> Resul
         labelled: labelled.map(|l| [l.busiest, l.busiest_pair]),
         packed: labelled.is_some_and(|l| l.packed),
         origin: workload.second_origin(scenario.duration).filter(|_| packed),
+        empty: workload.empty_keys().len() as u64,
     })
 }
 

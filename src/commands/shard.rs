@@ -378,6 +378,7 @@ fn merge_workload(
                 tallies: added,
                 state,
                 candidates,
+                empty: whole.logs.get(w).map_or(0, |log| log.empty),
             })
         })
         .collect();

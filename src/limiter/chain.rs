@@ -173,6 +173,13 @@ pub struct Chain {
     delays_add_up: bool,
 }
 
+impl Chain {
+    /// Its layers, in order.
+    pub(super) fn layers_mut(&mut self) -> &mut [Limiter] {
+        &mut self.layers
+    }
+}
+
 impl RateLimiter for Chain {
     fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
         let layers: u128 = self.layers.iter().map(|l| l.memory_at_most(keys, requests)).sum();

@@ -555,6 +555,23 @@ kinds! {
     Slowapi = slowapi,
 }
 
+impl Limiter {
+    /// Leaves the keys `empty` (the ids of requests whose key is empty)
+    /// unlimited wherever it keeps a state per key of a gateway that does
+    /// ([`per_key::PerKey::leave_unlimited`]), in a chain's layers too.
+    pub fn leave_unlimited(&mut self, empty: &[u64]) {
+        match self {
+            Limiter::PerKey(per) => per.leave_unlimited(empty),
+            Limiter::Chain(chain) => {
+                for layer in chain.layers_mut() {
+                    layer.leave_unlimited(empty);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// The most `limiter` admits in any of `intervals`, above its bound, over
 /// arrivals at `times_ms` (milliseconds, sorted here), or `None`: the module
 /// property tests of kinds whose clock is whole seconds or milliseconds.

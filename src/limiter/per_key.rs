@@ -136,6 +136,9 @@ impl Config {
             created: 0,
             last: None,
             keys_elsewhere: 0,
+            unlimited: Vec::new(),
+            unaccounted: 0,
+            unlimited_elsewhere: false,
         })
     }
 }
@@ -176,6 +179,14 @@ pub struct PerKey {
     /// Keys seen by the shards whose decisions a merge counts: its own
     /// state holds none, and its advertised limits are theirs together.
     keys_elsewhere: u64,
+    /// The ids of the keys its gateway leaves unlimited: a request whose key
+    /// is empty, which nginx's `limit_req` does not account
+    /// ([`PerKey::leave_unlimited`]).
+    unlimited: Vec<u64>,
+    /// Requests of those keys admitted without a state.
+    unaccounted: u64,
+    /// In a merge: whether the shards' workload had such a key.
+    unlimited_elsewhere: bool,
 }
 
 impl PerKey {
@@ -206,10 +217,44 @@ impl PerKey {
             }
     }
 
-    /// Counts `keys` seen elsewhere (by shards) as seen: a merge's limiter
-    /// advertises what the whole run's does.
-    pub fn count_keys_elsewhere(&mut self, keys: u64) {
-        self.keys_elsewhere = keys;
+    /// Leaves the keys `empty` (the ids of requests whose key is empty)
+    /// unlimited when its gateway does: nginx's `limit_req` skips a zone
+    /// whose key is empty for the request, accounting nothing
+    /// (`ngx_http_limit_req_handler` in
+    /// `src/http/modules/ngx_http_limit_req_module.c`, nginx 1.22 as Debian
+    /// ships it, checked against it in `tests/integration/nginx_real.rs`) —
+    /// a zone keyed by `$http_x_forwarded_for` and a request without the
+    /// header. Other kinds keep one state for the empty key, as a client of
+    /// its own; a state per Host is never empty (`$host` falls back to the
+    /// server's name).
+    pub fn leave_unlimited(&mut self, empty: &[u64]) {
+        if self.leaves_empty_unlimited() {
+            self.unlimited = empty.to_vec();
+        }
+    }
+
+    /// Requests admitted unlimited, without a state ([`PerKey::leave_unlimited`]).
+    pub fn unaccounted(&self) -> u64 {
+        self.unaccounted
+    }
+
+    /// Counts `keys` seen elsewhere (by shards) as seen, `empty` of them
+    /// empty: a merge's limiter advertises what the whole run's does, whose
+    /// state left out the empty keys it leaves unlimited.
+    pub fn count_keys_elsewhere(&mut self, keys: u64, empty: u64) {
+        let unlimited = if self.leaves_empty_unlimited() {
+            empty
+        } else {
+            0
+        };
+        self.keys_elsewhere = keys - unlimited.min(keys);
+        self.unlimited_elsewhere = unlimited > 0;
+    }
+
+    /// Whether its gateway leaves a request whose key is empty unlimited
+    /// (see [`PerKey::leave_unlimited`]).
+    fn leaves_empty_unlimited(&self) -> bool {
+        !self.by_host && matches!(self.prototype, Limiter::NginxLimitReq(_))
     }
 
     /// States created: one per key, and one more each time an evicted key came back.
@@ -391,11 +436,20 @@ impl RateLimiter for PerKey {
         if let Some(after) = self.evict_after {
             self.evict(now.get(), after);
         }
+        if !self.unlimited.is_empty() && self.unlimited.contains(&id) {
+            self.unaccounted += 1;
+            self.last = None;
+            return Decision::Admit;
+        }
         self.decide_any::<HINTS>(now, key)
     }
 
     fn refund(&mut self, now: Nanos) {
-        let slot = self.last.expect("a refund follows a decision");
+        // A request admitted unlimited took nothing to give back.
+        let Some(slot) = self.last else {
+            assert!(self.unaccounted > 0, "a refund follows a decision");
+            return;
+        };
         match &mut self.states {
             States::Any(states) => states.get_mut(slot).limiter.refund(now),
             States::Windows(windows) => windows.refund(slot, now),
@@ -467,7 +521,11 @@ impl RateLimiter for PerKey {
 }
 
 impl PerKey {
+    /// With a key of the workload left unlimited, there is no bound.
     fn scaled(&self, interval: Nanos, bound: impl Fn(&Limiter, Nanos) -> u64) -> u64 {
+        if (!self.unlimited.is_empty() || self.unlimited_elsewhere) && interval > Nanos::ZERO {
+            return u64::MAX;
+        }
         if self.keys() == 0 || interval == Nanos::ZERO {
             return if interval == Nanos::ZERO { 0 } else { u64::MAX };
         }

@@ -128,3 +128,50 @@ proptest::proptest! {
         proptest::prop_assert_eq!(heard.asked.get(), if ahead { later } else { 0 });
     }
 }
+
+/// nginx skips a zone whose key is empty for the request: per key, the
+/// `nginx-limit-req` kind admits every request of a key left unlimited,
+/// with no state, no refund to give and no bound to claim; the other
+/// requests' keys are limited as before, and other kinds keep the empty
+/// key a client of its own.
+#[test]
+fn a_key_left_unlimited_passes_an_nginx_zone_and_no_other_kind() {
+    let build = |text: &str| parse(text).unwrap().build(Context::default()).unwrap();
+    let nginx = "kind = \"nginx-limit-req\"\nrate = \"1r/s\"\nper = \"key\"";
+    let fixed = "kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 1\nper = \"key\"";
+    let (empty, client) = (Key::named(b"-"), Key::named(b"198.51.100.7"));
+    let admitted = |limiter: &mut Limiter, key: Key| {
+        (0..10)
+            .filter(|&i| {
+                limiter
+                    .decide_keyed::<false>(Nanos(i * 1_000_000), key)
+                    .admitted()
+            })
+            .count()
+    };
+    let mut limiter = build(nginx);
+    limiter.leave_unlimited(&[empty.client]);
+    assert_eq!(admitted(&mut limiter, empty), 10);
+    limiter.refund(Nanos(10_000_000));
+    assert_eq!(admitted(&mut limiter, client), 1);
+    let Limiter::PerKey(per) = &limiter else {
+        panic!("per key")
+    };
+    assert_eq!((per.keys(), per.unaccounted()), (1, 10));
+    assert_eq!(limiter.bound(Nanos::SECOND), u64::MAX);
+    // Without it, the empty key is one more client, limited as any.
+    let mut limiter = build(nginx);
+    assert_eq!(admitted(&mut limiter, empty), 1);
+    assert!(limiter.bound(Nanos::SECOND) < u64::MAX);
+    // In a chain's layer too; a fixed window keeps its state for it.
+    let mut chain = build(&format!(
+        "kind = \"chain\"\nlayers = [{{ {} }}, {{ {} }}]",
+        nginx.replace('\n', ", "),
+        "kind = \"fixed-window\", window = \"1s\", threshold = 100"
+    ));
+    chain.leave_unlimited(&[empty.client]);
+    assert_eq!(admitted(&mut chain, empty), 10);
+    let mut limiter = build(fixed);
+    limiter.leave_unlimited(&[empty.client]);
+    assert_eq!(admitted(&mut limiter, empty), 1);
+}

@@ -113,6 +113,7 @@ mod tests {
             labelled: None,
             packed: origin.is_some(),
             origin,
+            empty: 0,
         }
     }
 

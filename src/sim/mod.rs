@@ -277,11 +277,12 @@ impl Packed {
             return None;
         }
         let origin = workload.second_origin(scenario.duration)?;
+        let empty = workload.empty_keys();
         let runs = || {
             scenario
                 .limiters
                 .iter()
-                .map(|limiter| Packed::run(scenario, limiter))
+                .map(|limiter| Packed::run(scenario, limiter).leaving_unlimited(&empty))
                 .collect::<Vec<_>>()
         };
         Some(Packed {
@@ -389,10 +390,13 @@ fn simulate_open(
 ) -> Result<(Vec<RunResult>, Option<Vec<PackedWorst>>)> {
     let workload = &scenario.workloads[index];
     let arrivals = arrivals(scenario, workload, options.replication)?;
+    let empty = workload.empty_keys();
     let mut runs = scenario
         .limiters
         .iter()
-        .map(|limiter| RunState::new(scenario, options, limiter, workload.is_keyed()))
+        .map(|limiter| {
+            RunState::new(scenario, options, limiter, workload.is_keyed()).leaving_unlimited(&empty)
+        })
         .collect::<Vec<_>>();
     let big = workload.sources().iter().try_fold(0u128, |sum, source| {
         source
@@ -534,7 +538,8 @@ fn simulate_driven(
             options,
             named,
             workload.is_keyed() || adversary_keys,
-        );
+        )
+        .leaving_unlimited(&workload.empty_keys());
         if let Some(retry) = &workload.retry {
             run = run.with_retries(scenario, retry);
         }

@@ -68,6 +68,7 @@ impl Decide {
         packed: Option<u64>,
     ) -> Decide {
         let keyed = scenario.workloads[workload].is_keyed();
+        let empty = scenario.workloads[workload].empty_keys();
         let (figures, packed) = (figures(), packed_span(scenario, packed));
         let runs = limiters
             .iter()
@@ -75,6 +76,7 @@ impl Decide {
                 (0..placements(packed))
                     .map(|p| {
                         RunState::new(scenario, &figures, &scenario.limiters[l], keyed && p == 0)
+                            .leaving_unlimited(&empty)
                     })
                     .collect()
             })
@@ -127,6 +129,8 @@ pub struct Merged {
     /// The busiest key of each part with the most: the first of them the
     /// whole run counts is its busiest.
     pub candidates: Vec<u64>,
+    /// The workload's distinct empty keys ([`crate::partition::LogFacts::empty`]).
+    pub empty: u64,
 }
 
 /// A workload's decisions, made by shards, counted as one run counts its own.
@@ -152,6 +156,7 @@ impl Recount {
         merged: Vec<Option<Merged>>,
     ) -> Recount {
         let keyed = scenario.workloads[workload].is_keyed();
+        let empty = scenario.workloads[workload].empty_keys();
         let (figures, packed) = (figures(), packed_span(scenario, packed));
         let runs = scenario
             .limiters
@@ -161,10 +166,12 @@ impl Recount {
                 (0..placements(packed))
                     .map(|p| {
                         if p > 0 {
-                            return RunState::new(scenario, &figures, named, false);
+                            return RunState::new(scenario, &figures, named, false)
+                                .leaving_unlimited(&empty);
                         }
                         let mut run =
-                            RunState::new(scenario, options, named, keyed && merged.is_none());
+                            RunState::new(scenario, options, named, keyed && merged.is_none())
+                                .leaving_unlimited(&empty);
                         if let Some(merged) = merged {
                             run.watch(merged.candidates.clone());
                         }
@@ -223,7 +230,7 @@ impl Recount {
             let merged = merged.as_ref().map(|m| {
                 // No request of a part's busiest key counted: no key sent any.
                 let busiest = run.watched().unwrap_or(m.tallies.busiest.1);
-                (&m.tallies, busiest, m.state)
+                (&m.tallies, busiest, m.state, m.empty)
             });
             runs.push(run.finish_with(
                 scenario,

@@ -170,6 +170,15 @@ impl RunState {
         }
     }
 
+    /// The same run, its limiter leaving the workload's `empty` keys
+    /// unlimited where its gateway does ([`Limiter::leave_unlimited`]).
+    pub(super) fn leaving_unlimited(mut self, empty: &[u64]) -> RunState {
+        if !empty.is_empty() {
+            self.limiter.leave_unlimited(empty);
+        }
+        self
+    }
+
     /// Requests decided so far.
     pub(super) fn offered(&self) -> u64 {
         self.m.offered
@@ -317,11 +326,12 @@ impl RunState {
         scenario: &Scenario,
         options: &Options,
         [workload, limiter]: [&str; 2],
-        merged: Option<(&KeyTallies, u64, (u64, u64))>,
+        merged: Option<(&KeyTallies, u64, (u64, u64), u64)>,
     ) -> RunResult {
-        if let (Some((tallies, ..)), Limiter::PerKey(per)) = (merged, &mut self.limiter) {
-            per.count_keys_elsewhere(tallies.keys);
+        if let (Some((tallies, .., empty)), Limiter::PerKey(per)) = (merged, &mut self.limiter) {
+            per.count_keys_elsewhere(tallies.keys, empty);
         }
+        let merged = merged.map(|(tallies, busiest, state, _)| (tallies, busiest, state));
         self.m.release_until(Nanos(u64::MAX));
         let worst = self.m.rolling.worst();
         let at = |interval: Nanos| {

@@ -41,6 +41,23 @@ pub enum Format {
 }
 
 impl Format {
+    /// The texts of a key field that name no key: an empty one, and in the
+    /// text logs that write an absent or empty value as `-` (nginx's
+    /// `$http_x_forwarded_for` for a request without the header, Envoy's
+    /// `%REQ(…)%`, an ALB's or CloudFront's empty field), that too.
+    pub fn empty_keys(self) -> &'static [&'static [u8]] {
+        match self {
+            Format::Combined
+            | Format::Alb
+            | Format::Cloudfront
+            | Format::Envoy
+            | Format::Haproxy => &[b"", b"-"],
+            Format::Csv | Format::Jsonl | Format::Traefik | Format::Cloudflare | Format::Gcp => {
+                &[b""]
+            }
+        }
+    }
+
     /// Its name in a scenario.
     pub fn name(self) -> &'static str {
         match self {

@@ -306,6 +306,15 @@ impl SourceConfig {
         }
     }
 
+    /// The clients of a checked trace's rows whose key field is empty
+    /// ([`trace::Config::empty_keys`]); none for other kinds.
+    pub fn empty_keys(&self) -> &[u64] {
+        match &self.kind {
+            SourceKind::Trace(trace) => trace.empty_keys(),
+            _ => &[],
+        }
+    }
+
     /// Numbers a trace's keys in the order first seen, for the one source
     /// of a workload (see [`trace::Config::interned`]).
     pub fn number_keys(&mut self) {

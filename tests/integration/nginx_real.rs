@@ -98,10 +98,18 @@ http {{
 
     /// Sends one request naming `host`.
     fn get_for(&self, host: &str) -> (u16, Duration) {
+        self.get_with(host, "")
+    }
+
+    /// Sends one request naming `host`, with the header lines `headers`
+    /// (each ending in `\r\n`).
+    fn get_with(&self, host: &str, headers: &str) -> (u16, Duration) {
         let started = Instant::now();
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         stream
-            .write_all(format!("GET /index.html HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes())
+            .write_all(
+                format!("GET /index.html HTTP/1.0\r\nHost: {host}\r\n{headers}\r\n").as_bytes(),
+            )
             .unwrap();
         let mut answer = String::new();
         stream.read_to_string(&mut answer).unwrap();
@@ -314,6 +322,91 @@ fn a_host_keyed_zone_limits_each_host_as_nginx_does() {
     let admitted = answers.iter().filter(|a| a.2 == 200).count();
     // 4 a host in each burst (burst 3 + 1), 16 in all; one shared state: 8.
     assert!(admitted >= 14, "{answers:?}");
+}
+
+/// A zone keyed by `$http_x_forwarded_for`: nginx limits each forwarded
+/// address and leaves a request without the header (an empty key) alone,
+/// logging its header as `-`. The limiter `burstsim import` makes of the
+/// zone, told that the `-` key is empty (as a replay of such a log tells
+/// it), answers as nginx does, request by request; one state for the `-`
+/// requests would turn most of them away.
+#[test]
+#[ignore = "needs nginx (Debian's nginx-light): run with --include-ignored, as .ci/run does"]
+fn a_request_without_the_zones_header_is_left_unlimited_as_nginx_does() {
+    let _alone = super::common::real_time();
+    let Some(binary) = nginx() else {
+        required("not installed: nginx; .ci/run installs Debian's nginx");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("nginx.conf");
+    std::fs::write(
+        &conf,
+        "http {\n  limit_req_zone $http_x_forwarded_for zone=one:1m rate=10r/s;\n  server { location / { limit_req zone=one burst=3 nodelay; } }\n}\n",
+    )
+    .unwrap();
+    let block = common::imported_limiter(&conf, &[]);
+    assert_eq!(
+        block.get("per").and_then(|p| p.as_str()),
+        Some("key"),
+        "{block:?}"
+    );
+    let mut limiter = common::built(block);
+    let empty = burstsim::traffic::Key::named(b"-");
+    limiter.leave_unlimited(&[empty.client]);
+
+    let log = dir.path().join("access.log");
+    let server = Server::start_with(
+        &binary,
+        "limit_req_zone $http_x_forwarded_for zone=one:1m rate=10r/s;\n  log_format main '$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent \"$http_referer\" \"$http_user_agent\" \"$http_x_forwarded_for\"';",
+        &format!(
+            "limit_req zone=one burst=3 nodelay; access_log {} main;",
+            log.display()
+        ),
+    );
+    let start = Instant::now();
+    let mut answers = Vec::new();
+    for (round, pause_ms) in [(0, 350u64), (1, 0)] {
+        for i in 0..15 {
+            let (header, key) = if i % 3 == 0 {
+                (
+                    "X-Forwarded-For: 198.51.100.7\r\n",
+                    burstsim::traffic::Key::named(b"198.51.100.7"),
+                )
+            } else {
+                ("", empty)
+            };
+            let at = start.elapsed();
+            let (status, _) = server.get_with("burstsim", header);
+            let ours = limiter
+                .decide_keyed::<false>(Nanos(at.as_nanos() as u64), key)
+                .admitted();
+            answers.push((round, header.is_empty(), status, ours));
+        }
+        std::thread::sleep(Duration::from_millis(pause_ms));
+    }
+    drop(server);
+    for &(round, headerless, status, ours) in &answers {
+        assert!(status == 200 || status == 503, "{answers:?}");
+        assert_eq!(
+            status == 200,
+            ours,
+            "round {round}, without the header: {headerless}: {answers:?}"
+        );
+    }
+    // Every request without the header passed; the address's did not all.
+    assert!(
+        answers.iter().filter(|a| a.1).all(|a| a.2 == 200),
+        "{answers:?}"
+    );
+    assert!(answers.iter().any(|a| !a.1 && a.2 == 503), "{answers:?}");
+    // nginx logs the missing header as `-`, the text a replay takes as empty.
+    let written = std::fs::read_to_string(&log).unwrap();
+    let dashes = written
+        .lines()
+        .filter(|line| line.ends_with(" \"-\""))
+        .count();
+    assert_eq!(dashes, answers.iter().filter(|a| a.1).count(), "{written}");
 }
 
 /// A location applying two zones: nginx counts a request in neither when

@@ -328,8 +328,71 @@ fn merge(parts: &Path, shards: &[PathBuf], out: &Path) -> (Option<i32>, String) 
 #[test]
 fn shards_merged_in_any_order_give_the_whole_run_s_results_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
-    let scenario = Path::new(SCENARIO);
-    let whole = dir.path().join("whole");
+    merges_as_the_whole_run(Path::new(SCENARIO), dir.path());
+}
+
+/// Requests whose forwarded-for header was missing (logged `-`): nginx's
+/// zone keyed by it leaves them unlimited in every shard as in the whole
+/// run, and the merge says so as the whole run does, byte for byte.
+#[test]
+fn a_log_s_empty_keys_are_left_unlimited_in_shards_as_in_the_whole_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for second in 0..20 {
+        for i in 0..12 {
+            let forwarded = match i % 4 {
+                0 | 1 => "-".to_string(),
+                n => format!("198.51.100.{}", (second + n) % 5),
+            };
+            log.push_str(&format!(
+                "10.0.0.1 - - [27/Nov/2026:10:00:{second:02} +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"a\" \"{forwarded}\"\n"
+            ));
+        }
+    }
+    fs::write(dir.path().join("main.log"), log).unwrap();
+    let scenario = dir.path().join("xff.toml");
+    fs::write(
+        &scenario,
+        "name = \"xff\"\nduration = \"20s\"\nseed = 3\n\n[[workload]]\nname = \"log\"\nsources = [{ kind = \"trace\", format = \"combined\", path = \"main.log\", key_field = \"http_x_forwarded_for\" }]\n\n[[limiter]]\nname = \"nginx\"\nkind = \"nginx-limit-req\"\nrate = \"2r/s\"\nburst = 1\nnodelay = true\nper = \"key\"\n\n[[limiter]]\nname = \"window\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 2\nper = \"key\"\n",
+    )
+    .unwrap();
+    let whole = merges_as_the_whole_run(&scenario, dir.path());
+    let summary: serde_json::Value =
+        serde_json::from_slice(&whole[Path::new("summary.json")]).unwrap();
+    let runs = summary["runs"].as_array().unwrap();
+    let run = |name: &str| runs.iter().find(|r| r["limiter"] == name).unwrap();
+    // Half the 240 requests are `-`, 6 a second: nginx admits them all,
+    // unbounded, and keeps no state for them; the window limits them as
+    // one client, 2 a second.
+    let admitted = |name: &str| run(name)["admitted"].as_u64().unwrap();
+    assert!(
+        admitted("nginx") > 120 && admitted("window") == 120,
+        "{runs:?}"
+    );
+    assert_eq!(run("nginx")["keys"]["worst_key_name"], "-");
+    // (Spread within their seconds, two seconds' `-` may meet in one.)
+    assert!(
+        run("nginx")["keys"]["worst_rolling_max"].as_u64() >= Some(6),
+        "{runs:?}"
+    );
+    assert_eq!(run("nginx")["keys"]["keys"], 6);
+    assert_eq!(run("nginx")["keys"]["state"]["keys_alive_max"], 5);
+    assert!(
+        run("nginx")["bound"].is_null(),
+        "unbounded: {:?}",
+        run("nginx")
+    );
+    assert!(run("window")["bound"].is_u64(), "{:?}", run("window"));
+}
+
+/// Runs `scenario` whole into `dir`, then in one part and in four, each
+/// part's shards merged in reverse order: every file of the merge is the
+/// whole run's, byte for byte. The whole run's files.
+fn merges_as_the_whole_run(
+    scenario: &Path,
+    dir: &Path,
+) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let whole = dir.join("whole");
     let args: Vec<std::ffi::OsString> = vec![
         "run".into(),
         scenario.into(),
@@ -341,10 +404,10 @@ fn shards_merged_in_any_order_give_the_whole_run_s_results_byte_for_byte() {
     let expected = files(&whole);
     assert!(expected.contains_key(Path::new("summary.json")));
     assert!(expected.keys().any(|p| p.starts_with("charts")));
-    // One part, and several: a per-key fixed window and token bucket
-    // through their parts' tallies, the global window by slices of time.
+    // One part, and several: a limiter per key through its parts'
+    // tallies, a global one by slices of time.
     for count in [1u64, 4] {
-        let at = dir.path().join(format!("n{count}"));
+        let at = dir.join(format!("n{count}"));
         let parts = partition(scenario, &at, count);
         let mut decided = shards(scenario, &parts, count, &at);
         decided.reverse();
@@ -364,6 +427,7 @@ fn shards_merged_in_any_order_give_the_whole_run_s_results_byte_for_byte() {
             );
         }
     }
+    expected
 }
 
 /// Over a rolling minute the whole run packs the log's seconds for the

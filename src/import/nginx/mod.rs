@@ -328,7 +328,7 @@ fn limit_req(
             }
             if zone.key.text.starts_with("$http_") && zone.key.text != "$http_host" {
                 block.notes.push(
-                    "nginx leaves a request whose key is empty (the header missing) unlimited; every request of a workload has a key"
+                    "nginx leaves a request whose key is empty (the header missing) unlimited, and so does this limiter for a replayed log's requests keyed `-` or empty; synthetic requests all have a key"
                         .to_string(),
                 );
             }

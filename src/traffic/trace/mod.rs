@@ -158,6 +158,9 @@ struct Scan {
     names: std::sync::Arc<std::collections::HashMap<Key, String, crate::random::MixState>>,
     /// Its keys numbered in the order first seen.
     numbered: Arc<Numbered>,
+    /// The clients (as its replays name them: numbered or hashed) of its
+    /// rows whose key field is empty ([`Format::empty_keys`]), if any.
+    empty: Vec<u64>,
     /// Its rows as read, for the replays (unless too many).
     checked: Option<Arc<Checked>>,
 }
@@ -283,9 +286,31 @@ impl Config {
                 numbers: Default::default(),
                 hashes,
             }),
+            empty: clients
+                .iter()
+                .filter(|fact| {
+                    self.key.is_some() && !self.verdicts && self.empty_hashes().contains(&fact.value)
+                })
+                .map(|fact| fact.id)
+                .collect(),
             checked: None,
         });
         Ok(())
+    }
+
+    /// The hashes of its key field's texts that name no key ([`Format::empty_keys`]).
+    fn empty_hashes(&self) -> Vec<u64> {
+        self.format
+            .empty_keys()
+            .iter()
+            .map(|text| Key::named(text).client)
+            .collect()
+    }
+
+    /// The clients of its rows whose key field is empty, as its replays
+    /// name them; none before it is checked, or without a key field.
+    pub fn empty_keys(&self) -> &[u64] {
+        self.scanned.get().map_or(&[], |scan| &scan.empty)
     }
 
     /// How many distinct keys the file names (1 without a key column); read

@@ -51,6 +51,10 @@ struct Counting<'a> {
     checked: CheckedWriter,
     /// Rows whose keys are numbered next, together (see `number_batch`).
     batch: Vec<ReadRow>,
+    /// The hashes of an empty key ([`Config::empty_hashes`], the first
+    /// repeated when there is one), and the rows with one.
+    empty: [u64; 2],
+    empty_rows: u64,
 }
 
 impl Counting<'_> {
@@ -83,6 +87,7 @@ impl Counting<'_> {
     #[inline]
     fn number(&mut self, (time, key, verdict): ReadRow) -> Result<bool, FieldError> {
         let (number, new) = self.keys.insert(key.client);
+        self.empty_rows += u64::from(key.client == self.empty[0] || key.client == self.empty[1]);
         if new && self.keys.hashes.len() as u64 > MAX_KEYS {
             return Err(self.too_many_keys());
         }
@@ -199,6 +204,11 @@ impl Config {
             turned_away: (0, 0),
             checked: CheckedWriter::new(self.host.is_some(), !self.reread),
             batch: Vec::with_capacity(BATCH),
+            empty: {
+                let hashes = self.empty_hashes();
+                [hashes[0], *hashes.last().expect("an empty key's text at least")]
+            },
+            empty_rows: 0,
         };
         if Self::read_threaded(&files) {
             self.read_files_threaded(&files, &mut counting)?;
@@ -222,8 +232,22 @@ impl Config {
             left_out,
             turned_away,
             checked,
+            empty_rows,
             ..
         } = counting;
+        // Before the table of numbers may be freed: the empty keys' clients
+        // (none where each row's verdict stands in for its client).
+        let empty = if self.key.is_some() && !self.verdicts {
+            self.empty_hashes()
+                .into_iter()
+                .filter_map(|hash| {
+                    let number = keys.numbers.get(hash)?;
+                    Some(if self.interned { u64::from(number) } else { hash })
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let checked = checked.finish();
         if checked.is_none() {
             Self::hash_parts(&mut parts)?;
@@ -261,6 +285,7 @@ impl Config {
             keys: (keys.hashes.len().max(hosts.len()) as u64).max(1),
             names: std::sync::Arc::new(names),
             numbered: Arc::new(keys),
+            empty,
             checked,
             earliest,
             sorted: unsorted == 0,
@@ -370,6 +395,14 @@ impl Config {
                 "{}: {left_out} of {} rows do not match `where` and are left out",
                 shown.display(),
                 rows + left_out
+            ));
+        }
+        if empty_rows > 0 {
+            warnings.push(format!(
+                "{}: {empty_rows} of {rows} rows have an empty {} ({}): nginx's limit_req does not limit a request whose key is empty, and neither does kind \"nginx-limit-req\" per key; other kinds limit them together, as one client",
+                shown.display(),
+                self.key.as_deref().unwrap_or_default(),
+                if self.format.empty_keys().len() > 1 { "`-` or nothing" } else { "nothing" }
             ));
         }
         if unsorted > 0 {

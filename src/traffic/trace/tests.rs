@@ -117,6 +117,47 @@ fn a_log_in_nginx_main_format_is_keyed_by_its_forwarded_for_field() {
     assert!(err.contains("a.log:1: \"198.51.100.1 - - [27/Nov") && err.contains("has no http_x_forwarded_for"), "{err}");
 }
 
+/// A key field logged `-` (nginx's empty `$http_x_forwarded_for`: no
+/// header) or empty names no key: the check counts those rows, says what
+/// nginx and the kinds do with them, and hands the runs their client — by
+/// its number when the keys are numbered. In CSV only an empty cell is
+/// empty; a log keyed by address has none.
+#[test]
+fn rows_whose_key_is_empty_are_counted_and_their_client_found() {
+    let main = "10.0.0.1 - - [27/Nov/2026:09:00:00 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"a\" \"198.51.100.1\"\n\
+        10.0.0.1 - - [27/Nov/2026:09:00:00 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"a\" \"-\"\n\
+        10.0.0.1 - - [27/Nov/2026:09:00:01 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"b\" \"\"\n\
+        10.0.0.1 - - [27/Nov/2026:09:00:01 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"b\" \"-\"\n";
+    let keyed = "format = \"combined\"\nkey_field = \"http_x_forwarded_for\"\nspread = \"none\"";
+    for interned in [false, true] {
+        let (dir, mut config) = file("a.log", main, keyed);
+        config.interned = interned;
+        let warnings = config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+        let said = warnings.iter().find(|w| w.contains("empty http_x_forwarded_for"));
+        assert!(
+            said.is_some_and(|w| w.contains("3 of 4 rows") && w.contains("nginx-limit-req")),
+            "{warnings:?}"
+        );
+        let mut empty = config.empty_keys().to_vec();
+        empty.sort_unstable();
+        let mut expected = if interned {
+            vec![1, 2]
+        } else {
+            vec![Key::named(b"-").client, Key::named(b"").client]
+        };
+        expected.sort_unstable();
+        assert_eq!(empty, expected, "numbered: {interned}");
+    }
+    let (dir, config) = file("a.log", main, &keyed.replace("http_x_forwarded_for", "remote_addr"));
+    let warnings = config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+    assert!(config.empty_keys().is_empty() && !warnings.iter().any(|w| w.contains("empty")), "{warnings:?}");
+    let csv = "time_ns,user\n1,-\n2,\n3,ann\n";
+    let (dir, config) = file("t.csv", csv, "key_field = \"user\"");
+    let warnings = config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+    assert_eq!(config.empty_keys(), [Key::named(b"").client]);
+    assert!(warnings.iter().any(|w| w.contains("1 of 3 rows have an empty user (nothing)")), "{warnings:?}");
+}
+
 #[test]
 fn whole_seconds_of_a_log_are_spread_within_their_second_and_said_so() {
     let (rows, warnings) = replay("a.log", COMBINED, "format = \"combined\"").unwrap();
