@@ -72,17 +72,28 @@ pub(super) fn parse_text(text: &str, unit: Unit) -> Option<u64> {
     }
 }
 
+/// The line a CSV record starts on, when its file ends its lines with
+/// `crlf` or not: the csv crate counts a line at its `\n`, and leaves a
+/// CRLF's `\n` to the next record, which it then places a line early
+/// (BurntSushi/rust-csv#395).
+pub(super) fn record_line(record: &csv::ByteRecord, crlf: bool) -> u64 {
+    record
+        .position()
+        .map_or(0, |at| at.line() + u64::from(crlf && at.line() > 0))
+}
+
 /// The key named in column `column`, any text (an empty field is a key too).
 pub(super) fn parse_key(
     record: &csv::ByteRecord,
     column: usize,
     path: &Path,
+    line: impl Fn() -> u64,
 ) -> Result<Key, FieldError> {
     record
         .get(column)
         .map(|field| Key::named(field.trim_ascii()))
         .ok_or_else(|| {
-            let line = record.position().map_or(0, csv::Position::line);
+            let line = line();
             FieldError::new(format!(
                 "{}:{line}: the row has no key column {}",
                 path.display(),
@@ -96,6 +107,7 @@ pub(super) fn parse(
     column: usize,
     unit: Unit,
     path: &Path,
+    line: impl Fn() -> u64,
 ) -> Result<u64, FieldError> {
     let field = record.get(column);
     let parsed = field.and_then(|field| match unit {
@@ -105,7 +117,7 @@ pub(super) fn parse(
             .and_then(|text| parse_text(text, unit)),
     });
     parsed.ok_or_else(|| {
-        let line = record.position().map_or(0, csv::Position::line);
+        let line = line();
         let Some(field) = field else {
             return FieldError::new(format!(
                 "{}:{line}: the row has no column {}",

@@ -107,6 +107,9 @@ impl Config {
             decoded,
             since_row: 0,
             capped: true,
+            handed: 0,
+            last: None,
+            ended: false,
         };
         let input = match self.format {
             Format::Csv => Input::Csv {
@@ -116,6 +119,7 @@ impl Config {
                         .from_reader(BufReader::with_capacity(BUFFER_BYTES, capped)),
                 ),
                 record: csv::ByteRecord::new(),
+                crlf: None,
                 left_out: 0,
                 turned_away: (0, 0),
                 rejected_status: self.rejected_status.clone().unwrap_or_else(|| vec![429]),

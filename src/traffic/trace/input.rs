@@ -54,6 +54,9 @@ pub(super) enum Input {
         reader: Box<Reader>,
         /// Reused for every row, so streaming allocates nothing per row.
         record: csv::ByteRecord,
+        /// Whether its lines end in CRLF (see [`record_line`]): known at
+        /// the first record, past the header.
+        crlf: Option<bool>,
         /// Rows `where` left out so far.
         left_out: u64,
         /// As for lines.
@@ -82,7 +85,7 @@ impl Input {
     /// The line of the last row read.
     pub(super) fn line(&self) -> u64 {
         match self {
-            Input::Csv { record, .. } => record.position().map_or(0, csv::Position::line),
+            Input::Csv { record, crlf, .. } => record_line(record, crlf.unwrap_or(false)),
             Input::Lines { number, .. } => *number,
         }
     }
@@ -102,11 +105,17 @@ impl Input {
         }
     }
 
-    /// Whether the last line read ends the file without a line break
-    /// (always `false` for CSV, whose records the csv crate reads).
+    /// Whether the last line or record read ends the file without a line
+    /// break: for CSV, when the csv crate has read all there was and the
+    /// last byte is not one.
     pub(super) fn unbroken(&self) -> bool {
         match self {
-            Input::Csv { .. } => false,
+            Input::Csv { reader, .. } => {
+                let capped = reader.get_ref().get_ref();
+                capped.ended
+                    && reader.position().byte() == capped.handed
+                    && capped.last.is_some_and(|byte| byte != b'\n')
+            }
             Input::Lines { reader, .. } => reader.unbroken(),
         }
     }
@@ -173,6 +182,7 @@ impl Input {
                 Input::Csv {
                     reader,
                     record,
+                    crlf,
                     left_out,
                     turned_away,
                     rejected_status,
@@ -186,7 +196,12 @@ impl Input {
                     status,
                 },
             ) => loop {
-                let line = record.position().map_or(1, |p| p.line() + 1);
+                let crlf = *crlf.get_or_insert_with(|| {
+                    // Past the header: still on line 1 after a CRLF.
+                    let at = reader.position();
+                    at.byte() > 0 && at.line() == 1
+                });
+                let line = record.position().map_or(1, |_| record_line(record, crlf) + 1);
                 let more = reader
                     .read_byte_record(record)
                     .map_err(|err| match err.kind() {
@@ -214,13 +229,14 @@ impl Input {
                         continue;
                     }
                 }
-                let time = parse(record, *column, *unit, path)?;
+                let at = || record_line(record, crlf);
+                let time = parse(record, *column, *unit, path, at)?;
                 let key = match *key {
-                    Some(column) => parse_key(record, column, path)?,
+                    Some(column) => parse_key(record, column, path, at)?,
                     None => Key::DEFAULT,
                 };
                 let key = match *host {
-                    Some(column) => key.on_host_of(parse_key(record, column, path)?),
+                    Some(column) => key.on_host_of(parse_key(record, column, path, at)?),
                     None => key,
                 };
                 let logged = status

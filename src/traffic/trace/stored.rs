@@ -333,12 +333,23 @@ pub(super) struct Capped {
     pub(super) since_row: u64,
     /// Whether rows are capped (not while draining the rest for its hash).
     pub(super) capped: bool,
+    /// Bytes handed out in all, the last of them, and whether a read found
+    /// the end: so that a CSV record can be known to end the file unbroken
+    /// ([`super::Input::unbroken`]).
+    pub(super) handed: u64,
+    pub(super) last: Option<u8>,
+    pub(super) ended: bool,
 }
 
 impl Read for Capped {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.decoded.read(buf)?;
         self.since_row += n as u64;
+        self.handed += n as u64;
+        match n.checked_sub(1) {
+            Some(last) => self.last = Some(buf[last]),
+            None => self.ended |= !buf.is_empty(),
+        }
         if self.capped && self.since_row > MAX_ROW_BYTES + BUFFER_BYTES as u64 {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,

@@ -158,6 +158,27 @@ fn rows_whose_key_is_empty_are_counted_and_their_client_found() {
     assert!(warnings.iter().any(|w| w.contains("1 of 3 rows have an empty user (nothing)")), "{warnings:?}");
 }
 
+/// A CSV file cut in its last record (copied while written, or truncated)
+/// is refused at that record, which it says ends the file unbroken; a bad
+/// record elsewhere, or a last one with its line break, is just bad.
+#[test]
+fn a_csv_cut_in_its_last_record_says_so() {
+    let unbroken = "it is the file's last line and has no line break";
+    for (contents, says, cut) in [
+        ("time_ns,user\n1000,a\n2000,b\n30", "t.csv:4: the row has no key column 2", true),
+        ("time_ns,user\n1000,a\n30\n", "t.csv:3: the row has no key column 2", false),
+        ("time_ns,user\n1000,a\n30\n4000,c", "t.csv:3: the row has no key column 2", false),
+        ("time_ns,user\r\n1000,a\r\n30\r\n", "t.csv:3: the row has no key column 2", false),
+    ] {
+        let err = replay("t.csv", contents, "key_field = \"user\"").unwrap_err();
+        assert!(err.contains(says), "{contents:?}: {err}");
+        assert_eq!(err.contains(unbroken), cut, "{contents:?}: {err}");
+    }
+    let gzipped = gzip(b"time_ns,user\n1000,a\n20");
+    let err = replay_bytes("t.csv.gz", &gzipped, "key_field = \"user\"").unwrap_err();
+    assert!(err.contains(unbroken), "{err}");
+}
+
 #[test]
 fn whole_seconds_of_a_log_are_spread_within_their_second_and_said_so() {
     let (rows, warnings) = replay("a.log", COMBINED, "format = \"combined\"").unwrap();
