@@ -269,6 +269,25 @@ fn import_refuses_the_limit_req_parameters_nginx_refuses() {
     }
 }
 
+/// The limiter `burstsim import` makes of a zone keyed by `key` at
+/// 10r/s, burst=3 nodelay, as a user would paste it: kept per `per`.
+fn imported_zone(key: &str, per: &str) -> burstsim::limiter::Limiter {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("nginx.conf");
+    std::fs::write(
+        &conf,
+        format!("http {{\n  limit_req_zone {key} zone=one:1m rate=10r/s;\n  server {{ location / {{ limit_req zone=one burst=3 nodelay; }} }}\n}}\n"),
+    )
+    .unwrap();
+    let block = common::imported_limiter(&conf, &[]);
+    assert_eq!(
+        block.get("per").and_then(|p| p.as_str()),
+        Some(per),
+        "{block:?}"
+    );
+    common::built(block)
+}
+
 /// A zone keyed by `$host` keeps one state per Host, in nginx and in the
 /// limiter `burstsim import` makes of it: two tenants' bursts, interleaved,
 /// get the same answers request by request (one shared state would admit
@@ -281,21 +300,7 @@ fn a_host_keyed_zone_limits_each_host_as_nginx_does() {
         required("not installed: nginx; .ci/run installs Debian's nginx");
         return;
     };
-    // The import's block for the same zone, as a user would paste it.
-    let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("nginx.conf");
-    std::fs::write(
-        &conf,
-        "http {\n  limit_req_zone $host zone=one:1m rate=10r/s;\n  server { location / { limit_req zone=one burst=3 nodelay; } }\n}\n",
-    )
-    .unwrap();
-    let block = common::imported_limiter(&conf, &[]);
-    assert_eq!(
-        block.get("per").and_then(|p| p.as_str()),
-        Some("host"),
-        "{block:?}"
-    );
-    let mut limiter = common::built(block);
+    let mut limiter = imported_zone("$host", "host");
 
     let server = Server::start_keyed(&binary, "$host", "10r/s", "burst=3 nodelay");
     let start = Instant::now();
@@ -338,20 +343,8 @@ fn a_request_without_the_zones_header_is_left_unlimited_as_nginx_does() {
         required("not installed: nginx; .ci/run installs Debian's nginx");
         return;
     };
+    let mut limiter = imported_zone("$http_x_forwarded_for", "key");
     let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("nginx.conf");
-    std::fs::write(
-        &conf,
-        "http {\n  limit_req_zone $http_x_forwarded_for zone=one:1m rate=10r/s;\n  server { location / { limit_req zone=one burst=3 nodelay; } }\n}\n",
-    )
-    .unwrap();
-    let block = common::imported_limiter(&conf, &[]);
-    assert_eq!(
-        block.get("per").and_then(|p| p.as_str()),
-        Some("key"),
-        "{block:?}"
-    );
-    let mut limiter = common::built(block);
     let empty = burstsim::traffic::Key::named(b"-");
     limiter.leave_unlimited(&[empty.client]);
 
