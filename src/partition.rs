@@ -303,11 +303,14 @@ pub struct LogFacts {
     /// Where its whole seconds start, when a run packs them: shards and
     /// merge pack at the same instants.
     pub origin: Option<u64>,
-    /// Its distinct keys that are empty (`-` or nothing), which a gateway
-    /// may leave unlimited ([`crate::limiter::Limiter::leave_unlimited`]):
-    /// counted in `keys`, never given a state.
+    /// Its distinct keys that name nothing, absent (`-`) and blank, which
+    /// a gateway may leave unlimited ([`crate::limiter::Limiter::leave_unlimited`]):
+    /// counted in `keys`, then never given a state.
     #[serde(default)]
-    pub empty: u64,
+    pub absent: u64,
+    /// See `absent`.
+    #[serde(default)]
+    pub blank: u64,
 }
 
 impl Replayed {

@@ -131,11 +131,12 @@ impl Workload {
     /// the key's header was missing), which some gateways leave unlimited
     /// ([`crate::limiter::Limiter::leave_unlimited`]); known once its
     /// traces are checked.
-    pub fn empty_keys(&self) -> Vec<u64> {
-        self.sources()
-            .iter()
-            .flat_map(|source| source.empty_keys().iter().copied())
-            .collect()
+    pub fn empty_keys(&self) -> crate::traffic::EmptyKeys {
+        let mut empty = crate::traffic::EmptyKeys::default();
+        for source in self.sources() {
+            empty.add(source.empty_keys());
+        }
+        empty
     }
 
     /// When its one source is a log of responses: the requests the log says

@@ -200,6 +200,7 @@ fn refuse_unmergeable(scenario: &Scenario) -> Result<()> {
 fn log_facts(scenario: &Scenario, workload: &crate::scenario::Workload) -> Result<LogFacts> {
     let labelled = workload.labelled_seconds();
     let packed = labelled.is_some_and(|l| l.packed) && crate::sim::packs(scenario);
+    let empty = workload.empty_keys();
     let keys = workload
         .sources()
         .iter()
@@ -212,7 +213,8 @@ fn log_facts(scenario: &Scenario, workload: &crate::scenario::Workload) -> Resul
         labelled: labelled.map(|l| [l.busiest, l.busiest_pair]),
         packed: labelled.is_some_and(|l| l.packed),
         origin: workload.second_origin(scenario.duration).filter(|_| packed),
-        empty: workload.empty_keys().len() as u64,
+        absent: empty.absent.len() as u64,
+        blank: empty.blank.len() as u64,
     })
 }
 

@@ -378,7 +378,10 @@ fn merge_workload(
                 tallies: added,
                 state,
                 candidates,
-                empty: whole.logs.get(w).map_or(0, |log| log.empty),
+                empty: whole
+                    .logs
+                    .get(w)
+                    .map_or([0, 0], |log| [log.absent, log.blank]),
             })
         })
         .collect();

@@ -404,6 +404,12 @@ fn deny(
             format!("track-sc{n} {}: a rate per value", track.key),
         ),
     );
+    if track.key.starts_with("req.hdr(") || track.key.starts_with("hdr(") {
+        block.notes.push(format!(
+            "HAProxy tracks nothing for a request without the header of track-sc{n} {} (its deny never applies), and so does this limiter for a replayed log's requests keyed `-`; a header present and empty is a key like any",
+            track.key
+        ));
+    }
     if let Some(only) = &track.condition {
         block.notes.push(format!(
             "track-sc{n} holds only {only} (line {}): HAProxy counts and limits only those requests; the workload stands for them (replay a log filtered to them)",

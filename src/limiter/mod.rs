@@ -556,10 +556,10 @@ kinds! {
 }
 
 impl Limiter {
-    /// Leaves the keys `empty` (the ids of requests whose key is empty)
-    /// unlimited wherever it keeps a state per key of a gateway that does
-    /// ([`per_key::PerKey::leave_unlimited`]), in a chain's layers too.
-    pub fn leave_unlimited(&mut self, empty: &[u64]) {
+    /// Leaves the clients of `empty` keys (requests whose key names
+    /// nothing) unlimited wherever it keeps a state per key of a gateway
+    /// that does ([`per_key::PerKey::leave_unlimited`]), in a chain's layers too.
+    pub fn leave_unlimited(&mut self, empty: &crate::traffic::EmptyKeys) {
         match self {
             Limiter::PerKey(per) => per.leave_unlimited(empty),
             Limiter::Chain(chain) => {

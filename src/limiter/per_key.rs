@@ -14,8 +14,8 @@ use super::key_windows::KeyWindows;
 use super::{Context, Decision, Limiter, LimiterConfig, RateLimiter, StoreOps};
 use crate::error::{FieldError, field_error};
 use crate::time::Nanos;
-use crate::traffic::Key;
 use crate::traffic::slots::{KeyTable, Slot};
+use crate::traffic::{EmptyKeys, Key};
 
 /// The most distinct keys one per-key limiter keeps state for.
 pub const MAX_KEYS: usize = 10_000_000;
@@ -217,20 +217,34 @@ impl PerKey {
             }
     }
 
-    /// Leaves the keys `empty` (the ids of requests whose key is empty)
-    /// unlimited when its gateway does: nginx's `limit_req` skips a zone
-    /// whose key is empty for the request, accounting nothing
+    /// Leaves the clients of `empty` keys unlimited where its gateway
+    /// does. nginx's `limit_req` skips a zone whose key is empty for the
+    /// request, absent or blank alike, accounting nothing
     /// (`ngx_http_limit_req_handler` in
-    /// `src/http/modules/ngx_http_limit_req_module.c`, nginx 1.22 as Debian
-    /// ships it, checked against it in `tests/integration/nginx_real.rs`) —
-    /// a zone keyed by `$http_x_forwarded_for` and a request without the
-    /// header. Other kinds keep one state for the empty key, as a client of
-    /// its own; a state per Host is never empty (`$host` falls back to the
-    /// server's name).
-    pub fn leave_unlimited(&mut self, empty: &[u64]) {
-        if self.leaves_empty_unlimited() {
-            self.unlimited = empty.to_vec();
-        }
+    /// `src/http/modules/ngx_http_limit_req_module.c`: `key.len == 0`) — a
+    /// zone keyed by `$http_x_forwarded_for` and a request without the
+    /// header. HAProxy's `http-request track-scN KEY` tracks nothing when
+    /// the key cannot be fetched (`http_action_track_sc` in `src/http_act.c`,
+    /// 2.6: `if (!key) goto end`), and `sc_http_req_rate` of an untracked
+    /// counter denies nothing — but a header present and empty is a key like
+    /// any. Both checked against Debian's (nginx 1.22, HAProxy 2.6.12) in
+    /// `tests/integration/nginx_real.rs` and `haproxy_real.rs`. Other kinds
+    /// keep one state for such a key, a client of its own; a state per Host
+    /// is never empty (`$host` falls back to the server's name).
+    pub fn leave_unlimited(&mut self, empty: &EmptyKeys) {
+        self.unlimited = match self.unlimited_kinds() {
+            [false, false] => Vec::new(),
+            [absent, blank] => {
+                let mut ids = Vec::new();
+                if absent {
+                    ids.extend_from_slice(&empty.absent);
+                }
+                if blank {
+                    ids.extend_from_slice(&empty.blank);
+                }
+                ids
+            }
+        };
     }
 
     /// Requests admitted unlimited, without a state ([`PerKey::leave_unlimited`]).
@@ -238,23 +252,25 @@ impl PerKey {
         self.unaccounted
     }
 
-    /// Counts `keys` seen elsewhere (by shards) as seen, `empty` of them
-    /// empty: a merge's limiter advertises what the whole run's does, whose
-    /// state left out the empty keys it leaves unlimited.
-    pub fn count_keys_elsewhere(&mut self, keys: u64, empty: u64) {
-        let unlimited = if self.leaves_empty_unlimited() {
-            empty
-        } else {
-            0
-        };
+    /// Counts `keys` seen elsewhere (by shards) as seen, of them `absent`
+    /// and `blank` keys that name nothing: a merge's limiter advertises what
+    /// the whole run's does, whose state left out the keys it leaves unlimited.
+    pub fn count_keys_elsewhere(&mut self, keys: u64, [absent, blank]: [u64; 2]) {
+        let [leaves_absent, leaves_blank] = self.unlimited_kinds();
+        let unlimited = u64::from(leaves_absent) * absent + u64::from(leaves_blank) * blank;
         self.keys_elsewhere = keys - unlimited.min(keys);
         self.unlimited_elsewhere = unlimited > 0;
     }
 
-    /// Whether its gateway leaves a request whose key is empty unlimited
-    /// (see [`PerKey::leave_unlimited`]).
-    fn leaves_empty_unlimited(&self) -> bool {
-        !self.by_host && matches!(self.prototype, Limiter::NginxLimitReq(_))
+    /// Whether its gateway leaves a request whose key is absent, and one
+    /// whose key is blank, unlimited ([`PerKey::leave_unlimited`]).
+    fn unlimited_kinds(&self) -> [bool; 2] {
+        match &self.prototype {
+            _ if self.by_host => [false, false],
+            Limiter::NginxLimitReq(_) => [true, true],
+            Limiter::HaproxyRate(_) => [true, false],
+            _ => [false, false],
+        }
     }
 
     /// States created: one per key, and one more each time an evicted key came back.

@@ -129,17 +129,24 @@ proptest::proptest! {
     }
 }
 
-/// nginx skips a zone whose key is empty for the request: per key, the
-/// `nginx-limit-req` kind admits every request of a key left unlimited,
-/// with no state, no refund to give and no bound to claim; the other
-/// requests' keys are limited as before, and other kinds keep the empty
-/// key a client of its own.
+/// nginx skips a zone whose key is empty for the request, and HAProxy
+/// tracks no request whose key it cannot fetch: per key, `nginx-limit-req`
+/// admits every request of a key absent or blank, and `haproxy-rate` of an
+/// absent one (a blank header is a key to HAProxy), with no state, no refund
+/// to give and no bound to claim; the other requests' keys are limited as
+/// before, and other kinds keep such a key a client of its own.
 #[test]
 fn a_key_left_unlimited_passes_an_nginx_zone_and_no_other_kind() {
     let build = |text: &str| parse(text).unwrap().build(Context::default()).unwrap();
     let nginx = "kind = \"nginx-limit-req\"\nrate = \"1r/s\"\nper = \"key\"";
+    let haproxy = "kind = \"haproxy-rate\"\nlimit = 1\nper = \"key\"";
     let fixed = "kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 1\nper = \"key\"";
-    let (empty, client) = (Key::named(b"-"), Key::named(b"198.51.100.7"));
+    let (absent, blank) = (Key::named(b"-"), Key::named(b""));
+    let client = Key::named(b"198.51.100.7");
+    let empty = crate::traffic::EmptyKeys {
+        absent: vec![absent.client],
+        blank: vec![blank.client],
+    };
     let admitted = |limiter: &mut Limiter, key: Key| {
         (0..10)
             .filter(|&i| {
@@ -150,18 +157,25 @@ fn a_key_left_unlimited_passes_an_nginx_zone_and_no_other_kind() {
             .count()
     };
     let mut limiter = build(nginx);
-    limiter.leave_unlimited(&[empty.client]);
-    assert_eq!(admitted(&mut limiter, empty), 10);
+    limiter.leave_unlimited(&empty);
+    assert_eq!(admitted(&mut limiter, absent), 10);
+    assert_eq!(admitted(&mut limiter, blank), 10);
     limiter.refund(Nanos(10_000_000));
     assert_eq!(admitted(&mut limiter, client), 1);
     let Limiter::PerKey(per) = &limiter else {
         panic!("per key")
     };
-    assert_eq!((per.keys(), per.unaccounted()), (1, 10));
+    assert_eq!((per.keys(), per.unaccounted()), (1, 20));
     assert_eq!(limiter.bound(Nanos::SECOND), u64::MAX);
-    // Without it, the empty key is one more client, limited as any.
+    // HAProxy: the absent key untracked, the blank one a key (limit 1: 2 pass).
+    let mut limiter = build(haproxy);
+    limiter.leave_unlimited(&empty);
+    assert_eq!(admitted(&mut limiter, absent), 10);
+    assert_eq!(admitted(&mut limiter, blank), 1);
+    assert_eq!(limiter.bound(Nanos::SECOND), u64::MAX);
+    // Without them, either is one more client, limited as any.
     let mut limiter = build(nginx);
-    assert_eq!(admitted(&mut limiter, empty), 1);
+    assert_eq!(admitted(&mut limiter, absent), 1);
     assert!(limiter.bound(Nanos::SECOND) < u64::MAX);
     // In a chain's layer too; a fixed window keeps its state for it.
     let mut chain = build(&format!(
@@ -169,9 +183,9 @@ fn a_key_left_unlimited_passes_an_nginx_zone_and_no_other_kind() {
         nginx.replace('\n', ", "),
         "kind = \"fixed-window\", window = \"1s\", threshold = 100"
     ));
-    chain.leave_unlimited(&[empty.client]);
-    assert_eq!(admitted(&mut chain, empty), 10);
+    chain.leave_unlimited(&empty);
+    assert_eq!(admitted(&mut chain, absent), 10);
     let mut limiter = build(fixed);
-    limiter.leave_unlimited(&[empty.client]);
-    assert_eq!(admitted(&mut limiter, empty), 1);
+    limiter.leave_unlimited(&empty);
+    assert_eq!(admitted(&mut limiter, absent), 1);
 }

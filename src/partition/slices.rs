@@ -113,7 +113,8 @@ mod tests {
             labelled: None,
             packed: origin.is_some(),
             origin,
-            empty: 0,
+            absent: 0,
+            blank: 0,
         }
     }
 

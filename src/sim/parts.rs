@@ -129,8 +129,9 @@ pub struct Merged {
     /// The busiest key of each part with the most: the first of them the
     /// whole run counts is its busiest.
     pub candidates: Vec<u64>,
-    /// The workload's distinct empty keys ([`crate::partition::LogFacts::empty`]).
-    pub empty: u64,
+    /// The workload's distinct keys that name nothing, absent and blank
+    /// ([`crate::partition::LogFacts::absent`]).
+    pub empty: [u64; 2],
 }
 
 /// A workload's decisions, made by shards, counted as one run counts its own.
@@ -230,7 +231,12 @@ impl Recount {
             let merged = merged.as_ref().map(|m| {
                 // No request of a part's busiest key counted: no key sent any.
                 let busiest = run.watched().unwrap_or(m.tallies.busiest.1);
-                (&m.tallies, busiest, m.state, m.empty)
+                super::run::FromShards {
+                    tallies: &m.tallies,
+                    busiest,
+                    state: m.state,
+                    empty: m.empty,
+                }
             });
             runs.push(run.finish_with(
                 scenario,

@@ -72,6 +72,17 @@ struct Counters {
     extras: bool,
 }
 
+/// What a merge brings of a limiter decided by key, for
+/// [`RunState::finish_with`]: its shards' tallies added, the busiest key,
+/// the most keys held at once and the resets, and the workload's keys that
+/// name nothing (absent, blank).
+pub(super) struct FromShards<'a> {
+    pub(super) tallies: &'a KeyTallies,
+    pub(super) busiest: u64,
+    pub(super) state: (u64, u64),
+    pub(super) empty: [u64; 2],
+}
+
 /// Some keys, and the first of them the figures per key would have counted.
 #[derive(Debug)]
 struct Watch {
@@ -172,7 +183,7 @@ impl RunState {
 
     /// The same run, its limiter leaving the workload's `empty` keys
     /// unlimited where its gateway does ([`Limiter::leave_unlimited`]).
-    pub(super) fn leaving_unlimited(mut self, empty: &[u64]) -> RunState {
+    pub(super) fn leaving_unlimited(mut self, empty: &crate::traffic::EmptyKeys) -> RunState {
         if !empty.is_empty() {
             self.limiter.leave_unlimited(empty);
         }
@@ -326,12 +337,12 @@ impl RunState {
         scenario: &Scenario,
         options: &Options,
         [workload, limiter]: [&str; 2],
-        merged: Option<(&KeyTallies, u64, (u64, u64), u64)>,
+        merged: Option<FromShards<'_>>,
     ) -> RunResult {
-        if let (Some((tallies, .., empty)), Limiter::PerKey(per)) = (merged, &mut self.limiter) {
-            per.count_keys_elsewhere(tallies.keys, empty);
+        if let (Some(from), Limiter::PerKey(per)) = (&merged, &mut self.limiter) {
+            per.count_keys_elsewhere(from.tallies.keys, from.empty);
         }
-        let merged = merged.map(|(tallies, busiest, state, _)| (tallies, busiest, state));
+        let merged = merged.map(|from| (from.tallies, from.busiest, from.state));
         self.m.release_until(Nanos(u64::MAX));
         let worst = self.m.rolling.worst();
         let at = |interval: Nanos| {

@@ -169,3 +169,42 @@ impl Timed for Nanos {
         self
     }
 }
+
+/// The clients of a workload's requests whose key names nothing, as its
+/// replays name them (numbered or hashed): the key field `absent` (a text
+/// log's `-`, as nginx logs a missing header) or `blank` (present, empty).
+/// Gateways differ on them ([`crate::limiter::Limiter::leave_unlimited`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EmptyKeys {
+    /// Of a key field whose value was absent.
+    pub absent: Vec<u64>,
+    /// Of a key field present and empty.
+    pub blank: Vec<u64>,
+}
+
+/// No keys that name nothing: what a source without a key field has.
+pub static NO_EMPTY_KEYS: EmptyKeys = EmptyKeys {
+    absent: Vec::new(),
+    blank: Vec::new(),
+};
+
+impl EmptyKeys {
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.absent.is_empty() && self.blank.is_empty()
+    }
+
+    /// Both kinds, each client once, `other`'s added.
+    pub fn add(&mut self, other: &EmptyKeys) {
+        for (mine, theirs) in [
+            (&mut self.absent, &other.absent),
+            (&mut self.blank, &other.blank),
+        ] {
+            for &client in theirs {
+                if !mine.contains(&client) {
+                    mine.push(client);
+                }
+            }
+        }
+    }
+}

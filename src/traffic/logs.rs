@@ -40,20 +40,25 @@ pub enum Format {
     Haproxy,
 }
 
+/// The text of a key field present but empty (nginx logs `""` for an
+/// empty header's `$http_x_forwarded_for`).
+pub const BLANK_KEY: &[u8] = b"";
+
 impl Format {
-    /// The texts of a key field that name no key: an empty one, and in the
-    /// text logs that write an absent or empty value as `-` (nginx's
-    /// `$http_x_forwarded_for` for a request without the header, Envoy's
-    /// `%REQ(…)%`, an ALB's or CloudFront's empty field), that too.
-    pub fn empty_keys(self) -> &'static [&'static [u8]] {
+    /// The text of a key field whose value was absent, in the text logs
+    /// that write one as `-` (nginx's `$http_x_forwarded_for` for a request
+    /// without the header, Envoy's `%REQ(…)%`, an ALB's or CloudFront's
+    /// missing field); in CSV and JSON a missing value is refused, and an
+    /// empty one ([`BLANK_KEY`]) is present.
+    pub fn absent_key(self) -> Option<&'static [u8]> {
         match self {
             Format::Combined
             | Format::Alb
             | Format::Cloudfront
             | Format::Envoy
-            | Format::Haproxy => &[b"", b"-"],
+            | Format::Haproxy => Some(b"-"),
             Format::Csv | Format::Jsonl | Format::Traefik | Format::Cloudflare | Format::Gcp => {
-                &[b""]
+                None
             }
         }
     }

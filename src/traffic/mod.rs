@@ -14,7 +14,7 @@ pub mod logs;
 pub mod slots;
 pub mod vendor;
 
-pub use arrival::{Arrival, Client, Key, Timed};
+pub use arrival::{Arrival, Client, EmptyKeys, Key, NO_EMPTY_KEYS, Timed};
 
 use std::path::Path;
 
@@ -308,10 +308,10 @@ impl SourceConfig {
 
     /// The clients of a checked trace's rows whose key field is empty
     /// ([`trace::Config::empty_keys`]); none for other kinds.
-    pub fn empty_keys(&self) -> &[u64] {
+    pub fn empty_keys(&self) -> &EmptyKeys {
         match &self.kind {
             SourceKind::Trace(trace) => trace.empty_keys(),
-            _ => &[],
+            _ => &NO_EMPTY_KEYS,
         }
     }
 

@@ -46,6 +46,12 @@ impl Server {
     /// A frontend whose table is `table` (its stick-table line) and whose
     /// deny is above `limit`.
     fn start_with(binary: &Path, table: &str, limit: u64) -> Server {
+        Server::start_tracking(binary, table, "src", limit)
+    }
+
+    /// [`Server::start_with`], tracking each request by `key` (a sample
+    /// expression) instead of its address.
+    fn start_tracking(binary: &Path, table: &str, key: &str, limit: u64) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let _starting = common::STARTING
             .lock()
@@ -62,7 +68,7 @@ defaults
 frontend limited
     bind 127.0.0.1:{port}
     {table}
-    http-request track-sc0 src
+    http-request track-sc0 {key}
     http-request deny deny_status 429 if {{ sc_http_req_rate(0) gt {limit} }}
     http-request return status 200 content-type text/plain string ok
 "
@@ -87,12 +93,18 @@ frontend limited
 
     /// Sends one request and returns its status.
     fn get(&self) -> u16 {
+        self.get_with("")
+    }
+
+    /// Sends one request with the header lines `headers` (each ending in
+    /// `\r\n`) and returns its status.
+    fn get_with(&self, headers: &str) -> u16 {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(5)))
             .unwrap();
         stream
-            .write_all(b"GET / HTTP/1.0\r\nHost: burstsim\r\n\r\n")
+            .write_all(format!("GET / HTTP/1.0\r\nHost: burstsim\r\n{headers}\r\n").as_bytes())
             .unwrap();
         let mut answer = String::new();
         stream.read_to_string(&mut answer).unwrap();
@@ -284,6 +296,74 @@ fn an_expired_entry_is_forgotten_as_the_imported_model_forgets_it() {
     assert!(
         answers.iter().any(|a| a.1 != a.2),
         "without the expiry the second burst is denied: {answers:?}"
+    );
+}
+
+/// Tracked by a header, HAProxy counts and limits each value, an empty one
+/// too, and tracks nothing for a request without the header: its deny never
+/// applies. The limiter `burstsim import` makes of the configuration, told
+/// which keys are absent (a log's `-`) and blank, answers as HAProxy does,
+/// request by request. (A 10 s period: the burst is far from its edges.)
+#[test]
+#[ignore = "needs HAProxy (Debian's haproxy): run with --include-ignored, as .ci/run does"]
+fn a_request_without_the_tracked_header_is_not_limited_as_in_haproxy() {
+    let _alone = super::common::real_time();
+    let Some(binary) = haproxy() else {
+        required("not installed: haproxy; .ci/run installs Debian's haproxy");
+        return;
+    };
+    let table = "stick-table type string len 64 size 1k expire 60s store http_req_rate(10s)";
+    let key = "req.hdr(x-forwarded-for)";
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("haproxy.cfg");
+    std::fs::write(
+        &conf,
+        format!("frontend web\n    {table}\n    http-request track-sc0 {key}\n    http-request deny deny_status 429 if {{ sc_http_req_rate(0) gt 3 }}\n"),
+    )
+    .unwrap();
+    let block = common::imported_limiter(&conf, &[]);
+    assert_eq!(
+        block.get("per").and_then(|p| p.as_str()),
+        Some("key"),
+        "{block:?}"
+    );
+    let mut ours = common::built(block);
+    let named = |text: &[u8]| burstsim::traffic::Key::named(text);
+    ours.leave_unlimited(&burstsim::traffic::EmptyKeys {
+        absent: vec![named(b"-").client],
+        blank: vec![named(b"").client],
+    });
+
+    let server = Server::start_tracking(&binary, table, key, 3);
+    let start = Instant::now();
+    let mut answers = Vec::new();
+    for i in 0..24 {
+        let (header, key, what) = match i % 3 {
+            0 => ("", named(b"-"), "without"),
+            1 => (
+                "X-Forwarded-For: 198.51.100.7\r\n",
+                named(b"198.51.100.7"),
+                "an address",
+            ),
+            _ => ("X-Forwarded-For: \r\n", named(b""), "empty"),
+        };
+        let now = Nanos(start.elapsed().as_nanos() as u64);
+        let theirs = server.get_with(header);
+        answers.push((
+            what,
+            theirs,
+            ours.decide_keyed::<false>(now, key).admitted(),
+        ));
+    }
+    for &(what, theirs, model) in &answers {
+        assert!(theirs == 200 || theirs == 429, "{answers:?}");
+        assert_eq!(theirs == 200, model, "{what}: {answers:?}");
+    }
+    let passed = |what: &str| answers.iter().filter(|a| a.0 == what && a.1 == 200).count();
+    assert_eq!(
+        [passed("without"), passed("an address"), passed("empty")],
+        [8, 3, 3],
+        "{answers:?}"
     );
 }
 

@@ -346,7 +346,10 @@ fn a_request_without_the_zones_header_is_left_unlimited_as_nginx_does() {
     let mut limiter = imported_zone("$http_x_forwarded_for", "key");
     let dir = tempfile::tempdir().unwrap();
     let empty = burstsim::traffic::Key::named(b"-");
-    limiter.leave_unlimited(&[empty.client]);
+    limiter.leave_unlimited(&burstsim::traffic::EmptyKeys {
+        absent: vec![empty.client],
+        blank: Vec::new(),
+    });
 
     let log = dir.path().join("access.log");
     let server = Server::start_with(

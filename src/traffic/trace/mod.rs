@@ -16,7 +16,7 @@ use serde::Deserialize;
 use rand::RngExt as _;
 
 use super::logs::{self, Combined, Format};
-use super::{Arrival, Key, Kind, Place, Rng, Timed};
+use super::{Arrival, EmptyKeys, Key, Kind, Place, Rng, Timed};
 use crate::error::{FieldError, field_error};
 use crate::time::{NANOS_PER_SEC, Nanos};
 
@@ -159,8 +159,8 @@ struct Scan {
     /// Its keys numbered in the order first seen.
     numbered: Arc<Numbered>,
     /// The clients (as its replays name them: numbered or hashed) of its
-    /// rows whose key field is empty ([`Format::empty_keys`]), if any.
-    empty: Vec<u64>,
+    /// rows whose key field names nothing, if any.
+    empty: EmptyKeys,
     /// Its rows as read, for the replays (unless too many).
     checked: Option<Arc<Checked>>,
 }
@@ -286,31 +286,39 @@ impl Config {
                 numbers: Default::default(),
                 hashes,
             }),
-            empty: clients
-                .iter()
-                .filter(|fact| {
-                    self.key.is_some() && !self.verdicts && self.empty_hashes().contains(&fact.value)
-                })
-                .map(|fact| fact.id)
-                .collect(),
+            empty: self.empty_clients(|hash| {
+                clients.iter().find(|fact| fact.value == hash).map(|fact| fact.id)
+            }),
             checked: None,
         });
         Ok(())
     }
 
-    /// The hashes of its key field's texts that name no key ([`Format::empty_keys`]).
-    fn empty_hashes(&self) -> Vec<u64> {
-        self.format
-            .empty_keys()
-            .iter()
-            .map(|text| Key::named(text).client)
-            .collect()
+    /// The hashes of its key field's texts that name no key: absent
+    /// ([`Format::absent_key`]), if its format writes one, and blank.
+    fn empty_hashes(&self) -> (Option<u64>, u64) {
+        let hash = |text: &[u8]| Key::named(text).client;
+        (self.format.absent_key().map(hash), hash(logs::BLANK_KEY))
     }
 
-    /// The clients of its rows whose key field is empty, as its replays
-    /// name them; none before it is checked, or without a key field.
-    pub fn empty_keys(&self) -> &[u64] {
-        self.scanned.get().map_or(&[], |scan| &scan.empty)
+    /// The clients its replays give the keys that name nothing, as
+    /// `client` finds each hash's (if seen); none without a key field, or
+    /// where each row's verdict stands in for its client.
+    fn empty_clients(&self, client: impl Fn(u64) -> Option<u64>) -> EmptyKeys {
+        if self.key.is_none() || self.verdicts {
+            return EmptyKeys::default();
+        }
+        let (absent, blank) = self.empty_hashes();
+        EmptyKeys {
+            absent: absent.and_then(&client).into_iter().collect(),
+            blank: client(blank).into_iter().collect(),
+        }
+    }
+
+    /// The clients of its rows whose key field names nothing, as its
+    /// replays name them; none before it is checked, or without a key field.
+    pub fn empty_keys(&self) -> &EmptyKeys {
+        self.scanned.get().map_or(&super::NO_EMPTY_KEYS, |scan| &scan.empty)
     }
 
     /// How many distinct keys the file names (1 without a key column); read

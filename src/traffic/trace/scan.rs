@@ -51,8 +51,9 @@ struct Counting<'a> {
     checked: CheckedWriter,
     /// Rows whose keys are numbered next, together (see `number_batch`).
     batch: Vec<ReadRow>,
-    /// The hashes of an empty key ([`Config::empty_hashes`], the first
-    /// repeated when there is one), and the rows with one.
+    /// The hashes of a key that names nothing ([`Config::empty_hashes`]:
+    /// absent, or blank twice where no text means absent), and the rows
+    /// with one.
     empty: [u64; 2],
     empty_rows: u64,
 }
@@ -205,8 +206,8 @@ impl Config {
             checked: CheckedWriter::new(self.host.is_some(), !self.reread),
             batch: Vec::with_capacity(BATCH),
             empty: {
-                let hashes = self.empty_hashes();
-                [hashes[0], *hashes.last().expect("an empty key's text at least")]
+                let (absent, blank) = self.empty_hashes();
+                [absent.unwrap_or(blank), blank]
             },
             empty_rows: 0,
         };
@@ -237,17 +238,10 @@ impl Config {
         } = counting;
         // Before the table of numbers may be freed: the empty keys' clients
         // (none where each row's verdict stands in for its client).
-        let empty = if self.key.is_some() && !self.verdicts {
-            self.empty_hashes()
-                .into_iter()
-                .filter_map(|hash| {
-                    let number = keys.numbers.get(hash)?;
-                    Some(if self.interned { u64::from(number) } else { hash })
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let empty = self.empty_clients(|hash| {
+            let number = keys.numbers.get(hash)?;
+            Some(if self.interned { u64::from(number) } else { hash })
+        });
         let checked = checked.finish();
         if checked.is_none() {
             Self::hash_parts(&mut parts)?;
@@ -399,10 +393,15 @@ impl Config {
         }
         if empty_rows > 0 {
             warnings.push(format!(
-                "{}: {empty_rows} of {rows} rows have an empty {} ({}): nginx's limit_req does not limit a request whose key is empty, and neither does kind \"nginx-limit-req\" per key; other kinds limit them together, as one client",
+                "{}: {empty_rows} of {rows} rows have no {}{}: per key, kind \"nginx-limit-req\" does not limit them (nginx skips a zone whose key is empty){}; other kinds limit them together, as one client",
                 shown.display(),
                 self.key.as_deref().unwrap_or_default(),
-                if self.format.empty_keys().len() > 1 { "`-` or nothing" } else { "nothing" }
+                if self.format.absent_key().is_some() { " (`-`, or empty)" } else { " (empty)" },
+                if self.format.absent_key().is_some() {
+                    ", nor does \"haproxy-rate\" the `-` ones (HAProxy tracks no request whose key it cannot fetch)"
+                } else {
+                    ""
+                }
             ));
         }
         if unsorted > 0 {

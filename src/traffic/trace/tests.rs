@@ -117,13 +117,13 @@ fn a_log_in_nginx_main_format_is_keyed_by_its_forwarded_for_field() {
     assert!(err.contains("a.log:1: \"198.51.100.1 - - [27/Nov") && err.contains("has no http_x_forwarded_for"), "{err}");
 }
 
-/// A key field logged `-` (nginx's empty `$http_x_forwarded_for`: no
-/// header) or empty names no key: the check counts those rows, says what
-/// nginx and the kinds do with them, and hands the runs their client — by
-/// its number when the keys are numbered. In CSV only an empty cell is
-/// empty; a log keyed by address has none.
+/// A key field logged `-` (nginx's `$http_x_forwarded_for` of a request
+/// without the header) names an absent key, an empty one a blank key: the
+/// check counts those rows, says what the kinds do with them, and hands the
+/// runs their clients — by their numbers when the keys are numbered. In CSV
+/// only an empty cell names nothing; a log keyed by address has none.
 #[test]
-fn rows_whose_key_is_empty_are_counted_and_their_client_found() {
+fn rows_whose_key_names_nothing_are_counted_and_their_clients_found() {
     let main = "10.0.0.1 - - [27/Nov/2026:09:00:00 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"a\" \"198.51.100.1\"\n\
         10.0.0.1 - - [27/Nov/2026:09:00:00 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"a\" \"-\"\n\
         10.0.0.1 - - [27/Nov/2026:09:00:01 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"b\" \"\"\n\
@@ -133,29 +133,27 @@ fn rows_whose_key_is_empty_are_counted_and_their_client_found() {
         let (dir, mut config) = file("a.log", main, keyed);
         config.interned = interned;
         let warnings = config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
-        let said = warnings.iter().find(|w| w.contains("empty http_x_forwarded_for"));
+        let said = warnings.iter().find(|w| w.contains("rows have no http_x_forwarded_for (`-`, or empty)"));
         assert!(
-            said.is_some_and(|w| w.contains("3 of 4 rows") && w.contains("nginx-limit-req")),
+            said.is_some_and(|w| w.contains("3 of 4 rows") && w.contains("nginx-limit-req") && w.contains("haproxy-rate")),
             "{warnings:?}"
         );
-        let mut empty = config.empty_keys().to_vec();
-        empty.sort_unstable();
-        let mut expected = if interned {
-            vec![1, 2]
+        let expected = if interned {
+            EmptyKeys { absent: vec![1], blank: vec![2] }
         } else {
-            vec![Key::named(b"-").client, Key::named(b"").client]
+            EmptyKeys { absent: vec![Key::named(b"-").client], blank: vec![Key::named(b"").client] }
         };
-        expected.sort_unstable();
-        assert_eq!(empty, expected, "numbered: {interned}");
+        assert_eq!(*config.empty_keys(), expected, "numbered: {interned}");
     }
     let (dir, config) = file("a.log", main, &keyed.replace("http_x_forwarded_for", "remote_addr"));
     let warnings = config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
-    assert!(config.empty_keys().is_empty() && !warnings.iter().any(|w| w.contains("empty")), "{warnings:?}");
+    assert!(config.empty_keys().is_empty() && !warnings.iter().any(|w| w.contains("rows have no")), "{warnings:?}");
     let csv = "time_ns,user\n1,-\n2,\n3,ann\n";
     let (dir, config) = file("t.csv", csv, "key_field = \"user\"");
     let warnings = config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
-    assert_eq!(config.empty_keys(), [Key::named(b"").client]);
-    assert!(warnings.iter().any(|w| w.contains("1 of 3 rows have an empty user (nothing)")), "{warnings:?}");
+    assert_eq!(*config.empty_keys(), EmptyKeys { absent: vec![], blank: vec![Key::named(b"").client] });
+    let said = warnings.iter().find(|w| w.contains("1 of 3 rows have no user (empty)"));
+    assert!(said.is_some_and(|w| !w.contains("haproxy")), "{warnings:?}");
 }
 
 /// A CSV file cut in its last record (copied while written, or truncated)
