@@ -144,6 +144,9 @@ pub enum Cause {
     /// The shared store went down and the instances went on without it,
     /// or it failed over and forgot increments.
     Outages,
+    /// Requests whose key names nothing pass a limit kept per key
+    /// unlimited, as its gateway leaves them.
+    Unkeyed,
     /// Many clients, each within a limit of its own.
     Clients,
     /// A window's allowance on both sides of a window edge.
@@ -197,6 +200,8 @@ impl Cause {
             Cause::Outages
         } else if several {
             Cause::SharedClocks
+        } else if run.keys.as_ref().is_some_and(|k| k.empty_unlimited) {
+            Cause::Unkeyed
         } else if per_key {
             Cause::Clients
         } else if limit_1s > capacity as f64 {
@@ -215,6 +220,7 @@ impl Cause {
             Cause::Instances => "instances",
             Cause::SharedClocks => "clocks apart",
             Cause::Outages => "store faults",
+            Cause::Unkeyed => "requests without a key",
             Cause::Clients => "many clients",
             Cause::WindowEdges => "window edges",
             Cause::Bursts => "bursts",
@@ -235,6 +241,9 @@ impl Cause {
             }
             Cause::Outages => {
                 "the instances share one count and went on without it while the store was down, or the store forgot increments in a failover; fail closed, or fall back to the limit divided among the instances"
+            }
+            Cause::Unkeyed => {
+                "requests whose key was missing (a log's `-`) pass the limit kept per key unlimited, as the gateway leaves them; limit them too (a global limit in front, or a key every request has)"
             }
             Cause::Clients => {
                 "every client stays within its own limit and together they pass the backend's; put a global limit in front"
@@ -562,6 +571,20 @@ mod tests {
         assert_eq!(Cause::of(&clustered, 150), Cause::SharedClocks);
         clustered.outages = Some(Vec::new());
         assert_eq!(Cause::of(&clustered, 150), Cause::Outages);
+        // Kept per key: many clients, unless requests without a key pass.
+        let mut per_key = run("nginx-limit-req", 100.0);
+        per_key.keys = Some(
+            serde_json::from_value(serde_json::json!({
+                "keys": 3, "throttled": 1, "worst_rolling_p50": 2, "worst_rolling_p99": 9,
+                "worst_rolling_max": 9, "worst_key": 7, "top_1pct_share": 0.5,
+                "state": { "keys_alive_max": 2, "bytes_per_key": null, "bytes": null,
+                    "store_ops_per_request": null, "resets_per_sec": 0.0 }
+            }))
+            .unwrap(),
+        );
+        assert_eq!(Cause::of(&per_key, 150), Cause::Clients);
+        per_key.keys.as_mut().unwrap().empty_unlimited = true;
+        assert_eq!(Cause::of(&per_key, 150), Cause::Unkeyed);
         let runs = [
             run("fixed-window", 100.0),
             run("token-bucket", 100.0),

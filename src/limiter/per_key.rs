@@ -247,6 +247,12 @@ impl PerKey {
         };
     }
 
+    /// Whether some of its workload's keys name nothing and it leaves them
+    /// unlimited ([`PerKey::leave_unlimited`]), here or in a merge's shards.
+    pub fn leaves_keys_unlimited(&self) -> bool {
+        !self.unlimited.is_empty() || self.unlimited_elsewhere
+    }
+
     /// Requests admitted unlimited, without a state ([`PerKey::leave_unlimited`]).
     pub fn unaccounted(&self) -> u64 {
         self.unaccounted
@@ -539,7 +545,7 @@ impl RateLimiter for PerKey {
 impl PerKey {
     /// With a key of the workload left unlimited, there is no bound.
     fn scaled(&self, interval: Nanos, bound: impl Fn(&Limiter, Nanos) -> u64) -> u64 {
-        if (!self.unlimited.is_empty() || self.unlimited_elsewhere) && interval > Nanos::ZERO {
+        if self.leaves_keys_unlimited() && interval > Nanos::ZERO {
             return u64::MAX;
         }
         if self.keys() == 0 || interval == Nanos::ZERO {

@@ -83,6 +83,11 @@ pub struct KeysSummary {
     /// With `per = "key"`: what keeping a state per key costs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<StateCost>,
+    /// With `per = "key"`: whether requests whose key names nothing (a
+    /// log's `-`) pass it unlimited, as its gateway leaves them
+    /// ([`crate::limiter::Limiter::leave_unlimited`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub empty_unlimited: bool,
 }
 
 /// Median, 99th percentile (nearest rank) and maximum over keys.
@@ -330,6 +335,7 @@ fn summarised(
             top as f64 / total as f64
         },
         state,
+        empty_unlimited: false,
     }
 }
 

@@ -444,7 +444,12 @@ impl RunState {
                     ),
                     _ => keys.finish(None, None),
                 }),
-            },
+            }
+            .map(|mut keys| {
+                keys.empty_unlimited =
+                    matches!(&self.limiter, Limiter::PerKey(per) if per.leaves_keys_unlimited());
+                keys
+            }),
             whole_seconds: None,
             turned_away_in_log: None,
             instances: match &self.limiter {

@@ -383,6 +383,12 @@ fn a_log_s_empty_keys_are_left_unlimited_in_shards_as_in_the_whole_run() {
         run("nginx")
     );
     assert!(run("window")["bound"].is_u64(), "{:?}", run("window"));
+    assert_eq!(run("nginx")["keys"]["empty_unlimited"], true);
+    assert!(
+        run("window")["keys"].get("empty_unlimited").is_none(),
+        "{:?}",
+        run("window")
+    );
 }
 
 /// Runs `scenario` whole into `dir`, then in one part and in four, each
