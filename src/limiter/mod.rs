@@ -558,7 +558,8 @@ kinds! {
 impl Limiter {
     /// Leaves the clients of `empty` keys (requests whose key names
     /// nothing) unlimited wherever it keeps a state per key of a gateway
-    /// that does ([`per_key::PerKey::leave_unlimited`]), in a chain's layers too.
+    /// that does ([`per_key::PerKey::leave_unlimited`]), in a chain's layers
+    /// and a local cluster's instances too.
     pub fn leave_unlimited(&mut self, empty: &crate::traffic::EmptyKeys) {
         match self {
             Limiter::PerKey(per) => per.leave_unlimited(empty),
@@ -567,6 +568,7 @@ impl Limiter {
                     layer.leave_unlimited(empty);
                 }
             }
+            Limiter::Cluster(cluster) => cluster.leave_unlimited(empty),
             _ => {}
         }
     }

@@ -179,9 +179,9 @@ pub struct PerKey {
     /// Keys seen by the shards whose decisions a merge counts: its own
     /// state holds none, and its advertised limits are theirs together.
     keys_elsewhere: u64,
-    /// The ids of the keys its gateway leaves unlimited: a request whose key
-    /// is empty, which nginx's `limit_req` does not account
-    /// ([`PerKey::leave_unlimited`]).
+    /// The ids of the keys its gateway leaves unlimited: requests whose key
+    /// names nothing, which nginx's `limit_req` does not account and
+    /// HAProxy does not track when absent ([`PerKey::leave_unlimited`]).
     unlimited: Vec<u64>,
     /// Requests of those keys admitted without a state.
     unaccounted: u64,

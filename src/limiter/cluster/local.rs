@@ -21,6 +21,14 @@ impl Local {
     pub fn first(&self) -> &Limiter {
         &self.instances[0]
     }
+
+    /// Each instance's limiter leaves `empty` keys unlimited where its
+    /// gateway does ([`Limiter::leave_unlimited`]).
+    pub fn leave_unlimited(&mut self, empty: &crate::traffic::EmptyKeys) {
+        for instance in &mut self.instances {
+            instance.leave_unlimited(empty);
+        }
+    }
 }
 
 impl Mode for Local {

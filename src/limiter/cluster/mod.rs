@@ -247,6 +247,16 @@ impl Cluster {
         &self.admitted
     }
 
+    /// Instances that each run their own limiter (local mode: nginx's or
+    /// HAProxy's own zone or table on each host) leave `empty` keys
+    /// unlimited where their gateway does ([`Limiter::leave_unlimited`]);
+    /// shared counters are the libraries', which keep every key.
+    pub fn leave_unlimited(&mut self, empty: &crate::traffic::EmptyKeys) {
+        if let Counter::Local(local) = &mut self.counter {
+            local.leave_unlimited(empty);
+        }
+    }
+
     /// The store's outages and what instances do during them, if any.
     pub fn outages(&self) -> Option<(&[Outage], OnError)> {
         let faults = self.faults.as_ref()?.faults();

@@ -582,3 +582,28 @@ fn each_instance_s_upstash_cache_is_counted_in_memory() {
         memory(1)
     );
 }
+
+/// Instances each with their own nginx zone per key leave a request without
+/// a key unlimited, as one nginx does: three of them, nine requests of the
+/// absent key in one millisecond, all admitted; a key that is there, one an
+/// instance (burst 0).
+#[test]
+fn local_instances_leave_requests_without_a_key_unlimited() {
+    let nginx = "kind = \"nginx-limit-req\"\nrate = \"1r/s\"\nper = \"key\"";
+    let mut c = build(nginx, "instances = 3").unwrap();
+    let (absent, client) = (
+        crate::traffic::Key::named(b"-"),
+        crate::traffic::Key::named(b"a"),
+    );
+    c.leave_unlimited(&crate::traffic::EmptyKeys {
+        absent: vec![absent.client],
+        blank: Vec::new(),
+    });
+    let passed = |c: &mut Cluster, key| {
+        (0..9)
+            .filter(|&i| c.decide_keyed::<false>(Nanos(i * 1000), key).admitted())
+            .count()
+    };
+    assert_eq!(passed(&mut c, absent), 9);
+    assert_eq!(passed(&mut c, client), 3);
+}
