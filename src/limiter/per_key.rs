@@ -232,19 +232,12 @@ impl PerKey {
     /// keep one state for such a key, a client of its own; a state per Host
     /// is never empty (`$host` falls back to the server's name).
     pub fn leave_unlimited(&mut self, empty: &EmptyKeys) {
-        self.unlimited = match self.unlimited_kinds() {
-            [false, false] => Vec::new(),
-            [absent, blank] => {
-                let mut ids = Vec::new();
-                if absent {
-                    ids.extend_from_slice(&empty.absent);
-                }
-                if blank {
-                    ids.extend_from_slice(&empty.blank);
-                }
-                ids
-            }
-        };
+        let [absent, blank] = self.unlimited_kinds();
+        self.unlimited = [(absent, &empty.absent), (blank, &empty.blank)]
+            .into_iter()
+            .filter(|(leaves, _)| *leaves)
+            .flat_map(|(_, ids)| ids.iter().copied())
+            .collect();
     }
 
     /// Whether some of its workload's keys name nothing and it leaves them

@@ -342,7 +342,6 @@ impl RunState {
         if let (Some(from), Limiter::PerKey(per)) = (&merged, &mut self.limiter) {
             per.count_keys_elsewhere(from.tallies.keys, from.empty);
         }
-        let merged = merged.map(|from| (from.tallies, from.busiest, from.state));
         self.m.release_until(Nanos(u64::MAX));
         let worst = self.m.rolling.worst();
         let at = |interval: Nanos| {
@@ -419,19 +418,17 @@ impl RunState {
             tight: None,
             lower_bound: None,
             keys: match (merged, &self.limiter) {
-                (Some((tallies, worst_key, (alive, resets))), Limiter::PerKey(per)) => {
-                    Some(tallies.summary(
-                        worst_key,
-                        Some(state_cost(
-                            per,
-                            [alive, resets],
-                            self.m.offered,
-                            scenario.duration,
-                        )),
-                        Some(per.prototype().nominal(rolling)),
-                    ))
-                }
-                (Some((tallies, worst_key, _)), _) => Some(tallies.summary(worst_key, None, None)),
+                (Some(from), Limiter::PerKey(per)) => Some(from.tallies.summary(
+                    from.busiest,
+                    Some(state_cost(
+                        per,
+                        [from.state.0, from.state.1],
+                        self.m.offered,
+                        scenario.duration,
+                    )),
+                    Some(per.prototype().nominal(rolling)),
+                )),
+                (Some(from), _) => Some(from.tallies.summary(from.busiest, None, None)),
                 (None, limiter) => self.m.keys.as_ref().and_then(|keys| match limiter {
                     Limiter::PerKey(per) => keys.finish(
                         Some(state_cost(

@@ -123,6 +123,20 @@ impl Drop for Server {
     }
 }
 
+/// The block `burstsim import` makes of a frontend with the stick-table
+/// line `table`, tracking by `key` and denying above `limit`, as a user
+/// would paste it.
+fn imported(table: &str, key: &str, limit: u64) -> toml::Table {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("haproxy.cfg");
+    std::fs::write(
+        &conf,
+        format!("frontend web\n    {table}\n    http-request track-sc0 {key}\n    http-request deny deny_status 429 if {{ sc_http_req_rate(0) gt {limit} }}\n"),
+    )
+    .unwrap();
+    common::imported_limiter(&conf, &[])
+}
+
 /// Bursts sent back to back with pauses between them: (requests, pause after, in ms).
 /// They cross period edges with the previous period's weight high and low
 /// (a period starting 300 ms after its predecessor ended weighs it by 70%),
@@ -257,14 +271,7 @@ fn an_expired_entry_is_forgotten_as_the_imported_model_forgets_it() {
         return;
     };
     let table = "stick-table type ip size 1k expire 1s store http_req_rate(10s)";
-    let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("haproxy.cfg");
-    std::fs::write(
-        &conf,
-        format!("frontend web\n    {table}\n    http-request track-sc0 src\n    http-request deny deny_status 429 if {{ sc_http_req_rate(0) gt 5 }}\n"),
-    )
-    .unwrap();
-    let mut block = common::imported_limiter(&conf, &[]);
+    let mut block = imported(table, "src", 5);
     assert_eq!(block["evict_after"].as_str(), Some("1s"), "{block:?}");
     let mut ours = common::built(block.clone());
     block.remove("evict_after");
@@ -314,14 +321,7 @@ fn a_request_without_the_tracked_header_is_not_limited_as_in_haproxy() {
     };
     let table = "stick-table type string len 64 size 1k expire 60s store http_req_rate(10s)";
     let key = "req.hdr(x-forwarded-for)";
-    let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("haproxy.cfg");
-    std::fs::write(
-        &conf,
-        format!("frontend web\n    {table}\n    http-request track-sc0 {key}\n    http-request deny deny_status 429 if {{ sc_http_req_rate(0) gt 3 }}\n"),
-    )
-    .unwrap();
-    let block = common::imported_limiter(&conf, &[]);
+    let block = imported(table, key, 3);
     assert_eq!(
         block.get("per").and_then(|p| p.as_str()),
         Some("key"),

@@ -269,17 +269,28 @@ fn import_refuses_the_limit_req_parameters_nginx_refuses() {
     }
 }
 
-/// The limiter `burstsim import` makes of a zone keyed by `key` at
-/// 10r/s, burst=3 nodelay, as a user would paste it: kept per `per`.
-fn imported_zone(key: &str, per: &str) -> burstsim::limiter::Limiter {
+/// The block `burstsim import EXTRA` makes of an nginx.conf whose http
+/// block holds `zones` and whose one location applies `limits`, as a user
+/// would paste it.
+fn imported(zones: &str, limits: &str, extra: &[&str]) -> toml::Table {
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("nginx.conf");
     std::fs::write(
         &conf,
-        format!("http {{\n  limit_req_zone {key} zone=one:1m rate=10r/s;\n  server {{ location / {{ limit_req zone=one burst=3 nodelay; }} }}\n}}\n"),
+        format!("http {{\n  {zones}\n  server {{ location / {{ {limits} }} }}\n}}\n"),
     )
     .unwrap();
-    let block = common::imported_limiter(&conf, &[]);
+    common::imported_limiter(&conf, extra)
+}
+
+/// The limiter `burstsim import` makes of a zone keyed by `key` at
+/// 10r/s, burst=3 nodelay: kept per `per`.
+fn imported_zone(key: &str, per: &str) -> burstsim::limiter::Limiter {
+    let block = imported(
+        &format!("limit_req_zone {key} zone=one:1m rate=10r/s;"),
+        "limit_req zone=one burst=3 nodelay;",
+        &[],
+    );
     assert_eq!(
         block.get("per").and_then(|p| p.as_str()),
         Some(per),
@@ -421,14 +432,7 @@ fn a_location_with_two_zones_is_the_chain_nginx_applies() {
     let zones = "limit_req_zone $server_name zone=slow:1m rate=4r/s;\n  limit_req_zone $binary_remote_addr zone=fast:1m rate=10r/s;";
     let limits = "limit_req zone=slow burst=8 nodelay; limit_req zone=fast burst=2 nodelay;";
     // The chain as a user would paste it from `burstsim import --chain`.
-    let dir = tempfile::tempdir().unwrap();
-    let conf = dir.path().join("nginx.conf");
-    std::fs::write(
-        &conf,
-        format!("http {{\n  {zones}\n  server {{ location / {{ {limits} }} }}\n}}\n"),
-    )
-    .unwrap();
-    let mut chain = common::imported_limiter(&conf, &["--chain"]);
+    let mut chain = imported(zones, limits, &["--chain"]);
     assert_eq!(chain["kind"].as_str(), Some("chain"), "{chain:?}");
     assert_eq!(chain["count_rejected"].as_bool(), Some(false), "{chain:?}");
     let mut ours = common::built(chain.clone());
