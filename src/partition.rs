@@ -304,7 +304,7 @@ pub struct LogFacts {
     /// merge pack at the same instants.
     pub origin: Option<u64>,
     /// Its distinct keys that name nothing, absent (`-`) and blank, which
-    /// a gateway may leave unlimited ([`crate::limiter::Limiter::leave_unlimited`]):
+    /// a gateway may leave unlimited ([`crate::limiter::Limiter::treat_empty_keys`]):
     /// counted in `keys`, then never given a state.
     #[serde(default)]
     pub absent: u64,

@@ -129,7 +129,7 @@ impl Workload {
 
     /// The clients of its requests whose key is empty (a log's `-` where
     /// the key's header was missing), which some gateways leave unlimited
-    /// ([`crate::limiter::Limiter::leave_unlimited`]); known once its
+    /// ([`crate::limiter::Limiter::treat_empty_keys`]); known once its
     /// traces are checked.
     pub fn empty_keys(&self) -> crate::traffic::EmptyKeys {
         let mut empty = crate::traffic::EmptyKeys::default();

@@ -2,9 +2,11 @@
 //! (`spring.cloud.gateway[.server.webflux].routes[i].filters[j]…`) or of the
 //! `default-filters`, with `args.redis-rate-limiter.replenishRate`,
 //! `burstCapacity` and `requestedTokens`, becomes a `spring-cloud-gateway`
-//! limiter. Keys are read with Spring's relaxed binding (case, `-` and `_`
-//! do not matter). A custom `rate-limiter` bean or an argument not listed is
-//! an error at its line.
+//! limiter; its `deny-empty-key`, or the factory's
+//! (`spring.cloud.gateway.filter.request-rate-limiter.deny-empty-key`), its
+//! `deny_empty_key`. Keys are read with Spring's relaxed binding (case, `-`
+//! and `_` do not matter). A custom `rate-limiter` bean or an argument not
+//! listed is an error at its line.
 
 use std::collections::BTreeMap;
 
@@ -29,6 +31,8 @@ pub(super) fn read(source: &Source) -> Result<Vec<Block>, ScenarioError> {
     // (route index or None for default-filters, filter index) → properties.
     let mut filters: BTreeMap<(Option<usize>, usize), Filter> = BTreeMap::new();
     let mut ids: BTreeMap<usize, Property> = BTreeMap::new();
+    // The factory's own settings, every filter's defaults.
+    let mut factory = Filter::new();
     for property in properties(source) {
         let key = normalise(&property.key);
         let Some(rest) = key
@@ -37,6 +41,10 @@ pub(super) fn read(source: &Source) -> Result<Vec<Block>, ScenarioError> {
         else {
             continue;
         };
+        if let Some(setting) = rest.strip_prefix("filter.requestratelimiter.") {
+            factory.insert(format!("args.{setting}"), property);
+            continue;
+        }
         let (route, rest) = if let Some(after) = rest.strip_prefix("routes[") {
             let Some((index, after)) = index(after) else {
                 continue;
@@ -94,7 +102,14 @@ pub(super) fn read(source: &Source) -> Result<Vec<Block>, ScenarioError> {
             (Some(r), None) => format!("route-{r}"),
             (None, _) => "default-filters".to_string(),
         };
-        blocks.push(limiter(source, &label, id.is_some(), name, filter)?);
+        blocks.push(limiter(
+            source,
+            &label,
+            id.is_some(),
+            name,
+            filter,
+            &factory,
+        )?);
     }
     Ok(blocks)
 }
@@ -105,6 +120,7 @@ fn limiter(
     route_id: bool,
     name: &Property,
     filter: &Filter,
+    factory: &Filter,
 ) -> Result<Block, ScenarioError> {
     let here = |p: &Property| source.at(p.line, format!("{}={}", p.key, p.value));
     let mut block = Block::new(
@@ -123,7 +139,11 @@ fn limiter(
     let mut resolver = None;
     for (suffix, property) in filter {
         match suffix.as_str() {
-            "name" | "args.denyemptykey" | "args.emptykeystatuscode" | "args.statuscode" => {}
+            "name" | "args.denyemptykey" | "args.statuscode" => {}
+            "args.emptykeystatus" | "args.emptykeystatuscode" => block.notes.push(format!(
+                "{}: the status of a request turned away for want of a key is not modelled; it counts as turned away",
+                property.key
+            )),
             "args.redisratelimiter.replenishrate" => {
                 block.set("replenish_rate", number(property)? as i64, here(property));
                 has_rate = true;
@@ -181,7 +201,45 @@ fn limiter(
         }
     };
     block.set("per", "key", from);
+    // The filter's own setting, else the factory's, else Spring's default.
+    match filter
+        .get("args.denyemptykey")
+        .map(|p| (p, "the filter's"))
+        .or_else(|| factory.get("args.denyemptykey").map(|p| (p, "the factory's, for every filter")))
+    {
+        Some((p, whose)) => {
+            let deny = boolean(source, p)?;
+            let what = if deny {
+                "a request whose key resolves to nothing is turned away (403)"
+            } else {
+                "a request whose key resolves to nothing passes unlimited"
+            };
+            block.set("deny_empty_key", deny, format!("{}: {what}", here(p)));
+            if !filter.contains_key("args.denyemptykey") {
+                block.notes.push(format!("deny-empty-key is {whose}"));
+            }
+        }
+        None => block.set(
+            "deny_empty_key",
+            true,
+            "not set: Spring's default, a request whose key resolves to nothing is turned away (403)".into(),
+        ),
+    }
     Ok(block)
+}
+
+/// A property's value as Spring binds a `Boolean`: `true`/`false`, `on`/`off`,
+/// `yes`/`no`, `1`/`0`, in any case.
+fn boolean(source: &Source, p: &Property) -> Result<bool, ScenarioError> {
+    match p.value.trim().to_ascii_lowercase().as_str() {
+        "true" | "on" | "yes" | "1" => Ok(true),
+        "false" | "off" | "no" | "0" => Ok(false),
+        _ => Err(at(
+            source,
+            p,
+            format!("{}: expected true or false, got {:?}", p.key, p.value),
+        )),
+    }
 }
 
 /// A property's value as a whole number ≥ 1, or an error at the value
@@ -341,5 +399,61 @@ mod tests {
         ))
         .unwrap_err();
         assert!(err.contains("app.properties:2:81: "), "{err}");
+    }
+
+    #[test]
+    fn deny_empty_key_is_the_filter_s_else_the_factory_s_else_spring_s_default() {
+        let route = |i: usize| format!("spring.cloud.gateway.routes[{i}].filters[0].");
+        let filter = |i: usize| {
+            format!(
+                "{r}name=RequestRateLimiter\n{r}args.redis-rate-limiter.replenishRate=5\n",
+                r = route(i)
+            )
+        };
+        let deny = |blocks: &[crate::import::Block], i: usize| field(&blocks[i], "deny_empty_key");
+        // Unset anywhere: Spring's default, turned away.
+        let blocks = read(&filter(0)).unwrap();
+        assert_eq!(deny(&blocks, 0).as_deref(), Some("true"));
+        // The factory's setting is every filter's default; a filter's own wins.
+        let text = format!(
+            "spring.cloud.gateway.filter.request-rate-limiter.deny-empty-key=false\n{}{}{}args.deny-empty-key=TRUE\n",
+            filter(0),
+            filter(1),
+            route(1)
+        );
+        let blocks = read(&text).unwrap();
+        assert_eq!(deny(&blocks, 0).as_deref(), Some("false"));
+        assert!(
+            blocks[0].notes.iter().any(|n| n.contains("the factory's")),
+            "{:?}",
+            blocks[0].notes
+        );
+        assert_eq!(deny(&blocks, 1).as_deref(), Some("true"));
+        // Spring's relaxed booleans; anything else is an error at the value.
+        let text = format!("{}{}args.denyEmptyKey: off\n", filter(0), route(0));
+        assert_eq!(deny(&read(&text).unwrap(), 0).as_deref(), Some("false"));
+        let err = read(&format!(
+            "{}{}args.deny-empty-key=maybe\n",
+            filter(0),
+            route(0)
+        ))
+        .unwrap_err();
+        assert!(
+            err.contains("app.properties:3:")
+                && err.contains("expected true or false, got \"maybe\""),
+            "{err}"
+        );
+        // The status is said not to be modelled, not silently taken.
+        let text = format!(
+            "{}{}args.empty-key-status=UNAUTHORIZED\n",
+            filter(0),
+            route(0)
+        );
+        let blocks = read(&text).unwrap();
+        assert!(
+            blocks[0].notes.iter().any(|n| n.contains("not modelled")),
+            "{:?}",
+            blocks[0].notes
+        );
     }
 }

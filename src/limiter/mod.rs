@@ -557,18 +557,18 @@ kinds! {
 
 impl Limiter {
     /// Leaves the clients of `empty` keys (requests whose key names
-    /// nothing) unlimited wherever it keeps a state per key of a gateway
-    /// that does ([`per_key::PerKey::leave_unlimited`]), in a chain's layers
+    /// nothing) unlimited, or turns them away, wherever it keeps a state
+    /// per key of a gateway that does ([`per_key::PerKey::treat_empty_keys`]), in a chain's layers
     /// and a local cluster's instances too.
-    pub fn leave_unlimited(&mut self, empty: &crate::traffic::EmptyKeys) {
+    pub fn treat_empty_keys(&mut self, empty: &crate::traffic::EmptyKeys) {
         match self {
-            Limiter::PerKey(per) => per.leave_unlimited(empty),
+            Limiter::PerKey(per) => per.treat_empty_keys(empty),
             Limiter::Chain(chain) => {
                 for layer in chain.layers_mut() {
-                    layer.leave_unlimited(empty);
+                    layer.treat_empty_keys(empty);
                 }
             }
-            Limiter::Cluster(cluster) => cluster.leave_unlimited(empty),
+            Limiter::Cluster(cluster) => cluster.treat_empty_keys(empty),
             _ => {}
         }
     }

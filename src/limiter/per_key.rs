@@ -11,7 +11,7 @@ use serde::Deserialize as _;
 
 use super::fixed_window::Window;
 use super::key_windows::KeyWindows;
-use super::{Context, Decision, Limiter, LimiterConfig, RateLimiter, StoreOps};
+use super::{Context, Decision, Hint, Limiter, LimiterConfig, RateLimiter, StoreOps};
 use crate::error::{FieldError, field_error};
 use crate::time::Nanos;
 use crate::traffic::slots::{KeyTable, Slot};
@@ -139,6 +139,9 @@ impl Config {
             unlimited: Vec::new(),
             unaccounted: 0,
             unlimited_elsewhere: false,
+            denied: Vec::new(),
+            turned_away_keyless: 0,
+            denied_elsewhere: false,
         })
     }
 }
@@ -181,12 +184,30 @@ pub struct PerKey {
     keys_elsewhere: u64,
     /// The ids of the keys its gateway leaves unlimited: requests whose key
     /// names nothing, which nginx's `limit_req` does not account and
-    /// HAProxy does not track when absent ([`PerKey::leave_unlimited`]).
+    /// HAProxy does not track when absent ([`PerKey::treat_empty_keys`]).
     unlimited: Vec<u64>,
     /// Requests of those keys admitted without a state.
     unaccounted: u64,
     /// In a merge: whether the shards' workload had such a key.
     unlimited_elsewhere: bool,
+    /// The ids of the keys its gateway turns away before any state:
+    /// Spring Cloud Gateway's `deny-empty-key` ([`PerKey::treat_empty_keys`]).
+    denied: Vec<u64>,
+    /// Requests of those keys turned away.
+    turned_away_keyless: u64,
+    /// In a merge: whether the shards' workload had such a key.
+    denied_elsewhere: bool,
+}
+
+/// What a gateway does with a request whose key names nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Keyless {
+    /// A key like any: one state for all such requests, a client of its own.
+    Keyed,
+    /// Admitted without a state, accounting nothing.
+    Unlimited,
+    /// Turned away without a state.
+    Denied,
 }
 
 impl PerKey {
@@ -217,8 +238,8 @@ impl PerKey {
             }
     }
 
-    /// Leaves the clients of `empty` keys unlimited where its gateway
-    /// does. nginx's `limit_req` skips a zone whose key is empty for the
+    /// Leaves the clients of `empty` keys unlimited, or turns them away,
+    /// where its gateway does. nginx's `limit_req` skips a zone whose key is empty for the
     /// request, absent or blank alike, accounting nothing
     /// (`ngx_http_limit_req_handler` in
     /// `src/http/modules/ngx_http_limit_req_module.c`: `key.len == 0`) — a
@@ -228,47 +249,75 @@ impl PerKey {
     /// 2.6: `if (!key) goto end`), and `sc_http_req_rate` of an untracked
     /// counter denies nothing — but a header present and empty is a key like
     /// any. Both checked against Debian's (nginx 1.22, HAProxy 2.6.12) in
-    /// `tests/integration/nginx_real.rs` and `haproxy_real.rs`. Other kinds
+    /// `tests/integration/nginx_real.rs` and `haproxy_real.rs`. Spring
+    /// Cloud Gateway's filter never asks the bucket for a key that resolved
+    /// to nothing: it answers 403 (`deny-empty-key`, its default) or lets
+    /// the request through unlimited (`RequestRateLimiterGatewayFilterFactory`);
+    /// a key resolved as an empty string is a key like any. Other kinds
     /// keep one state for such a key, a client of its own; a state per Host
     /// is never empty (`$host` falls back to the server's name).
-    pub fn leave_unlimited(&mut self, empty: &EmptyKeys) {
-        let [absent, blank] = self.unlimited_kinds();
-        self.unlimited = [(absent, &empty.absent), (blank, &empty.blank)]
-            .into_iter()
-            .filter(|(leaves, _)| *leaves)
-            .flat_map(|(_, ids)| ids.iter().copied())
-            .collect();
+    pub fn treat_empty_keys(&mut self, empty: &EmptyKeys) {
+        let rules = self.keyless_rules();
+        let ids = |rule: Keyless| -> Vec<u64> {
+            rules
+                .iter()
+                .zip([&empty.absent, &empty.blank])
+                .filter(|(r, _)| **r == rule)
+                .flat_map(|(_, ids)| ids.iter().copied())
+                .collect()
+        };
+        self.unlimited = ids(Keyless::Unlimited);
+        self.denied = ids(Keyless::Denied);
     }
 
     /// Whether some of its workload's keys name nothing and it leaves them
-    /// unlimited ([`PerKey::leave_unlimited`]), here or in a merge's shards.
+    /// unlimited ([`PerKey::treat_empty_keys`]), here or in a merge's shards.
     pub fn leaves_keys_unlimited(&self) -> bool {
         !self.unlimited.is_empty() || self.unlimited_elsewhere
     }
 
-    /// Requests admitted unlimited, without a state ([`PerKey::leave_unlimited`]).
+    /// Whether some of its workload's keys name nothing and it turns them
+    /// away ([`PerKey::treat_empty_keys`]), here or in a merge's shards.
+    pub fn denies_keyless(&self) -> bool {
+        !self.denied.is_empty() || self.denied_elsewhere
+    }
+
+    /// Requests admitted unlimited, without a state ([`PerKey::treat_empty_keys`]).
     pub fn unaccounted(&self) -> u64 {
         self.unaccounted
     }
 
-    /// Counts `keys` seen elsewhere (by shards) as seen, of them `absent`
-    /// and `blank` keys that name nothing: a merge's limiter advertises what
-    /// the whole run's does, whose state left out the keys it leaves unlimited.
-    pub fn count_keys_elsewhere(&mut self, keys: u64, [absent, blank]: [u64; 2]) {
-        let [leaves_absent, leaves_blank] = self.unlimited_kinds();
-        let unlimited = u64::from(leaves_absent) * absent + u64::from(leaves_blank) * blank;
-        self.keys_elsewhere = keys - unlimited.min(keys);
-        self.unlimited_elsewhere = unlimited > 0;
+    /// Requests turned away for want of a key ([`PerKey::treat_empty_keys`]).
+    pub fn turned_away_keyless(&self) -> u64 {
+        self.turned_away_keyless
     }
 
-    /// Whether its gateway leaves a request whose key is absent, and one
-    /// whose key is blank, unlimited ([`PerKey::leave_unlimited`]).
-    fn unlimited_kinds(&self) -> [bool; 2] {
+    /// Counts `keys` seen elsewhere (by shards) as seen, of them `absent`
+    /// and `blank` keys that name nothing: a merge's limiter advertises what
+    /// the whole run's does, whose state left out the keys it leaves
+    /// unlimited or turns away.
+    pub fn count_keys_elsewhere(&mut self, keys: u64, [absent, blank]: [u64; 2]) {
+        let rules = self.keyless_rules();
+        let of = |rule: Keyless| {
+            u64::from(rules[0] == rule) * absent + u64::from(rules[1] == rule) * blank
+        };
+        let (unlimited, denied) = (of(Keyless::Unlimited), of(Keyless::Denied));
+        self.keys_elsewhere = keys - (unlimited + denied).min(keys);
+        self.unlimited_elsewhere = unlimited > 0;
+        self.denied_elsewhere = denied > 0;
+    }
+
+    /// What its gateway does with a request whose key is absent, and with
+    /// one whose key is blank ([`PerKey::treat_empty_keys`]).
+    fn keyless_rules(&self) -> [Keyless; 2] {
+        use Keyless::{Denied, Keyed, Unlimited};
         match &self.prototype {
-            _ if self.by_host => [false, false],
-            Limiter::NginxLimitReq(_) => [true, true],
-            Limiter::HaproxyRate(_) => [true, false],
-            _ => [false, false],
+            _ if self.by_host => [Keyed, Keyed],
+            Limiter::NginxLimitReq(_) => [Unlimited, Unlimited],
+            Limiter::HaproxyRate(_) => [Unlimited, Keyed],
+            Limiter::SpringCloudGateway(spring) if spring.denies_empty_key() => [Denied, Keyed],
+            Limiter::SpringCloudGateway(_) => [Unlimited, Keyed],
+            _ => [Keyed, Keyed],
         }
     }
 
@@ -455,6 +504,11 @@ impl RateLimiter for PerKey {
             self.unaccounted += 1;
             self.last = None;
             return Decision::Admit;
+        }
+        if !self.denied.is_empty() && self.denied.contains(&id) {
+            self.turned_away_keyless += 1;
+            self.last = None;
+            return Decision::Reject(Hint::NONE);
         }
         self.decide_any::<HINTS>(now, key)
     }

@@ -20,6 +20,16 @@
 //! `-Replenish-Rate`, `-Burst-Capacity` and `-Requested-Tokens`, and no
 //! `Retry-After` or reset (`RedisRateLimiter.getHeaders`): no hint, so a
 //! client that honours hints falls back to its own backoff, as with HAProxy.
+//!
+//! In front of the limiter, `RequestRateLimiterGatewayFilterFactory`
+//! (`spring-cloud-gateway-server/src/main/java/org/springframework/cloud/gateway/filter/factory/RequestRateLimiterGatewayFilterFactory.java`,
+//! 4.x) asks the key resolver for the request's key; when it resolves
+//! nothing (`defaultIfEmpty(EMPTY_KEY)`: the user not logged in, the header
+//! missing) the request never reaches the bucket: with `denyEmptyKey` (the
+//! default) it is answered `emptyKeyStatus` (403), without, it passes
+//! unlimited. A key resolved as an empty string is a key like any. Per key,
+//! [`crate::limiter::per_key::PerKey::treat_empty_keys`] does the same with
+//! a replayed log's absent keys.
 
 use std::num::NonZeroU64;
 
@@ -40,10 +50,19 @@ pub struct Config {
     /// `requestedTokens`: tokens each request takes (default 1).
     #[serde(default = "one")]
     pub requested_tokens: NonZeroU64,
+    /// `deny-empty-key`: per key, a request whose key resolves to nothing
+    /// is turned away (403) without reaching the bucket; `false` lets it
+    /// through unlimited (default `true`, Spring's).
+    #[serde(default = "yes")]
+    pub deny_empty_key: bool,
 }
 
 fn one() -> NonZeroU64 {
     NonZeroU64::MIN
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Kind for Config {
@@ -65,6 +84,7 @@ impl Kind for Config {
             tokens: capacity,
             refreshed_s: 0,
             expires: 0,
+            deny_empty_key: self.deny_empty_key,
         })
     }
 
@@ -110,6 +130,16 @@ pub struct SpringCloudGateway {
     tokens: u64,
     refreshed_s: u64,
     expires: u64,
+    /// The filter's `denyEmptyKey`: what becomes of a request without a key.
+    deny_empty_key: bool,
+}
+
+impl SpringCloudGateway {
+    /// Whether a request whose key resolves to nothing is turned away
+    /// (`deny-empty-key`) rather than let through unlimited.
+    pub fn denies_empty_key(&self) -> bool {
+        self.deny_empty_key
+    }
 }
 
 impl RateLimiter for SpringCloudGateway {
@@ -208,6 +238,7 @@ mod tests {
             replenish_rate: NonZeroU64::new(rate).unwrap(),
             burst_capacity: NonZeroU64::new(burst).unwrap(),
             requested_tokens: NonZeroU64::MIN,
+            deny_empty_key: true,
         }
         .build(Context::default())
         .unwrap()

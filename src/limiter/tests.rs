@@ -157,7 +157,7 @@ fn a_key_left_unlimited_passes_an_nginx_zone_and_no_other_kind() {
             .count()
     };
     let mut limiter = build(nginx);
-    limiter.leave_unlimited(&empty);
+    limiter.treat_empty_keys(&empty);
     assert_eq!(admitted(&mut limiter, absent), 10);
     assert_eq!(admitted(&mut limiter, blank), 10);
     limiter.refund(Nanos(10_000_000));
@@ -169,7 +169,7 @@ fn a_key_left_unlimited_passes_an_nginx_zone_and_no_other_kind() {
     assert_eq!(limiter.bound(Nanos::SECOND), u64::MAX);
     // HAProxy: the absent key untracked, the blank one a key (limit 1: 2 pass).
     let mut limiter = build(haproxy);
-    limiter.leave_unlimited(&empty);
+    limiter.treat_empty_keys(&empty);
     assert_eq!(admitted(&mut limiter, absent), 10);
     assert_eq!(admitted(&mut limiter, blank), 1);
     assert_eq!(limiter.bound(Nanos::SECOND), u64::MAX);
@@ -183,9 +183,67 @@ fn a_key_left_unlimited_passes_an_nginx_zone_and_no_other_kind() {
         nginx.replace('\n', ", "),
         "kind = \"fixed-window\", window = \"1s\", threshold = 100"
     ));
-    chain.leave_unlimited(&empty);
+    chain.treat_empty_keys(&empty);
     assert_eq!(admitted(&mut chain, absent), 10);
     let mut limiter = build(fixed);
-    limiter.leave_unlimited(&empty);
+    limiter.treat_empty_keys(&empty);
     assert_eq!(admitted(&mut limiter, absent), 1);
+}
+
+#[test]
+fn spring_turns_away_a_request_without_a_key_before_its_bucket_unless_told_not_to() {
+    let build = |text: &str| parse(text).unwrap().build(Context::default()).unwrap();
+    let spring =
+        "kind = \"spring-cloud-gateway\"\nreplenish_rate = 1\nburst_capacity = 2\nper = \"key\"";
+    let (absent, blank) = (Key::named(b"-"), Key::named(b""));
+    let client = Key::named(b"alice");
+    let empty = crate::traffic::EmptyKeys {
+        absent: vec![absent.client],
+        blank: vec![blank.client],
+    };
+    let decide = |limiter: &mut Limiter, key: Key, i: u64| {
+        limiter.decide_keyed::<true>(Nanos(i * 1_000_000), key)
+    };
+    let admitted = |limiter: &mut Limiter, key: Key| {
+        (0..10)
+            .filter(|&i| decide(limiter, key, i).admitted())
+            .count()
+    };
+    // Default (deny-empty-key): the absent key's requests turned away with
+    // no hint, none of them reaching a bucket; the blank key (resolved as
+    // "") is a key like any, with its own bucket of 2.
+    let mut limiter = build(spring);
+    limiter.treat_empty_keys(&empty);
+    assert_eq!(
+        decide(&mut limiter, absent, 0),
+        Decision::Reject(crate::limiter::Hint::NONE)
+    );
+    assert_eq!(admitted(&mut limiter, absent), 0);
+    assert_eq!(admitted(&mut limiter, blank), 2);
+    assert_eq!(admitted(&mut limiter, client), 2);
+    let Limiter::PerKey(per) = &limiter else {
+        panic!("per key")
+    };
+    assert_eq!(
+        (per.keys(), per.turned_away_keyless(), per.unaccounted()),
+        (2, 11, 0)
+    );
+    assert!(per.denies_keyless() && !per.leaves_keys_unlimited());
+    // Turning requests away adds nothing: the two keys' buckets bound it.
+    assert_eq!(limiter.bound(Nanos::SECOND), 2 * 3);
+    // deny_empty_key = false: let through unlimited, so no bound.
+    let mut limiter = build(&format!("{spring}\ndeny_empty_key = false"));
+    limiter.treat_empty_keys(&empty);
+    assert_eq!(admitted(&mut limiter, absent), 10);
+    assert_eq!(admitted(&mut limiter, blank), 2);
+    assert_eq!(limiter.bound(Nanos::SECOND), u64::MAX);
+    // Without such keys in the workload, `-` is a client like any.
+    let mut limiter = build(spring);
+    assert_eq!(admitted(&mut limiter, absent), 2);
+    // A merge counts the shards' keys less those turned away.
+    let Limiter::PerKey(mut per) = build(spring) else {
+        panic!("per key")
+    };
+    per.count_keys_elsewhere(5, [1, 1]);
+    assert_eq!((per.keys(), per.denies_keyless()), (4, true));
 }

@@ -85,9 +85,14 @@ pub struct KeysSummary {
     pub state: Option<StateCost>,
     /// With `per = "key"`: whether requests whose key names nothing (a
     /// log's `-`) pass it unlimited, as its gateway leaves them
-    /// ([`crate::limiter::Limiter::leave_unlimited`]).
+    /// ([`crate::limiter::Limiter::treat_empty_keys`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub empty_unlimited: bool,
+    /// With `per = "key"`: whether requests whose key names nothing are
+    /// turned away before any state, as Spring Cloud Gateway's
+    /// `deny-empty-key` does ([`crate::limiter::Limiter::treat_empty_keys`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub empty_denied: bool,
 }
 
 /// Median, 99th percentile (nearest rank) and maximum over keys.
@@ -336,6 +341,7 @@ fn summarised(
         },
         state,
         empty_unlimited: false,
+        empty_denied: false,
     }
 }
 

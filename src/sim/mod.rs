@@ -282,7 +282,7 @@ impl Packed {
             scenario
                 .limiters
                 .iter()
-                .map(|limiter| Packed::run(scenario, limiter).leaving_unlimited(&empty))
+                .map(|limiter| Packed::run(scenario, limiter).treating_empty_keys(&empty))
                 .collect::<Vec<_>>()
         };
         Some(Packed {
@@ -395,7 +395,8 @@ fn simulate_open(
         .limiters
         .iter()
         .map(|limiter| {
-            RunState::new(scenario, options, limiter, workload.is_keyed()).leaving_unlimited(&empty)
+            RunState::new(scenario, options, limiter, workload.is_keyed())
+                .treating_empty_keys(&empty)
         })
         .collect::<Vec<_>>();
     let big = workload.sources().iter().try_fold(0u128, |sum, source| {
@@ -539,7 +540,7 @@ fn simulate_driven(
             named,
             workload.is_keyed() || adversary_keys,
         )
-        .leaving_unlimited(&workload.empty_keys());
+        .treating_empty_keys(&workload.empty_keys());
         if let Some(retry) = &workload.retry {
             run = run.with_retries(scenario, retry);
         }

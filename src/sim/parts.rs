@@ -76,7 +76,7 @@ impl Decide {
                 (0..placements(packed))
                     .map(|p| {
                         RunState::new(scenario, &figures, &scenario.limiters[l], keyed && p == 0)
-                            .leaving_unlimited(&empty)
+                            .treating_empty_keys(&empty)
                     })
                     .collect()
             })
@@ -168,11 +168,11 @@ impl Recount {
                     .map(|p| {
                         if p > 0 {
                             return RunState::new(scenario, &figures, named, false)
-                                .leaving_unlimited(&empty);
+                                .treating_empty_keys(&empty);
                         }
                         let mut run =
                             RunState::new(scenario, options, named, keyed && merged.is_none())
-                                .leaving_unlimited(&empty);
+                                .treating_empty_keys(&empty);
                         if let Some(merged) = merged {
                             run.watch(merged.candidates.clone());
                         }

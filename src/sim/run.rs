@@ -182,10 +182,10 @@ impl RunState {
     }
 
     /// The same run, its limiter leaving the workload's `empty` keys
-    /// unlimited where its gateway does ([`Limiter::leave_unlimited`]).
-    pub(super) fn leaving_unlimited(mut self, empty: &crate::traffic::EmptyKeys) -> RunState {
+    /// unlimited, or turning them away, where its gateway does ([`Limiter::treat_empty_keys`]).
+    pub(super) fn treating_empty_keys(mut self, empty: &crate::traffic::EmptyKeys) -> RunState {
         if !empty.is_empty() {
-            self.limiter.leave_unlimited(empty);
+            self.limiter.treat_empty_keys(empty);
         }
         self
     }
@@ -443,8 +443,10 @@ impl RunState {
                 }),
             }
             .map(|mut keys| {
-                keys.empty_unlimited =
-                    matches!(&self.limiter, Limiter::PerKey(per) if per.leaves_keys_unlimited());
+                if let Limiter::PerKey(per) = &self.limiter {
+                    keys.empty_unlimited = per.leaves_keys_unlimited();
+                    keys.empty_denied = per.denies_keyless();
+                }
                 keys
             }),
             whole_seconds: None,

@@ -173,7 +173,7 @@ impl Timed for Nanos {
 /// The clients of a workload's requests whose key names nothing, as its
 /// replays name them (numbered or hashed): the key field `absent` (a text
 /// log's `-`, as nginx logs a missing header) or `blank` (present, empty).
-/// Gateways differ on them ([`crate::limiter::Limiter::leave_unlimited`]).
+/// Gateways differ on them ([`crate::limiter::Limiter::treat_empty_keys`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EmptyKeys {
     /// Of a key field whose value was absent.

@@ -329,7 +329,7 @@ fn a_request_without_the_tracked_header_is_not_limited_as_in_haproxy() {
     );
     let mut ours = common::built(block);
     let named = |text: &[u8]| burstsim::traffic::Key::named(text);
-    ours.leave_unlimited(&burstsim::traffic::EmptyKeys {
+    ours.treat_empty_keys(&burstsim::traffic::EmptyKeys {
         absent: vec![named(b"-").client],
         blank: vec![named(b"").client],
     });

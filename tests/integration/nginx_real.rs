@@ -357,7 +357,7 @@ fn a_request_without_the_zones_header_is_left_unlimited_as_nginx_does() {
     let mut limiter = imported_zone("$http_x_forwarded_for", "key");
     let dir = tempfile::tempdir().unwrap();
     let empty = burstsim::traffic::Key::named(b"-");
-    limiter.leave_unlimited(&burstsim::traffic::EmptyKeys {
+    limiter.treat_empty_keys(&burstsim::traffic::EmptyKeys {
         absent: vec![empty.client],
         blank: Vec::new(),
     });

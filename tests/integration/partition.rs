@@ -332,10 +332,11 @@ fn shards_merged_in_any_order_give_the_whole_run_s_results_byte_for_byte() {
 }
 
 /// Requests whose forwarded-for header was missing (logged `-`): nginx's
-/// zone keyed by it leaves them unlimited in every shard as in the whole
-/// run, and the merge says so as the whole run does, byte for byte.
+/// zone keyed by it leaves them unlimited, and Spring Cloud Gateway's
+/// filter turns them away, in every shard as in the whole run, and the
+/// merge says so as the whole run does, byte for byte.
 #[test]
-fn a_log_s_empty_keys_are_left_unlimited_in_shards_as_in_the_whole_run() {
+fn a_log_s_empty_keys_are_left_unlimited_or_turned_away_in_shards_as_in_the_whole_run() {
     let dir = tempfile::tempdir().unwrap();
     let mut log = String::new();
     for second in 0..20 {
@@ -353,7 +354,7 @@ fn a_log_s_empty_keys_are_left_unlimited_in_shards_as_in_the_whole_run() {
     let scenario = dir.path().join("xff.toml");
     fs::write(
         &scenario,
-        "name = \"xff\"\nduration = \"20s\"\nseed = 3\n\n[[workload]]\nname = \"log\"\nsources = [{ kind = \"trace\", format = \"combined\", path = \"main.log\", key_field = \"http_x_forwarded_for\" }]\n\n[[limiter]]\nname = \"nginx\"\nkind = \"nginx-limit-req\"\nrate = \"2r/s\"\nburst = 1\nnodelay = true\nper = \"key\"\n\n[[limiter]]\nname = \"window\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 2\nper = \"key\"\n",
+        "name = \"xff\"\nduration = \"20s\"\nseed = 3\n\n[[workload]]\nname = \"log\"\nsources = [{ kind = \"trace\", format = \"combined\", path = \"main.log\", key_field = \"http_x_forwarded_for\" }]\n\n[[limiter]]\nname = \"nginx\"\nkind = \"nginx-limit-req\"\nrate = \"2r/s\"\nburst = 1\nnodelay = true\nper = \"key\"\n\n[[limiter]]\nname = \"window\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 2\nper = \"key\"\n\n[[limiter]]\nname = \"spring\"\nkind = \"spring-cloud-gateway\"\nreplenish_rate = 2\nburst_capacity = 2\nper = \"key\"\n",
     )
     .unwrap();
     let whole = merges_as_the_whole_run(&scenario, dir.path());
@@ -385,10 +386,26 @@ fn a_log_s_empty_keys_are_left_unlimited_in_shards_as_in_the_whole_run() {
     assert!(run("window")["bound"].is_u64(), "{:?}", run("window"));
     assert_eq!(run("nginx")["keys"]["empty_unlimited"], true);
     assert!(
-        run("window")["keys"].get("empty_unlimited").is_none(),
+        run("window")["keys"].get("empty_unlimited").is_none()
+            && run("window")["keys"].get("empty_denied").is_none(),
         "{:?}",
         run("window")
     );
+    // Spring turns every `-` away and keeps no bucket for them: at most
+    // the 120 keyed requests pass, bounded by the five keys' buckets.
+    let spring = run("spring");
+    assert_eq!(spring["keys"]["empty_denied"], true, "{spring:?}");
+    assert!(
+        spring["keys"].get("empty_unlimited").is_none(),
+        "{spring:?}"
+    );
+    assert_eq!(spring["keys"]["state"]["keys_alive_max"], 5, "{spring:?}");
+    assert!(
+        admitted("spring") <= 120
+            && admitted("spring") + spring["rejected"].as_u64().unwrap() == 240,
+        "{spring:?}"
+    );
+    assert!(spring["bound"].is_u64(), "{spring:?}");
 }
 
 /// Runs `scenario` whole into `dir`, then in one part and in four, each

@@ -22,11 +22,11 @@ impl Local {
         &self.instances[0]
     }
 
-    /// Each instance's limiter leaves `empty` keys unlimited where its
-    /// gateway does ([`Limiter::leave_unlimited`]).
-    pub fn leave_unlimited(&mut self, empty: &crate::traffic::EmptyKeys) {
+    /// Each instance's limiter leaves `empty` keys unlimited, or turns them away, where its
+    /// gateway does ([`Limiter::treat_empty_keys`]).
+    pub fn treat_empty_keys(&mut self, empty: &crate::traffic::EmptyKeys) {
         for instance in &mut self.instances {
-            instance.leave_unlimited(empty);
+            instance.treat_empty_keys(empty);
         }
     }
 }

@@ -248,12 +248,13 @@ impl Cluster {
     }
 
     /// Instances that each run their own limiter (local mode: nginx's or
-    /// HAProxy's own zone or table on each host) leave `empty` keys
-    /// unlimited where their gateway does ([`Limiter::leave_unlimited`]);
+    /// HAProxy's own zone or table on each host, each gateway's own Redis)
+    /// leave `empty` keys unlimited, or turn them away, where their gateway
+    /// does ([`Limiter::treat_empty_keys`]);
     /// shared counters are the libraries', which keep every key.
-    pub fn leave_unlimited(&mut self, empty: &crate::traffic::EmptyKeys) {
+    pub fn treat_empty_keys(&mut self, empty: &crate::traffic::EmptyKeys) {
         if let Counter::Local(local) = &mut self.counter {
-            local.leave_unlimited(empty);
+            local.treat_empty_keys(empty);
         }
     }
 

@@ -595,7 +595,7 @@ fn local_instances_leave_requests_without_a_key_unlimited() {
         crate::traffic::Key::named(b"-"),
         crate::traffic::Key::named(b"a"),
     );
-    c.leave_unlimited(&crate::traffic::EmptyKeys {
+    c.treat_empty_keys(&crate::traffic::EmptyKeys {
         absent: vec![absent.client],
         blank: Vec::new(),
     });
