@@ -367,6 +367,9 @@ fn rate_limit(
                 },
             ),
         );
+        block.notes.push(format!(
+            "where {key:?} is a request header, a request without it is not limited here: Envoy sends no descriptor (request_headers' skip_if_absent: false, its default), and a replayed log's `-` key passes"
+        ));
     }
     Ok(Some(block))
 }

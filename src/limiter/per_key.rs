@@ -253,7 +253,12 @@ impl PerKey {
     /// Cloud Gateway's filter never asks the bucket for a key that resolved
     /// to nothing: it answers 403 (`deny-empty-key`, its default) or lets
     /// the request through unlimited (`RequestRateLimiterGatewayFilterFactory`);
-    /// a key resolved as an empty string is a key like any. Other kinds
+    /// a key resolved as an empty string is a key like any. Envoy asks its
+    /// rate limit service nothing for a request without the header a
+    /// descriptor takes (`RequestHeadersAction::populateDescriptor` in
+    /// `source/common/router/router_ratelimit.cc`: no header, no descriptor,
+    /// unless `skip_if_absent`), so `envoy-ratelimit` leaves an absent key
+    /// unlimited; a present empty header is a value like any. Other kinds
     /// keep one state for such a key, a client of its own; a state per Host
     /// is never empty (`$host` falls back to the server's name).
     pub fn treat_empty_keys(&mut self, empty: &EmptyKeys) {
@@ -314,7 +319,7 @@ impl PerKey {
         match &self.prototype {
             _ if self.by_host => [Keyed, Keyed],
             Limiter::NginxLimitReq(_) => [Unlimited, Unlimited],
-            Limiter::HaproxyRate(_) => [Unlimited, Keyed],
+            Limiter::HaproxyRate(_) | Limiter::EnvoyRatelimit(_) => [Unlimited, Keyed],
             Limiter::SpringCloudGateway(spring) if spring.denies_empty_key() => [Denied, Keyed],
             Limiter::SpringCloudGateway(_) => [Unlimited, Keyed],
             _ => [Keyed, Keyed],

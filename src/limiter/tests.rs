@@ -129,14 +129,16 @@ proptest::proptest! {
     }
 }
 
-/// nginx skips a zone whose key is empty for the request, and HAProxy
-/// tracks no request whose key it cannot fetch: per key, `nginx-limit-req`
-/// admits every request of a key absent or blank, and `haproxy-rate` of an
-/// absent one (a blank header is a key to HAProxy), with no state, no refund
+/// nginx skips a zone whose key is empty for the request, HAProxy tracks
+/// no request whose key it cannot fetch, and Envoy asks its rate limit
+/// service nothing without the header: per key, `nginx-limit-req` admits
+/// every request of a key absent or blank, and `haproxy-rate` and
+/// `envoy-ratelimit` of an absent one (a blank header is a key to them),
+/// with no state, no refund
 /// to give and no bound to claim; the other requests' keys are limited as
 /// before, and other kinds keep such a key a client of its own.
 #[test]
-fn a_key_left_unlimited_passes_an_nginx_zone_and_no_other_kind() {
+fn a_key_left_unlimited_passes_nginx_haproxy_and_envoy_and_no_other_kind() {
     let build = |text: &str| parse(text).unwrap().build(Context::default()).unwrap();
     let nginx = "kind = \"nginx-limit-req\"\nrate = \"1r/s\"\nper = \"key\"";
     let haproxy = "kind = \"haproxy-rate\"\nlimit = 1\nper = \"key\"";
@@ -188,6 +190,15 @@ fn a_key_left_unlimited_passes_an_nginx_zone_and_no_other_kind() {
     let mut limiter = build(fixed);
     limiter.treat_empty_keys(&empty);
     assert_eq!(admitted(&mut limiter, absent), 1);
+    // Envoy asks its rate limit service nothing without the header; a blank
+    // one is a descriptor value like any (1 a second).
+    let mut limiter = build(
+        "kind = \"envoy-ratelimit\"\nrequests_per_unit = 1\nunit = \"second\"\nper = \"key\"",
+    );
+    limiter.treat_empty_keys(&empty);
+    assert_eq!(admitted(&mut limiter, absent), 10);
+    assert_eq!(admitted(&mut limiter, blank), 1);
+    assert_eq!(limiter.bound(Nanos::SECOND), u64::MAX);
 }
 
 #[test]

@@ -398,7 +398,7 @@ impl Config {
                 self.key.as_deref().unwrap_or_default(),
                 if self.format.absent_key().is_some() { " (`-`, or empty)" } else { " (empty)" },
                 if self.format.absent_key().is_some() {
-                    ", nor does \"haproxy-rate\" the `-` ones (HAProxy tracks no request whose key it cannot fetch), and \"spring-cloud-gateway\" turns the `-` ones away (deny_empty_key, Spring's default; false lets them through unlimited)"
+                    ", nor do \"haproxy-rate\" and \"envoy-ratelimit\" the `-` ones (HAProxy tracks, and Envoy asks its service, nothing without the header), and \"spring-cloud-gateway\" turns the `-` ones away (deny_empty_key, Spring's default; false lets them through unlimited)"
                 } else {
                     ""
                 }
