@@ -373,6 +373,9 @@ fn plugin_block(
             "give at least one of second, minute, hour, day, month, year (Kong requires one)",
         ));
     }
+    if limit_by.as_ref().is_some_and(|(by, _)| by == "header") {
+        block.notes.push("limit_by header: Kong counts a request without the header by its client address (get_identifier falls back to the forwarded IP); a log keyed by the header replays its `-` rows as one client instead, which is not modelled".into());
+    }
     match limit_by {
         Some((by, _)) if by == "service" => {}
         Some((by, line)) => block.set(
@@ -450,6 +453,22 @@ mod tests {
             None,
             "limit_by service is one counter"
         );
+    }
+
+    #[test]
+    fn limit_by_header_says_a_request_without_it_is_counted_by_address_in_kong_not_here() {
+        let note = |limit_by: &str| {
+            let blocks = read(&format!(
+                "plugins:\n  - name: rate-limiting\n    config: {{ second: 5, limit_by: {limit_by}, header_name: x-api-key }}\n"
+            ))
+            .unwrap();
+            blocks[0]
+                .notes
+                .iter()
+                .any(|n| n.contains("falls back to the forwarded IP"))
+        };
+        assert!(note("header"));
+        assert!(!note("ip"));
     }
 
     /// Kong runs one rate-limiting configuration per request, the most

@@ -393,7 +393,7 @@ impl Config {
         }
         if empty_rows > 0 {
             warnings.push(format!(
-                "{}: {empty_rows} of {rows} rows have no {}{}: per key, kind \"nginx-limit-req\" does not limit them (nginx skips a zone whose key is empty){}; other kinds limit them together, as one client",
+                "{}: {empty_rows} of {rows} rows have no {}{}: per key, kind \"nginx-limit-req\" does not limit them (nginx skips a zone whose key is empty){}; other kinds limit them together, as one client (Kong with limit_by = header would count each by its client's address instead: not modelled)",
                 shown.display(),
                 self.key.as_deref().unwrap_or_default(),
                 if self.format.absent_key().is_some() { " (`-`, or empty)" } else { " (empty)" },
