@@ -201,6 +201,14 @@ fn limiter(
         }
     };
     block.set("per", "key", from);
+    if let Some(status) = factory.get("args.emptykeystatuscode")
+        && !filter.contains_key("args.emptykeystatus")
+    {
+        block.notes.push(format!(
+            "{}: the status of a request turned away for want of a key is not modelled; it counts as turned away",
+            status.key
+        ));
+    }
     // The filter's own setting, else the factory's, else Spring's default.
     match filter
         .get("args.denyemptykey")
@@ -444,16 +452,17 @@ mod tests {
             "{err}"
         );
         // The status is said not to be modelled, not silently taken.
-        let text = format!(
-            "{}{}args.empty-key-status=UNAUTHORIZED\n",
-            filter(0),
-            route(0)
-        );
-        let blocks = read(&text).unwrap();
-        assert!(
-            blocks[0].notes.iter().any(|n| n.contains("not modelled")),
-            "{:?}",
-            blocks[0].notes
-        );
+        for setting in [
+            format!("{}args.empty-key-status=UNAUTHORIZED\n", route(0)),
+            "spring.cloud.gateway.filter.request-rate-limiter.empty-key-status-code=UNAUTHORIZED\n"
+                .to_string(),
+        ] {
+            let blocks = read(&format!("{}{setting}", filter(0))).unwrap();
+            assert!(
+                blocks[0].notes.iter().any(|n| n.contains("not modelled")),
+                "{setting}: {:?}",
+                blocks[0].notes
+            );
+        }
     }
 }

@@ -239,8 +239,8 @@ impl PerKey {
     }
 
     /// Leaves the clients of `empty` keys unlimited, or turns them away,
-    /// where its gateway does. nginx's `limit_req` skips a zone whose key is empty for the
-    /// request, absent or blank alike, accounting nothing
+    /// where its gateway does. nginx's `limit_req` skips a zone whose key
+    /// is empty for the request, absent or blank alike, accounting nothing
     /// (`ngx_http_limit_req_handler` in
     /// `src/http/modules/ngx_http_limit_req_module.c`: `key.len == 0`) — a
     /// zone keyed by `$http_x_forwarded_for` and a request without the
