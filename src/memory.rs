@@ -54,6 +54,9 @@ const PER_REPLICATION: u128 = 7 * 32;
 /// up to twice that in a ring that doubles), rounded up; the key table's
 /// own on top.
 const PER_KEY_FIGURES: u128 = 40;
+/// A trace's key's hash, kept in the order the check numbered it (8 bytes,
+/// up to twice that in a vector that doubles).
+const PER_KEY_HASH: u128 = 16;
 /// A request waiting to retry, in the run's event queue: the event (56
 /// bytes), its free-list slot once taken (4), and its time and place in a
 /// bucket (16) up to three times over (refiled, and a vector's doubling).
@@ -153,14 +156,25 @@ impl Work {
         let mut keys_per_workload = Vec::with_capacity(scenario.workloads.len());
         let mut silent = None;
         let mut sorting: u128 = 0;
+        let mut numbering: u128 = 0;
         for workload in &scenario.workloads {
-            let (mut requests, mut keys): (u128, u128) = (0, 0);
+            let (mut requests, mut keys, mut hashed): (u128, u128, bool) = (0, 0, false);
             for source in workload.sources() {
                 sorting += u128::from(source.sort_bytes(scenario.duration, &scenario.base_dir)?);
                 requests += source.estimated_arrivals(scenario.duration, &scenario.base_dir)?;
-                keys += u128::from(source.keys(scenario.duration, &scenario.base_dir)?);
+                let own = u128::from(source.keys(scenario.duration, &scenario.base_dir)?);
+                keys += own;
+                if let Some(numbered) = source.numbers_keys() {
+                    // The check numbers a trace's keys, and keeps each one's hash.
+                    numbering += own * (crate::traffic::slots::NUMBERING + PER_KEY_HASH);
+                    hashed |= !numbered;
+                }
             }
-            keys_per_workload.push(if workload.is_keyed() { keys } else { 0 });
+            keys_per_workload.push(if workload.is_keyed() {
+                (keys, hashed)
+            } else {
+                (0, false)
+            });
             let runs = if workload.is_stochastic() {
                 u128::from(replications)
             } else {
@@ -188,6 +202,7 @@ impl Work {
             &keys_per_workload,
         );
         memory.sorting = sorting;
+        memory.keys += numbering;
         Ok(Work {
             requests: total,
             memory,
@@ -227,14 +242,15 @@ fn longest_interval(scenario: &Scenario, charts: bool) -> Nanos {
 /// without charts, tracking intervals up to `longest`; `requests` and `keys`
 /// are the estimated arrivals and distinct client keys of each workload
 /// (keys 0 when it names none; more than its requests when it has more
-/// clients than requests).
+/// clients than requests), and whether the replay knows them by their
+/// hashes rather than by number.
 fn estimate(
     scenario: &Scenario,
     replications: u64,
     charts: bool,
     longest: Nanos,
     requests: &[u128],
-    keys: &[u128],
+    keys: &[(u128, bool)],
 ) -> Estimate {
     let runs = (scenario.workloads.len() * scenario.limiters.len()) as u128;
     let buckets = u128::from(
@@ -272,7 +288,7 @@ fn estimate(
         .iter()
         .zip(requests)
         .zip(&sets)
-        .map(|((&keys, &requests), &sets)| {
+        .map(|((&(keys, hashed), &requests), &sets)| {
             let limiters: u128 = scenario
                 .limiters
                 .iter()
@@ -280,6 +296,7 @@ fn estimate(
                     named.limiter.memory_at_most(
                         u64::try_from(keys).unwrap_or(u64::MAX),
                         u64::try_from(requests).unwrap_or(u64::MAX),
+                        hashed,
                     )
                 })
                 .sum();
@@ -289,9 +306,11 @@ fn estimate(
                 crate::traffic::slots::table_bytes(
                     u64::try_from(keys).unwrap_or(u64::MAX),
                     PER_KEY_FIGURES,
+                    hashed,
                 )
             };
-            sets * (figures * scenario.limiters.len() as u128 + limiters)
+            // The packed sets keep the limiters' states, not the figures.
+            figures * scenario.limiters.len() as u128 + sets * limiters
         })
         .sum();
     // Clients that retry, per run: at most every request waiting at once
@@ -303,7 +322,7 @@ fn estimate(
         .workloads
         .iter()
         .zip(requests.iter().zip(keys))
-        .filter_map(|(workload, (&requests, &keys))| {
+        .filter_map(|(workload, (&requests, &(keys, _)))| {
             let retry = workload.retry?;
             let pending = requests.min(crate::retry::MAX_PENDING as u128);
             let attempts = requests.saturating_mul(u128::from(retry.max_attempts));

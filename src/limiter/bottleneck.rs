@@ -461,7 +461,7 @@ impl RateLimiter for Bottleneck {
 
     /// Every queued job is held until it runs, as in the real process: a
     /// heap entry and a queue slot each.
-    fn memory_at_most(&self, _keys: u64, requests: u64) -> u128 {
+    fn memory_at_most(&self, _keys: u64, requests: u64, _hashed: bool) -> u128 {
         u128::from(requests) * 48
     }
 

@@ -398,7 +398,7 @@ impl RateLimiter for Bucket4j {
             .join(" and ")
     }
 
-    fn memory_at_most(&self, _keys: u64, _requests: u64) -> u128 {
+    fn memory_at_most(&self, _keys: u64, _requests: u64, _hashed: bool) -> u128 {
         super::allocation::<Band>(self.bands.len() as u128)
     }
 }

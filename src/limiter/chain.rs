@@ -181,8 +181,8 @@ impl Chain {
 }
 
 impl RateLimiter for Chain {
-    fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
-        let layers: u128 = self.layers.iter().map(|l| l.memory_at_most(keys, requests)).sum();
+    fn memory_at_most(&self, keys: u64, requests: u64, hashed: bool) -> u128 {
+        let layers: u128 = self.layers.iter().map(|l| l.memory_at_most(keys, requests, hashed)).sum();
         super::allocation::<Limiter>(self.layers.len() as u128) + layers
     }
 

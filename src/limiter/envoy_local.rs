@@ -79,7 +79,7 @@ pub struct EnvoyLocal {
 }
 
 impl RateLimiter for EnvoyLocal {
-    fn memory_at_most(&self, _keys: u64, _requests: u64) -> u128 {
+    fn memory_at_most(&self, _keys: u64, _requests: u64, _hashed: bool) -> u128 {
         super::allocation::<(u64, u64)>(self.buckets.len() as u128)
     }
 

@@ -307,7 +307,7 @@ impl RateLimiter for Kong {
         Nanos::SECOND
     }
 
-    fn memory_at_most(&self, _keys: u64, _requests: u64) -> u128 {
+    fn memory_at_most(&self, _keys: u64, _requests: u64, _hashed: bool) -> u128 {
         match self {
             Kong::Window(..) => 0,
             Kong::Calendar(calendar) => super::allocation::<Window>(calendar.windows.len() as u128),

@@ -484,8 +484,8 @@ macro_rules! kinds {
                 each_limiter!(self, ($($variant)+), limiter => limiter.changes())
             }
 
-            fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
-                each_limiter!(self, ($($variant)+), limiter => limiter.memory_at_most(keys, requests))
+            fn memory_at_most(&self, keys: u64, requests: u64, hashed: bool) -> u128 {
+                each_limiter!(self, ($($variant)+), limiter => limiter.memory_at_most(keys, requests, hashed))
             }
 
             fn resets(&self) -> u64 {

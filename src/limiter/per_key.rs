@@ -477,16 +477,18 @@ impl RateLimiter for PerKey {
     /// and what it allocates: memory a growing `Vec` reserves but never
     /// touches is not counted, the limit is on memory used), with eviction
     /// its entry in the idle set; and the key table's own
-    /// ([`crate::traffic::slots::table_bytes`]).
-    fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
+    /// ([`crate::traffic::slots::table_bytes`]: hashed ids, and Hosts,
+    /// are numbered by a table of their own).
+    fn memory_at_most(&self, keys: u64, requests: u64, hashed: bool) -> u128 {
         let state = match &self.states {
             States::Windows { .. } => std::mem::size_of::<Window>() as u128,
             States::Any(_) => {
-                std::mem::size_of::<KeyState>() as u128 + self.prototype.memory_at_most(1, requests)
+                std::mem::size_of::<KeyState>() as u128
+                    + self.prototype.memory_at_most(1, requests, hashed)
             }
         };
         let idle = if self.evict_after.is_some() { 48 } else { 0 };
-        crate::traffic::slots::table_bytes(keys, state + idle)
+        crate::traffic::slots::table_bytes(keys, state + idle, hashed || self.by_host)
     }
 
     fn decide_with<const HINTS: bool>(&mut self, now: Nanos) -> Decision {

@@ -112,7 +112,7 @@ pub trait RateLimiter {
     /// from `keys` distinct client keys (synthetic clients are numbered 0 to
     /// `keys` − 1), in bytes: what `--max-memory` checks before a run.
     /// Allocations are counted at their largest capacity.
-    fn memory_at_most(&self, _keys: u64, _requests: u64) -> u128 {
+    fn memory_at_most(&self, _keys: u64, _requests: u64, _hashed: bool) -> u128 {
         0
     }
 

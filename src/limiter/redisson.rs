@@ -230,7 +230,7 @@ impl RateLimiter for Redisson {
 
     /// A node per score: a B-tree's up to 11 entries of 16 bytes in nodes
     /// of about 200, at worst 6 to a node.
-    fn memory_at_most(&self, _keys: u64, requests: u64) -> u128 {
+    fn memory_at_most(&self, _keys: u64, requests: u64, _hashed: bool) -> u128 {
         u128::from(self.rate.min(requests)).div_ceil(6) * 200
     }
 

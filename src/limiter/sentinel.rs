@@ -424,11 +424,11 @@ impl RateLimiter for Sentinel {
         }
     }
 
-    fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
+    fn memory_at_most(&self, keys: u64, requests: u64, hashed: bool) -> u128 {
         match self {
-            Sentinel::Default(buckets) | Sentinel::TokenServer(buckets) => buckets.memory_at_most(keys, requests),
+            Sentinel::Default(buckets) | Sentinel::TokenServer(buckets) => buckets.memory_at_most(keys, requests, hashed),
             Sentinel::WarmUp(warm) => {
-                super::allocation::<WarmUp>(1) + warm.buckets().memory_at_most(keys, requests)
+                super::allocation::<WarmUp>(1) + warm.buckets().memory_at_most(keys, requests, hashed)
             }
             Sentinel::RateLimiter(_) => 0,
         }

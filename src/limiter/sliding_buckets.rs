@@ -113,7 +113,7 @@ impl SlidingBuckets {
 }
 
 impl RateLimiter for SlidingBuckets {
-    fn memory_at_most(&self, _keys: u64, _requests: u64) -> u128 {
+    fn memory_at_most(&self, _keys: u64, _requests: u64, _hashed: bool) -> u128 {
         super::allocation::<u64>(self.counts.len() as u128)
     }
 

@@ -81,7 +81,7 @@ pub struct SlidingLog {
 }
 
 impl RateLimiter for SlidingLog {
-    fn memory_at_most(&self, _keys: u64, _requests: u64) -> u128 {
+    fn memory_at_most(&self, _keys: u64, _requests: u64, _hashed: bool) -> u128 {
         super::allocation::<u64>(u128::from(self.threshold))
     }
 

@@ -312,7 +312,7 @@ impl RateLimiter for Slowapi {
     }
 
     /// The moving window's log of up to N times, and the state itself.
-    fn memory_at_most(&self, _keys: u64, requests: u64) -> u128 {
+    fn memory_at_most(&self, _keys: u64, requests: u64, _hashed: bool) -> u128 {
         let entries = if self.0.moving { requests.min(self.0.amount) } else { 0 };
         super::allocation::<State>(1) + super::allocation::<u64>(u128::from(entries))
     }

@@ -265,6 +265,16 @@ impl SourceConfig {
         with_kind!(&self.kind, config => config.sort_bytes(place))
     }
 
+    /// A trace naming its keys: whether the replay knows them by the
+    /// number the check gave them (the workload's one source), or by their
+    /// hash (`None` for other sources).
+    pub fn numbers_keys(&self) -> Option<bool> {
+        match &self.kind {
+            SourceKind::Trace(trace) if trace.key.is_some() => Some(trace.interned),
+            _ => None,
+        }
+    }
+
     /// Whether its requests name their clients: `clients`, or a trace's key column.
     pub fn is_keyed(&self) -> bool {
         self.clients.is_some() || with_kind!(&self.kind, config => config.names_keys())

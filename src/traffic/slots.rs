@@ -385,16 +385,24 @@ impl Numbers {
 }
 
 /// Bytes a [`KeyTable`] of `keys` keys holds at most for entries of
-/// `entry` bytes: an entry per key (small keys index up to the largest, at
-/// most the number of keys), and a seen bit per small key or a hash map
-/// place per hashed key ([`Numbers`]: a 64-byte line of five places, at
-/// least a fifth free, and the old lines beside the new while it grows: up
-/// to 48 bytes a key),
-/// whichever is larger.
-pub fn table_bytes(keys: u64, entry: u128) -> u128 {
+/// `entry` bytes: an entry per key (numbered keys — synthetic clients, a
+/// lone trace's keys — index up to the largest, at most the number of
+/// keys), and a seen bit per numbered key, or for `hashed` keys a place in
+/// their own numbering ([`NUMBERING`]).
+pub fn table_bytes(keys: u64, entry: u128, hashed: bool) -> u128 {
     let keys = u128::from(keys.max(1));
-    keys * entry + (keys / 8).max(keys * 48)
+    keys * entry
+        + if hashed {
+            keys * NUMBERING
+        } else {
+            keys / 8 + 8
+        }
 }
+
+/// Bytes a key takes in a [`Numbers`] table at most: 64-byte lines of five
+/// places filled to four fifths (16 bytes a key), doubled when full (32),
+/// and while it doubles the old lines beside the new (48).
+pub const NUMBERING: u128 = 48;
 
 #[cfg(test)]
 mod tests {

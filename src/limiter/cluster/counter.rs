@@ -101,8 +101,8 @@ impl Counter {
     }
 
     /// See [`Mode::memory_at_most`].
-    pub fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
-        each_mode!(self, mode => mode.memory_at_most(keys, requests))
+    pub fn memory_at_most(&self, keys: u64, requests: u64, hashed: bool) -> u128 {
+        each_mode!(self, mode => mode.memory_at_most(keys, requests, hashed))
     }
 
     /// See [`Mode::nominal`].

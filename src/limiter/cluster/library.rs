@@ -331,18 +331,18 @@ impl Mode for Library {
 
     /// The store's state, each instance's insurance, and a cache entry per
     /// instance and key.
-    fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
+    fn memory_at_most(&self, keys: u64, requests: u64, hashed: bool) -> u128 {
         let instances = self.instances as u128;
         let insurance = self
             .insurance
             .first()
-            .map_or(0, |l| l.memory_at_most(keys, requests) * instances);
+            .map_or(0, |l| l.memory_at_most(keys, requests, hashed) * instances);
         let cache = if self.cache.is_some() {
             crate::limiter::allocation::<((usize, Key), u64)>(instances * u128::from(keys.max(1)))
         } else {
             0
         };
-        self.store.memory_at_most(keys, requests) + insurance + cache
+        self.store.memory_at_most(keys, requests, hashed) + insurance + cache
     }
 
     fn nominal(&self, interval: Nanos) -> Option<f64> {

@@ -63,14 +63,14 @@ impl Mode for Local {
     /// The most memory the instances' limiters can take, each seeing any of
     /// `keys` keys in its share of `requests` (balancing may be uneven: the
     /// share is counted twice).
-    fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
+    fn memory_at_most(&self, keys: u64, requests: u64, hashed: bool) -> u128 {
         let share = requests
             .div_ceil(self.instances.len().max(1) as u64)
             .saturating_mul(2);
         let each = self
             .instances
             .first()
-            .map_or(0, |limiter| limiter.memory_at_most(keys, share));
+            .map_or(0, |limiter| limiter.memory_at_most(keys, share, hashed));
         super::super::allocation::<Limiter>(self.instances.len() as u128)
             + self.instances.len() as u128 * each
     }

@@ -352,9 +352,9 @@ impl RateLimiter for Cluster {
 
     /// Every instance: its clock, its figures and, in local mode, its own
     /// limiter, which may see any key and its share of the requests.
-    fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
+    fn memory_at_most(&self, keys: u64, requests: u64, hashed: bool) -> u128 {
         let instances = self.clocks.len() as u128;
-        instances * 64 + self.counter.memory_at_most(keys, requests)
+        instances * 64 + self.counter.memory_at_most(keys, requests, hashed)
     }
 
     /// Rejects with the hint of whatever decided — the instance's limiter,

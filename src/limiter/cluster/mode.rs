@@ -87,8 +87,8 @@ pub trait Mode {
     }
 
     /// Memory it holds beyond the cluster's own figures.
-    fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
-        let _ = (keys, requests);
+    fn memory_at_most(&self, keys: u64, requests: u64, hashed: bool) -> u128 {
+        let _ = (keys, requests, hashed);
         0
     }
 

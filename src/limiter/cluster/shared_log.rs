@@ -44,8 +44,8 @@ impl Mode for SharedLog {
         })
     }
 
-    fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
-        self.log.memory_at_most(keys, requests)
+    fn memory_at_most(&self, keys: u64, requests: u64, hashed: bool) -> u128 {
+        self.log.memory_at_most(keys, requests, hashed)
     }
 
     fn nominal(&self, interval: Nanos) -> Option<f64> {

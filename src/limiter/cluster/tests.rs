@@ -572,7 +572,7 @@ fn each_instance_s_upstash_cache_is_counted_in_memory() {
         let text = format!("instances = {k}\nmode = \"shared-instance-clock\"");
         build(upstash, &text)
             .unwrap()
-            .memory_at_most(100_000, 1_000_000)
+            .memory_at_most(100_000, 1_000_000, false)
     };
     // Ten caches of 100,000 keys each: at least 10 × 100,000 × 24 bytes more.
     assert!(

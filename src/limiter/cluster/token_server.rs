@@ -118,9 +118,9 @@ impl Mode for TokenServer {
         self.clock.step_times()
     }
 
-    fn memory_at_most(&self, keys: u64, requests: u64) -> u128 {
-        let each = self.local[0].memory_at_most(keys, requests);
-        self.server.memory_at_most(keys, requests)
+    fn memory_at_most(&self, keys: u64, requests: u64, hashed: bool) -> u128 {
+        let each = self.local[0].memory_at_most(keys, requests, hashed);
+        self.server.memory_at_most(keys, requests, hashed)
             + crate::limiter::allocation::<Sentinel>(self.local.len() as u128)
             + self.local.len() as u128 * each
     }
