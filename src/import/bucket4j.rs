@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use super::spring::{Property, at, index, normalise, settings, whole_number};
+use super::spring::{Property, at, boolean, index, normalise, settings, whole_number};
 use super::{Block, Field, Source};
 use crate::error::ScenarioError;
 
@@ -158,9 +158,7 @@ fn filter(source: &Source, i: usize, settings: &Settings) -> Result<Block, Scena
                     ));
                 }
             },
-            "hidehttpresponseheaders" => {
-                headers = !property.value.trim().eq_ignore_ascii_case("true")
-            }
+            "hidehttpresponseheaders" => headers = !boolean(source, property)?,
             "url" | "id" => {}
             other
                 if IGNORED

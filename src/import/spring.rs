@@ -238,7 +238,7 @@ fn limiter(
 
 /// A property's value as Spring binds a `Boolean`: `true`/`false`, `on`/`off`,
 /// `yes`/`no`, `1`/`0`, in any case.
-fn boolean(source: &Source, p: &Property) -> Result<bool, ScenarioError> {
+pub(super) fn boolean(source: &Source, p: &Property) -> Result<bool, ScenarioError> {
     match p.value.trim().to_ascii_lowercase().as_str() {
         "true" | "on" | "yes" | "1" => Ok(true),
         "false" | "off" | "no" | "0" => Ok(false),

@@ -176,3 +176,28 @@ fn what_the_model_lacks_is_an_error_at_its_line() {
     .unwrap_err();
     assert!(err.contains("time is required"), "{err}");
 }
+
+/// `hide-http-response-headers` binds as Spring binds a `Boolean`: `on`
+/// hides the header as `true` does, and a value that is neither is an
+/// error at its line, not taken for `false`.
+#[test]
+fn hide_http_response_headers_is_read_as_spring_reads_a_boolean() {
+    let hidden = |value: &str| {
+        let text = NEW.replace(
+            "    hide-http-response-headers: true\n",
+            &format!("    hide-http-response-headers: {value}\n"),
+        );
+        read_text("application.yml", &text, Dialect::Bucket4j).map(|blocks| {
+            let layers = field(&blocks[1], "layers").unwrap();
+            !layers.contains("retry_after_seconds")
+        })
+    };
+    assert_eq!(hidden("true"), Ok(true));
+    assert_eq!(hidden("on"), Ok(true));
+    assert_eq!(hidden("FALSE"), Ok(false));
+    let err = hidden("maybe").unwrap_err();
+    assert!(
+        err.contains("application.yml:21:33:") && err.contains("expected true or false"),
+        "{err}"
+    );
+}
