@@ -129,6 +129,32 @@ proptest::proptest! {
     }
 }
 
+/// A per-key limiter of `text`, in its initial state.
+fn built(text: &str) -> Limiter {
+    parse(text).unwrap().build(Context::default()).unwrap()
+}
+
+/// A log's absent (`-`) and blank keys, and the workload's list of them.
+fn keys_naming_nothing() -> (Key, Key, crate::traffic::EmptyKeys) {
+    let (absent, blank) = (Key::named(b"-"), Key::named(b""));
+    let empty = crate::traffic::EmptyKeys {
+        absent: vec![absent.client],
+        blank: vec![blank.client],
+    };
+    (absent, blank, empty)
+}
+
+/// How many of ten requests of `key`, a millisecond apart from 0, `limiter` admits.
+fn admitted_of_ten(limiter: &mut Limiter, key: Key) -> usize {
+    (0..10)
+        .filter(|&i| {
+            limiter
+                .decide_keyed::<false>(Nanos(i * 1_000_000), key)
+                .admitted()
+        })
+        .count()
+}
+
 /// nginx skips a zone whose key is empty for the request, HAProxy tracks
 /// no request whose key it cannot fetch, and Envoy asks its rate limit
 /// service nothing without the header: per key, `nginx-limit-req` admits
@@ -139,99 +165,72 @@ proptest::proptest! {
 /// before, and other kinds keep such a key a client of its own.
 #[test]
 fn a_key_left_unlimited_passes_nginx_haproxy_and_envoy_and_no_other_kind() {
-    let build = |text: &str| parse(text).unwrap().build(Context::default()).unwrap();
     let nginx = "kind = \"nginx-limit-req\"\nrate = \"1r/s\"\nper = \"key\"";
     let haproxy = "kind = \"haproxy-rate\"\nlimit = 1\nper = \"key\"";
     let fixed = "kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 1\nper = \"key\"";
-    let (absent, blank) = (Key::named(b"-"), Key::named(b""));
+    let (absent, blank, empty) = keys_naming_nothing();
     let client = Key::named(b"198.51.100.7");
-    let empty = crate::traffic::EmptyKeys {
-        absent: vec![absent.client],
-        blank: vec![blank.client],
-    };
-    let admitted = |limiter: &mut Limiter, key: Key| {
-        (0..10)
-            .filter(|&i| {
-                limiter
-                    .decide_keyed::<false>(Nanos(i * 1_000_000), key)
-                    .admitted()
-            })
-            .count()
-    };
-    let mut limiter = build(nginx);
+    let mut limiter = built(nginx);
     limiter.treat_empty_keys(&empty);
-    assert_eq!(admitted(&mut limiter, absent), 10);
-    assert_eq!(admitted(&mut limiter, blank), 10);
+    assert_eq!(admitted_of_ten(&mut limiter, absent), 10);
+    assert_eq!(admitted_of_ten(&mut limiter, blank), 10);
     limiter.refund(Nanos(10_000_000));
-    assert_eq!(admitted(&mut limiter, client), 1);
+    assert_eq!(admitted_of_ten(&mut limiter, client), 1);
     let Limiter::PerKey(per) = &limiter else {
         panic!("per key")
     };
     assert_eq!((per.keys(), per.unaccounted()), (1, 20));
     assert_eq!(limiter.bound(Nanos::SECOND), u64::MAX);
     // HAProxy: the absent key untracked, the blank one a key (limit 1: 2 pass).
-    let mut limiter = build(haproxy);
+    let mut limiter = built(haproxy);
     limiter.treat_empty_keys(&empty);
-    assert_eq!(admitted(&mut limiter, absent), 10);
-    assert_eq!(admitted(&mut limiter, blank), 1);
+    assert_eq!(admitted_of_ten(&mut limiter, absent), 10);
+    assert_eq!(admitted_of_ten(&mut limiter, blank), 1);
     assert_eq!(limiter.bound(Nanos::SECOND), u64::MAX);
     // Without them, either is one more client, limited as any.
-    let mut limiter = build(nginx);
-    assert_eq!(admitted(&mut limiter, absent), 1);
+    let mut limiter = built(nginx);
+    assert_eq!(admitted_of_ten(&mut limiter, absent), 1);
     assert!(limiter.bound(Nanos::SECOND) < u64::MAX);
     // In a chain's layer too; a fixed window keeps its state for it.
-    let mut chain = build(&format!(
+    let mut chain = built(&format!(
         "kind = \"chain\"\nlayers = [{{ {} }}, {{ {} }}]",
         nginx.replace('\n', ", "),
         "kind = \"fixed-window\", window = \"1s\", threshold = 100"
     ));
     chain.treat_empty_keys(&empty);
-    assert_eq!(admitted(&mut chain, absent), 10);
-    let mut limiter = build(fixed);
+    assert_eq!(admitted_of_ten(&mut chain, absent), 10);
+    let mut limiter = built(fixed);
     limiter.treat_empty_keys(&empty);
-    assert_eq!(admitted(&mut limiter, absent), 1);
+    assert_eq!(admitted_of_ten(&mut limiter, absent), 1);
     // Envoy asks its rate limit service nothing without the header; a blank
     // one is a descriptor value like any (1 a second).
-    let mut limiter = build(
+    let mut limiter = built(
         "kind = \"envoy-ratelimit\"\nrequests_per_unit = 1\nunit = \"second\"\nper = \"key\"",
     );
     limiter.treat_empty_keys(&empty);
-    assert_eq!(admitted(&mut limiter, absent), 10);
-    assert_eq!(admitted(&mut limiter, blank), 1);
+    assert_eq!(admitted_of_ten(&mut limiter, absent), 10);
+    assert_eq!(admitted_of_ten(&mut limiter, blank), 1);
     assert_eq!(limiter.bound(Nanos::SECOND), u64::MAX);
 }
 
 #[test]
 fn spring_turns_away_a_request_without_a_key_before_its_bucket_unless_told_not_to() {
-    let build = |text: &str| parse(text).unwrap().build(Context::default()).unwrap();
     let spring =
         "kind = \"spring-cloud-gateway\"\nreplenish_rate = 1\nburst_capacity = 2\nper = \"key\"";
-    let (absent, blank) = (Key::named(b"-"), Key::named(b""));
+    let (absent, blank, empty) = keys_naming_nothing();
     let client = Key::named(b"alice");
-    let empty = crate::traffic::EmptyKeys {
-        absent: vec![absent.client],
-        blank: vec![blank.client],
-    };
-    let decide = |limiter: &mut Limiter, key: Key, i: u64| {
-        limiter.decide_keyed::<true>(Nanos(i * 1_000_000), key)
-    };
-    let admitted = |limiter: &mut Limiter, key: Key| {
-        (0..10)
-            .filter(|&i| decide(limiter, key, i).admitted())
-            .count()
-    };
     // Default (deny-empty-key): the absent key's requests turned away with
     // no hint, none of them reaching a bucket; the blank key (resolved as
     // "") is a key like any, with its own bucket of 2.
-    let mut limiter = build(spring);
+    let mut limiter = built(spring);
     limiter.treat_empty_keys(&empty);
     assert_eq!(
-        decide(&mut limiter, absent, 0),
+        limiter.decide_keyed::<true>(Nanos(0), absent),
         Decision::Reject(crate::limiter::Hint::NONE)
     );
-    assert_eq!(admitted(&mut limiter, absent), 0);
-    assert_eq!(admitted(&mut limiter, blank), 2);
-    assert_eq!(admitted(&mut limiter, client), 2);
+    assert_eq!(admitted_of_ten(&mut limiter, absent), 0);
+    assert_eq!(admitted_of_ten(&mut limiter, blank), 2);
+    assert_eq!(admitted_of_ten(&mut limiter, client), 2);
     let Limiter::PerKey(per) = &limiter else {
         panic!("per key")
     };
@@ -243,16 +242,16 @@ fn spring_turns_away_a_request_without_a_key_before_its_bucket_unless_told_not_t
     // Turning requests away adds nothing: the two keys' buckets bound it.
     assert_eq!(limiter.bound(Nanos::SECOND), 2 * 3);
     // deny_empty_key = false: let through unlimited, so no bound.
-    let mut limiter = build(&format!("{spring}\ndeny_empty_key = false"));
+    let mut limiter = built(&format!("{spring}\ndeny_empty_key = false"));
     limiter.treat_empty_keys(&empty);
-    assert_eq!(admitted(&mut limiter, absent), 10);
-    assert_eq!(admitted(&mut limiter, blank), 2);
+    assert_eq!(admitted_of_ten(&mut limiter, absent), 10);
+    assert_eq!(admitted_of_ten(&mut limiter, blank), 2);
     assert_eq!(limiter.bound(Nanos::SECOND), u64::MAX);
     // Without such keys in the workload, `-` is a client like any.
-    let mut limiter = build(spring);
-    assert_eq!(admitted(&mut limiter, absent), 2);
+    let mut limiter = built(spring);
+    assert_eq!(admitted_of_ten(&mut limiter, absent), 2);
     // A merge counts the shards' keys less those turned away.
-    let Limiter::PerKey(mut per) = build(spring) else {
+    let Limiter::PerKey(mut per) = built(spring) else {
         panic!("per key")
     };
     per.count_keys_elsewhere(5, [1, 1]);

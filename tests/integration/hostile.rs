@@ -519,6 +519,14 @@ fn estimated_mb(text: &str) -> f64 {
     }
 }
 
+/// `text`'s estimate and, run without charts, its peak, in MB.
+fn estimate_and_peak(what: &str, text: &str) -> (f64, f64) {
+    let estimate = estimated_mb(text);
+    let (code, stderr, peak, _) = run_measured(text, &["--no-charts"]);
+    assert_eq!(code, Some(0), "{what}: {stderr}");
+    (estimate, peak)
+}
+
 #[test]
 fn the_memory_estimate_covers_what_per_key_limiters_use() {
     for limiter in [
@@ -531,9 +539,7 @@ fn the_memory_estimate_covers_what_per_key_limiters_use() {
              sources = [{{ kind = \"poisson\", rate = 1000000, clients = {{ count = 50000 }} }}]\n\
              [[limiter]]\nname = \"l\"\n{limiter}\nper = \"key\"\n"
         );
-        let estimate = estimated_mb(&text);
-        let (code, stderr, peak, _) = run_measured(&text, &["--no-charts"]);
-        assert_eq!(code, Some(0), "{stderr}");
+        let (estimate, peak) = estimate_and_peak(limiter, &text);
         // The process itself (code, buffers, threads) is not in the estimate.
         assert!(
             peak > 0.0 && peak <= estimate + 16.0,
@@ -597,9 +603,7 @@ fn the_memory_estimate_of_many_keys_stays_near_the_peak() {
             None,
         ),
     ] {
-        let estimate = estimated_mb(&text);
-        let (code, stderr, peak, _) = run_measured(&text, &["--no-charts"]);
-        assert_eq!(code, Some(0), "{what}: {stderr}");
+        let (estimate, peak) = estimate_and_peak(what, &text);
         // A few MB for the process itself, which the estimate leaves out.
         assert!(
             peak > 0.0 && peak <= estimate + 4.0,
