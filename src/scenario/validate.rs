@@ -300,13 +300,17 @@ impl Validator<'_> {
                 if let Some(traffic) = self.adversary(file, w, name)? {
                     return Ok(Workload { name: name.clone(), traffic, retry: None });
                 }
-                let sources = file.get_ref().sources.iter().enumerate().map(|(i, table)| {
-                    let base = [Step::Name("workload".into()), Step::Index(w), Step::Name("sources".into()), Step::Index(i)];
+                let base = |i: usize| [Step::Name("workload".into()), Step::Index(w), Step::Name("sources".into()), Step::Index(i)];
+                let mut sources = file.get_ref().sources.iter().enumerate().map(|(i, table)| {
+                    let fail = |err: FieldError| self.error_in(table.span(), &base(i), &format!("workload {name:?}, source {}", i + 1), &err);
+                    SourceConfig::from_table(table.get_ref().clone()).map_err(fail)
+                }).collect::<Result<Vec<_>, _>>()?;
+                // A lone source numbers its keys; several traces naming
+                // keys share one numbering, checked one after the other.
+                let book = crate::traffic::SourceConfig::number_together(&mut sources, self.part.is_none());
+                let sources = file.get_ref().sources.iter().zip(sources).enumerate().map(|(i, (table, source))| {
+                    let base = base(i);
                     let fail = |err: FieldError| self.error_in(table.span(), &base, &format!("workload {name:?}, source {}", i + 1), &err);
-                    let mut source = SourceConfig::from_table(table.get_ref().clone()).map_err(fail)?;
-                    if file.get_ref().sources.len() == 1 {
-                        source.number_keys();
-                    }
                     if let Some(part) = self.part {
                         let (rows, clients) = part.workload(w).ok_or_else(|| {
                             self.error(file.span(), format!("workload {name:?}: not in part {}", part.dir.display()))
@@ -318,6 +322,9 @@ impl Validator<'_> {
                     Ok(source)
                 });
                 let sources: Vec<SourceConfig> = sources.collect::<Result<_, _>>()?;
+                if let Some(book) = book {
+                    book.close();
+                }
                 // State is kept per key: the keys a workload can send are bounded before any work.
                 let keys = sources.iter().map(|s| s.keys(duration, base_dir).map_err(|err| self.error(file.span(), format!("workload {name:?}: {err}")))).sum::<Result<u64, _>>()?;
                 if keys > MAX_KEYS as u64 {

@@ -325,12 +325,32 @@ impl SourceConfig {
         }
     }
 
-    /// Numbers a trace's keys in the order first seen, for the one source
-    /// of a workload (see [`trace::Config::interned`]).
-    pub fn number_keys(&mut self) {
-        if let SourceKind::Trace(trace) = &mut self.kind {
-            trace.interned = true;
+    /// Numbers a workload's keys in the order first seen where its
+    /// sources can (see [`trace::Config::interned`]): a lone source's, or
+    /// those of several traces that all name keys, which share one
+    /// numbering (returned, to be closed once they are checked; `None`
+    /// when `checked` is false, where a part of a partitioning names each
+    /// client's number itself). Other mixes keep their keys' hashes, as
+    /// synthetic clients and unnamed requests are numbered from 0 too.
+    pub(crate) fn number_together(
+        sources: &mut [SourceConfig],
+        checked: bool,
+    ) -> Option<std::sync::Arc<trace::Book>> {
+        let keyed_traces = sources.iter().all(|source| {
+            source.clients.is_none()
+                && matches!(&source.kind, SourceKind::Trace(trace) if trace.key.is_some())
+        });
+        let book = (sources.len() > 1 && keyed_traces && checked)
+            .then(std::sync::Arc::<trace::Book>::default);
+        if sources.len() == 1 || keyed_traces {
+            for source in sources {
+                if let SourceKind::Trace(trace) = &mut source.kind {
+                    trace.interned = true;
+                    trace.book = book.clone();
+                }
+            }
         }
+        book
     }
 
     /// How the results name client `key`: as a trace's key column writes

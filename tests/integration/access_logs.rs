@@ -809,3 +809,114 @@ fn a_logs_memory_does_not_grow_with_its_lines() {
         "10^5 lines peaked at {small} MB, 10^6 at {large} MB"
     );
 }
+
+/// A workload's several traces (one log per server, say) replay as their
+/// rows would in one file: the keys they share are one client each, a key
+/// only the second names is named as it writes it, and per-key limiters
+/// decide every request alike. (Its sources share one numbering of their
+/// keys, checked one after the other; with a numbering each, or none,
+/// their keys would part or collide.)
+#[test]
+fn a_workloads_traces_replay_as_their_rows_in_one_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // 6,000 rows 997,003 ns apart over 30 clients; every ninth from one of
+    // two clients only the second file names, the busiest two (the first
+    // row of all is theirs, and the second file is numbered second).
+    let rows: Vec<(u64, String)> = (0..6000u64)
+        .map(|i| {
+            let key = if i % 9 == 0 {
+                format!("only-b-{}", i % 2)
+            } else {
+                format!("k{}", (i * 7919) % 30)
+            };
+            (i * 997_003 + 5, key)
+        })
+        .collect();
+    let write = |name: &str, keep: &dyn Fn(u64, &str) -> bool| {
+        let mut text = String::from("time_ns,client\n");
+        for (i, (time, key)) in rows.iter().enumerate() {
+            if keep(i as u64, key) {
+                text += &format!("{time},{key}\n");
+            }
+        }
+        fs::write(dir.path().join(name), text).unwrap();
+    };
+    write("all.csv", &|_, _| true);
+    write("a.csv", &|i, key| i % 2 == 0 && !key.starts_with("only-b"));
+    write("b.csv", &|i, key| i % 2 == 1 || key.starts_with("only-b"));
+    let source = |file: &str| format!("{{ kind = \"trace\", path = {file:?}, key = \"client\" }}");
+    let limiters = "[[limiter]]\nname = \"per-key\"\nkind = \"fixed-window\"\nwindow = \"100ms\"\nthreshold = 3\nper = \"key\"\n\
+         [[limiter]]\nname = \"bucket\"\nkind = \"token-bucket\"\nrate = 20\nburst = 4\nper = \"key\"\n\
+         [[limiter]]\nname = \"global\"\nkind = \"sliding-log\"\nwindow = \"1s\"\nthreshold = 500\n";
+    let mut summaries = Vec::new();
+    for (name, sources) in [
+        ("one", source("all.csv")),
+        ("two", format!("{}, {}", source("a.csv"), source("b.csv"))),
+    ] {
+        let scenario = dir.path().join("s.toml");
+        fs::write(
+            &scenario,
+            format!(
+                "duration = \"7s\"\n[[workload]]\nname = \"w\"\nsources = [{sources}]\n{limiters}"
+            ),
+        )
+        .unwrap();
+        summaries.push(run_summary(&scenario, &dir.path().join(name)));
+    }
+    let per_key = |summary: &serde_json::Value| summary["runs"][0].clone();
+    assert_eq!(per_key(&summaries[0])["keys"]["keys"], 32);
+    assert_eq!(per_key(&summaries[0])["offered"], 6000);
+    assert!(
+        per_key(&summaries[0])["rejected"].as_u64().unwrap() > 0,
+        "the per-key window turns none away: the test would not tell keys apart"
+    );
+    assert!(
+        summaries[0]["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|run| run["keys"]["worst_key_name"]
+                .as_str()
+                .is_some_and(|name| name.starts_with("only-b"))),
+        "no worst key of the second file's own: {}",
+        summaries[0]["runs"]
+    );
+    assert_eq!(summaries[0]["runs"], summaries[1]["runs"]);
+}
+
+/// Each of a workload's traces names its own first keys in the results,
+/// also a key an earlier trace numbered past the ones it names.
+#[test]
+fn a_key_the_first_trace_leaves_unnamed_is_named_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    // The first file: 10,100 clients once each, "busy" the 10,050th (past
+    // the first 10,000 a file names); the second: "busy" 50 times.
+    let mut first = String::from("time_ns,client\n");
+    for i in 0..10_100u64 {
+        let key = if i == 10_049 {
+            "busy".to_string()
+        } else {
+            format!("c{i}")
+        };
+        first += &format!("{},{key}\n", i * 1000 + 1);
+    }
+    let mut second = String::from("time_ns,client\n");
+    for i in 0..50u64 {
+        second += &format!("{},busy\n", 20_000_000 + i * 1000);
+    }
+    fs::write(dir.path().join("a.csv"), first).unwrap();
+    fs::write(dir.path().join("b.csv"), second).unwrap();
+    let scenario = dir.path().join("s.toml");
+    fs::write(
+        &scenario,
+        "duration = \"1s\"\n[[workload]]\nname = \"w\"\nsources = [\
+         { kind = \"trace\", path = \"a.csv\", key = \"client\" }, \
+         { kind = \"trace\", path = \"b.csv\", key = \"client\" }]\n\
+         [[limiter]]\nname = \"per-key\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 10\nper = \"key\"\n",
+    )
+    .unwrap();
+    let summary = run_summary(&scenario, &dir.path().join("out"));
+    let keys = &summary["runs"][0]["keys"];
+    assert_eq!(keys["keys"], 10_100, "{keys}");
+    assert_eq!(keys["worst_key_name"], "busy", "{keys}");
+}

@@ -549,16 +549,17 @@ fn the_memory_estimate_covers_what_per_key_limiters_use() {
 }
 
 /// Per key the estimate stays an upper bound near what is used: numbered
-/// keys (synthetic clients, a lone trace's) index flat arrays with no hash
-/// table per limiter, a trace's own numbering is counted once, and the
+/// keys (synthetic clients, a lone trace's, a workload's traces' shared
+/// numbering) index flat arrays with no hash table per limiter, the
+/// traces' numbering is counted once, and the
 /// packed placements of a whole-second log keep the limiters' states but
 /// no figures. Once 3.9× the peak for the clients and 10× for the log.
 #[test]
 fn the_memory_estimate_of_many_keys_stays_near_the_peak() {
     let dir = tempfile::tempdir().unwrap();
     // 300,000 lines of a combined log, each from an address of its own,
-    // 100 a second; split in two, the halves are two sources whose keys
-    // the replay knows by their hashes.
+    // 100 a second; split in two, the halves are two sources that share
+    // one numbering of their keys.
     let line = |i: u32| {
         let t = i / 100;
         format!(
@@ -598,9 +599,9 @@ fn the_memory_estimate_of_many_keys_stays_near_the_peak() {
         ("10^6 clients", synthetic.to_string(), Some(3.0)),
         ("a log's numbered keys", log(&whole), Some(4.0)),
         (
-            "two logs' hashed keys",
+            "two logs' shared numbering",
             log(&format!("{first}, {second}")),
-            None,
+            Some(4.0),
         ),
     ] {
         let (estimate, peak) = estimate_and_peak(what, &text);

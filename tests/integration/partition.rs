@@ -408,6 +408,39 @@ fn a_log_s_empty_keys_are_left_unlimited_or_turned_away_in_shards_as_in_the_whol
     assert!(spring["bound"].is_u64(), "{spring:?}");
 }
 
+/// A workload of two logs (two servers' of one site, say), whose clients
+/// partly meet: its sources share one numbering of their keys, and each
+/// part names its clients by it, so the shards merge into the whole run.
+#[test]
+fn the_shards_of_a_workload_of_two_logs_merge_into_the_whole_run() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, first) in [("a.log", 0), ("b.log", 3)] {
+        let mut log = String::new();
+        for second in 0..20 {
+            for i in 0..8 {
+                log.push_str(&format!(
+                    "198.51.100.{} - - [27/Nov/2026:10:00:{second:02} +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"a\"\n",
+                    first + (second + i) % 6
+                ));
+            }
+        }
+        fs::write(dir.path().join(file), log).unwrap();
+    }
+    let scenario = dir.path().join("two.toml");
+    fs::write(
+        &scenario,
+        "name = \"two\"\nduration = \"20s\"\nseed = 3\n\n[[workload]]\nname = \"site\"\nsources = [{ kind = \"trace\", format = \"combined\", path = \"a.log\", key_field = \"remote_addr\" }, { kind = \"trace\", format = \"combined\", path = \"b.log\", key_field = \"remote_addr\" }]\n\n[[limiter]]\nname = \"window\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 2\nper = \"key\"\n\n[[limiter]]\nname = \"bucket\"\nkind = \"token-bucket\"\nrate = 2\nburst = 3\nper = \"key\"\n",
+    )
+    .unwrap();
+    let whole = merges_as_the_whole_run(&scenario, dir.path());
+    let summary: serde_json::Value =
+        serde_json::from_slice(&whole[Path::new("summary.json")]).unwrap();
+    let run = &summary["runs"][0];
+    // Addresses .0–.5 and .3–.8: nine clients, three of them in both logs.
+    assert_eq!(run["keys"]["keys"], 9, "{run:?}");
+    assert!(run["rejected"].as_u64() > Some(0), "{run:?}");
+}
+
 /// Runs `scenario` whole into `dir`, then in one part and in four, each
 /// part's shards merged in reverse order: every file of the merge is the
 /// whole run's, byte for byte. The whole run's files.

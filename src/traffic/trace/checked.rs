@@ -28,6 +28,54 @@ impl Numbered {
     }
 }
 
+/// The numbering a workload's trace sources share when it has several, so
+/// that every source's replay names a client by one small number and each
+/// table a run keeps per key stays a flat array (a hashed key costs every
+/// such table a lookup of its own: 3–4× the replay's time and memory on
+/// the yardstick's log split in two). The sources are checked one after
+/// the other, each numbering its keys on from the one before; then it is
+/// closed, and the replays and the results read the whole numbering.
+#[derive(Debug, Default)]
+pub(crate) struct Book {
+    /// The numbering so far, while the sources are checked.
+    open: std::sync::Mutex<Numbered>,
+    /// Whether a source reads its file again for each replay, and so looks
+    /// each row's key up in the table.
+    rereads: std::sync::atomic::AtomicBool,
+    /// The whole numbering, once every source is checked.
+    done: OnceLock<Arc<Numbered>>,
+}
+
+impl Book {
+    /// The numbering so far, for a source's check to go on with.
+    pub(super) fn take(&self) -> Numbered {
+        std::mem::take(&mut *self.open.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Hands the numbering back after a source's check; `rereads` when
+    /// that source's replays will look its keys up again.
+    pub(super) fn put(&self, numbered: Numbered, rereads: bool) {
+        *self.open.lock().unwrap_or_else(|e| e.into_inner()) = numbered;
+        self.rereads
+            .fetch_or(rereads, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Ends the numbering once every source is checked: the table of
+    /// numbers is freed unless a replay looks keys up in it.
+    pub(crate) fn close(&self) {
+        let mut numbered = self.take();
+        if !self.rereads.load(std::sync::atomic::Ordering::Relaxed) {
+            numbered.numbers = crate::traffic::slots::Numbers::default();
+        }
+        let _ = self.done.set(Arc::new(numbered));
+    }
+
+    /// The whole numbering, once closed.
+    pub(super) fn done(&self) -> Option<&Arc<Numbered>> {
+        self.done.get()
+    }
+}
+
 /// The most bytes of checked rows kept (about 130 million rows of a sorted
 /// log with numbered keys): a longer trace is read from its file again for
 /// each replay instead.

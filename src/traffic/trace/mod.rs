@@ -37,6 +37,7 @@ mod stored;
 mod tests;
 
 pub use self::arrivals::Arrivals;
+pub(crate) use self::checked::Book;
 use self::arrivals::*;
 use self::checked::*;
 use self::fields::*;
@@ -110,10 +111,16 @@ pub struct Config {
     #[serde(skip)]
     pub verdicts: bool,
     /// Whether its keys are replayed numbered 0, 1, 2, … in the order the
-    /// check first saw them (set when it is its workload's only source, so
-    /// no other source's clients share the numbers).
+    /// check first saw them (set when it is its workload's only source, or
+    /// when all its workload's sources are traces naming keys, which share
+    /// one numbering: so no other source's clients share the numbers).
     #[serde(skip)]
     pub(crate) interned: bool,
+    /// The numbering it shares with the other sources of its workload,
+    /// when they are all traces naming keys (see [`Book`]); `None` when it
+    /// numbers its own keys, or hashes them.
+    #[serde(skip)]
+    pub(crate) book: Option<Arc<Book>>,
     /// Read the file again for each replay instead of keeping the checked
     /// rows, as a trace of more than [`CHECKED_BYTES`] of them is.
     #[serde(skip)]
@@ -146,7 +153,9 @@ struct Scan {
     /// those of its busiest second some of whose instants may fall in the
     /// run (0 when not spread).
     spread_rows: u64,
-    /// Distinct keys in the file (1 without a key column).
+    /// Distinct keys in the file (1 without a key column); when its
+    /// workload's sources share their numbering, those no source before
+    /// it named.
     keys: u64,
     earliest: u64,
     sorted: bool,
@@ -347,6 +356,12 @@ impl Config {
         Ok(sorting.saturating_add(spreading))
     }
 
+    /// Its keys' numbering: its workload's, when its sources share one,
+    /// else its own.
+    fn numbering<'a>(&'a self, scan: &'a Scan) -> &'a Arc<Numbered> {
+        self.book.as_ref().and_then(|book| book.done()).unwrap_or(&scan.numbered)
+    }
+
     /// The first pass's findings: remembered, or read now.
     fn scanned(&self, base_dir: &Path, start: Nanos, end: Nanos) -> Result<Scan, FieldError> {
         if let Some(scan) = self.scanned.get() {
@@ -422,7 +437,7 @@ impl Config {
                 rest,
                 config: Box::new(self.clone()),
                 numbered: (self.interned && self.key.is_some() && !self.verdicts)
-                    .then(|| scan.numbered.clone()),
+                    .then(|| self.numbering(scan).clone()),
             },
             start: start.get(),
             end: end.get(),
@@ -544,6 +559,7 @@ impl Kind for Config {
             return Some(key.client);
         }
         let scan = self.scanned.get()?;
-        scan.numbered.hashes.get(usize::try_from(key.client).ok()?).copied()
+        let numbered = self.numbering(scan);
+        numbered.hashes.get(usize::try_from(key.client).ok()?).copied()
     }
 }

@@ -107,8 +107,13 @@ impl ReadInto for Counting<'_> {
     ) -> Result<(), FieldError> {
         if self.config.key.is_some() && self.names.len() < NAMED_KEYS {
             // While keys are still named, each row is numbered at once, so
-            // that a new key's text is read from its own row.
-            if self.number((time, key, verdict))?
+            // that a new key's text is read from its own row. (With a
+            // numbering shared, a key new to this file may be known from
+            // the one before: each file names its own first keys.)
+            let new = self.number((time, key, verdict))?;
+            if (new
+                || self.config.book.is_some()
+                    && !self.names.contains_key(&Key::client(key.client)))
                 && let Some(text) = text()
             {
                 self.names.insert(Key::client(key.client), text);
@@ -197,7 +202,7 @@ impl Config {
             whole_seconds: true,
             labelled: Labelled::default(),
             spanning: Labelled::default(),
-            keys: Numbered::default(),
+            keys: self.book.as_ref().map(|book| book.take()).unwrap_or_default(),
             hosts: std::collections::HashSet::default(),
             names: std::collections::HashMap::default(),
             parts: Vec::with_capacity(files.len()),
@@ -211,6 +216,7 @@ impl Config {
             },
             empty_rows: 0,
         };
+        let before = counting.keys.hashes.len();
         if Self::read_threaded(&files) {
             self.read_files_threaded(&files, &mut counting)?;
         } else {
@@ -245,7 +251,7 @@ impl Config {
         let checked = checked.finish();
         if checked.is_none() {
             Self::hash_parts(&mut parts)?;
-        } else {
+        } else if self.book.is_none() {
             // Only a replay that reads the file again looks a key's number
             // up: replays of the checked rows read it with each row. Its
             // table (64-byte lines of five places, 32 MB at 1.4 million keys) is freed
@@ -276,7 +282,7 @@ impl Config {
             whole_seconds: spreading,
             labelled,
             spread_rows: if spreading { spanning.busiest } else { 0 },
-            keys: (keys.hashes.len().max(hosts.len()) as u64).max(1),
+            keys: ((keys.hashes.len() - before).max(hosts.len()) as u64).max(1),
             names: std::sync::Arc::new(names),
             numbered: Arc::new(keys),
             empty,
@@ -332,6 +338,12 @@ impl Config {
                 *labelled = Labelled::of_counts(seconds);
                 labelled.packed = packed;
             }
+        }
+        if let Some(book) = &self.book {
+            // Its keys numbered, the next source goes on from them.
+            let numbered = Arc::into_inner(std::mem::take(&mut scan.numbered))
+                .expect("the check's own replay is over");
+            book.put(numbered, scan.checked.is_none());
         }
         // Spread, a row is left out only when no instant of its second is in the run.
         if spreading {
