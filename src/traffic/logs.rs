@@ -421,6 +421,85 @@ fn combined_time_fixed(text: &[u8]) -> Option<u64> {
     u64::try_from(utc).ok()?.checked_mul(1_000_000_000)
 }
 
+/// [`iso_time`] of the date-times almost every log writes, read in place:
+/// `2026-11-30T12:00:00Z`, with a `T` or a space, up to nine digits of a
+/// second, and `Z` or an offset `±hh:mm`. `None` for anything else
+/// (a leap second, another layout, a time before 1970), which the general
+/// parser reads as before: where this reads a time, it reads the same.
+fn rfc3339_time(text: &[u8]) -> Option<u64> {
+    let digits = |range: std::ops::Range<usize>| -> Option<u32> {
+        text.get(range)?.iter().try_fold(0u32, |value, &byte| {
+            byte.is_ascii_digit()
+                .then(|| value * 10 + u32::from(byte - b'0'))
+        })
+    };
+    let at = |i: usize| text.get(i).copied();
+    if at(4) != Some(b'-')
+        || at(7) != Some(b'-')
+        || !matches!(at(10), Some(b'T' | b' '))
+        || at(13) != Some(b':')
+        || at(16) != Some(b':')
+    {
+        return None;
+    }
+    let (year, month, day) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+    let (hour, minute, second) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
+    let mut nanos = 0u32;
+    let mut end = 19;
+    if at(end) == Some(b'.') {
+        let fraction = text[end + 1..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        if !(1..=9).contains(&fraction) {
+            return None;
+        }
+        nanos = digits(end + 1..end + 1 + fraction)? * 10u32.pow(9 - fraction as u32);
+        end += 1 + fraction;
+    }
+    let offset: i64 = match &text[end..] {
+        b"Z" => 0,
+        [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
+            let (hours, minutes) = (digits(end + 1..end + 3)?, digits(end + 4..end + 6)?);
+            if hours > 23 || minutes > 59 {
+                return None;
+            }
+            let offset = i64::from(hours * 3600 + minutes * 60);
+            if *sign == b'-' { -offset } else { offset }
+        }
+        _ => return None,
+    };
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if !(1..=12).contains(&month)
+        || !(1..=month_days[month as usize - 1]).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 59
+    {
+        return None;
+    }
+    let days = days_from_civil(i64::from(year), month, day);
+    let utc = days * 86_400 + i64::from(hour * 3600 + minute * 60 + second) - offset;
+    u64::try_from(utc)
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(u64::from(nanos))
+}
+
 /// Days from 1970-01-01 to a date of the proleptic Gregorian calendar
 /// (Howard Hinnant's `days_from_civil`).
 fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
@@ -470,6 +549,11 @@ impl TimeCache {
 /// also with a space for the `T`.
 pub fn iso_time(text: &str) -> Option<u64> {
     let text = text.trim();
+    rfc3339_time(text.as_bytes()).or_else(|| any_iso_time(text))
+}
+
+/// [`iso_time`] by the general parsers.
+fn any_iso_time(text: &str) -> Option<u64> {
     let time = time::OffsetDateTime::parse(text, &Rfc3339)
         .or_else(|_| time::OffsetDateTime::parse(text, &Iso8601::DEFAULT))
         .or_else(|_| {
@@ -491,6 +575,49 @@ pub fn iso_time(text: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy as _;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(4000))]
+        /// Where the date-times of logs are read in place, they read as the
+        /// general parsers read them; and every one of that layout is.
+        #[test]
+        fn a_date_time_read_in_place_reads_as_the_general_parser_reads_it(
+            year in proptest::prop_oneof![1969u32..=1971, 1999u32..=2101, 0u32..=9999],
+            month in 0u32..=13,
+            day in 0u32..=32,
+            hour in 0u32..=24,
+            minute in 0u32..=60,
+            second in 0u32..=60,
+            fraction in proptest::option::of("[0-9]{1,11}"),
+            separator in proptest::sample::select(vec!['T', ' ', 't', '_']),
+            offset in proptest::prop_oneof![
+                proptest::strategy::Just("Z".to_string()),
+                proptest::strategy::Just("z".to_string()),
+                (proptest::sample::select(vec!['+', '-']), 0u32..=24, 0u32..=60)
+                    .prop_map(|(s, h, m)| format!("{s}{h:02}:{m:02}")),
+                proptest::strategy::Just("+0100".to_string()),
+                proptest::strategy::Just(String::new()),
+            ],
+        ) {
+            let fraction = fraction.map_or(String::new(), |f| format!(".{f}"));
+            let text = format!("{year:04}-{month:02}-{day:02}{separator}{hour:02}:{minute:02}:{second:02}{fraction}{offset}");
+            let general = any_iso_time(&text);
+            match rfc3339_time(text.as_bytes()) {
+                Some(nanos) => proptest::prop_assert_eq!(Some(nanos), general, "{}", text),
+                None => {
+                    // Only what it leaves to the general parsers is not of its layout.
+                    let plain = (1..=9).contains(&fraction.len().saturating_sub(1)) || fraction.is_empty();
+                    let in_layout = matches!(separator, 'T' | ' ')
+                        && plain
+                        && (offset == "Z" || offset.len() == 6)
+                        && second < 60
+                        && general.is_some();
+                    proptest::prop_assert!(!in_layout, "{} left to the general parser", text);
+                }
+            }
+        }
+    }
 
     #[test]
     fn reads_a_combined_line_and_its_fields() {

@@ -5,6 +5,7 @@
 use super::*;
 
 use crate::error::FieldError;
+use std::borrow::Cow;
 
 /// What tells one file's content from another's without reading it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,8 +161,8 @@ impl Input {
                 format.split(reader.line().trim(), header)?[(*key)?].trim().to_string()
             }
             (Input::Lines { reader, .. }, Layout::Json { key, .. }) => {
-                let object: JsonObject<'_> = serde_json::from_str(reader.line().trim()).ok()?;
-                match json_text(lookup(&object, key.as_deref()?)?) {
+                let [raw] = super::json::members(reader.line().trim(), [key.as_deref()]).ok()?;
+                match json_text(raw?) {
                     JsonText::String(text) => text.trim().to_string(),
                     JsonText::Number(text) | JsonText::Other(text) => text.to_string(),
                 }
@@ -454,27 +455,6 @@ pub(super) enum Logged {
     Status(Option<String>),
 }
 
-/// A JSON object's members, as written.
-pub(super) type JsonObject<'a> =
-    std::collections::HashMap<String, &'a serde_json::value::RawValue>;
-
-/// The member `name` of `object`, or, for a dotted name such as
-/// `httpRequest.remoteIp` that is not a member itself, the member
-/// `remoteIp` of the object `httpRequest` (to any depth).
-pub(super) fn lookup<'a>(
-    object: &JsonObject<'a>,
-    name: &str,
-) -> Option<&'a serde_json::value::RawValue> {
-    if let Some(value) = object.get(name) {
-        return Some(*value);
-    }
-    let (outer, inner) = name.split_once('.')?;
-    let nested: JsonObject<'a> = serde_json::from_str(object.get(outer)?.get()).ok()?;
-    lookup(&nested, inner)
-}
-
-
-
 /// `where`, and the JSON fields it reads.
 pub(super) type JsonFilter = (Where, [Option<String>; 4]);
 
@@ -514,19 +494,32 @@ pub(super) fn json_row(
     // Values as written: a number of epoch seconds goes through the same
     // decimal parser as CSV's time_s, never through a float (which would turn
     // 1764460800.999999999 into 1764460801).
-    let object: JsonObject<'_> =
-        serde_json::from_str(text).map_err(|err| format!("not a JSON object ({err})"))?;
-    if let Some((conditions, fields)) = filter {
-        let texts: Vec<Option<String>> = fields
-            .iter()
-            .map(|name| {
-                let raw = lookup(&object, name.as_deref()?)?;
-                Some(match json_text(raw) {
+    let no_filter = [None, None, None, None];
+    let wanted = filter.map_or(&no_filter, |(_, fields)| fields);
+    let [value, key_raw, host_raw, flag_raw, status_raw, method, path, status_field, host_field] =
+        super::json::members(
+            text,
+            [
+                Some(field),
+                key,
+                host,
+                flag,
+                Some(status),
+                wanted[0].as_deref(),
+                wanted[1].as_deref(),
+                wanted[2].as_deref(),
+                wanted[3].as_deref(),
+            ],
+        )
+        .map_err(|err| format!("not a JSON object ({err})"))?;
+    if let Some((conditions, _)) = filter {
+        let texts: [Option<Cow<'_, str>>; 4] =
+            [method, path, status_field, host_field].map(|raw| {
+                Some(match json_text(raw?) {
                     JsonText::String(text) => text,
-                    JsonText::Number(text) | JsonText::Other(text) => text.to_string(),
+                    JsonText::Number(text) | JsonText::Other(text) => Cow::Borrowed(text),
                 })
-            })
-            .collect();
+            });
         let row = Row {
             method: texts[0].as_deref(),
             path: texts[1].as_deref(),
@@ -537,7 +530,7 @@ pub(super) fn json_row(
             return Ok(None);
         }
     }
-    let value = lookup(&object, field).ok_or_else(|| {
+    let value = value.ok_or_else(|| {
         format!("no field {field:?}; set time_field to the field holding the time")
     })?;
     let time = match json_text(value) {
@@ -557,26 +550,26 @@ pub(super) fn json_row(
             .into());
         }
     };
-    let named = |name: &str, what: &str| match lookup(&object, name).map(json_text) {
+    let named = |name: &str, raw: Option<_>, what: &str| match raw.map(json_text) {
         Some(JsonText::String(text)) => Ok(Key::named(text.trim().as_bytes())),
         Some(JsonText::Number(text) | JsonText::Other(text)) => Ok(Key::named(text.as_bytes())),
         None => Err(FieldError::new(format!("no {what} field {name:?}"))),
     };
     let key = match key {
         None => Key::DEFAULT,
-        Some(name) => named(name, "key")?,
+        Some(name) => named(name, key_raw, "key")?,
     };
     let key = match host {
         None => key,
-        Some(name) => key.on_host_of(named(name, "host")?),
+        Some(name) => key.on_host_of(named(name, host_raw, "host")?),
     };
     let as_text = |raw| match json_text(raw) {
-        JsonText::String(text) => text,
+        JsonText::String(text) => text.into_owned(),
         JsonText::Number(text) | JsonText::Other(text) => text.to_string(),
     };
     // The gateway's flag where the row has it: Cloudflare's action, empty
     // when no rate limit acted; "log" and "simulate" let the request through.
-    let logged = match flag.and_then(|name| lookup(&object, name)) {
+    let logged = match flag_raw {
         Some(raw) => {
             let action = as_text(raw);
             let action = action.trim();
@@ -585,7 +578,7 @@ pub(super) fn json_row(
                     && !["log", "simulate", "null"].contains(&action.to_ascii_lowercase().as_str()),
             )
         }
-        None => Logged::Status(lookup(&object, status).map(as_text)),
+        None => Logged::Status(status_raw.map(as_text)),
     };
     Ok(Some(((time, key), logged)))
 }
@@ -593,7 +586,7 @@ pub(super) fn json_row(
 /// A JSON value as written in the line.
 pub(super) enum JsonText<'a> {
     /// A string, unescaped.
-    String(String),
+    String(Cow<'a, str>),
     /// A number, its digits as written.
     Number(&'a str),
     /// Anything else, as written.
@@ -603,7 +596,7 @@ pub(super) enum JsonText<'a> {
 pub(super) fn json_text(raw: &serde_json::value::RawValue) -> JsonText<'_> {
     let text = raw.get();
     match text.as_bytes().first() {
-        Some(b'"') => serde_json::from_str(text).map_or(JsonText::Other(text), JsonText::String),
+        Some(b'"') => super::json::string(text).map_or(JsonText::Other(text), JsonText::String),
         Some(b'-' | b'0'..=b'9') => JsonText::Number(text),
         _ => JsonText::Other(text),
     }

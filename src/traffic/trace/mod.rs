@@ -26,6 +26,7 @@ mod fields;
 mod files;
 mod filter;
 mod input;
+mod json;
 mod labelled;
 mod layout;
 mod lines;
