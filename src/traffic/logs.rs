@@ -391,32 +391,10 @@ fn combined_time_fixed(text: &[u8]) -> Option<u64> {
         _ => return None,
     };
     let (offset_hours, offset_minutes) = (digits(22, 2)?, digits(24, 2)?);
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    let month_days = [
-        31,
-        if leap { 29 } else { 28 },
-        31,
-        30,
-        31,
-        30,
-        31,
-        31,
-        30,
-        31,
-        30,
-        31,
-    ];
-    if !(1..=month_days[month as usize - 1]).contains(&day)
-        || hour > 23
-        || minute > 59
-        || second > 59
-        || offset_hours > 23
-        || offset_minutes > 59
-    {
+    if offset_hours > 23 || offset_minutes > 59 {
         return None;
     }
-    let days = days_from_civil(i64::from(year), month, day);
-    let local = days * 86_400 + i64::from(hour * 3600 + minute * 60 + second);
+    let local = civil_seconds([year, month, day], [hour, minute, second])?;
     let utc = local - sign * i64::from(offset_hours * 3600 + offset_minutes * 60);
     u64::try_from(utc).ok()?.checked_mul(1_000_000_000)
 }
@@ -469,6 +447,16 @@ fn rfc3339_time(text: &[u8]) -> Option<u64> {
         }
         _ => return None,
     };
+    let utc = civil_seconds([year, month, day], [hour, minute, second])? - offset;
+    u64::try_from(utc)
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(u64::from(nanos))
+}
+
+/// Seconds from 1970-01-01T00:00 to a date and time of day as written
+/// (before its offset), if they are one: a day of its month, no leap second.
+fn civil_seconds([year, month, day]: [u32; 3], [hour, minute, second]: [u32; 3]) -> Option<i64> {
     let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
     let month_days = [
         31,
@@ -493,11 +481,7 @@ fn rfc3339_time(text: &[u8]) -> Option<u64> {
         return None;
     }
     let days = days_from_civil(i64::from(year), month, day);
-    let utc = days * 86_400 + i64::from(hour * 3600 + minute * 60 + second) - offset;
-    u64::try_from(utc)
-        .ok()?
-        .checked_mul(1_000_000_000)?
-        .checked_add(u64::from(nanos))
+    Some(days * 86_400 + i64::from(hour * 3600 + minute * 60 + second))
 }
 
 /// Days from 1970-01-01 to a date of the proleptic Gregorian calendar
