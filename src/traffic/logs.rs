@@ -362,14 +362,7 @@ fn combined_time_fixed(text: &[u8]) -> Option<u64> {
         b"dec",
     ];
     let text: &[u8; 26] = text.try_into().ok()?;
-    let digits = |from: usize, len: usize| -> Option<u32> {
-        text[from..from + len]
-            .iter()
-            .try_fold(0u32, |value, &byte| {
-                byte.is_ascii_digit()
-                    .then(|| value * 10 + u32::from(byte - b'0'))
-            })
-    };
+    let digits = |from: usize, len: usize| decimal(&text[from..from + len]);
     let punctuation = [
         (2, b'/'),
         (6, b'/'),
@@ -405,12 +398,7 @@ fn combined_time_fixed(text: &[u8]) -> Option<u64> {
 /// (a leap second, another layout, a time before 1970), which the general
 /// parser reads as before: where this reads a time, it reads the same.
 fn rfc3339_time(text: &[u8]) -> Option<u64> {
-    let digits = |range: std::ops::Range<usize>| -> Option<u32> {
-        text.get(range)?.iter().try_fold(0u32, |value, &byte| {
-            byte.is_ascii_digit()
-                .then(|| value * 10 + u32::from(byte - b'0'))
-        })
-    };
+    let digits = |range: std::ops::Range<usize>| decimal(text.get(range)?);
     let at = |i: usize| text.get(i).copied();
     if at(4) != Some(b'-')
         || at(7) != Some(b'-')
@@ -452,6 +440,14 @@ fn rfc3339_time(text: &[u8]) -> Option<u64> {
         .ok()?
         .checked_mul(1_000_000_000)?
         .checked_add(u64::from(nanos))
+}
+
+/// The number a few ASCII digits write; `None` if any byte is not one.
+fn decimal(digits: &[u8]) -> Option<u32> {
+    digits.iter().try_fold(0u32, |value, &byte| {
+        byte.is_ascii_digit()
+            .then(|| value * 10 + u32::from(byte - b'0'))
+    })
 }
 
 /// Seconds from 1970-01-01T00:00 to a date and time of day as written
