@@ -301,30 +301,52 @@ impl Validator<'_> {
                     return Ok(Workload { name: name.clone(), traffic, retry: None });
                 }
                 let base = |i: usize| [Step::Name("workload".into()), Step::Index(w), Step::Name("sources".into()), Step::Index(i)];
-                let mut sources = file.get_ref().sources.iter().enumerate().map(|(i, table)| {
-                    let fail = |err: FieldError| self.error_in(table.span(), &base(i), &format!("workload {name:?}, source {}", i + 1), &err);
-                    SourceConfig::from_table(table.get_ref().clone()).map_err(fail)
-                }).collect::<Result<Vec<_>, _>>()?;
-                // A lone source numbers its keys; several traces naming
-                // keys share one numbering, checked one after the other.
-                let book = crate::traffic::SourceConfig::number_together(&mut sources, self.part.is_none());
-                let sources = file.get_ref().sources.iter().zip(sources).enumerate().map(|(i, (table, source))| {
-                    let base = base(i);
-                    let fail = |err: FieldError| self.error_in(table.span(), &base, &format!("workload {name:?}, source {}", i + 1), &err);
-                    if let Some(part) = self.part {
-                        let (rows, clients) = part.workload(w).ok_or_else(|| {
-                            self.error(file.span(), format!("workload {name:?}: not in part {}", part.dir.display()))
-                        })?;
-                        source.preset(rows, clients, part.logs.get(w)).map_err(fail)?;
+                // Reads and checks the sources, rebased from `origin` when given
+                // (read anew: a clone would share the first check's findings).
+                let check = |origin: Option<u64>| {
+                    let mut sources = file.get_ref().sources.iter().enumerate().map(|(i, table)| {
+                        let fail = |err: FieldError| self.error_in(table.span(), &base(i), &format!("workload {name:?}, source {}", i + 1), &err);
+                        SourceConfig::from_table(table.get_ref().clone()).map_err(fail)
+                    }).collect::<Result<Vec<_>, _>>()?;
+                    // Several servers' logs keep their places in time: their
+                    // rebasing shares one origin (a part's rows are placed already).
+                    if self.part.is_none() {
+                        SourceConfig::rebase_together(&mut sources, base_dir, origin);
                     }
-                    let fail = |err: FieldError| self.error_in(table.span(), &base, &format!("workload {name:?}, source {} ({})", i + 1, source.kind_name()), &err);
-                    warnings.extend(source.validate(duration, base_dir).map_err(fail)?);
-                    Ok(source)
-                });
-                let sources: Vec<SourceConfig> = sources.collect::<Result<_, _>>()?;
-                if let Some(book) = book {
-                    book.close();
+                    // A lone source numbers its keys; several traces naming
+                    // keys share one numbering, checked one after the other.
+                    let book = SourceConfig::number_together(&mut sources, self.part.is_none());
+                    let mut found = Vec::new();
+                    let sources = file.get_ref().sources.iter().zip(sources).enumerate().map(|(i, (table, source))| {
+                        let base = base(i);
+                        let fail = |err: FieldError| self.error_in(table.span(), &base, &format!("workload {name:?}, source {}", i + 1), &err);
+                        if let Some(part) = self.part {
+                            let (rows, clients) = part.workload(w).ok_or_else(|| {
+                                self.error(file.span(), format!("workload {name:?}: not in part {}", part.dir.display()))
+                            })?;
+                            source.preset(rows, clients, part.logs.get(w)).map_err(fail)?;
+                        }
+                        let fail = |err: FieldError| self.error_in(table.span(), &base, &format!("workload {name:?}, source {} ({})", i + 1, source.kind_name()), &err);
+                        found.extend(source.validate(duration, base_dir).map_err(fail)?);
+                        Ok(source)
+                    }).collect::<Result<Vec<SourceConfig>, _>>()?;
+                    if let Some(book) = book {
+                        book.close();
+                    }
+                    Ok::<_, ScenarioError>((sources, found))
+                };
+                let (mut sources, mut found) = check(None)?;
+                // An unsorted trace's earliest row past its first (or none
+                // read ahead): checked again from the earliest of all.
+                let anew = if self.part.is_none() {
+                    SourceConfig::rebased_anew(&sources, base_dir).map_err(|err| self.error(file.span(), format!("workload {name:?}: {err}")))?
+                } else {
+                    None
+                };
+                if let Some(earliest) = anew {
+                    (sources, found) = check(Some(earliest))?;
                 }
+                warnings.extend(found);
                 // State is kept per key: the keys a workload can send are bounded before any work.
                 let keys = sources.iter().map(|s| s.keys(duration, base_dir).map_err(|err| self.error(file.span(), format!("workload {name:?}: {err}")))).sum::<Result<u64, _>>()?;
                 if keys > MAX_KEYS as u64 {

@@ -353,6 +353,78 @@ impl SourceConfig {
         book
     }
 
+    /// Several rebased traces of one workload (several servers' logs)
+    /// share one origin, so that their rows keep their places in time
+    /// against each other: `earliest` when given (their earliest row, once
+    /// checked), else the earliest of their first rows, read ahead of the
+    /// check (the earliest rows of sorted files; standard input's cannot
+    /// be). Sets it on each and returns it; `None` for fewer than two.
+    pub(crate) fn rebase_together(
+        sources: &mut [SourceConfig],
+        base_dir: &std::path::Path,
+        earliest: Option<u64>,
+    ) -> Option<u64> {
+        let mut rebased: Vec<&mut trace::Config> = sources
+            .iter_mut()
+            .filter_map(|source| match &mut source.kind {
+                SourceKind::Trace(trace) if trace.rebased() => Some(trace),
+                _ => None,
+            })
+            .collect();
+        if rebased.len() < 2 {
+            return None;
+        }
+        let origin = match earliest {
+            Some(earliest) => earliest,
+            None => rebased
+                .iter()
+                .filter_map(|trace| trace.first_time(base_dir))
+                .min()?,
+        };
+        for trace in &mut rebased {
+            trace.origin = Some(origin);
+        }
+        Some(origin)
+    }
+
+    /// When a workload's rebased traces were checked from an origin that
+    /// is not their earliest row (an unsorted file's earliest row past its
+    /// first, or none read ahead): that row, to check them again from; an
+    /// error when one of them is standard input, which is read once.
+    pub(crate) fn rebased_anew(
+        sources: &[SourceConfig],
+        base_dir: &std::path::Path,
+    ) -> Result<Option<u64>, String> {
+        let traces: Vec<&trace::Config> = sources
+            .iter()
+            .filter_map(|source| match &source.kind {
+                SourceKind::Trace(trace) if trace.rebased() => Some(trace),
+                _ => None,
+            })
+            .collect();
+        let earliest: Vec<u64> = traces
+            .iter()
+            .filter_map(|trace| trace.rebased_earliest())
+            .collect();
+        let Some(&shared) = earliest.iter().min().filter(|_| traces.len() > 1) else {
+            return Ok(None);
+        };
+        if traces
+            .iter()
+            .zip(&earliest)
+            .all(|(trace, &own)| trace.origin.unwrap_or(own) == shared)
+        {
+            return Ok(None);
+        }
+        if traces
+            .iter()
+            .any(|trace| trace.reads_standard_input(base_dir))
+        {
+            return Err("its rebased traces share one origin, their earliest row, and standard input is read once: its rows could not be checked from that origin; give it as a file, or set rebase = false on every trace".into());
+        }
+        Ok(Some(shared))
+    }
+
     /// How the results name client `key`: as a trace's key column writes
     /// it, or `client N` for the N-th of synthetic clients (from 0).
     pub fn key_name(&self, key: Key) -> Option<String> {

@@ -810,6 +810,126 @@ fn a_logs_memory_does_not_grow_with_its_lines() {
     );
 }
 
+/// Several servers' logs replay as one log of all their lines would: each
+/// rebased from the earliest row of any of them, not each from its own
+/// first, so a server whose first request came later keeps its place —
+/// also when that earliest row lies deep in an unsorted file, found only
+/// by the check, which then checks them again. (Rebased each from its own
+/// first row, the second server's requests moved to the run's start and
+/// doubled the worst second.) Standard input, read once, cannot be checked
+/// again: where its rows come first, that is an error.
+#[test]
+fn several_servers_logs_keep_their_places_in_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = |(addr, second): (&str, u32)| {
+        format!(
+            "{addr} - - [27/Nov/2026:09:00:{second:02} +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"curl\"\n"
+        )
+    };
+    let web1 = [
+        ("10.0.0.1", 2),
+        ("10.0.0.2", 2),
+        ("10.0.0.3", 2),
+        ("10.0.0.1", 3),
+        ("10.0.0.1", 12),
+    ];
+    let web2 = [
+        ("10.0.1.1", 7),
+        ("10.0.1.2", 7),
+        ("10.0.1.3", 7),
+        ("10.0.0.1", 7),
+        ("10.0.0.1", 7),
+    ];
+    let scenario = |name: &str, paths: &[&str]| {
+        let sources: Vec<String> = paths
+            .iter()
+            .map(|path| format!("{{ kind = \"trace\", format = \"combined\", path = {path:?}, key_field = \"remote_addr\", spread = \"none\" }}"))
+            .collect();
+        let file = dir.path().join(format!("{name}.toml"));
+        fs::write(
+            &file,
+            format!(
+                "duration = \"30s\"\n[[workload]]\nname = \"w\"\nsources = [{}]\n\
+                 [[limiter]]\nname = \"global\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 4\n\
+                 [[limiter]]\nname = \"per-client\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 2\nper = \"key\"\n",
+                sources.join(", ")
+            ),
+        )
+        .unwrap();
+        file
+    };
+    // A lone log's own figures (its labelled seconds, its limiter's
+    // answers) are not kept for several: the decisions are compared.
+    let runs = |summary: &serde_json::Value| {
+        let mut runs = summary["runs"].clone();
+        for run in runs.as_array_mut().unwrap() {
+            let run = run.as_object_mut().unwrap();
+            run.remove("whole_seconds");
+            run.remove("turned_away_in_log");
+        }
+        runs
+    };
+    // Sorted: the first rows say where each log starts. Unsorted: web2's
+    // earliest row (09:00:01) comes last.
+    for late in [None, Some(("10.0.1.9", 1))] {
+        let web2: Vec<_> = web2.iter().copied().chain(late).collect();
+        let text = |rows: &[(&str, u32)]| rows.iter().map(|&row| line(row)).collect::<String>();
+        fs::write(dir.path().join("web1.log"), text(&web1)).unwrap();
+        fs::write(dir.path().join("web2.log"), text(&web2)).unwrap();
+        let mut all: Vec<_> = web1.iter().chain(&web2).copied().collect();
+        all.sort_by_key(|&(_, second)| second);
+        fs::write(dir.path().join("all.log"), text(&all)).unwrap();
+        let one = run_summary(&scenario("one", &["all.log"]), &dir.path().join("one"));
+        let two = run_summary(
+            &scenario("two", &["web1.log", "web2.log"]),
+            &dir.path().join("two"),
+        );
+        assert_eq!(runs(&two), runs(&one), "late row {late:?}");
+        let global = &two["runs"][0];
+        // web2's five at :07 are the worst second, 5 s (6 s with its
+        // earliest at :01) after the run's start; the global window lets 4 through.
+        let after = if late.is_some() { 6 } else { 5 };
+        assert_eq!(
+            global["worst_rolling_start_ns"],
+            after * 1_000_000_000u64,
+            "{global}"
+        );
+        assert_eq!(
+            global["admitted"],
+            9 + u64::from(late.is_some()),
+            "{global}"
+        );
+        // 10.0.0.1's two at :07 and its one at :02 (all at 0 s, rebased each from its own first) are seconds apart.
+        assert_eq!(two["runs"][1]["rejected"], 0, "{}", two["runs"][1]);
+    }
+    // Standard input after a file: its rows from 09:00:05 keep their place
+    // after the file's first row at :02; before it (at :01), refused.
+    let piped = scenario("piped", &["web1.log", "-"]);
+    for (stdin, ok) in [
+        (line(("10.0.2.1", 5)), true),
+        (line(("10.0.2.1", 1)), false),
+    ] {
+        let run = Command::cargo_bin("burstsim")
+            .unwrap()
+            .args(["run", "-q", "--no-charts", "--decisions", "--out"])
+            .arg(dir.path().join("piped-out"))
+            .arg(&piped)
+            .write_stdin(stdin)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        if ok {
+            assert!(run.status.success(), "{stderr}");
+            let decisions =
+                fs::read_to_string(dir.path().join("piped-out/decisions/w/global.csv")).unwrap();
+            assert!(decisions.contains("\n3000000000,"), "{decisions}");
+        } else {
+            assert_eq!(run.status.code(), Some(2), "{stderr}");
+            assert!(stderr.contains("standard input is read once"), "{stderr}");
+        }
+    }
+}
+
 /// A workload's several traces (one log per server, say) replay as their
 /// rows would in one file: the keys they share are one client each, a key
 /// only the second names is named as it writes it, and per-key limiters

@@ -126,6 +126,12 @@ pub struct Config {
     /// rows, as a trace of more than [`CHECKED_BYTES`] of them is.
     #[serde(skip)]
     reread: bool,
+    /// The instant its rebasing moves to the source's start, when its
+    /// workload's other rebased traces share it (the earliest row of any of
+    /// them, so that several servers' logs keep their places in time);
+    /// `None`: its own earliest row.
+    #[serde(skip)]
+    pub(crate) origin: Option<u64>,
     /// The first pass's findings, shared by every clone of this configuration
     /// so that a run reads the file only once more.
     #[serde(skip)]
@@ -199,7 +205,7 @@ impl Config {
     }
 
     /// Whether the trace is shifted to start at the source's start.
-    fn rebased(&self) -> bool {
+    pub(crate) fn rebased(&self) -> bool {
         self.rebase.unwrap_or_else(|| self.is_log())
     }
 
@@ -237,6 +243,41 @@ impl Config {
         let (scan, warnings) = self.scan(base_dir, start, end)?;
         let _ = self.scanned.set(scan);
         Ok(warnings)
+    }
+
+    /// The time of its first row as written, read alone before the check
+    /// (the earliest, in a sorted trace): `None` for standard input, which
+    /// is read once, and where the first rows cannot say (the check will).
+    pub(crate) fn first_time(&self, base_dir: &Path) -> Option<u64> {
+        /// Keeps the first row's time, and stops the reading there.
+        struct First(Option<u64>);
+        impl ReadInto for First {
+            fn row(&mut self, (time, ..): ReadRow, _: impl FnOnce() -> Option<String>) -> Result<(), FieldError> {
+                self.0 = Some(time);
+                Err(FieldError::new("read no further"))
+            }
+            fn file(&mut self, _: FileRead) -> Result<(), FieldError> {
+                Ok(())
+            }
+        }
+        if self.reads_standard_input(base_dir) {
+            return None;
+        }
+        let files = self.files(base_dir).ok()?;
+        let mut first = First(None);
+        let _ = self.read_files(&files, &mut first);
+        first.0
+    }
+
+    /// Whether one of its files is standard input.
+    pub(crate) fn reads_standard_input(&self, base_dir: &Path) -> bool {
+        self.files(base_dir)
+            .is_ok_and(|files| files.iter().any(|file| file == Path::new("-")))
+    }
+
+    /// Whether it is rebased, and its earliest row as written, once checked.
+    pub(crate) fn rebased_earliest(&self) -> Option<u64> {
+        self.scanned.get().filter(|_| self.rebased()).map(|scan| scan.earliest)
     }
 
     /// Takes what a part of a partitioning says of this trace in place of
@@ -384,7 +425,7 @@ impl Config {
     ) -> Result<Arrivals, FieldError> {
         let scan = self.scanned(base_dir, start, end)?;
         let offset = if self.rebased() {
-            i128::from(start.get()) - i128::from(scan.earliest)
+            i128::from(start.get()) - i128::from(self.origin.unwrap_or(scan.earliest))
         } else {
             0
         };

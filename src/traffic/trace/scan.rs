@@ -139,7 +139,7 @@ impl ReadInto for Counting<'_> {
         self.previous = time;
         self.rows += 1;
         // While sorted, the first row is the earliest, so the rebased time is known now.
-        let first = *self.first.get_or_insert(time);
+        let first = *self.first.get_or_insert(self.config.origin.unwrap_or(time));
         let shifted = if self.config.rebased() {
             (time - first.min(time)).saturating_add(self.start.get())
         } else {
@@ -300,7 +300,7 @@ impl Config {
         }
         if unsorted > 0 {
             let offset = if self.rebased() {
-                i128::from(start.get()) - i128::from(earliest)
+                i128::from(start.get()) - i128::from(self.origin.unwrap_or(earliest))
             } else {
                 0
             };
