@@ -139,12 +139,13 @@ impl Workload {
         empty
     }
 
-    /// When its one source is a log of responses: the requests the log says
-    /// its own limiter turned away.
+    /// When its sources are logs of responses: the requests the logs say
+    /// their own limiter turned away.
     pub fn turned_away_in_log(&self) -> Option<u64> {
         match self.sources() {
             [one] => one.turned_away_in_log(),
-            _ => None,
+            several @ [_, _, ..] => SourceConfig::turned_away_together(several),
+            [] => None,
         }
     }
 
@@ -176,12 +177,14 @@ impl Workload {
         }
     }
 
-    /// When its one source is stamped in whole seconds, where its worst
-    /// rolling second of demand lies (see [`SourceConfig::labelled_seconds`]).
+    /// When its sources are stamped in whole seconds, where its worst
+    /// rolling second of demand lies (see [`SourceConfig::labelled_seconds`];
+    /// several traces' seconds counted together, [`SourceConfig::labelled_together`]).
     pub fn labelled_seconds(&self) -> Option<crate::traffic::trace::Labelled> {
         match self.sources() {
             [one] => one.labelled_seconds(),
-            _ => None,
+            several @ [_, _, ..] => SourceConfig::labelled_together(several),
+            [] => None,
         }
     }
 

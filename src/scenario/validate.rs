@@ -347,6 +347,9 @@ impl Validator<'_> {
                     (sources, found) = check(Some(earliest))?;
                 }
                 warnings.extend(found);
+                if sources.len() > 1 && self.part.is_none() && SourceConfig::labelled_together(&sources).is_some() {
+                    warnings.push(format!("workload {name:?}: its logs' whole seconds are counted together, but a workload of several is not also run packed against their seconds' edges (admitted_at_least is the seeded figure)"));
+                }
                 // State is kept per key: the keys a workload can send are bounded before any work.
                 let keys = sources.iter().map(|s| s.keys(duration, base_dir).map_err(|err| self.error(file.span(), format!("workload {name:?}: {err}")))).sum::<Result<u64, _>>()?;
                 if keys > MAX_KEYS as u64 {

@@ -425,6 +425,29 @@ impl SourceConfig {
         Ok(Some(shared))
     }
 
+    /// The traces of several sources, if every one is a trace.
+    fn all_traces(sources: &[SourceConfig]) -> Option<Vec<&trace::Config>> {
+        sources
+            .iter()
+            .map(|source| match &source.kind {
+                SourceKind::Trace(trace) if source.clients.is_none() => Some(trace),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// See [`trace::Config::labelled_together`]: `None` unless every
+    /// source is a trace.
+    pub(crate) fn labelled_together(sources: &[SourceConfig]) -> Option<trace::Labelled> {
+        trace::Config::labelled_together(Self::all_traces(sources)?)
+    }
+
+    /// See [`trace::Config::turned_away_together`]: `None` unless every
+    /// source is a trace.
+    pub(crate) fn turned_away_together(sources: &[SourceConfig]) -> Option<u64> {
+        trace::Config::turned_away_together(Self::all_traces(sources)?)
+    }
+
     /// How the results name client `key`: as a trace's key column writes
     /// it, or `client N` for the N-th of synthetic clients (from 0).
     pub fn key_name(&self, key: Key) -> Option<String> {

@@ -816,8 +816,10 @@ fn a_logs_memory_does_not_grow_with_its_lines() {
 /// also when that earliest row lies deep in an unsorted file, found only
 /// by the check, which then checks them again. (Rebased each from its own
 /// first row, the second server's requests moved to the run's start and
-/// doubled the worst second.) Standard input, read once, cannot be checked
-/// again: where its rows come first, that is an error.
+/// doubled the worst second.) Their labelled seconds are counted together,
+/// their limiter's answers summed, as one log's are. Standard input, read
+/// once, cannot be checked again: where its rows come first, that is an
+/// error.
 #[test]
 fn several_servers_logs_keep_their_places_in_time() {
     let dir = tempfile::tempdir().unwrap();
@@ -830,7 +832,7 @@ fn several_servers_logs_keep_their_places_in_time() {
         ("10.0.0.1", 2),
         ("10.0.0.2", 2),
         ("10.0.0.3", 2),
-        ("10.0.0.1", 3),
+        ("10.0.0.1", 6),
         ("10.0.0.1", 12),
     ];
     let web2 = [
@@ -843,7 +845,7 @@ fn several_servers_logs_keep_their_places_in_time() {
     let scenario = |name: &str, paths: &[&str]| {
         let sources: Vec<String> = paths
             .iter()
-            .map(|path| format!("{{ kind = \"trace\", format = \"combined\", path = {path:?}, key_field = \"remote_addr\", spread = \"none\" }}"))
+            .map(|path| format!("{{ kind = \"trace\", format = \"combined\", path = {path:?}, key_field = \"remote_addr\", spread = \"none\", packed = false }}"))
             .collect();
         let file = dir.path().join(format!("{name}.toml"));
         fs::write(
@@ -858,17 +860,7 @@ fn several_servers_logs_keep_their_places_in_time() {
         .unwrap();
         file
     };
-    // A lone log's own figures (its labelled seconds, its limiter's
-    // answers) are not kept for several: the decisions are compared.
-    let runs = |summary: &serde_json::Value| {
-        let mut runs = summary["runs"].clone();
-        for run in runs.as_array_mut().unwrap() {
-            let run = run.as_object_mut().unwrap();
-            run.remove("whole_seconds");
-            run.remove("turned_away_in_log");
-        }
-        runs
-    };
+    let runs = |summary: &serde_json::Value| summary["runs"].clone();
     // Sorted: the first rows say where each log starts. Unsorted: web2's
     // earliest row (09:00:01) comes last.
     for late in [None, Some(("10.0.1.9", 1))] {
@@ -880,12 +872,25 @@ fn several_servers_logs_keep_their_places_in_time() {
         all.sort_by_key(|&(_, second)| second);
         fs::write(dir.path().join("all.log"), text(&all)).unwrap();
         let one = run_summary(&scenario("one", &["all.log"]), &dir.path().join("one"));
+        let checked = Command::cargo_bin("burstsim")
+            .unwrap()
+            .arg("check")
+            .arg(scenario("two", &["web1.log", "web2.log"]))
+            .output()
+            .unwrap();
+        let warned = String::from_utf8_lossy(&checked.stderr);
+        assert!(warned.contains("not also run packed"), "{warned}");
         let two = run_summary(
             &scenario("two", &["web1.log", "web2.log"]),
             &dir.path().join("two"),
         );
         assert_eq!(runs(&two), runs(&one), "late row {late:?}");
         let global = &two["runs"][0];
+        // The busiest labelled second, web2's :07, and the busiest two,
+        // web1's :06 with it: counted together.
+        assert_eq!(global["whole_seconds"]["offered_low"], 5, "{global}");
+        assert_eq!(global["whole_seconds"]["offered_high"], 6, "{global}");
+        assert_eq!(global["turned_away_in_log"], 0, "{global}");
         // web2's five at :07 are the worst second, 5 s (6 s with its
         // earliest at :01) after the run's start; the global window lets 4 through.
         let after = if late.is_some() { 6 } else { 5 };
@@ -899,7 +904,8 @@ fn several_servers_logs_keep_their_places_in_time() {
             9 + u64::from(late.is_some()),
             "{global}"
         );
-        // 10.0.0.1's two at :07 and its one at :02 (all at 0 s, rebased each from its own first) are seconds apart.
+        // 10.0.0.1's two at :07 and its one at :02 (all at 0 s, rebased each
+        // from its own first) are seconds apart.
         assert_eq!(two["runs"][1]["rejected"], 0, "{}", two["runs"][1]);
     }
     // Standard input after a file: its rows from 09:00:05 keep their place

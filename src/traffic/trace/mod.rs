@@ -156,6 +156,12 @@ struct Scan {
     /// For a sorted trace of whole seconds: the requests of its busiest
     /// labelled second, and of its busiest two adjacent ones.
     labelled: Option<Labelled>,
+    /// Each labelled second's rows inside the run, in order, for a trace
+    /// sharing its origin with its workload's others.
+    seconds: Option<Arc<Vec<(u64, u64)>>>,
+    /// Whether its findings are a part's, which says what its workload's
+    /// log says as a whole ([`Config::preset`]).
+    preset: bool,
     /// When its seconds are spread, the most rows spreading holds at once:
     /// those of its busiest second some of whose instants may fall in the
     /// run (0 when not spread).
@@ -269,6 +275,42 @@ impl Config {
         first.0
     }
 
+    /// Where the worst rolling second of demand of a workload of several
+    /// traces lies (see [`Labelled`]): their labelled seconds counted
+    /// together, from the origin they share, when all are stamped in whole
+    /// seconds; a part's, which says it of the whole workload. Never
+    /// packed (a run decides no placement of several traces' seconds).
+    pub(crate) fn labelled_together<'a>(traces: impl IntoIterator<Item = &'a Config>) -> Option<Labelled> {
+        let scans: Vec<&Scan> = traces.into_iter().map(|trace| trace.scanned.get()).collect::<Option<_>>()?;
+        if let Some(part) = scans.iter().find(|scan| scan.preset) {
+            return part.labelled;
+        }
+        let mut all: Vec<(u64, u64)> = Vec::new();
+        for scan in &scans {
+            all.extend(scan.seconds.as_deref()?.iter().copied());
+        }
+        all.sort_by_key(|&(second, _)| second);
+        all.dedup_by(|(second, count), (kept, sum)| {
+            let same = second == kept;
+            if same {
+                *sum += *count;
+            }
+            same
+        });
+        Some(Labelled::of_counts(all))
+    }
+
+    /// Rows a workload of several traces says its own limiter turned away:
+    /// all of theirs, when each logs statuses; a part's, which says it of
+    /// the whole workload.
+    pub(crate) fn turned_away_together<'a>(traces: impl IntoIterator<Item = &'a Config>) -> Option<u64> {
+        let scans: Vec<&Scan> = traces.into_iter().map(|trace| trace.scanned.get()).collect::<Option<_>>()?;
+        if let Some(part) = scans.iter().find(|scan| scan.preset) {
+            return part.turned_away;
+        }
+        scans.iter().map(|scan| scan.turned_away).sum()
+    }
+
     /// Whether one of its files is standard input.
     pub(crate) fn reads_standard_input(&self, base_dir: &Path) -> bool {
         self.files(base_dir)
@@ -318,6 +360,8 @@ impl Config {
         let _ = self.scanned.set(Scan {
             whole_seconds: log.is_some_and(|log| log.labelled.is_some()),
             turned_away: log.and_then(|log| log.turned_away),
+            seconds: None,
+            preset: true,
             labelled: log.and_then(|log| {
                 let [busiest, busiest_pair] = log.labelled?;
                 let mut labelled = Labelled::default();

@@ -38,6 +38,10 @@ struct Counting<'a> {
     straddling: bool,
     whole_seconds: bool,
     labelled: Labelled,
+    /// Each labelled second's rows inside the run, in order, when the
+    /// trace shares its origin with its workload's others (whose seconds
+    /// are then counted together: see [`Config::labelled_together`]).
+    seconds: Option<Vec<(u64, u64)>>,
     /// The seconds some of whose spread instants may fall in the run
     /// (those inside it, and one straddling its start): its busiest is the
     /// most rows spreading holds at once.
@@ -150,7 +154,14 @@ impl ReadInto for Counting<'_> {
         self.outside += u64::from(!inside);
         if self.unsorted == 0 {
             if inside {
-                self.labelled.count((time - first.min(time)) / NANOS_PER_SEC);
+                let second = (time - first.min(time)) / NANOS_PER_SEC;
+                self.labelled.count(second);
+                if let Some(seconds) = &mut self.seconds {
+                    match seconds.last_mut() {
+                        Some((last, count)) if *last == second => *count += 1,
+                        _ => seconds.push((second, 1)),
+                    }
+                }
             }
             if self.may_spread
                 && let Some(straddles) = reach(shifted, [start, end])
@@ -201,6 +212,7 @@ impl Config {
             straddling: false,
             whole_seconds: true,
             labelled: Labelled::default(),
+            seconds: self.origin.map(|_| Vec::new()),
             spanning: Labelled::default(),
             keys: self.book.as_ref().map(|book| book.take()).unwrap_or_default(),
             hosts: std::collections::HashSet::default(),
@@ -231,6 +243,7 @@ impl Config {
             mut straddling,
             whole_seconds,
             mut labelled,
+            seconds: counted,
             spanning,
             mut keys,
             hosts,
@@ -280,6 +293,8 @@ impl Config {
             // Only when every row kept logged its status.
             turned_away: (turned_away.1 == rows && rows > 0).then_some(turned_away.0),
             whole_seconds: spreading,
+            seconds: counted.filter(|_| labelled.is_some()).map(Arc::new),
+            preset: false,
             labelled,
             spread_rows: if spreading { spanning.busiest } else { 0 },
             keys: ((keys.hashes.len() - before).max(hosts.len()) as u64).max(1),
@@ -335,8 +350,11 @@ impl Config {
             outside = rows - inside;
             if let Some(labelled) = &mut scan.labelled {
                 let packed = labelled.packed;
-                *labelled = Labelled::of_counts(seconds);
+                *labelled = Labelled::of_counts(seconds.iter().map(|(&second, &count)| (second, count)));
                 labelled.packed = packed;
+                if self.origin.is_some() {
+                    scan.seconds = Some(Arc::new(seconds.into_iter().collect()));
+                }
             }
         }
         if let Some(book) = &self.book {
