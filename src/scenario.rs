@@ -149,13 +149,15 @@ impl Workload {
         }
     }
 
-    /// Where, within a second, its one trace's whole seconds start in the
-    /// run (see [`SourceConfig::second_origin`]).
+    /// Where, within a second, its traces' whole seconds start in the run
+    /// (see [`SourceConfig::second_origin`]): several traces' when the same.
     pub fn second_origin(&self, duration: Nanos) -> Option<u64> {
-        match self.sources() {
-            [one] => one.second_origin(duration),
-            _ => None,
-        }
+        let mut origins = self
+            .sources()
+            .iter()
+            .map(|source| source.second_origin(duration));
+        let first = origins.next()??;
+        origins.all(|origin| origin == Some(first)).then_some(first)
     }
 
     /// Its one trace streaming the log's own verdict on each request in

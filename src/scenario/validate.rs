@@ -347,8 +347,13 @@ impl Validator<'_> {
                     (sources, found) = check(Some(earliest))?;
                 }
                 warnings.extend(found);
-                if sources.len() > 1 && self.part.is_none() && SourceConfig::labelled_together(&sources).is_some() {
-                    warnings.push(format!("workload {name:?}: its logs' whole seconds are counted together, but a workload of several is not also run packed against their seconds' edges (admitted_at_least is the seeded figure)"));
+                // As one trace of more rows than packing takes by default says.
+                if sources.len() > 1
+                    && self.part.is_none()
+                    && SourceConfig::labelled_together(&sources).is_some_and(|labelled| !labelled.packed)
+                    && !sources.iter().any(|source| matches!(&source.kind, crate::traffic::SourceKind::Trace(trace) if trace.packed.is_some()))
+                {
+                    warnings.push(format!("workload {name:?}: its logs hold more than {} rows together, so their requests are not also run packed against their seconds' edges (admitted_at_least is the seeded figure); set packed = true on them to run them, with two more sets of each limiter's state", crate::traffic::trace::PACKED_ROWS));
                 }
                 // State is kept per key: the keys a workload can send are bounded before any work.
                 let keys = sources.iter().map(|s| s.keys(duration, base_dir).map_err(|err| self.error(file.span(), format!("workload {name:?}: {err}")))).sum::<Result<u64, _>>()?;

@@ -817,7 +817,8 @@ fn a_logs_memory_does_not_grow_with_its_lines() {
 /// by the check, which then checks them again. (Rebased each from its own
 /// first row, the second server's requests moved to the run's start and
 /// doubled the worst second.) Their labelled seconds are counted together,
-/// their limiter's answers summed, as one log's are. Standard input, read
+/// their requests run packed and their limiter's answers summed, as one
+/// log's are. Standard input, read
 /// once, cannot be checked again: where its rows come first, that is an
 /// error.
 #[test]
@@ -845,7 +846,7 @@ fn several_servers_logs_keep_their_places_in_time() {
     let scenario = |name: &str, paths: &[&str]| {
         let sources: Vec<String> = paths
             .iter()
-            .map(|path| format!("{{ kind = \"trace\", format = \"combined\", path = {path:?}, key_field = \"remote_addr\", spread = \"none\", packed = false }}"))
+            .map(|path| format!("{{ kind = \"trace\", format = \"combined\", path = {path:?}, key_field = \"remote_addr\", spread = \"none\" }}"))
             .collect();
         let file = dir.path().join(format!("{name}.toml"));
         fs::write(
@@ -872,14 +873,6 @@ fn several_servers_logs_keep_their_places_in_time() {
         all.sort_by_key(|&(_, second)| second);
         fs::write(dir.path().join("all.log"), text(&all)).unwrap();
         let one = run_summary(&scenario("one", &["all.log"]), &dir.path().join("one"));
-        let checked = Command::cargo_bin("burstsim")
-            .unwrap()
-            .arg("check")
-            .arg(scenario("two", &["web1.log", "web2.log"]))
-            .output()
-            .unwrap();
-        let warned = String::from_utf8_lossy(&checked.stderr);
-        assert!(warned.contains("not also run packed"), "{warned}");
         let two = run_summary(
             &scenario("two", &["web1.log", "web2.log"]),
             &dir.path().join("two"),

@@ -278,13 +278,18 @@ impl Config {
     /// Where the worst rolling second of demand of a workload of several
     /// traces lies (see [`Labelled`]): their labelled seconds counted
     /// together, from the origin they share, when all are stamped in whole
-    /// seconds; a part's, which says it of the whole workload. Never
-    /// packed (a run decides no placement of several traces' seconds).
+    /// seconds; a part's, which says it of the whole workload. Packed as
+    /// one trace is: unless one says `packed = false`, when one says
+    /// `packed = true` or all hold at most [`PACKED_ROWS`] rows together.
     pub(crate) fn labelled_together<'a>(traces: impl IntoIterator<Item = &'a Config>) -> Option<Labelled> {
-        let scans: Vec<&Scan> = traces.into_iter().map(|trace| trace.scanned.get()).collect::<Option<_>>()?;
+        let traces: Vec<&Config> = traces.into_iter().collect();
+        let scans: Vec<&Scan> = traces.iter().map(|trace| trace.scanned.get()).collect::<Option<_>>()?;
         if let Some(part) = scans.iter().find(|scan| scan.preset) {
             return part.labelled;
         }
+        let said = |packed| traces.iter().any(|trace| trace.packed == Some(packed));
+        let rows: u64 = scans.iter().map(|scan| scan.rows).sum();
+        let packed = !said(false) && (said(true) || rows <= PACKED_ROWS);
         let mut all: Vec<(u64, u64)> = Vec::new();
         for scan in &scans {
             all.extend(scan.seconds.as_deref()?.iter().copied());
@@ -297,7 +302,9 @@ impl Config {
             }
             same
         });
-        Some(Labelled::of_counts(all))
+        let mut labelled = Labelled::of_counts(all);
+        labelled.packed = packed;
+        Some(labelled)
     }
 
     /// Rows a workload of several traces says its own limiter turned away:
