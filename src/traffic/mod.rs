@@ -395,30 +395,31 @@ impl SourceConfig {
         sources: &[SourceConfig],
         base_dir: &std::path::Path,
     ) -> Result<Option<u64>, String> {
-        let traces: Vec<&trace::Config> = sources
+        // Each rebased trace with its own earliest row.
+        let traces: Vec<(&trace::Config, u64)> = sources
             .iter()
             .filter_map(|source| match &source.kind {
-                SourceKind::Trace(trace) if trace.rebased() => Some(trace),
+                SourceKind::Trace(trace) => Some((trace, trace.rebased_earliest()?)),
                 _ => None,
             })
             .collect();
-        let earliest: Vec<u64> = traces
+        let Some(shared) = traces
             .iter()
-            .filter_map(|trace| trace.rebased_earliest())
-            .collect();
-        let Some(&shared) = earliest.iter().min().filter(|_| traces.len() > 1) else {
+            .map(|&(_, own)| own)
+            .min()
+            .filter(|_| traces.len() > 1)
+        else {
             return Ok(None);
         };
         if traces
             .iter()
-            .zip(&earliest)
-            .all(|(trace, &own)| trace.origin.unwrap_or(own) == shared)
+            .all(|&(trace, own)| trace.origin.unwrap_or(own) == shared)
         {
             return Ok(None);
         }
         if traces
             .iter()
-            .any(|trace| trace.reads_standard_input(base_dir))
+            .any(|(trace, _)| trace.reads_standard_input(base_dir))
         {
             return Err("its rebased traces share one origin, their earliest row, and standard input is read once: its rows could not be checked from that origin; give it as a file, or set rebase = false on every trace".into());
         }
