@@ -381,8 +381,11 @@ impl SourceConfig {
                 .filter_map(|trace| trace.first_time(base_dir))
                 .min()?,
         };
+        // Their labelled seconds, counted together, are bounded together.
+        let counted = std::sync::Arc::new(trace::Counted::new(trace::MAX_COUNTED_SECONDS));
         for trace in &mut rebased {
             trace.origin = Some(origin);
+            trace.counted = Some(std::sync::Arc::clone(&counted));
         }
         Some(origin)
     }

@@ -1039,3 +1039,59 @@ fn a_key_the_first_trace_leaves_unnamed_is_named_by_the_next() {
     assert_eq!(keys["keys"], 10_100, "{keys}");
     assert_eq!(keys["worst_key_name"], "busy", "{keys}");
 }
+
+/// The counts of busy seconds several whole-second logs keep, to find
+/// their busiest second together, are bounded by a stated limit
+/// (`MAX_COUNTED_SECONDS`, 2^22 in all): at it, the workload's seconds
+/// interval is given; one busy second past it, a warning says it is not,
+/// and the run goes on with the seeded figures. (Unbounded, a year of busy
+/// seconds kept half a gigabyte.)
+#[test]
+fn several_logs_count_their_busy_seconds_together_up_to_a_stated_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = burstsim::traffic::trace::MAX_COUNTED_SECONDS;
+    let write = |name: &str, seconds: u64| {
+        let mut text = String::from("time_s\n");
+        for second in 0..seconds {
+            text += &format!("{second}\n");
+        }
+        fs::write(dir.path().join(name), text).unwrap();
+    };
+    write("a.csv", limit / 2);
+    let scenario = dir.path().join("s.toml");
+    fs::write(
+        &scenario,
+        "duration = \"25d\"\n[metrics]\nbucket = \"1h\"\n[[workload]]\nname = \"w\"\n\
+         sources = [{ kind = \"trace\", path = \"a.csv\", rebase = true }, { kind = \"trace\", path = \"b.csv\", rebase = true }]\n\
+         [[limiter]]\nname = \"global\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 4\n",
+    )
+    .unwrap();
+    for (b, kept) in [(limit / 2, true), (limit / 2 + 1, false)] {
+        write("b.csv", b);
+        let out = dir.path().join(format!("out-{b}"));
+        let run = Command::cargo_bin("burstsim")
+            .unwrap()
+            .args(["run", "-q", "--no-charts", "--out"])
+            .arg(&out)
+            .arg(&scenario)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(run.status.success(), "{stderr}");
+        assert_eq!(
+            stderr.contains(&format!("more than {limit} busy seconds together")),
+            !kept,
+            "{stderr}"
+        );
+        let summary: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+        let global = &summary["runs"][0];
+        assert_eq!(global["offered"], limit / 2 + b, "{global}");
+        // Every second holds one request of each log (the last of b's, alone).
+        assert_eq!(
+            global["whole_seconds"]["offered_low"].as_u64(),
+            kept.then_some(2),
+            "{global}"
+        );
+    }
+}

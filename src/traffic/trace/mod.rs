@@ -132,6 +132,10 @@ pub struct Config {
     /// `None`: its own earliest row.
     #[serde(skip)]
     pub(crate) origin: Option<u64>,
+    /// With a shared origin: the labelled seconds its workload's traces
+    /// may still keep counts of ([`Counted`]).
+    #[serde(skip)]
+    pub(crate) counted: Option<Arc<Counted>>,
     /// The first pass's findings, shared by every clone of this configuration
     /// so that a run reads the file only once more.
     #[serde(skip)]
@@ -194,6 +198,44 @@ pub(crate) const NAMED_KEYS: usize = 10_000;
 
 /// The most distinct keys a trace may name: state is kept per key.
 pub const MAX_KEYS: u64 = 10_000_000;
+
+/// The most labelled seconds whose counts a workload's several
+/// whole-second traces keep together, to find their busiest second
+/// together ([`Config::labelled_together`]): 16 bytes each, 64 MiB in all,
+/// 48 days of busy seconds. Beyond, the check warns and their seconds'
+/// interval is not given.
+pub const MAX_COUNTED_SECONDS: u64 = 1 << 22;
+
+/// The labelled seconds a workload's traces sharing an origin may still
+/// keep counts of, taken as each trace's check meets them.
+#[derive(Debug)]
+pub(crate) struct Counted {
+    left: std::sync::atomic::AtomicU64,
+    /// Whether one trace has met the limit (it warns; the others need not).
+    over: std::sync::atomic::AtomicBool,
+}
+
+impl Counted {
+    pub(crate) fn new(seconds: u64) -> Counted {
+        Counted {
+            left: seconds.into(),
+            over: false.into(),
+        }
+    }
+
+    /// Takes `seconds` of what is left: whether there were that many.
+    fn take(&self, seconds: u64) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.left
+            .fetch_update(Relaxed, Relaxed, |left| left.checked_sub(seconds))
+            .is_ok()
+    }
+
+    /// Whether this is the first trace to meet the limit.
+    fn first_over(&self) -> bool {
+        !self.over.swap(true, std::sync::atomic::Ordering::Relaxed)
+    }
+}
 
 /// Bytes a row of an unsorted trace takes while sorted in memory: its time
 /// and key, and the stable sort's scratch of half the rows.

@@ -157,9 +157,12 @@ impl ReadInto for Counting<'_> {
                 let second = (time - first.min(time)) / NANOS_PER_SEC;
                 self.labelled.count(second);
                 if let Some(seconds) = &mut self.seconds {
+                    let full = seconds.len() >= MAX_COUNTED_SECONDS as usize;
                     match seconds.last_mut() {
                         Some((last, count)) if *last == second => *count += 1,
-                        _ => seconds.push((second, 1)),
+                        _ if !full => seconds.push((second, 1)),
+                        // Too many to keep: see the check's warning below.
+                        _ => self.seconds = None,
                     }
                 }
             }
@@ -212,7 +215,7 @@ impl Config {
             straddling: false,
             whole_seconds: true,
             labelled: Labelled::default(),
-            seconds: self.origin.map(|_| Vec::new()),
+            seconds: self.counted.as_ref().map(|_| Vec::new()),
             spanning: Labelled::default(),
             keys: self.book.as_ref().map(|book| book.take()).unwrap_or_default(),
             hosts: std::collections::HashSet::default(),
@@ -352,7 +355,7 @@ impl Config {
                 let packed = labelled.packed;
                 *labelled = Labelled::of_counts(seconds.iter().map(|(&second, &count)| (second, count)));
                 labelled.packed = packed;
-                if self.origin.is_some() {
+                if self.counted.is_some() {
                     scan.seconds = Some(Arc::new(seconds.into_iter().collect()));
                 }
             }
@@ -407,7 +410,23 @@ impl Config {
             ).into());
         }
         let mut warnings = Vec::new();
-        if scan.labelled.is_some_and(|l| !l.packed) && self.packed.is_none() {
+        // The labelled seconds its workload's traces keep, to count them
+        // together, are bounded together.
+        if let Some(counted) = self.counted.as_ref().filter(|_| scan.labelled.is_some()) {
+            let kept = scan.seconds.as_ref().map(|seconds| seconds.len() as u64);
+            if !kept.is_some_and(|kept| counted.take(kept)) {
+                scan.seconds = None;
+                if counted.first_over() {
+                    warnings.push(format!(
+                        "{}: its workload's logs hold more than {MAX_COUNTED_SECONDS} busy seconds together, more than are counted to find their busiest second together; their worst rolling second is not also given as an interval of their seconds (whole_seconds), nor run packed",
+                        shown.display()
+                    ));
+                }
+            }
+        }
+        // (Several traces counted together are packed, or not, together:
+        // their workload warns.)
+        if scan.labelled.is_some_and(|l| !l.packed) && self.packed.is_none() && self.counted.is_none() {
             warnings.push(format!(
                 "{}: {} rows, so its requests are not also run packed against its seconds' edges (admitted_at_least is the seeded figure); set packed = true to run them, with two more sets of each limiter's state",
                 shown.display(),

@@ -1148,3 +1148,45 @@ fn checked_rows_fill_chunks_as_they_iterate() {
         }
     }
 }
+
+/// Several whole-second traces sharing an origin keep their seconds'
+/// counts together only up to the limit they share: at it, their busiest
+/// second together is found; one past it, by any of them (sorted, or
+/// unsorted and counted once sorted), it is not, and one of them warns.
+#[test]
+fn several_traces_keep_their_seconds_counts_together_up_to_a_shared_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    // a: seconds 100 ×2, 101, 103 (three busy seconds); b: 101 ×2, 104,
+    // sorted or not (two busy seconds). Together: 101 holds 3, 100–101 5.
+    std::fs::write(dir.path().join("a.csv"), "time_s\n100\n100\n101\n103\n").unwrap();
+    std::fs::write(dir.path().join("b.csv"), "time_s\n101\n101\n104\n").unwrap();
+    std::fs::write(dir.path().join("b-unsorted.csv"), "time_s\n104\n101\n101\n").unwrap();
+    for b in ["b.csv", "b-unsorted.csv"] {
+        for (limit, kept) in [(5, true), (4, false), (2, false)] {
+            let counted = Arc::new(Counted::new(limit));
+            let traces: Vec<Config> = ["a.csv", b]
+                .iter()
+                .map(|path| {
+                    let mut config: Config =
+                        toml::from_str(&format!("path = \"{path}\"\nrebase = true\nspread = \"none\"")).unwrap();
+                    config.origin = Some(100 * NANOS_PER_SEC);
+                    config.counted = Some(Arc::clone(&counted));
+                    config
+                })
+                .collect();
+            let warnings: Vec<String> = traces
+                .iter()
+                .flat_map(|trace| trace.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap())
+                .filter(|warning| warning.contains("busy seconds together"))
+                .collect();
+            let together = Config::labelled_together(&traces);
+            let case = format!("{b}, limit {limit}: {warnings:?}");
+            assert_eq!(
+                together.map(|labelled| (labelled.busiest, labelled.busiest_pair)),
+                kept.then_some((3, 5)),
+                "{case}"
+            );
+            assert_eq!(warnings.len(), usize::from(!kept), "{case}");
+        }
+    }
+}
