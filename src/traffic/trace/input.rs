@@ -593,8 +593,7 @@ pub(super) enum JsonText<'a> {
     Other(&'a str),
 }
 
-pub(super) fn json_text(raw: &serde_json::value::RawValue) -> JsonText<'_> {
-    let text = raw.get();
+pub(super) fn json_text(text: &str) -> JsonText<'_> {
     match text.as_bytes().first() {
         Some(b'"') => super::json::string(text).map_or(JsonText::Other(text), JsonText::String),
         Some(b'-' | b'0'..=b'9') => JsonText::Number(text),
