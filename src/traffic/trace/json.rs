@@ -3,7 +3,7 @@
 //! them (a table of every member cost a map, an allocation a member name
 //! and a SipHash each: two thirds of a JSON log's reading time). A line
 //! that is one flat object without escapes — what access logs write — is
-//! read by a scanner of its own ([`flat`]); any other goes to serde_json,
+//! read by a scanner of its own ([`scanned`]); any other goes to serde_json,
 //! which the scanner never contradicts (a property test checks it on
 //! lines valid, nested, escaped and broken).
 
@@ -24,7 +24,7 @@ pub(super) fn members<'a, const N: usize>(
     text: &'a str,
     names: [Option<&str>; N],
 ) -> Result<[Option<&'a str>; N], serde_json::Error> {
-    match flat(text, names) {
+    match scanned(text, names) {
         Some(found) => Ok(found),
         None => parsed(text, names),
     }
@@ -54,43 +54,98 @@ fn parsed<'a, const N: usize>(
     Ok(found)
 }
 
-/// [`members`] of a line that is one object whose members are strings
-/// without escapes, numbers, `true`, `false` or `null`, between JSON's
-/// whitespace (what access logs write), read byte by byte with JSON's
-/// grammar; `None` for any other line — nesting, an escape, or what is not
-/// JSON — for serde_json to read. (serde_json took 0.35 µs of a 190-byte
-/// line's reading; see docs/performance.md.) A dotted name not found is
-/// not there: no member's value is an object.
-fn flat<'a, const N: usize>(text: &'a str, names: [Option<&str>; N]) -> Option<[Option<&'a str>; N]> {
+/// [`members`] of a line of JSON without escapes, nested at most
+/// [`NESTING`] deep (what access logs write), read byte by byte with JSON's
+/// grammar; `None` for any other line — an escape, deeper nesting, or what
+/// is not JSON — for serde_json to read. (serde_json took 0.7 µs of a
+/// 190-byte line's reading; see docs/performance.md.)
+fn scanned<'a, const N: usize>(text: &'a str, names: [Option<&str>; N]) -> Option<[Option<&'a str>; N]> {
     let bytes = text.as_bytes();
-    let mut found = [None; N];
-    let mut at = space(bytes, 0);
-    if bytes.get(at) != Some(&b'{') {
+    let outers = names.map(|name| {
+        let name = name?;
+        Some(&name[..name.bytes().position(|b| b == b'.')?])
+    });
+    let (mut found, mut outer) = ([None; N], [None; N]);
+    let start = space(bytes, 0);
+    let end = object_end(bytes, start, NESTING, &mut |name: (usize, usize), value: (usize, usize)| {
+        let name = text.get(name.0..name.1);
+        let value = text.get(value.0..value.1);
+        for i in 0..N {
+            if names[i].is_some() && names[i] == name {
+                found[i] = value;
+            }
+            if outers[i].is_some() && outers[i] == name {
+                outer[i] = value;
+            }
+        }
+    })?;
+    if space(bytes, end) != bytes.len() {
         return None;
     }
-    at = space(bytes, at + 1);
+    for (i, name) in names.iter().enumerate() {
+        if found[i].is_none()
+            && let (Some(value), Some((_, inner))) = (outer[i], name.and_then(|n| n.split_once('.')))
+        {
+            found[i] = members(value, [Some(inner)]).ok().and_then(|[value]| value);
+        }
+    }
+    Some(found)
+}
+
+/// How deep [`scanned`] reads nested objects and arrays (the line's own
+/// object the first); deeper, serde_json reads the line.
+const NESTING: usize = 64;
+
+/// Past the object at `at`, each member's name and value (as ranges of
+/// `bytes`) handed to `member`; `None` unless it is one, without escapes,
+/// nested at most `depth` deep.
+fn object_end(
+    bytes: &[u8],
+    at: usize,
+    depth: usize,
+    member: &mut impl FnMut((usize, usize), (usize, usize)),
+) -> Option<usize> {
+    if bytes.get(at) != Some(&b'{') || depth == 0 {
+        return None;
+    }
+    let mut at = space(bytes, at + 1);
     if bytes.get(at) == Some(&b'}') {
-        return (space(bytes, at + 1) == bytes.len()).then_some(found);
+        return Some(at + 1);
     }
     loop {
         let name_end = string_end(bytes, at)?;
-        let name = text.get(at + 1..name_end - 1)?;
+        let name = (at + 1, name_end - 1);
         at = space(bytes, name_end);
         if bytes.get(at) != Some(&b':') {
             return None;
         }
         at = space(bytes, at + 1);
-        let end = value_end(bytes, at)?;
-        let value = text.get(at..end)?;
-        for (found, wanted) in found.iter_mut().zip(names) {
-            if wanted == Some(name) {
-                *found = Some(value);
-            }
-        }
+        let end = value_end(bytes, at, depth - 1)?;
+        member(name, (at, end));
         at = space(bytes, end);
         match bytes.get(at) {
             Some(b',') => at = space(bytes, at + 1),
-            Some(b'}') => return (space(bytes, at + 1) == bytes.len()).then_some(found),
+            Some(b'}') => return Some(at + 1),
+            _ => return None,
+        }
+    }
+}
+
+/// Past the array at `at`; `None` unless it is one, without escapes,
+/// nested at most `depth` deep.
+fn array_end(bytes: &[u8], at: usize, depth: usize) -> Option<usize> {
+    if bytes.get(at) != Some(&b'[') || depth == 0 {
+        return None;
+    }
+    let mut at = space(bytes, at + 1);
+    if bytes.get(at) == Some(&b']') {
+        return Some(at + 1);
+    }
+    loop {
+        at = space(bytes, value_end(bytes, at, depth - 1)?);
+        match bytes.get(at) {
+            Some(b',') => at = space(bytes, at + 1),
+            Some(b']') => return Some(at + 1),
             _ => return None,
         }
     }
@@ -138,10 +193,11 @@ fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
     (bytes[stop] == b'"').then_some(stop + 1)
 }
 
-/// Past the value at `at` when it is a string without escapes, a number,
-/// `true`, `false` or `null`; `None` for anything else.
+/// Past the value at `at`: a string without escapes, a number, `true`,
+/// `false`, `null`, or an object or array of them nested at most `depth`
+/// deep; `None` for anything else.
 #[inline]
-fn value_end(bytes: &[u8], at: usize) -> Option<usize> {
+fn value_end(bytes: &[u8], at: usize, depth: usize) -> Option<usize> {
     let digits = |mut at: usize| {
         let from = at;
         while bytes.get(at).is_some_and(u8::is_ascii_digit) {
@@ -151,6 +207,8 @@ fn value_end(bytes: &[u8], at: usize) -> Option<usize> {
     };
     match bytes.get(at)? {
         b'"' => string_end(bytes, at),
+        b'{' => object_end(bytes, at, depth, &mut |_, _| {}),
+        b'[' => array_end(bytes, at, depth),
         b'-' | b'0'..=b'9' => {
             // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
             let mut at = at + usize::from(bytes[at] == b'-');
@@ -333,13 +391,13 @@ mod tests {
     fn a_flat_line_is_read_by_the_scanner() {
         let line = r#"{"time":"2026-11-27T08:00:00Z","remote_addr":"10.8.170.193","status":200,"bytes":-2.5e+3,"referer":"-","ok":true,"gone":null,"no":false, "ua" : "Mozilla/5.0 (X11; Linux x86_64) é" }"#;
         let names = [Some("time"), Some("remote_addr"), Some("status"), Some("bytes"), Some("ua"), Some("no"), Some("missing"), None];
-        let found = flat(line, names).expect("read by the scanner");
+        let found = scanned(line, names).expect("read by the scanner");
         assert_eq!(
             found,
             [Some(r#""2026-11-27T08:00:00Z""#), Some(r#""10.8.170.193""#), Some("200"), Some("-2.5e+3"), Some(r#""Mozilla/5.0 (X11; Linux x86_64) é""#), Some("false"), None, None]
         );
         assert_eq!(Ok(found), parsed(line, names).map_err(|e| e.to_string()));
-        assert_eq!(flat("{ }", [Some("a")]), Some([None]));
+        assert_eq!(scanned("{ }", [Some("a")]), Some([None]));
     }
 
     use proptest::prelude::*;
@@ -364,19 +422,44 @@ mod tests {
             .prop_map(move |chars| format!("\"{}\"", chars.iter().map(|&c| alphabet[c]).collect::<String>()))
     }
 
-    /// A line: an object of members picked from [`PIECES`] or written,
+    /// A line: an object whose members' names and values are picked from
+    /// [`PIECES`] or written, mostly valid, the values nested objects and
+    /// arrays of them; the same with one character dropped or replaced;
     /// or any run of pieces.
     fn line() -> impl Strategy<Value = String> {
         let piece = |from: usize, to: usize| {
             prop_oneof![3 => (from..to).prop_map(|p| PIECES[p].to_string()), 1 => written()]
         };
-        let member = (piece(13, 25), piece(17, PIECES.len()), 0..4usize, 0..4usize).prop_map(|(name, value, before, after)| {
-            let space = [" ", "", "\t", "\n"];
-            format!("{}{name}{}:{}{value}", space[before], space[after], space[before])
+        let space = || (0..4usize).prop_map(|s| [" ", "", "\t", "\n"][s]);
+        let valid = prop::sample::select(vec!["\"10.0.0.1\"", "\"2026-11-27T08:00:00Z\"", "0", "-12.5e3", "1e+5", "true", "false", "null", "\"é\"", "\"\""]);
+        let leaf = prop_oneof![4 => valid.prop_map(str::to_string), 1 => piece(17, PIECES.len())];
+        let names = prop::sample::select(vec!["\"a\"", "\"b\"", "\"c\"", "\"x\"", "\"y\"", "\"x.y\"", "\"httpRequest\"", "\"remoteIp\"", "\"ip\"", "\"time\""]);
+        let name = prop_oneof![4 => names.prop_map(str::to_string), 1 => piece(13, 25)];
+        let member = move |value: BoxedStrategy<String>| {
+            (name.clone(), value, space(), space())
+                .prop_map(|(name, value, before, after)| format!("{before}{name}{after}:{before}{value}{after}"))
+        };
+        let object = move |value: BoxedStrategy<String>| {
+            prop::collection::vec(member(value), 0..5).prop_map(|members| format!("{{{}}}", members.join(",")))
+        };
+        let value = leaf.boxed().prop_recursive(4, 48, 5, move |inner| {
+            prop_oneof![
+                2 => object.clone()(inner.clone()),
+                1 => prop::collection::vec(inner, 0..4).prop_map(|values| format!("[{}]", values.join(","))),
+            ]
+        });
+        let object = value.prop_map(|value| if value.starts_with('{') { value } else { format!("{{\"a\":{value}}}") });
+        // Mostly JSON's punctuation, or nothing: near-misses of the line.
+        let with = prop::sample::select(vec!["{", "}", "[", "]", ",", ":", "\"", "\\", " ", "1", "-", "e", ""]);
+        let edit = (object.clone(), any::<prop::sample::Index>(), with).prop_map(|(line, at, with)| {
+            let chars: Vec<char> = line.chars().collect();
+            let at = at.index(chars.len().max(1));
+            chars.iter().take(at).collect::<String>() + with + &chars.iter().skip(at + 1).collect::<String>()
         });
         prop_oneof![
-            prop::collection::vec(member, 0..6).prop_map(|members| format!("{{{}}}", members.join(","))),
-            prop::collection::vec(0..PIECES.len(), 0..24).prop_map(|pieces| pieces.iter().map(|&p| PIECES[p]).collect()),
+            3 => object,
+            2 => edit,
+            1 => prop::collection::vec(0..PIECES.len(), 0..24).prop_map(|pieces| pieces.iter().map(|&p| PIECES[p]).collect()),
         ]
     }
 
@@ -387,11 +470,30 @@ mod tests {
         /// where serde_json refuses a line, so does the scanner.
         #[test]
         fn the_scanner_reads_as_serde_json_does(line in line()) {
-            let names = [Some("time"), Some("ip"), Some("a.b"), Some("a"), Some(""), Some("é")];
-            if let Some(found) = flat(&line, names) {
+            let names = [Some("time"), Some("ip"), Some("a.b"), Some("a"), Some(""), Some("é"), Some("x.y"), Some("httpRequest.remoteIp"), Some("a.b.c"), Some("x.y.c")];
+            if let Some(found) = scanned(&line, names) {
                 prop_assert_eq!(Ok(found), parsed(&line, names).map_err(|e| e.to_string()), "{:?}", line);
             }
         }
+    }
+
+    /// Nested as deep as the scanner reads, a line is scanned; deeper,
+    /// serde_json reads it (to its own limit).
+    #[test]
+    fn the_scanner_reads_lines_nested_to_its_depth() {
+        for depth in [2, NESTING, NESTING + 1] {
+            // The line's object, then depth - 1 arrays.
+            let arrays = depth - 1;
+            let line = format!("{{\"a\":{}1{}, \"ip\": \"10.0.0.1\"}}", "[".repeat(arrays), "]".repeat(arrays));
+            let found = scanned(&line, [Some("ip")]);
+            assert_eq!(found.is_some(), depth <= NESTING, "{depth}");
+            assert_eq!(members(&line, [Some("ip")]).unwrap(), [Some("\"10.0.0.1\"")]);
+        }
+        let gcp = r#"{"httpRequest":{"requestMethod":"GET","remoteIp":"192.0.2.1","status":429,"latency":"0.01s"},"timestamp":"2026-11-27T08:00:00.250Z","labels":[]}"#;
+        assert_eq!(
+            scanned(gcp, [Some("httpRequest.remoteIp"), Some("httpRequest.status"), Some("timestamp"), Some("httpRequest.missing")]),
+            Some([Some("\"192.0.2.1\""), Some("429"), Some("\"2026-11-27T08:00:00.250Z\""), None])
+        );
     }
 
     #[test]
