@@ -357,27 +357,12 @@ pub fn combined_time(text: &str) -> Option<u64> {
 /// `None` for anything else (read then by the general parser, which
 /// decides), including values it would refuse or that lie before 1970.
 fn combined_time_fixed(text: &[u8]) -> Option<u64> {
-    const MONTHS: [&[u8; 3]; 12] = [
-        b"jan", b"feb", b"mar", b"apr", b"may", b"jun", b"jul", b"aug", b"sep", b"oct", b"nov",
-        b"dec",
-    ];
     let text: &[u8; 26] = text.try_into().ok()?;
     let digits = |from: usize, len: usize| decimal(&text[from..from + len]);
-    let punctuation = [
-        (2, b'/'),
-        (6, b'/'),
-        (11, b':'),
-        (14, b':'),
-        (17, b':'),
-        (20, b' '),
-    ];
-    if punctuation.iter().any(|&(at, byte)| text[at] != byte) {
+    let local = clf_seconds(text[..20].try_into().ok()?)?;
+    if text[20] != b' ' {
         return None;
     }
-    let month = [3, 4, 5].map(|at| text[at].to_ascii_lowercase());
-    let month = MONTHS.iter().position(|m| **m == month)? as u32 + 1;
-    let (day, year) = (digits(0, 2)?, digits(7, 4)?);
-    let (hour, minute, second) = (digits(12, 2)?, digits(15, 2)?, digits(18, 2)?);
     let sign: i64 = match text[21] {
         b'+' => 1,
         b'-' => -1,
@@ -387,9 +372,44 @@ fn combined_time_fixed(text: &[u8]) -> Option<u64> {
     if offset_hours > 23 || offset_minutes > 59 {
         return None;
     }
-    let local = civil_seconds([year, month, day], [hour, minute, second])?;
     let utc = local - sign * i64::from(offset_hours * 3600 + offset_minutes * 60);
     u64::try_from(utc).ok()?.checked_mul(1_000_000_000)
+}
+
+/// HAProxy's `dd/Mon/yyyy:HH:MM:SS.fff` (one to nine digits of a second,
+/// local time read as UTC) read in place; `None` for anything else (read
+/// then by the general parser, which decides), including values it would
+/// refuse or that lie before 1970.
+pub(crate) fn haproxy_time_fixed(text: &[u8]) -> Option<u64> {
+    let seconds = clf_seconds(text.get(..20)?.try_into().ok()?)?;
+    let fraction = match text.get(20..)? {
+        [b'.', fraction @ ..] if (1..=9).contains(&fraction.len()) => fraction,
+        _ => return None,
+    };
+    let nanos = decimal(fraction)? * 10u32.pow(9 - fraction.len() as u32);
+    u64::try_from(seconds)
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(u64::from(nanos))
+}
+
+/// Seconds from the epoch of `dd/Mon/yyyy:HH:MM:SS` as written (before
+/// any offset; the month's name in any case), if it is one.
+fn clf_seconds(text: &[u8; 20]) -> Option<i64> {
+    const MONTHS: [&[u8; 3]; 12] = [
+        b"jan", b"feb", b"mar", b"apr", b"may", b"jun", b"jul", b"aug", b"sep", b"oct", b"nov",
+        b"dec",
+    ];
+    let digits = |from: usize, len: usize| decimal(&text[from..from + len]);
+    let punctuation = [(2, b'/'), (6, b'/'), (11, b':'), (14, b':'), (17, b':')];
+    if punctuation.iter().any(|&(at, byte)| text[at] != byte) {
+        return None;
+    }
+    let month = [3, 4, 5].map(|at| text[at].to_ascii_lowercase());
+    let month = MONTHS.iter().position(|m| **m == month)? as u32 + 1;
+    let (day, year) = (digits(0, 2)?, digits(7, 4)?);
+    let (hour, minute, second) = (digits(12, 2)?, digits(15, 2)?, digits(18, 2)?);
+    civil_seconds([year, month, day], [hour, minute, second])
 }
 
 /// [`iso_time`] of the date-times almost every log writes, read in place:

@@ -369,11 +369,10 @@ impl Text {
             }
             (Text::Haproxy, _) => {
                 // Local time with no offset: read as UTC, which keeps the
-                // spacing of requests between two clock changes.
-                let at = time::PrimitiveDateTime::parse(text, HAPROXY_DATE)
-                    .ok()?
-                    .assume_utc();
-                u64::try_from(at.unix_timestamp_nanos()).ok()
+                // spacing of requests between two clock changes. In place
+                // where it can be (the general parser was most of an
+                // HAProxy log's reading), else by the general parser.
+                super::logs::haproxy_time_fixed(text.as_bytes()).or_else(|| haproxy_time(text))
             }
             _ => iso_time(text),
         }
@@ -405,6 +404,14 @@ impl Text {
             _ => None,
         }
     }
+}
+
+/// HAProxy's date read by the general parser, as UTC.
+fn haproxy_time(text: &str) -> Option<u64> {
+    let at = time::PrimitiveDateTime::parse(text, HAPROXY_DATE)
+        .ok()?
+        .assume_utc();
+    u64::try_from(at.unix_timestamp_nanos()).ok()
 }
 
 /// CloudFront's `date` field.
@@ -714,6 +721,35 @@ mod tests {
                 }
             } else {
                 prop_assert!(columns.is_none());
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+
+        /// Where HAProxy's dates are read in place, they read as the
+        /// general parser reads them; and every one of that layout is.
+        #[test]
+        fn an_haproxy_date_read_in_place_reads_as_the_general_parser_reads_it(
+            year in prop_oneof![1969u32..=1971, 1999u32..=2101, 0u32..=9999],
+            month in prop::sample::select(vec!["Jan", "feb", "MAR", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec", "Foo", "Ju"]),
+            day in 0u32..=32,
+            hour in 0u32..=24,
+            minute in 0u32..=60,
+            second in 0u32..=60,
+            fraction in prop::option::of("[0-9]{0,11}"),
+            tail in prop::sample::select(vec!["", "", "", " ", "Z"]),
+        ) {
+            let fraction = fraction.map_or(String::new(), |f| format!(".{f}"));
+            let text = format!("{day:02}/{month}/{year:04}:{hour:02}:{minute:02}:{second:02}{fraction}{tail}");
+            let general = haproxy_time(&text);
+            match super::super::logs::haproxy_time_fixed(text.as_bytes()) {
+                Some(nanos) => prop_assert_eq!(Some(nanos), general, "{}", text),
+                None => {
+                    let in_layout = (2..=10).contains(&fraction.len()) && tail.is_empty() && month.len() == 3 && general.is_some();
+                    prop_assert!(!in_layout, "{} left to the general parser", text);
+                }
             }
         }
     }
