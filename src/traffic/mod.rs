@@ -8,6 +8,7 @@
 //! reading a kind from a table, and the dispatch of every [`Kind`] method.
 
 mod arrival;
+pub(crate) mod bytes;
 pub mod clients;
 pub mod kind;
 pub mod logs;

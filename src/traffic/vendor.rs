@@ -445,7 +445,8 @@ impl<'a> Iterator for Words<'a> {
             b'[' => b']',
             b'{' => b'}',
             _ => {
-                let end = first_blank(text.as_bytes()).unwrap_or(text.len());
+                let end =
+                    super::bytes::find(text.as_bytes(), [b' ', b'\t'], 0).unwrap_or(text.len());
                 self.0 = &text[end..];
                 return Some((0, &text[..end]));
             }
@@ -477,30 +478,6 @@ impl<'a> Iterator for Words<'a> {
             }
         }
     }
-}
-
-/// Where the first space or tab of `bytes` is: eight bytes at a time, as
-/// most words are longer than a search's set-up is worth.
-fn first_blank(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([1; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    // The high bit of each byte of `word` equal to 0 — exact for the
-    // lowest such byte, which is all that is read.
-    let zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGH;
-    let mut from = 0;
-    while let Some(chunk) = bytes.get(from..from + 8) {
-        let word = u64::from_le_bytes(chunk.try_into().ok()?);
-        let found = zero(word ^ (ONES * u64::from(b' '))) | zero(word ^ (ONES * u64::from(b'\t')));
-        if found != 0 {
-            return Some(from + (found.trailing_zeros() / 8) as usize);
-        }
-        from += 8;
-    }
-    Some(
-        from + bytes[from..]
-            .iter()
-            .position(|&b| b == b' ' || b == b'\t')?,
-    )
 }
 
 /// The path and Host of a request target: an absolute URL

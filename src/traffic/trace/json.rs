@@ -162,34 +162,13 @@ fn space(bytes: &[u8], mut at: usize) -> usize {
 
 /// Past the string without escapes at `at` (its closing quote included);
 /// `None` when there is none, or it has an escape or a control character.
-/// Eight bytes at a time: a line's strings are short, and a search's
-/// set-up per string cost more than the search.
 #[inline]
 fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([1; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    // The high bit of each byte of `word` equal to 0 — exact for the
-    // lowest such byte, which is all that is read.
-    let zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGH;
     if bytes.get(at) != Some(&b'"') {
         return None;
     }
-    let mut from = at + 1;
-    let stop = loop {
-        let Some(chunk) = bytes.get(from..from + 8) else {
-            break from + bytes.get(from..)?.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
-        };
-        let word = u64::from_le_bytes(chunk.try_into().ok()?);
-        // A quote, a backslash, or a control character (below 0x20;
-        // bytes of UTF-8 past ASCII have their high bit set and are not).
-        let found = zero(word ^ (ONES * u64::from(b'"')))
-            | zero(word ^ (ONES * u64::from(b'\\')))
-            | word.wrapping_sub(ONES * 0x20) & !word & HIGH;
-        if found != 0 {
-            break from + (found.trailing_zeros() / 8) as usize;
-        }
-        from += 8;
-    };
+    // A quote, a backslash, or a control character (below 0x20).
+    let stop = at + 1 + crate::traffic::bytes::find(bytes.get(at + 1..)?, [b'"', b'\\'], 0x20)?;
     (bytes[stop] == b'"').then_some(stop + 1)
 }
 
