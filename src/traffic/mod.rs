@@ -354,6 +354,17 @@ impl SourceConfig {
         book
     }
 
+    /// Marks each trace of a workload of several sources as one of them
+    /// (see [`trace::Config::several`]).
+    pub(crate) fn mark_several(sources: &mut [SourceConfig]) {
+        let several = sources.len() > 1;
+        for source in sources {
+            if let SourceKind::Trace(trace) = &mut source.kind {
+                trace.several = several;
+            }
+        }
+    }
+
     /// Several rebased traces of one workload (several servers' logs)
     /// share one origin, so that their rows keep their places in time
     /// against each other: `earliest` when given (their earliest row, once

@@ -667,6 +667,56 @@ threshold = 8
     );
 }
 
+/// A log of more rows than are run packed by default is told how to have
+/// them packed only where that works: alone in its workload. Beside another
+/// source (here a second log, not rebased, so not sharing an origin) the
+/// sources are run packed together or not at all, so no source is told to
+/// set `packed`, and a `packed = true` that cannot apply is said not to.
+#[test]
+fn the_advice_to_set_packed_is_given_only_where_it_would_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut big = String::from("time_s\n");
+    for row in 0..=1_000_000u32 {
+        big.push_str(&(row / 1000).to_string());
+        big.push('\n');
+    }
+    fs::write(dir.path().join("big.csv"), big).unwrap();
+    fs::write(dir.path().join("small.csv"), "time_s\n3\n4\n4\n").unwrap();
+    let stderr = |sources: &str| {
+        let scenario = dir.path().join("s.toml");
+        fs::write(
+            &scenario,
+            format!(
+                "duration = \"20m\"\n[[workload]]\nname = \"logs\"\nsources = [{sources}]\n\
+                 [[limiter]]\nname = \"fixed\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 8\n"
+            ),
+        )
+        .unwrap();
+        let out = Command::cargo_bin("burstsim")
+            .unwrap()
+            .arg("validate")
+            .arg(&scenario)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        stderr
+    };
+    let advice = "set packed = true to run them";
+    let alone = stderr(r#"{ kind = "trace", path = "big.csv" }"#);
+    assert!(alone.contains(advice), "{alone}");
+    let beside = stderr(r#"{ kind = "trace", path = "big.csv" }, { kind = "trace", path = "small.csv" }"#);
+    assert!(!beside.contains(advice) && !beside.contains("not applied"), "{beside}");
+    let asked = stderr(
+        r#"{ kind = "trace", path = "big.csv", packed = true }, { kind = "trace", path = "small.csv" }"#,
+    );
+    assert!(!asked.contains(advice), "{asked}");
+    assert!(
+        asked.contains("workload \"logs\": packed = true is not applied"),
+        "{asked}"
+    );
+}
+
 /// `--decisions` beside each model's answer writes the log's own: every
 /// request of a client the log always answered 429 reads `false`, of the
 /// other `true`, in whatever order the seconds' spreading put them; the

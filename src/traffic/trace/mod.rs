@@ -136,6 +136,10 @@ pub struct Config {
     /// may still keep counts of ([`Counted`]).
     #[serde(skip)]
     pub(crate) counted: Option<Arc<Counted>>,
+    /// One of its workload's several sources, which are run packed together
+    /// or not at all: the workload, not the trace, says what to set.
+    #[serde(skip)]
+    pub(crate) several: bool,
     /// The first pass's findings, shared by every clone of this configuration
     /// so that a run reads the file only once more.
     #[serde(skip)]

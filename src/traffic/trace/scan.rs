@@ -424,9 +424,9 @@ impl Config {
                 }
             }
         }
-        // (Several traces counted together are packed, or not, together:
-        // their workload warns.)
-        if scan.labelled.is_some_and(|l| !l.packed) && self.packed.is_none() && self.counted.is_none() {
+        // (A workload's several sources are packed, or not, together: the
+        // workload warns.)
+        if scan.labelled.is_some_and(|l| !l.packed) && self.packed.is_none() && !self.several {
             warnings.push(format!(
                 "{}: {} rows, so its requests are not also run packed against its seconds' edges (admitted_at_least is the seeded figure); set packed = true to run them, with two more sets of each limiter's state",
                 shown.display(),
