@@ -10,7 +10,7 @@
 # limits (10^4 and 10^6 keys, with and without the figures per key) and an
 # access log's replay (on one core and on all, with and without the figures
 # per key; spread within its seconds, as by default; gzipped, against zcat's
-# own time); then one run on one core
+# own time; the same requests as JSON lines); then one run on one core
 # against the same run on all, the median of seven alternating pairs, on a
 # quiet machine and with a neighbour spinning on
 # the last core (this machine's speed drifts from minute to minute: only pairs
@@ -125,6 +125,27 @@ if [ -f "$floor_dir/Cargo.toml" ]; then
     sed 's/, spread = "none"//' "$tmp/same-work-log.toml" > "$tmp/same-work-log-spread.toml"
     pairs "log, one core, spread" "taskset -c 0 $floor log $tmp/access-2m.log" \
       "taskset -c 0 $bin run $tmp/same-work-log-spread.toml --no-charts --quiet --out $tmp/log-spread"
+    # The same requests as JSON lines (Traefik's and Envoy's layout: RFC 3339
+    # times, eight members, 1.5 times the bytes), against the floor on the
+    # combined log: not the same bytes, so more than the same work.
+    python3 - "$tmp/access-2m.log" "$tmp/access-2m.jsonl" <<'PY'
+import datetime, json, re, sys
+line = re.compile(r'(\S+) \S+ \S+ \[([^\]]+)\] "(\S+) (\S+) \S+" (\d+) (\d+) "([^"]*)" "([^"]*)"')
+times = {}
+with open(sys.argv[1]) as src, open(sys.argv[2], "w") as out:
+    for text in src:
+        addr, at, method, path, status, size, referer, agent = line.match(text).groups()
+        if at not in times:
+            when = datetime.datetime.strptime(at, "%d/%b/%Y:%H:%M:%S %z")
+            times[at] = when.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        out.write(json.dumps({"time": times[at], "remote_addr": addr, "method": method, "path": path,
+                              "status": int(status), "bytes": int(size), "referer": referer,
+                              "user_agent": agent}, separators=(",", ":")) + "\n")
+PY
+    sed 's/format = "combined", path = "access-2m\.log"/format = "jsonl", path = "access-2m.jsonl"/' \
+      "$tmp/same-work-log.toml" > "$tmp/same-work-jsonl.toml"
+    pairs "JSON lines, one core" "taskset -c 0 $floor log $tmp/access-2m.log" \
+      "taskset -c 0 $bin run $tmp/same-work-jsonl.toml --no-charts --quiet --out $tmp/jsonl"
     # The same log gzipped, against zcat's own time to read it.
     gzip -c "$tmp/access-2m.log" > "$tmp/access-2m.log.gz"
     sed 's/access-2m\.log"/access-2m.log.gz"/' "$tmp/same-work-log.toml" > "$tmp/same-work-log-gz.toml"
