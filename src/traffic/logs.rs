@@ -402,8 +402,16 @@ pub(crate) fn cloudfront_time_fixed(date: &[u8], clock: &[u8]) -> Option<u64> {
     if [date[4], date[7], clock[2], clock[5]] != [b'-', b'-', b':', b':'] {
         return None;
     }
-    let (year, month, day) = (decimal(&date[..4])?, decimal(&date[5..7])?, decimal(&date[8..])?);
-    let (hour, minute, second) = (decimal(&clock[..2])?, decimal(&clock[3..5])?, decimal(&clock[6..])?);
+    let (year, month, day) = (
+        decimal(&date[..4])?,
+        decimal(&date[5..7])?,
+        decimal(&date[8..])?,
+    );
+    let (hour, minute, second) = (
+        decimal(&clock[..2])?,
+        decimal(&clock[3..5])?,
+        decimal(&clock[6..])?,
+    );
     let seconds = civil_seconds([year, month, day], [hour, minute, second])?;
     u64::try_from(seconds).ok()?.checked_mul(1_000_000_000)
 }

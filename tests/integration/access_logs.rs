@@ -705,8 +705,12 @@ fn the_advice_to_set_packed_is_given_only_where_it_would_apply() {
     let advice = "set packed = true to run them";
     let alone = stderr(r#"{ kind = "trace", path = "big.csv" }"#);
     assert!(alone.contains(advice), "{alone}");
-    let beside = stderr(r#"{ kind = "trace", path = "big.csv" }, { kind = "trace", path = "small.csv" }"#);
-    assert!(!beside.contains(advice) && !beside.contains("not applied"), "{beside}");
+    let beside =
+        stderr(r#"{ kind = "trace", path = "big.csv" }, { kind = "trace", path = "small.csv" }"#);
+    assert!(
+        !beside.contains(advice) && !beside.contains("not applied"),
+        "{beside}"
+    );
     let asked = stderr(
         r#"{ kind = "trace", path = "big.csv", packed = true }, { kind = "trace", path = "small.csv" }"#,
     );
