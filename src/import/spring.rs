@@ -141,7 +141,7 @@ fn limiter(
         match suffix.as_str() {
             "name" | "args.denyemptykey" | "args.statuscode" => {}
             "args.emptykeystatus" | "args.emptykeystatuscode" => block.notes.push(format!(
-                "{}: the status of a request turned away for want of a key is not modelled; it counts as turned away",
+                "{}: a status other than Spring's default 403 for a request turned away for want of a key is not modelled (a 403, which clients that retry do not retry); it counts as turned away",
                 property.key
             )),
             "args.redisratelimiter.replenishrate" => {
@@ -205,7 +205,7 @@ fn limiter(
         && !filter.contains_key("args.emptykeystatus")
     {
         block.notes.push(format!(
-            "{}: the status of a request turned away for want of a key is not modelled; it counts as turned away",
+            "{}: a status other than Spring's default 403 for a request turned away for want of a key is not modelled (a 403, which clients that retry do not retry); it counts as turned away",
             status.key
         ));
     }

@@ -61,6 +61,10 @@ pub struct Hint {
     /// `RateLimit-Reset`: when the limit's quota is whole again (the end of
     /// the current window, or a full bucket).
     pub reset_at: Option<Nanos>,
+    /// A refusal no retry changes, not a rate limit's no: Spring Cloud
+    /// Gateway's 403 to a request whose key resolves to nothing. Clients
+    /// that retry a rate limit's rejections (429) do not retry it.
+    pub forbidden: bool,
 }
 
 impl Hint {
@@ -68,6 +72,13 @@ impl Hint {
     pub const NONE: Hint = Hint {
         retry_at: None,
         reset_at: None,
+        forbidden: false,
+    };
+
+    /// A refusal no retry changes (403), with nothing more said.
+    pub const FORBIDDEN: Hint = Hint {
+        forbidden: true,
+        ..Hint::NONE
     };
 
     /// Retry at `retry`; the quota is whole again at `reset`.
@@ -75,6 +86,7 @@ impl Hint {
         Hint {
             retry_at: Some(Nanos(retry)),
             reset_at: Some(Nanos(reset)),
+            forbidden: false,
         }
     }
 

@@ -515,7 +515,7 @@ impl RateLimiter for PerKey {
         if !self.denied.is_empty() && self.denied.contains(&id) {
             self.turned_away_keyless += 1;
             self.last = None;
-            return Decision::Reject(Hint::NONE);
+            return Decision::Reject(Hint::FORBIDDEN);
         }
         self.decide_any::<HINTS>(now, key)
     }

@@ -220,13 +220,13 @@ fn spring_turns_away_a_request_without_a_key_before_its_bucket_unless_told_not_t
     let (absent, blank, empty) = keys_naming_nothing();
     let client = Key::named(b"alice");
     // Default (deny-empty-key): the absent key's requests turned away with
-    // no hint, none of them reaching a bucket; the blank key (resolved as
-    // "") is a key like any, with its own bucket of 2.
+    // a 403 (a final refusal, no hint), none of them reaching a bucket; the
+    // blank key (resolved as "") is a key like any, with its own bucket of 2.
     let mut limiter = built(spring);
     limiter.treat_empty_keys(&empty);
     assert_eq!(
         limiter.decide_keyed::<true>(Nanos(0), absent),
-        Decision::Reject(crate::limiter::Hint::NONE)
+        Decision::Reject(crate::limiter::Hint::FORBIDDEN)
     );
     assert_eq!(admitted_of_ten(&mut limiter, absent), 0);
     assert_eq!(admitted_of_ten(&mut limiter, blank), 2);

@@ -207,6 +207,7 @@ impl RateLimiter for Traefik {
                     now.saturating_add(wait.div_ceil(NANOS_PER_SEC).saturating_mul(NANOS_PER_SEC)),
                 )),
                 reset_at: None,
+                forbidden: false,
             });
         }
         if wait == 0 {
@@ -319,7 +320,8 @@ mod tests {
             refusal,
             Decision::Reject(Hint {
                 retry_at: Some(Nanos(1_010_000_007)),
-                reset_at: None
+                reset_at: None,
+                forbidden: false,
             })
         );
         assert!(limiter.clone().decide(Nanos(1_010_000_007)).admitted());

@@ -152,20 +152,8 @@ impl ClosedLoop {
         let Arrival { time, key } = arrival;
         // The key whose limit decided: the client's, or the one shared.
         let key = if self.per_key { key } else { Key::DEFAULT };
-        self.attempts.push(time);
+        self.count(time, number);
         let is_retry = number > 1;
-        if is_retry {
-            self.retries += 1;
-        } else {
-            self.requests += 1;
-        }
-        if let Some((period, phase)) = self.edges
-            && time.get() >= phase
-            && (time.get() - phase) % period < AFTER_RESET.get()
-        {
-            self.after_reset.0 += 1;
-            self.after_reset.1 += u64::from(is_retry);
-        }
         match admitted_at {
             Some(at) => {
                 self.goodput += 1;
@@ -185,6 +173,31 @@ impl ClosedLoop {
                 streak.last = time;
                 streak.requests += u64::from(!is_retry);
             }
+        }
+    }
+
+    /// Counts attempt `number` of a request refused for a reason no retry
+    /// changes (a 403, not a limit's 429): an attempt, but no part of a
+    /// lockout, which is a limit's.
+    pub fn refused(&mut self, arrival: Arrival, number: u32) {
+        self.count(arrival.time, number);
+    }
+
+    /// Counts attempt `number`, sent at `time`.
+    fn count(&mut self, time: Nanos, number: u32) {
+        self.attempts.push(time);
+        let is_retry = number > 1;
+        if is_retry {
+            self.retries += 1;
+        } else {
+            self.requests += 1;
+        }
+        if let Some((period, phase)) = self.edges
+            && time.get() >= phase
+            && (time.get() - phase) % period < AFTER_RESET.get()
+        {
+            self.after_reset.0 += 1;
+            self.after_reset.1 += u64::from(is_retry);
         }
     }
 

@@ -183,7 +183,9 @@ impl Driver for RetryingClients {
                 return;
             }
         };
-        if attempt.number >= self.retry.max_attempts {
+        // A refusal no retry changes (a 403) is not a rate limit's no: a
+        // client retrying those (429) gives up on it at once.
+        if hint.forbidden || attempt.number >= self.retry.max_attempts {
             self.gave_up += 1;
             return;
         }

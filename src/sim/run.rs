@@ -302,7 +302,12 @@ impl RunState {
                     }
                     Decision::Reject(_) => None,
                 };
-                closed.attempt(arrival, attempt.number, attempt.first, admitted_at);
+                match decision {
+                    Decision::Reject(hint) if hint.forbidden => {
+                        closed.refused(arrival, attempt.number);
+                    }
+                    _ => closed.attempt(arrival, attempt.number, attempt.first, admitted_at),
+                }
                 self.m
                     .timeline
                     .record_attempt(arrival.time, attempt.number > 1);

@@ -721,6 +721,84 @@ fn the_advice_to_set_packed_is_given_only_where_it_would_apply() {
     );
 }
 
+/// Spring Cloud Gateway answers a request whose key resolves to nothing
+/// with 403 (`deny-empty-key`), not a rate limit's 429: clients that retry
+/// rejections do not retry that one. Replayed from a log whose every other
+/// row has no user, behind a per-user limit no user reaches, with clients
+/// retrying after 100 ms: each keyless request is given up at its first
+/// attempt. Beside it, a per-user fixed window of one a second, whose 429s
+/// the same clients do retry.
+#[test]
+fn a_spring_403_to_a_request_without_a_key_is_not_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for row in 0..40 {
+        let user = if row % 2 == 0 {
+            format!("u{}", row % 3)
+        } else {
+            "-".into()
+        };
+        log.push_str(&format!(
+            "10.0.0.{} - {user} [27/Nov/2026:08:00:{:02} +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"x\"\n",
+            row % 5,
+            row / 4
+        ));
+    }
+    fs::write(dir.path().join("users.log"), log).unwrap();
+    let scenario = dir.path().join("s.toml");
+    fs::write(
+        &scenario,
+        r#"duration = "30s"
+[[workload]]
+name = "log"
+sources = [{ kind = "trace", format = "combined", path = "users.log", key_field = "remote_user", spread = "none" }]
+retry = { policy = "fixed", base = "100ms", max_attempts = 3 }
+[[limiter]]
+name = "spring"
+kind = "spring-cloud-gateway"
+replenish_rate = 100
+burst_capacity = 100
+per = "key"
+[[limiter]]
+name = "fixed"
+kind = "fixed-window"
+window = "1s"
+threshold = 1
+per = "key"
+"#,
+    )
+    .unwrap();
+    let summary = run_summary(&scenario, &dir.path().join("out"));
+    let run = |name: &str| {
+        summary["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|run| run["limiter"] == name)
+            .unwrap()
+            .clone()
+    };
+    let spring = run("spring");
+    let closed = &spring["closed_loop"];
+    assert_eq!(
+        (
+            spring["offered"].as_u64(),
+            spring["admitted"].as_u64(),
+            closed["retries"].as_u64(),
+            closed["gave_up"].as_u64()
+        ),
+        (Some(40), Some(20), Some(0), Some(20)),
+        "{spring}"
+    );
+    // Refused, not limited: no lockout (a limit's) for the keyless.
+    assert_eq!(closed["lockout"]["lockouts"].as_u64(), Some(0), "{spring}");
+    let fixed = run("fixed");
+    assert!(
+        fixed["closed_loop"]["retries"].as_u64() > Some(0),
+        "{fixed}"
+    );
+}
+
 /// `--decisions` beside each model's answer writes the log's own: every
 /// request of a client the log always answered 429 reads `false`, of the
 /// other `true`, in whatever order the seconds' spreading put them; the

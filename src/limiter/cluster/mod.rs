@@ -223,6 +223,7 @@ fn in_true_time(hint: Hint, clock: u64, now: u64) -> Hint {
     Hint {
         retry_at: shift(hint.retry_at),
         reset_at: shift(hint.reset_at),
+        forbidden: hint.forbidden,
     }
 }
 
