@@ -348,22 +348,22 @@ impl Validator<'_> {
                     (sources, found) = check(Some(earliest))?;
                 }
                 warnings.extend(found);
-                // As one trace of more rows than packing takes by default says.
-                if sources.len() > 1
-                    && self.part.is_none()
-                    && SourceConfig::labelled_together(&sources).is_some_and(|labelled| !labelled.packed)
-                    && !sources.iter().any(|source| matches!(&source.kind, crate::traffic::SourceKind::Trace(trace) if trace.packed.is_some()))
-                {
-                    warnings.push(format!("workload {name:?}: its logs hold more than {} rows together, so their requests are not also run packed against their seconds' edges (admitted_at_least is the seeded figure); set packed = true on them to run them, with two more sets of each limiter's state", crate::traffic::trace::PACKED_ROWS));
-                }
-                // Asked for, but not possible: several sources are run
-                // packed only as logs of whole seconds rebased together.
-                if sources.len() > 1
-                    && self.part.is_none()
-                    && SourceConfig::labelled_together(&sources).is_none()
-                    && sources.iter().any(|source| matches!(&source.kind, crate::traffic::SourceKind::Trace(trace) if trace.packed == Some(true)))
-                {
-                    warnings.push(format!("workload {name:?}: packed = true is not applied: a workload's sources are run packed against their seconds' edges only together, when all are logs stamped in whole seconds and rebased together (rebase = true, the default for logs)"));
+                // Several sources are run packed only together, as logs of
+                // whole seconds rebased together (their seconds gathered and
+                // sorted once here: up to MAX_COUNTED_SECONDS of them).
+                if sources.len() > 1 && self.part.is_none() {
+                    let says = |packed: fn(Option<bool>) -> bool| sources.iter().any(|source| matches!(&source.kind, crate::traffic::SourceKind::Trace(trace) if packed(trace.packed)));
+                    match SourceConfig::labelled_together(&sources) {
+                        // As one trace of more rows than packing takes by default says.
+                        Some(labelled) if !labelled.packed && !says(|packed| packed.is_some()) => {
+                            warnings.push(format!("workload {name:?}: its logs hold more than {} rows together, so their requests are not also run packed against their seconds' edges (admitted_at_least is the seeded figure); set packed = true on them to run them, with two more sets of each limiter's state", crate::traffic::trace::PACKED_ROWS));
+                        }
+                        // Asked for, but not possible.
+                        None if says(|packed| packed == Some(true)) => {
+                            warnings.push(format!("workload {name:?}: packed = true is not applied: a workload's sources are run packed against their seconds' edges only together, when all are logs stamped in whole seconds and rebased together (rebase = true, the default for logs)"));
+                        }
+                        _ => {}
+                    }
                 }
                 // State is kept per key: the keys a workload can send are bounded before any work.
                 let keys = sources.iter().map(|s| s.keys(duration, base_dir).map_err(|err| self.error(file.span(), format!("workload {name:?}: {err}")))).sum::<Result<u64, _>>()?;
