@@ -43,24 +43,35 @@ pub use crate::time::seconds;
 /// For each workload replaying a log of responses, what its own limiter
 /// did beside what each model does: `black-friday: the log's own limiter
 /// turned away 176 of 2308 requests; the models turn away global-fixed 256,
-/// …`.
+/// …`. With clients that retry, the log's rows are the requests (first
+/// attempts) and a model turns a request away when its client gives up on
+/// it; its rejected attempts, retries included, are shown beside.
 pub fn log_comparison(runs: &[crate::summary::RunSummary]) -> Vec<String> {
     let mut lines: Vec<(String, u64, u64, Vec<String>)> = Vec::new();
     for run in runs {
         let Some(logged) = run.turned_away_in_log else {
             continue;
         };
-        let model = format!("{} {}", run.limiter, run.rejected);
+        let (requests, model) = match &run.closed_loop {
+            Some(clients) => (
+                clients.requests,
+                format!(
+                    "{} {} ({} of {} attempts)",
+                    run.limiter, clients.gave_up, run.rejected, run.offered
+                ),
+            ),
+            None => (run.offered, format!("{} {}", run.limiter, run.rejected)),
+        };
         match lines.iter_mut().find(|line| line.0 == run.workload) {
             Some(line) => line.3.push(model),
-            None => lines.push((run.workload.clone(), logged, run.offered, vec![model])),
+            None => lines.push((run.workload.clone(), logged, requests, vec![model])),
         }
     }
     lines
         .into_iter()
-        .map(|(workload, logged, offered, models)| {
+        .map(|(workload, logged, requests, models)| {
             format!(
-                "{workload}: the log's own limiter turned away {logged} of {offered} requests; the models turn away {}",
+                "{workload}: the log's own limiter turned away {logged} of {requests} requests; the models turn away {}",
                 models.join(", ")
             )
         })

@@ -797,6 +797,22 @@ per = "key"
         fixed["closed_loop"]["retries"].as_u64() > Some(0),
         "{fixed}"
     );
+    // Beside the log's own limiter, the log's 40 rows are the requests, and
+    // a model turns away the requests its clients give up on, its rejected
+    // attempts (retries included) beside.
+    let table = Command::cargo_bin("burstsim")
+        .unwrap()
+        .args(["run", "--no-charts", "--out"])
+        .arg(dir.path().join("again"))
+        .arg(&scenario)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&table.stdout);
+    let line = format!(
+        "log: the log's own limiter turned away 0 of 40 requests; the models turn away spring 20 (20 of 40 attempts), fixed {} ({} of {} attempts)\n",
+        fixed["closed_loop"]["gave_up"], fixed["rejected"], fixed["offered"]
+    );
+    assert!(stdout.contains(&line), "{line}{stdout}");
 }
 
 /// `--decisions` beside each model's answer writes the log's own: every
