@@ -373,8 +373,15 @@ fn plugin_block(
             "give at least one of second, minute, hour, day, month, year (Kong requires one)",
         ));
     }
-    if limit_by.as_ref().is_some_and(|(by, _)| by == "header") {
-        block.notes.push("limit_by header: Kong counts a request without the header by its client address (get_identifier falls back to the forwarded IP); a log keyed by the header replays its `-` rows as one client instead, which is not modelled".into());
+    // get_identifier: `identifier or kong.client.get_forwarded_ip()`.
+    let (by, without) = match limit_by.as_ref().map(|(by, _)| by.as_str()) {
+        None | Some("consumer") => ("consumer", "without a consumer or credential"),
+        Some("credential") => ("credential", "without a credential"),
+        Some("header") => ("header", "without the header"),
+        Some(_) => ("", ""),
+    };
+    if !by.is_empty() {
+        block.notes.push(format!("limit_by {by}: Kong counts a request {without} by its address (get_identifier's fallback); for a log keyed by the {by}, set the trace's key_fallback to the address field"));
     }
     match limit_by {
         Some((by, _)) if by == "service" => {}
@@ -456,7 +463,7 @@ mod tests {
     }
 
     #[test]
-    fn limit_by_header_says_a_request_without_it_is_counted_by_address_in_kong_not_here() {
+    fn limit_by_header_says_a_request_without_it_is_counted_by_address_and_how_to_replay_it() {
         let note = |limit_by: &str| {
             let blocks = read(&format!(
                 "plugins:\n  - name: rate-limiting\n    config: {{ second: 5, limit_by: {limit_by}, header_name: x-api-key }}\n"
@@ -465,10 +472,12 @@ mod tests {
             blocks[0]
                 .notes
                 .iter()
-                .any(|n| n.contains("falls back to the forwarded IP"))
+                .any(|n| n.contains("set the trace's key_fallback"))
         };
         assert!(note("header"));
+        assert!(note("consumer"));
         assert!(!note("ip"));
+        assert!(!note("service"));
     }
 
     /// Kong runs one rate-limiting configuration per request, the most

@@ -44,12 +44,27 @@ pub enum Format {
 /// empty header's `$http_x_forwarded_for`).
 pub const BLANK_KEY: &[u8] = b"";
 
+/// A text log's key field, or where it is absent (`-`) the fallback's,
+/// if one is named (`key_fallback`).
+#[inline]
+pub fn or_fallback<'a>(key: &'a str, fallback: Option<&'a str>) -> &'a str {
+    match fallback {
+        Some(other) if key == "-" => other,
+        _ => key,
+    }
+}
+
+/// What a JSON line's key member missing or `null` hashes as: no JSON
+/// text's bytes (a string's are UTF-8, which never holds 0xFF).
+pub const ABSENT_MEMBER: &[u8] = b"\xff";
+
 impl Format {
-    /// The text of a key field whose value was absent, in the text logs
-    /// that write one as `-` (nginx's `$http_x_forwarded_for` for a request
+    /// The text of a key field whose value was absent: `-` in the text logs
+    /// that write one so (nginx's `$http_x_forwarded_for` for a request
     /// without the header, Envoy's `%REQ(…)%`, an ALB's or CloudFront's
-    /// missing field); in CSV and JSON a missing value is refused, and an
-    /// empty one ([`BLANK_KEY`]) is present.
+    /// missing field), [`ABSENT_MEMBER`] for a JSON member missing or
+    /// `null`; a CSV cell is never absent (an empty one, [`BLANK_KEY`], is
+    /// present).
     pub fn absent_key(self) -> Option<&'static [u8]> {
         match self {
             Format::Combined
@@ -57,9 +72,19 @@ impl Format {
             | Format::Cloudfront
             | Format::Envoy
             | Format::Haproxy => Some(b"-"),
-            Format::Csv | Format::Jsonl | Format::Traefik | Format::Cloudflare | Format::Gcp => {
-                None
+            Format::Jsonl | Format::Traefik | Format::Cloudflare | Format::Gcp => {
+                Some(ABSENT_MEMBER)
             }
+            Format::Csv => None,
+        }
+    }
+
+    /// How its rows write an absent key, in words: `` `-` `` or `missing
+    /// or null`; `None` where none is ([`Format::absent_key`]).
+    pub fn absent_words(self) -> Option<&'static str> {
+        match self.absent_key()? {
+            b"-" => Some("`-`"),
+            _ => Some("missing or null"),
         }
     }
 

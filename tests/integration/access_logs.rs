@@ -721,6 +721,57 @@ fn the_advice_to_set_packed_is_given_only_where_it_would_apply() {
     );
 }
 
+/// Kong's `limit_by = "header"` counts a request without the header by its
+/// client's address. Kong's file-log leaves the header out of
+/// `request.headers` then: replayed keyed by the header, the ten requests
+/// from ten addresses without one are one absent client, and a limit of 2
+/// a second per key lets 2 of them through; with `key_fallback =
+/// "client_ip"`, each is its address's, and all ten pass, as in Kong.
+#[test]
+fn kong_counts_a_request_without_its_header_by_address_with_key_fallback() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::new();
+    for row in 0..12u64 {
+        let headers = if row < 2 {
+            r#"{"x-api-key":"alpha"}"#.to_string()
+        } else {
+            "{}".to_string()
+        };
+        log.push_str(&format!(
+            "{{\"started_at\":{},\"client_ip\":\"10.0.0.{row}\",\"request\":{{\"method\":\"GET\",\"uri\":\"/\",\"headers\":{headers}}},\"response\":{{\"status\":200}}}}\n",
+            1_764_230_400_000 + row * 10
+        ));
+    }
+    fs::write(dir.path().join("kong.jsonl"), log).unwrap();
+    let scenario = |fallback: &str| {
+        let path = dir.path().join(format!("s{}.toml", fallback.len()));
+        fs::write(
+            &path,
+            format!(
+                r#"duration = "10s"
+[[workload]]
+name = "kong"
+sources = [{{ kind = "trace", format = "jsonl", path = "kong.jsonl", time_field = "started_at", unit = "ms", key_field = "request.headers.x-api-key"{fallback}, spread = "none" }}]
+[[limiter]]
+name = "kong"
+kind = "kong"
+second = 2
+per = "key"
+"#
+            ),
+        )
+        .unwrap();
+        let summary = run_summary(&path, &dir.path().join(format!("out{}", fallback.len())));
+        let run = &summary["runs"][0];
+        (run["admitted"].as_u64(), run["keys"]["keys"].as_u64())
+    };
+    assert_eq!(scenario(""), (Some(4), Some(2)));
+    assert_eq!(
+        scenario(r#", key_fallback = "client_ip""#),
+        (Some(12), Some(11))
+    );
+}
+
 /// Spring Cloud Gateway answers a request whose key resolves to nothing
 /// with 403 (`deny-empty-key`), not a rate limit's 429: clients that retry
 /// rejections do not retry that one. Replayed from a log whose every other

@@ -154,17 +154,29 @@ impl Input {
             (Input::Csv { record, .. }, Layout::Csv { key, .. }) => {
                 String::from_utf8_lossy(record.get((*key)?)?.trim_ascii()).into_owned()
             }
-            (Input::Lines { reader, .. }, Layout::Combined { key, .. }) => {
-                Combined::parse(reader.line().trim())?.get((*key)?)?.to_string()
+            (Input::Lines { reader, .. }, Layout::Combined { key, fallback, .. }) => {
+                let fields = Combined::parse(reader.line().trim())?;
+                let named = fields.get((*key)?)?;
+                match fallback {
+                    Some(other) if named == "-" => fields.get(*other)?,
+                    _ => named,
+                }
+                .to_string()
             }
-            (Input::Lines { reader, header, .. }, Layout::Text { format, key, .. }) => {
-                format.split(reader.line().trim(), header)?[(*key)?].trim().to_string()
+            (Input::Lines { reader, header, .. }, Layout::Text { format, key, fallback, .. }) => {
+                let fields = format.split(reader.line().trim(), header)?;
+                logs::or_fallback(fields[(*key)?].trim(), fallback.map(|f| fields[f].trim())).to_string()
             }
-            (Input::Lines { reader, .. }, Layout::Json { key, .. }) => {
-                let [raw] = super::json::members(reader.line().trim(), [key.as_deref()]).ok()?;
-                match json_text(raw?) {
-                    JsonText::String(text) => text.trim().to_string(),
-                    JsonText::Number(text) | JsonText::Other(text) => text.to_string(),
+            (Input::Lines { reader, .. }, Layout::Json { key, fallback, .. }) => {
+                let [raw, other] = super::json::members(
+                    reader.line().trim(),
+                    [key.as_deref(), fallback.as_deref()],
+                )
+                .ok()?;
+                match json_present(raw).or_else(|| json_present(other)).map(json_text) {
+                    Some(JsonText::String(text)) => text.trim().to_string(),
+                    Some(JsonText::Number(text) | JsonText::Other(text)) => text.to_string(),
+                    None => "-".to_string(),
                 }
             }
             _ => return None,
@@ -277,6 +289,7 @@ impl Input {
                 return match layout {
                     Layout::Combined {
                         key,
+                        fallback,
                         host,
                         filter,
                         tail,
@@ -305,12 +318,18 @@ impl Input {
                         })?;
                         let key = match *key {
                             None => Key::DEFAULT,
-                            Some(place) => Key::named(
-                                fields
+                            Some(place) => {
+                                let named = fields
                                     .get(place)
-                                    .ok_or_else(|| at(no_forwarded_for(text)))?
-                                    .as_bytes(),
-                            ),
+                                    .ok_or_else(|| at(no_forwarded_for(text)))?;
+                                let named = match fallback {
+                                    Some(other) if named == "-" => fields
+                                        .get(*other)
+                                        .ok_or_else(|| at(no_forwarded_for(text)))?,
+                                    _ => named,
+                                };
+                                Key::named(named.as_bytes())
+                            }
                         };
                         let key = match host.and_then(|at| fields.get(at)) {
                             Some(host) => key.on_host(host.as_bytes()),
@@ -359,6 +378,7 @@ fn other_line(
             format,
             time,
             key,
+            fallback,
             host,
             filter,
             status,
@@ -391,7 +411,7 @@ fn other_line(
                 ))
             })?;
             let key = key.map_or(Key::DEFAULT, |at| {
-                Key::named(fields[at].trim().as_bytes())
+                Key::named(logs::or_fallback(fields[at].trim(), fallback.map(|f| fields[f].trim())).as_bytes())
             });
             let key = match host {
                 Some(at) => key.on_host(fields[*at].trim().as_bytes()),
@@ -411,6 +431,7 @@ fn other_line(
             unit,
             numbers,
             key,
+            fallback,
             host,
             filter,
             status,
@@ -419,7 +440,7 @@ fn other_line(
             text,
             time,
             (*unit, *numbers),
-            (key.as_deref(), host.as_deref()),
+            (key.as_deref(), fallback.as_deref(), host.as_deref()),
             (filter.as_deref(), status, *flag),
         ) {
             Ok(None) => {
@@ -488,7 +509,7 @@ pub(super) fn json_row(
     text: &str,
     field: &str,
     (unit, numbers): (Option<Unit>, Unit),
-    (key, host): (Option<&str>, Option<&str>),
+    (key, fallback, host): (Option<&str>, Option<&str>, Option<&str>),
     (filter, status, flag): (Option<&JsonFilter>, &str, Option<&str>),
 ) -> Result<Option<JsonRow>, FieldError> {
     // Values as written: a number of epoch seconds goes through the same
@@ -496,12 +517,13 @@ pub(super) fn json_row(
     // 1764460800.999999999 into 1764460801).
     let no_filter = [None, None, None, None];
     let wanted = filter.map_or(&no_filter, |(_, fields)| fields);
-    let [value, key_raw, host_raw, flag_raw, status_raw, method, path, status_field, host_field] =
+    let [value, key_raw, fallback_raw, host_raw, flag_raw, status_raw, method, path, status_field, host_field] =
         super::json::members(
             text,
             [
                 Some(field),
                 key,
+                fallback,
                 host,
                 flag,
                 Some(status),
@@ -555,9 +577,14 @@ pub(super) fn json_row(
         Some(JsonText::Number(text) | JsonText::Other(text)) => Ok(Key::named(text.as_bytes())),
         None => Err(FieldError::new(format!("no {what} field {name:?}"))),
     };
+    // A key member missing or null is absent: the fallback's, if named and
+    // present, else the absent key (as a text log's `-`).
     let key = match key {
         None => Key::DEFAULT,
-        Some(name) => named(name, key_raw, "key")?,
+        Some(name) => match json_present(key_raw).or_else(|| json_present(fallback_raw)) {
+            Some(raw) => named(name, Some(raw), "key")?,
+            None => Key::named(logs::ABSENT_MEMBER),
+        },
     };
     let key = match host {
         None => key,
@@ -581,6 +608,11 @@ pub(super) fn json_row(
         None => Logged::Status(status_raw.map(as_text)),
     };
     Ok(Some(((time, key), logged)))
+}
+
+/// A member's value unless it is missing or `null`.
+fn json_present(raw: Option<&str>) -> Option<&str> {
+    raw.filter(|raw| *raw != "null")
 }
 
 /// A JSON value as written in the line.

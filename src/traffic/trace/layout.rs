@@ -24,6 +24,8 @@ pub(super) enum Layout {
     Combined {
         /// Places in [`logs::COMBINED_FIELDS`].
         key: Option<usize>,
+        /// `key_fallback`'s place.
+        fallback: Option<usize>,
         host: Option<usize>,
         filter: Option<Box<Where>>,
         /// Whether `key` or `host` is the referer or the user agent, so
@@ -35,6 +37,8 @@ pub(super) enum Layout {
         format: Text,
         time: usize,
         key: Option<usize>,
+        /// `key_fallback`'s place.
+        fallback: Option<usize>,
         /// `host_field`, if given.
         host: Option<usize>,
         filter: Option<Box<Where>>,
@@ -46,6 +50,8 @@ pub(super) enum Layout {
         /// The unit of a time written as a number, unless `unit` says.
         numbers: Unit,
         key: Option<String>,
+        /// `key_fallback`.
+        fallback: Option<String>,
         host: Option<String>,
         /// `where`, and the fields it reads.
         filter: Option<Box<(Where, [Option<String>; 4])>>,
@@ -118,6 +124,12 @@ impl Config {
     /// from the configuration for a log.
     pub(super) fn locate(&self, shown: &Path, input: &mut Input) -> Result<Layout, FieldError> {
         let shown = shown.to_path_buf();
+        if self.key_fallback.is_some() && self.key.is_none() {
+            return Err(field_error!(
+                "key_fallback",
+                "it keys the rows whose key_field is absent; set key_field"
+            ));
+        }
         match (self.format, input) {
             (Format::Csv, Input::Csv { reader, .. }) => self.locate_csv(&shown, reader),
             (Format::Combined, _) => {
@@ -147,11 +159,13 @@ impl Config {
                     ));
                 }
                 let (key, host) = (field(&self.key, "key_field")?, field(&self.host, "host_field")?);
+                let fallback = field(&self.key_fallback, "key_fallback")?;
                 Ok(Layout::Combined {
                     key,
+                    fallback,
                     host,
                     filter: self.filter.clone(),
-                    tail: [key, host].into_iter().flatten().any(logs::Combined::in_tail),
+                    tail: [key, fallback, host].into_iter().flatten().any(logs::Combined::in_tail),
                 })
             }
             (Format::Alb | Format::Cloudfront | Format::Envoy | Format::Haproxy, _) => {
@@ -164,6 +178,7 @@ impl Config {
                     unit: self.unit,
                     numbers: preset.numbers,
                     key: self.key.clone(),
+                    fallback: self.key_fallback.clone(),
                     host: self.host.clone(),
                     filter: self.filter.as_ref().map(|conditions| {
                         Box::new((
@@ -208,6 +223,7 @@ impl Config {
         };
         let time = field(self.column.as_deref().unwrap_or(roles.time), "time_field")?;
         let key = self.key.as_deref().map(|name| field(name, "key_field")).transpose()?;
+        let fallback = self.key_fallback.as_deref().map(|name| field(name, "key_fallback")).transpose()?;
         let host = self.host.as_deref().map(|name| field(name, "host_field")).transpose()?;
         if let Some(conditions) = &self.filter {
             if conditions.host.is_some() && host.is_none() && roles.host.is_none() {
@@ -237,6 +253,7 @@ impl Config {
             format,
             time,
             key,
+            fallback,
             host,
             filter: self.filter.clone(),
             status: field(roles.status, "where.status")?,
@@ -280,6 +297,12 @@ impl Config {
                     )
                 }),
         };
+        if self.key_fallback.is_some() {
+            return Err(field_error!(
+                "key_fallback",
+                "a CSV cell is never absent (an empty one is a key like any); key_fallback takes the place of a text log's `-` or a JSON member missing or null"
+            ));
+        }
         let key = column_of(&self.key, "key")?;
         let host = column_of(&self.host, "host")?;
         let unit = match (self.unit, name) {

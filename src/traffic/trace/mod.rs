@@ -84,6 +84,13 @@ pub struct Config {
     /// (`remote_addr`, `remote_user`, `http_user_agent`, …).
     #[serde(alias = "key_field")]
     pub key: Option<String>,
+    /// The field keying a row whose key field is absent (a text log's `-`,
+    /// a JSON member missing or `null`): Kong's `limit_by = "header"`,
+    /// `"consumer"` or `"credential"` counts such a request by its client's
+    /// address (`get_identifier` falls back to the forwarded IP). Without
+    /// it, such rows are one absent key, which each kind treats as its
+    /// gateway does ([`crate::limiter::Limiter::treat_empty_keys`]).
+    pub key_fallback: Option<String>,
     /// The column or field naming the Host each request names, for limits
     /// kept per Host (`per = "host"`); without it every request names the
     /// one site.

@@ -441,15 +441,28 @@ impl Config {
             ));
         }
         if empty_rows > 0 {
+            let absent = self.format.absent_words();
+            let fallback = match &self.key_fallback {
+                Some(fallback) => format!(" (nor {fallback:?})"),
+                None => String::new(),
+            };
+            let kong = match (&self.key_fallback, absent) {
+                (None, Some(_)) => " (Kong with limit_by = header counts each request without the header by its client's address: set key_fallback to the address's field)",
+                _ => "",
+            };
             warnings.push(format!(
-                "{}: {empty_rows} of {rows} rows have no {}{}: per key, kind \"nginx-limit-req\" does not limit them (nginx skips a zone whose key is empty){}; other kinds limit them together, as one client (Kong with limit_by = header would count each by its client's address instead: not modelled)",
+                "{}: {empty_rows} of {rows} rows have no {}{fallback}{}: per key, kind \"nginx-limit-req\" does not limit them (nginx skips a zone whose key is empty){}; other kinds limit them together, as one client{kong}",
                 shown.display(),
                 self.key.as_deref().unwrap_or_default(),
-                if self.format.absent_key().is_some() { " (`-`, or empty)" } else { " (empty)" },
-                if self.format.absent_key().is_some() {
-                    ", nor do \"haproxy-rate\" and \"envoy-ratelimit\" the `-` ones (HAProxy tracks, and Envoy asks its service, nothing without the header), and \"spring-cloud-gateway\" turns the `-` ones away (deny_empty_key, Spring's default; false lets them through unlimited)"
-                } else {
-                    ""
+                match absent {
+                    Some(absent) => format!(" ({absent}, or empty)"),
+                    None => " (empty)".into(),
+                },
+                match absent {
+                    Some(absent) => format!(
+                        ", nor do \"haproxy-rate\" and \"envoy-ratelimit\" the {absent} ones (HAProxy tracks, and Envoy asks its service, nothing without the header), and \"spring-cloud-gateway\" turns the {absent} ones away (deny_empty_key, Spring's default; false lets them through unlimited)"
+                    ),
+                    None => String::new(),
                 }
             ));
         }

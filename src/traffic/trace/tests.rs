@@ -117,6 +117,72 @@ fn a_log_in_nginx_main_format_is_keyed_by_its_forwarded_for_field() {
     assert!(err.contains("a.log:1: \"198.51.100.1 - - [27/Nov") && err.contains("has no http_x_forwarded_for"), "{err}");
 }
 
+/// A JSON line's key member missing or `null` is absent, as a text log's
+/// `-` is (Kong's file-log leaves a header out of `request.headers` when
+/// the request has none); an empty string is blank, `0` and `"null"` are
+/// keys like any. With `key_fallback`, an absent key is the fallback's:
+/// Kong's `limit_by = "header"` counts a request without the header by its
+/// client's address. Where the fallback is absent too, the key is absent.
+#[test]
+fn an_absent_key_is_the_fallback_fields_where_one_is_named() {
+    let lines = [
+        r#"{"time": 1, "ip": "10.0.0.1", "request": {"headers": {"x-api-key": "alpha"}}}"#,
+        r#"{"time": 2, "ip": "10.0.0.2", "request": {"headers": {}}}"#,
+        r#"{"time": 3, "ip": "10.0.0.3", "request": {"headers": {"x-api-key": null}}}"#,
+        r#"{"time": 4, "ip": "10.0.0.4", "request": {"headers": {"x-api-key": ""}}}"#,
+        r#"{"time": 5, "ip": "10.0.0.5", "request": {"headers": {"x-api-key": "null"}}}"#,
+        r#"{"time": 6, "request": {"headers": {"x-api-key": 0}}}"#,
+        r#"{"time": 7, "request": {"headers": {}}}"#,
+    ]
+    .join("\n");
+    let keyed = "format = \"jsonl\"\nkey_field = \"request.headers.x-api-key\"\nspread = \"none\"";
+    let keys = |extra: &str| -> Vec<Key> {
+        let (rows, _) = replay("k.jsonl", &lines, extra).unwrap();
+        rows.into_iter().map(|(_, key)| key).collect()
+    };
+    let absent = Key::named(logs::ABSENT_MEMBER);
+    let named = |text: &str| Key::named(text.as_bytes());
+    assert_eq!(
+        keys(keyed),
+        [named("alpha"), absent, absent, named(""), named("null"), named("0"), absent]
+    );
+    assert_eq!(
+        keys(&format!("{keyed}\nkey_fallback = \"ip\"")),
+        [named("alpha"), named("10.0.0.2"), named("10.0.0.3"), named(""), named("null"), named("0"), absent]
+    );
+    // The check says which rows name nothing, and what sets them apart.
+    let (dir, config) = file("k.jsonl", &lines, keyed);
+    let warnings = config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+    let said = warnings.iter().find(|w| w.contains("4 of 7 rows have no request.headers.x-api-key (missing or null, or empty)"));
+    assert!(said.is_some_and(|w| w.contains("set key_fallback")), "{warnings:?}");
+    assert_eq!(*config.empty_keys(), EmptyKeys { absent: vec![absent.client], blank: vec![named("").client] });
+    let (dir, config) = file("k.jsonl", &lines, &format!("{keyed}\nkey_fallback = \"ip\""));
+    let warnings = config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+    let said = warnings.iter().find(|w| w.contains("2 of 7 rows have no request.headers.x-api-key (nor \"ip\")"));
+    assert!(said.is_some_and(|w| !w.contains("set key_fallback")), "{warnings:?}");
+    // A text log's `-`: nginx's forwarded-for of a request without the
+    // header, keyed by its address instead; a vendor's log the same.
+    let main = "10.0.0.1 - - [27/Nov/2026:09:00:00 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"a\" \"198.51.100.1\"\n\
+        10.0.0.2 - - [27/Nov/2026:09:00:00 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"a\" \"-\"\n\
+        10.0.0.3 - - [27/Nov/2026:09:00:01 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"b\" \"\"\n";
+    let (rows, _) = replay(
+        "a.log",
+        main,
+        "format = \"combined\"\nkey_field = \"http_x_forwarded_for\"\nkey_fallback = \"remote_addr\"\nspread = \"none\"",
+    )
+    .unwrap();
+    let keys: Vec<Key> = rows.into_iter().map(|(_, key)| key).collect();
+    assert_eq!(keys, [named("198.51.100.1"), named("10.0.0.2"), named("")]);
+    let envoy = "[2026-11-27T09:00:00.000Z] \"GET / HTTP/1.1\" 200 - 0 5 1 1 \"-\" \"a\" \"id\" \"shop\" \"10.0.1.1:80\"\n";
+    let (rows, _) = replay(
+        "e.log",
+        envoy,
+        "format = \"envoy\"\nkey_field = \"x_forwarded_for\"\nkey_fallback = \"authority\"\nspread = \"none\"",
+    )
+    .unwrap();
+    assert_eq!(rows.into_iter().map(|(_, key)| key).collect::<Vec<_>>(), [named("shop")]);
+}
+
 /// A key field logged `-` (nginx's `$http_x_forwarded_for` of a request
 /// without the header) names an absent key, an empty one a blank key: the
 /// check counts those rows, says what the kinds do with them, and hands the
@@ -570,9 +636,27 @@ fn bad_log_lines_name_their_line_and_what_is_expected() {
         ),
         (
             "a.jsonl",
-            "{\"time\": 1, \"k\": 2}\n{\"time\": 2}\n",
-            "format = \"jsonl\"\nkey_field = \"k\"",
-            "a.jsonl:2: no key field \"k\"",
+            "{\"time\": 1, \"k\": 2}\n",
+            "format = \"jsonl\"\nkey_fallback = \"ip\"",
+            "key_fallback: it keys the rows whose key_field is absent; set key_field",
+        ),
+        (
+            "a.csv",
+            "time_ns,user,ip\n1,,10.0.0.1\n",
+            "key_field = \"user\"\nkey_fallback = \"ip\"",
+            "key_fallback: a CSV cell is never absent",
+        ),
+        (
+            "a.log",
+            COMBINED,
+            "format = \"combined\"\nkey_field = \"remote_user\"\nkey_fallback = \"ip\"",
+            "key_fallback: a combined log has no field \"ip\"; it has remote_addr",
+        ),
+        (
+            "a.log",
+            "https 2026-11-27T08:00:00.000000Z app/x/1 10.0.0.1:1 - 0 0 0 200 - 0 0 \"GET http://x:80/ HTTP/1.1\" \"-\"\n",
+            "format = \"alb\"\nkey_field = \"client\"\nkey_fallback = \"ip\"",
+            "key_fallback: alb logs have no field \"ip\"",
         ),
         (
             "a.csv",
