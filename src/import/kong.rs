@@ -18,8 +18,6 @@ const PERIODS: [&str; 6] = ["second", "minute", "hour", "day", "month", "year"];
 /// Config fields that change no decision.
 const IGNORED: &[&str] = &[
     "header_name",
-    "path",
-    "fault_tolerant",
     "error_code",
     "error_message",
     "redis",
@@ -313,6 +311,7 @@ fn plugin_block(
         "the service, route or consumer it is on"
     });
     let mut limit_by = None;
+    let (mut path, mut fault_tolerant) = (None, true);
     for (key, value) in config.entries() {
         let here = source.at(value.line, key);
         match key.as_str() {
@@ -351,6 +350,8 @@ fn plugin_block(
                 block.set("sync_rate", rate, here);
             }
             "limit_by" => limit_by = Some((value.string(source, "limit_by")?, value.line)),
+            "path" => path = Some(value.string(source, "path")?),
+            "fault_tolerant" => fault_tolerant = value.boolean(source, key)?,
             "hide_client_headers" => {
                 if value.boolean(source, key)? {
                     block.set(key, true, format!("{here}: no Retry-After on a 429"));
@@ -383,6 +384,10 @@ fn plugin_block(
     if !by.is_empty() {
         block.notes.push(format!("limit_by {by}: Kong counts a request {without} by its address (get_identifier's fallback); for a log keyed by the {by}, set the trace's key_fallback to the address field"));
     }
+    if limit_by.as_ref().is_some_and(|(by, _)| by == "path") {
+        let path = path.as_deref().unwrap_or("(no path set)");
+        block.notes.push(format!("limit_by path: Kong keeps one counter for the requests to {path} and counts every other request by its address; key the trace by path for those, by address for the rest"));
+    }
     match limit_by {
         Some((by, _)) if by == "service" => {}
         Some((by, line)) => block.set(
@@ -407,6 +412,8 @@ fn plugin_block(
     let policy = block.fields.iter().find(|f| f.key == "policy");
     if policy.is_none_or(|f| f.value.as_str() == Some("local")) {
         block.per_instance("Kong node");
+    } else if !fault_tolerant {
+        block.notes.push("fault_tolerant false: Kong answers 500 while its counters' store fails (the handler raises the store's error); with store outages, set on_error = \"deny\" in the cluster's store".into());
     }
     if let Some(name) = scope.consumer {
         block.notes.push(format!(
@@ -478,6 +485,28 @@ mod tests {
         assert!(note("consumer"));
         assert!(!note("ip"));
         assert!(!note("service"));
+    }
+
+    /// Settings that change decisions only in some cases are noted where
+    /// they do: `path` under `limit_by: path` (the requests elsewhere are
+    /// counted by address), `fault_tolerant: false` with a shared store
+    /// (a store error becomes a 500).
+    #[test]
+    fn path_and_fault_tolerant_are_noted_where_they_change_decisions() {
+        let notes = |config: &str| {
+            let blocks = read(&format!(
+                "plugins:\n  - name: rate-limiting\n    config: {{ second: 5, {config} }}\n"
+            ))
+            .unwrap();
+            blocks[0].notes.join("\n")
+        };
+        let path = notes("limit_by: path, path: /login");
+        assert!(path.contains("one counter for the requests to /login and counts every other request by its address"), "{path}");
+        assert!(!notes("limit_by: ip, path: /login").contains("limit_by path"));
+        let strict = notes("policy: redis, fault_tolerant: false");
+        assert!(strict.contains("on_error = \"deny\""), "{strict}");
+        assert!(!notes("policy: redis, fault_tolerant: true").contains("fault_tolerant"));
+        assert!(!notes("policy: local, fault_tolerant: false").contains("fault_tolerant"));
     }
 
     /// Kong runs one rate-limiting configuration per request, the most
