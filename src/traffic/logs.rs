@@ -79,6 +79,14 @@ impl Format {
         }
     }
 
+    /// Whether its rows are JSON objects, one a line.
+    pub fn is_json(self) -> bool {
+        matches!(
+            self,
+            Format::Jsonl | Format::Traefik | Format::Cloudflare | Format::Gcp
+        )
+    }
+
     /// How its rows write an absent key, in words: `` `-` `` or `missing
     /// or null`; `None` where none is ([`Format::absent_key`]).
     pub fn absent_words(self) -> Option<&'static str> {

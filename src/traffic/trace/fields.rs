@@ -49,6 +49,41 @@ pub(super) fn invalid(text: &str, unit: Unit) -> String {
     )
 }
 
+/// A request's start: its logged `end`, written as `text` in `unit`, less
+/// `elapsed`, its duration in decimal seconds as the `name` field holds it
+/// (nginx's `$request_time`). An end written to the whole second is
+/// refused: the start would be known only within that second.
+pub(super) fn started(
+    end: u64,
+    (text, unit): (&str, Unit),
+    elapsed: &str,
+    name: &str,
+) -> Result<u64, String> {
+    let below_second = match unit {
+        Unit::Nanos | Unit::Millis => true,
+        Unit::Seconds | Unit::DateTime => text.contains('.'),
+    };
+    if !below_second {
+        return Err(format!(
+            "{:?} is a whole second, so a start {name} before it is known only to the second; log the time with its milliseconds (nginx's $msec)",
+            crate::input::quote_at_most(text, 64)
+        ));
+    }
+    let took = parse_text(elapsed, Unit::Seconds).ok_or_else(|| {
+        format!(
+            "{name}: {:?} is not {}",
+            crate::input::quote_at_most(elapsed, 64),
+            Unit::Seconds.expected()
+        )
+    })?;
+    end.checked_sub(took).ok_or_else(|| {
+        format!(
+            "{name}: {} s is longer than the time itself",
+            elapsed.trim()
+        )
+    })
+}
+
 impl Unit {
     /// What a field in this unit looks like, in words.
     pub(super) fn expected(self) -> &'static str {

@@ -203,6 +203,7 @@ impl Input {
                 Layout::Csv {
                     column,
                     unit,
+                    elapsed,
                     key,
                     host,
                     filter,
@@ -243,7 +244,16 @@ impl Input {
                     }
                 }
                 let at = || record_line(record, crlf);
-                let time = parse(record, *column, *unit, path, at)?;
+                let mut time = parse(record, *column, *unit, path, at)?;
+                if let Some(took) = *elapsed {
+                    let text = |column| {
+                        record.get(column).map_or("", |bytes| {
+                            std::str::from_utf8(bytes).unwrap_or_default()
+                        })
+                    };
+                    time = started(time, (text(*column), *unit), text(took), "elapsed_field")
+                        .map_err(|err| format!("{}:{}: {err}", path.display(), at()))?;
+                }
                 let key = match *key {
                     Some(column) => parse_key(record, column, path, at)?,
                     None => Key::DEFAULT,
@@ -430,6 +440,7 @@ fn other_line(
             time,
             unit,
             numbers,
+            elapsed,
             key,
             fallback,
             host,
@@ -438,7 +449,7 @@ fn other_line(
             flag,
         } => match json_row(
             text,
-            time,
+            (time, elapsed.as_deref()),
             (*unit, *numbers),
             (key.as_deref(), fallback.as_deref(), host.as_deref()),
             (filter.as_deref(), status, *flag),
@@ -507,7 +518,7 @@ pub(super) const KEY_TEXT_CHARS: usize = 64;
 /// None when `filter` leaves it out.
 pub(super) fn json_row(
     text: &str,
-    field: &str,
+    (field, elapsed): (&str, Option<&str>),
     (unit, numbers): (Option<Unit>, Unit),
     (key, fallback, host): (Option<&str>, Option<&str>, Option<&str>),
     (filter, status, flag): (Option<&JsonFilter>, &str, Option<&str>),
@@ -517,13 +528,13 @@ pub(super) fn json_row(
     // 1764460800.999999999 into 1764460801).
     let no_filter = [None, None, None, None];
     let wanted = filter.map_or(&no_filter, |(_, fields)| fields);
-    let [value, key_raw, fallback_raw, host_raw, flag_raw, status_raw, method, path, status_field, host_field] =
+    let [value, took, key_raw, host_raw, flag_raw, status_raw, method, path, status_field, host_field] =
         super::json::members(
             text,
             [
                 Some(field),
+                elapsed,
                 key,
-                fallback,
                 host,
                 flag,
                 Some(status),
@@ -555,15 +566,9 @@ pub(super) fn json_row(
     let value = value.ok_or_else(|| {
         format!("no field {field:?}; set time_field to the field holding the time")
     })?;
-    let time = match json_text(value) {
-        JsonText::String(text) => {
-            let unit = unit.unwrap_or(Unit::DateTime);
-            parse_text(&text, unit).ok_or_else(|| invalid(&text, unit))?
-        }
-        JsonText::Number(text) => {
-            let unit = unit.unwrap_or(numbers);
-            parse_text(text, unit).ok_or_else(|| invalid(text, unit))?
-        }
+    let (written, unit) = match json_text(value) {
+        JsonText::String(text) => (text, unit.unwrap_or(Unit::DateTime)),
+        JsonText::Number(text) => (Cow::Borrowed(text), unit.unwrap_or(numbers)),
         JsonText::Other(text) => {
             return Err(format!(
                 "{field}: {} is not a time",
@@ -572,16 +577,25 @@ pub(super) fn json_row(
             .into());
         }
     };
+    let mut time = parse_text(&written, unit).ok_or_else(|| invalid(&written, unit))?;
+    if let Some(name) = elapsed {
+        let took = match took.map(json_text) {
+            Some(JsonText::String(text)) => text,
+            Some(JsonText::Number(text) | JsonText::Other(text)) => Cow::Borrowed(text),
+            None => return Err(format!("no field {name:?} (elapsed_field)").into()),
+        };
+        time = started(time, (&written, unit), &took, name)?;
+    }
     let named = |name: &str, raw: Option<_>, what: &str| match raw.map(json_text) {
         Some(JsonText::String(text)) => Ok(Key::named(text.trim().as_bytes())),
         Some(JsonText::Number(text) | JsonText::Other(text)) => Ok(Key::named(text.as_bytes())),
         None => Err(FieldError::new(format!("no {what} field {name:?}"))),
     };
     // A key member missing or null is absent: the fallback's, if named and
-    // present, else the absent key (as a text log's `-`).
+    // present (looked for only then), else the absent key (as a text log's `-`).
     let key = match key {
         None => Key::DEFAULT,
-        Some(name) => match json_present(key_raw).or_else(|| json_present(fallback_raw)) {
+        Some(name) => match json_present(key_raw).or_else(|| json_fallback(text, fallback)) {
             Some(raw) => named(name, Some(raw), "key")?,
             None => Key::named(logs::ABSENT_MEMBER),
         },
@@ -613,6 +627,14 @@ pub(super) fn json_row(
 /// A member's value unless it is missing or `null`.
 fn json_present(raw: Option<&str>) -> Option<&str> {
     raw.filter(|raw| *raw != "null")
+}
+
+/// The `key_fallback` member of a line whose key is absent, if present:
+/// read again only for such a line, so that the others pay nothing for it.
+#[cold]
+fn json_fallback<'a>(text: &'a str, fallback: Option<&str>) -> Option<&'a str> {
+    let [raw] = super::json::members(text, [Some(fallback?)]).ok()?;
+    json_present(raw)
 }
 
 /// A JSON value as written in the line.

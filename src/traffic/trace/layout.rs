@@ -14,6 +14,8 @@ pub(super) enum Layout {
     Csv {
         column: usize,
         unit: Unit,
+        /// `elapsed_field`'s column.
+        elapsed: Option<usize>,
         key: Option<usize>,
         host: Option<usize>,
         /// `where`, and the columns of the fields it reads.
@@ -49,6 +51,8 @@ pub(super) enum Layout {
         unit: Option<Unit>,
         /// The unit of a time written as a number, unless `unit` says.
         numbers: Unit,
+        /// `elapsed_field`.
+        elapsed: Option<String>,
         key: Option<String>,
         /// `key_fallback`.
         fallback: Option<String>,
@@ -130,6 +134,18 @@ impl Config {
                 "it keys the rows whose key_field is absent; set key_field"
             ));
         }
+        if self.elapsed_field.is_some() && !self.format.is_json() && self.format != Format::Csv {
+            return Err(field_error!(
+                "elapsed_field",
+                "{} logs {}; elapsed_field is for JSON lines and CSV (nginx's $msec and $request_time)",
+                self.format.name(),
+                match self.format {
+                    Format::Combined => "write no duration, and their time is whole seconds",
+                    Format::Cloudfront => "write their time to the whole second, so a start time-taken before it is known only to the second",
+                    _ => "write each request's start already",
+                }
+            ));
+        }
         match (self.format, input) {
             (Format::Csv, Input::Csv { reader, .. }) => self.locate_csv(&shown, reader),
             (Format::Combined, _) => {
@@ -177,6 +193,7 @@ impl Config {
                     time: self.column.clone().unwrap_or_else(|| preset.time.into()),
                     unit: self.unit,
                     numbers: preset.numbers,
+                    elapsed: self.elapsed_field.clone(),
                     key: self.key.clone(),
                     fallback: self.key_fallback.clone(),
                     host: self.host.clone(),
@@ -305,6 +322,7 @@ impl Config {
         }
         let key = column_of(&self.key, "key")?;
         let host = column_of(&self.host, "host")?;
+        let elapsed = column_of(&self.elapsed_field, "elapsed")?;
         let unit = match (self.unit, name) {
             (Some(unit), _) => unit,
             (None, name) if name.ends_with("_ns") => Unit::Nanos,
@@ -342,6 +360,7 @@ impl Config {
         Ok(Layout::Csv {
             column,
             unit,
+            elapsed,
             key,
             host,
             filter,

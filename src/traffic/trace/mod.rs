@@ -91,6 +91,11 @@ pub struct Config {
     /// it, such rows are one absent key, which each kind treats as its
     /// gateway does ([`crate::limiter::Limiter::treat_empty_keys`]).
     pub key_fallback: Option<String>,
+    /// The field or column of each request's duration in decimal seconds
+    /// (nginx's `$request_time`), taken from its time: nginx writes a line
+    /// when the request ends, so its `$msec` is the end, and the start is
+    /// where a limit decided it. The time must resolve below a second.
+    pub elapsed_field: Option<String>,
     /// The column or field naming the Host each request names, for limits
     /// kept per Host (`per = "host"`); without it every request names the
     /// one site.

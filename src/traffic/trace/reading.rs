@@ -69,7 +69,8 @@ const AHEAD: usize = 4;
 /// What the reading thread sends.
 enum Reading {
     Rows(Vec<ReadRow>, Vec<(usize, String)>),
-    File(FileRead),
+    /// Boxed: a file's part (its layout) is far larger than a hand-over.
+    File(Box<FileRead>),
     Failed(FieldError),
 }
 
@@ -212,7 +213,7 @@ fn take(
                 // allocates one, as it would have anyway.
                 let _ = give_back.try_send(read);
             }
-            Reading::File(file) => rows.file(file)?,
+            Reading::File(file) => rows.file(*file)?,
             Reading::Failed(err) => return Err(err),
         }
     }
@@ -271,7 +272,7 @@ impl ReadInto for Handing {
 
     fn file(&mut self, file: FileRead) -> Result<(), FieldError> {
         self.hand()?;
-        self.send(Reading::File(file))
+        self.send(Reading::File(Box::new(file)))
     }
 }
 

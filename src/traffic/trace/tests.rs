@@ -183,6 +183,87 @@ fn an_absent_key_is_the_fallback_fields_where_one_is_named() {
     assert_eq!(rows.into_iter().map(|(_, key)| key).collect::<Vec<_>>(), [named("shop")]);
 }
 
+/// nginx writes a line when the request ends: `elapsed_field` takes each
+/// request's `$request_time` from its `$msec`, so a slow request replays
+/// where it started, before requests that ended earlier (sorted, in
+/// JSON lines and in CSV). A time to the whole second is refused (the
+/// start would be known only to the second), as are a duration that is no
+/// number or longer than the time, and logs that have no such field.
+#[test]
+fn elapsed_field_replays_each_request_where_it_started() {
+    let lines = r#"{"msec": "1764230400.900", "request_time": 0.850}
+{"msec": 1764230401.1, "request_time": "0.000"}
+{"msec": "1764230401.500", "request_time": "1.400"}
+"#;
+    let json = "format = \"jsonl\"\ntime_field = \"msec\"\nunit = \"s\"\nelapsed_field = \"request_time\"";
+    let (rows, warnings) = replay("n.jsonl", lines, json).unwrap();
+    let times: Vec<u64> = rows.iter().map(|row| row.0).collect();
+    assert_eq!(times, [0, 50_000_000, 1_050_000_000]);
+    assert!(warnings.iter().any(|w| w.contains("1 of 3 rows are earlier than the row before them")), "{warnings:?}");
+    let csv = "time_ms,took\n1764230400900,0.850\n1764230401100,0\n1764230401500,1.4\n";
+    let (dir, config) = file("n.csv", csv, "elapsed_field = \"took\"\nrebase = true");
+    config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+    let replayed: Vec<u64> = config
+        .replay(dir.path(), Nanos(0), Nanos(u64::MAX), rng())
+        .unwrap()
+        .map(|a| a.time.get())
+        .collect();
+    assert_eq!(replayed, [0, 50_000_000, 1_050_000_000]);
+    for (name, contents, extra, expected) in [
+        (
+            "n.jsonl",
+            "{\"msec\": \"1764230400.900\", \"request_time\": 0.1}\n{\"msec\": \"1764230401\", \"request_time\": 0.1}\n",
+            json,
+            "n.jsonl:2: \"1764230401\" is a whole second, so a start request_time before it is known only to the second",
+        ),
+        (
+            "n.jsonl",
+            "{\"time\": \"2026-11-27T09:00:00Z\", \"request_time\": 0.1}\n",
+            "format = \"jsonl\"\nelapsed_field = \"request_time\"",
+            "n.jsonl:1: \"2026-11-27T09:00:00Z\" is a whole second",
+        ),
+        (
+            "n.jsonl",
+            "{\"msec\": \"1764230400.900\", \"request_time\": \"-\"}\n",
+            json,
+            "n.jsonl:1: request_time: \"-\" is not a non-negative number of seconds",
+        ),
+        (
+            "n.jsonl",
+            "{\"msec\": \"1764230400.900\"}\n",
+            json,
+            "n.jsonl:1: no field \"request_time\" (elapsed_field)",
+        ),
+        (
+            "n.jsonl",
+            "{\"msec\": \"0.5\", \"request_time\": 0.6}\n",
+            json,
+            "n.jsonl:1: request_time: 0.6 s is longer than the time itself",
+        ),
+        (
+            "n.csv",
+            "time_ms,took\n5,x\n",
+            "elapsed_field = \"took\"",
+            "n.csv:2: elapsed_field: \"x\" is not a non-negative number of seconds",
+        ),
+        (
+            "n.csv",
+            "time_ms\n5\n",
+            "elapsed_field = \"took\"",
+            "no elapsed column \"took\" in the header",
+        ),
+        (
+            "a.log",
+            COMBINED,
+            "format = \"combined\"\nelapsed_field = \"request_time\"",
+            "elapsed_field: combined logs write no duration",
+        ),
+    ] {
+        let err = replay(name, contents, extra).unwrap_err();
+        assert!(err.contains(expected), "{expected:?} not in {err}");
+    }
+}
+
 /// A key field logged `-` (nginx's `$http_x_forwarded_for` of a request
 /// without the header) names an absent key, an empty one a blank key: the
 /// check counts those rows, says what the kinds do with them, and hands the
