@@ -156,12 +156,7 @@ impl Input {
             }
             (Input::Lines { reader, .. }, Layout::Combined { key, fallback, .. }) => {
                 let fields = Combined::parse(reader.line().trim())?;
-                let named = fields.get((*key)?)?;
-                match fallback {
-                    Some(other) if named == "-" => fields.get(*other)?,
-                    _ => named,
-                }
-                .to_string()
+                logs::or_fallback(fields.get((*key)?)?, fallback.and_then(|f| fields.get(f))).to_string()
             }
             (Input::Lines { reader, header, .. }, Layout::Text { format, key, fallback, .. }) => {
                 let fields = format.split(reader.line().trim(), header)?;
