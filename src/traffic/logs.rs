@@ -67,15 +67,9 @@ impl Format {
     /// present).
     pub fn absent_key(self) -> Option<&'static [u8]> {
         match self {
-            Format::Combined
-            | Format::Alb
-            | Format::Cloudfront
-            | Format::Envoy
-            | Format::Haproxy => Some(b"-"),
-            Format::Jsonl | Format::Traefik | Format::Cloudflare | Format::Gcp => {
-                Some(ABSENT_MEMBER)
-            }
             Format::Csv => None,
+            json if json.is_json() => Some(ABSENT_MEMBER),
+            _ => Some(b"-"),
         }
     }
 

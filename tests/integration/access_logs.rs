@@ -40,9 +40,15 @@ fn summary_with_input(dir: &Path, name: &str, source: &str, stdin: &[u8]) -> (Ve
 
 /// `summary.json` of `burstsim run` of `scenario` into `out`, which must succeed.
 fn run_summary(scenario: &Path, out: &Path) -> serde_json::Value {
+    run_table(scenario, out).0
+}
+
+/// `summary.json` and the printed table of `burstsim run` of `scenario`
+/// into `out`, which must succeed.
+fn run_table(scenario: &Path, out: &Path) -> (serde_json::Value, String) {
     let run = Command::cargo_bin("burstsim")
         .unwrap()
-        .args(["run", "-q", "--no-charts", "--out"])
+        .args(["run", "--no-charts", "--out"])
         .arg(out)
         .arg(scenario)
         .output()
@@ -52,7 +58,8 @@ fn run_summary(scenario: &Path, out: &Path) -> serde_json::Value {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    serde_json::from_slice(&fs::read(out.join("summary.json")).unwrap()).unwrap()
+    let summary = serde_json::from_slice(&fs::read(out.join("summary.json")).unwrap()).unwrap();
+    (summary, String::from_utf8_lossy(&run.stdout).into_owned())
 }
 
 /// The exit status and standard output of `burstsim check` of `scenario`.
@@ -819,7 +826,7 @@ per = "key"
 "#,
     )
     .unwrap();
-    let summary = run_summary(&scenario, &dir.path().join("out"));
+    let (summary, stdout) = run_table(&scenario, &dir.path().join("out"));
     let run = |name: &str| {
         summary["runs"]
             .as_array()
@@ -851,14 +858,6 @@ per = "key"
     // Beside the log's own limiter, the log's 40 rows are the requests, and
     // a model turns away the requests its clients give up on, its rejected
     // attempts (retries included) beside.
-    let table = Command::cargo_bin("burstsim")
-        .unwrap()
-        .args(["run", "--no-charts", "--out"])
-        .arg(dir.path().join("again"))
-        .arg(&scenario)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&table.stdout);
     let line = format!(
         "log: the log's own limiter turned away 0 of 40 requests; the models turn away spring 20 (20 of 40 attempts), fixed {} ({} of {} attempts)\n",
         fixed["closed_loop"]["gave_up"], fixed["rejected"], fixed["offered"]

@@ -134,6 +134,12 @@ impl Config {
                 "it keys the rows whose key_field is absent; set key_field"
             ));
         }
+        if self.key_fallback.is_some() && self.format.absent_key().is_none() {
+            return Err(field_error!(
+                "key_fallback",
+                "a CSV cell is never absent (an empty one is a key like any); key_fallback takes the place of a text log's `-` or a JSON member missing or null"
+            ));
+        }
         if self.elapsed_field.is_some() && !self.format.is_json() && self.format != Format::Csv {
             return Err(field_error!(
                 "elapsed_field",
@@ -314,12 +320,6 @@ impl Config {
                     )
                 }),
         };
-        if self.key_fallback.is_some() {
-            return Err(field_error!(
-                "key_fallback",
-                "a CSV cell is never absent (an empty one is a key like any); key_fallback takes the place of a text log's `-` or a JSON member missing or null"
-            ));
-        }
         let key = column_of(&self.key, "key")?;
         let host = column_of(&self.host, "host")?;
         let elapsed = column_of(&self.elapsed_field, "elapsed")?;
