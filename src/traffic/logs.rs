@@ -602,9 +602,21 @@ pub fn iso_time(text: &str) -> Option<u64> {
     rfc3339_time(text.as_bytes()).or_else(|| any_iso_time(text))
 }
 
+/// Whether `text` is an ISO 8601 date-time that [`iso_time`] refuses only
+/// for its instant: before 1970 or past the last nanosecond 64 bits hold.
+pub fn iso_out_of_range(text: &str) -> bool {
+    let text = text.trim();
+    iso_date_time(text).is_some() && iso_time(text).is_none()
+}
+
 /// [`iso_time`] by the general parsers.
 fn any_iso_time(text: &str) -> Option<u64> {
-    let time = time::OffsetDateTime::parse(text, &Rfc3339)
+    u64::try_from(iso_date_time(text)?.unix_timestamp_nanos()).ok()
+}
+
+/// `text` as an RFC 3339 or ISO 8601 date-time with an offset, any year.
+fn iso_date_time(text: &str) -> Option<time::OffsetDateTime> {
+    time::OffsetDateTime::parse(text, &Rfc3339)
         .or_else(|_| time::OffsetDateTime::parse(text, &Iso8601::DEFAULT))
         .or_else(|_| {
             // RFC 3339 allows a space in place of the `T`; the parser does not.
@@ -618,8 +630,7 @@ fn any_iso_time(text: &str) -> Option<u64> {
                 )),
             }
         })
-        .ok()?;
-    u64::try_from(time.unix_timestamp_nanos()).ok()
+        .ok()
 }
 
 #[cfg(test)]

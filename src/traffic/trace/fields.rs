@@ -33,6 +33,17 @@ pub enum Spread {
 }
 
 pub(super) fn invalid(text: &str, unit: Unit) -> String {
+    if out_of_range(text, unit) {
+        let smaller = match unit {
+            Unit::Seconds => "; is it in a smaller unit than seconds?",
+            Unit::Millis => "; is it in a smaller unit than milliseconds?",
+            Unit::Nanos | Unit::DateTime => "",
+        };
+        return format!(
+            "{:?} is outside the times burstsim holds: nanoseconds since 1970-01-01T00:00:00Z in 64 bits, up to {LAST_TIME}{smaller}",
+            crate::input::quote_at_most(text, 64)
+        );
+    }
     let date_time = matches!(unit, Unit::DateTime);
     // nginx's $msec and many JSON logs write epoch seconds as a string.
     let hint = if date_time && parse_text(text, Unit::Seconds).is_some() {
@@ -47,6 +58,29 @@ pub(super) fn invalid(text: &str, unit: Unit) -> String {
         crate::input::quote_at_most(text, 64),
         unit.expected(),
     )
+}
+
+/// The last instant a time in nanoseconds holds (`u64::MAX` ns).
+const LAST_TIME: &str = "2554-07-21T23:34:33.709551615Z";
+
+/// Whether `text`, which [`parse_text`] refused in `unit`, is written as a
+/// time in that unit but lies past [`LAST_TIME`] (or, a date-time, before
+/// the epoch): a number too large, not a malformed one.
+fn out_of_range(text: &str, unit: Unit) -> bool {
+    let text = text.trim();
+    match unit {
+        Unit::Nanos => !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()),
+        Unit::Seconds | Unit::Millis => is_decimal(text),
+        Unit::DateTime => logs::iso_out_of_range(text),
+    }
+}
+
+/// Digits around at most one point, at least one digit: the shape
+/// [`crate::decimal::scaled`] reads.
+fn is_decimal(text: &str) -> bool {
+    let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
+    !(whole.is_empty() && frac.is_empty())
+        && whole.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
 }
 
 /// A request's start: its logged `end`, written as `text` in `unit`, less
@@ -69,19 +103,25 @@ pub(super) fn started(
             crate::input::quote_at_most(text, 64)
         ));
     }
-    let took = parse_text(elapsed, Unit::Seconds).ok_or_else(|| {
-        format!(
-            "{name}: {:?} is not {}",
-            crate::input::quote_at_most(elapsed, 64),
-            Unit::Seconds.expected()
-        )
-    })?;
-    end.checked_sub(took).ok_or_else(|| {
+    let longer = || {
         format!(
             "{name}: {} s is longer than the time itself",
-            elapsed.trim()
+            crate::input::quote_at_most(elapsed.trim(), 64)
         )
-    })
+    };
+    let took = match parse_text(elapsed, Unit::Seconds) {
+        Some(took) => took,
+        // Too many seconds for nanoseconds in 64 bits: more than any end.
+        None if is_decimal(elapsed.trim()) => return Err(longer()),
+        None => {
+            return Err(format!(
+                "{name}: {:?} is not {}",
+                crate::input::quote_at_most(elapsed, 64),
+                Unit::Seconds.expected()
+            ));
+        }
+    };
+    end.checked_sub(took).ok_or_else(longer)
 }
 
 impl Unit {

@@ -241,6 +241,12 @@ fn elapsed_field_replays_each_request_where_it_started() {
             "n.jsonl:1: request_time: 0.6 s is longer than the time itself",
         ),
         (
+            "n.jsonl",
+            "{\"msec\": \"1764230400.900\", \"request_time\": 99999999999}\n",
+            json,
+            "n.jsonl:1: request_time: 99999999999 s is longer than the time itself",
+        ),
+        (
             "n.csv",
             "time_ms,took\n5,x\n",
             "elapsed_field = \"took\"",
@@ -702,6 +708,32 @@ fn bad_log_lines_name_their_line_and_what_is_expected() {
             "{\"time\": \"noon\"}\n",
             "format = \"jsonl\"",
             "a.jsonl:1: \"noon\" is not an RFC 3339 date-time",
+        ),
+        // Written as times, but past the last nanosecond 64 bits hold (or
+        // before the epoch): said so, not called malformed.
+        (
+            "a.jsonl",
+            "{\"time\": \"1969-12-31T23:59:59Z\"}\n",
+            "format = \"jsonl\"",
+            "a.jsonl:1: \"1969-12-31T23:59:59Z\" is outside the times burstsim holds: nanoseconds since 1970-01-01T00:00:00Z in 64 bits, up to 2554-07-21T23:34:33.709551615Z",
+        ),
+        (
+            "a.jsonl",
+            "{\"time\": \"2554-07-21T23:34:34Z\"}\n",
+            "format = \"jsonl\"",
+            "a.jsonl:1: \"2554-07-21T23:34:34Z\" is outside the times burstsim holds",
+        ),
+        (
+            "a.csv",
+            "time_ns\n18446744073709551616\n",
+            "",
+            "a.csv:2: \"18446744073709551616\" is outside the times burstsim holds",
+        ),
+        (
+            "a.csv",
+            "time_ms\n1764230400900000000\n",
+            "",
+            "a.csv:2: \"1764230400900000000\" is outside the times burstsim holds: nanoseconds since 1970-01-01T00:00:00Z in 64 bits, up to 2554-07-21T23:34:33.709551615Z; is it in a smaller unit than milliseconds?",
         ),
         (
             "a.jsonl",
