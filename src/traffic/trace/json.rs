@@ -3,9 +3,11 @@
 //! them (a table of every member cost a map, an allocation a member name
 //! and a SipHash each: two thirds of a JSON log's reading time). A line
 //! that is one flat object without escapes — what access logs write — is
-//! read by a scanner of its own ([`scanned`]); any other goes to serde_json,
-//! which the scanner never contradicts (a property test checks it on
-//! lines valid, nested, escaped and broken).
+//! read by a scanner of its own ([`scanned`]), escapes in its values
+//! included (Kong's file-log writes every `/` as `\/`, Go's loggers `&` as
+//! `\u0026`); any other goes to serde_json, which the scanner never
+//! contradicts (a property test checks it on lines valid, nested, escaped
+//! and broken).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -54,10 +56,10 @@ fn parsed<'a, const N: usize>(
     Ok(found)
 }
 
-/// [`members`] of a line of JSON without escapes, nested at most
-/// [`NESTING`] deep (what access logs write), read byte by byte with JSON's
-/// grammar; `None` for any other line — an escape, deeper nesting, or what
-/// is not JSON — for serde_json to read. (serde_json took 0.7 µs of a
+/// [`members`] of a line of JSON without escapes in its members' names,
+/// nested at most [`NESTING`] deep (what access logs write), read byte by
+/// byte with JSON's grammar; `None` for any other line — an escaped name,
+/// deeper nesting, or what is not JSON — for serde_json to read. (serde_json took 0.7 µs of a
 /// 190-byte line's reading; see docs/performance.md.)
 fn scanned<'a, const N: usize>(text: &'a str, names: [Option<&str>; N]) -> Option<[Option<&'a str>; N]> {
     let bytes = text.as_bytes();
@@ -118,8 +120,8 @@ fn listed<'n, const N: usize>(names: &[Option<&'n str>; N]) -> ([(usize, &'n [u8
 const NESTING: usize = 64;
 
 /// Past the object at `at`, each member's name and value (as ranges of
-/// `bytes`) handed to `member`; `None` unless it is one, without escapes,
-/// nested at most `depth` deep.
+/// `bytes`) handed to `member`; `None` unless it is one, without escapes in
+/// its names, nested at most `depth` deep.
 fn object_end(
     bytes: &[u8],
     at: usize,
@@ -134,7 +136,7 @@ fn object_end(
         return Some(at + 1);
     }
     loop {
-        let name_end = string_end(bytes, at)?;
+        let name_end = name_end(bytes, at)?;
         let name = (at + 1, name_end - 1);
         at = space(bytes, name_end);
         if bytes.get(at) != Some(&b':') {
@@ -152,8 +154,8 @@ fn object_end(
     }
 }
 
-/// Past the array at `at`; `None` unless it is one, without escapes,
-/// nested at most `depth` deep.
+/// Past the array at `at`; `None` unless it is one, without escapes in
+/// its objects' names, nested at most `depth` deep.
 fn array_end(bytes: &[u8], at: usize, depth: usize) -> Option<usize> {
     if bytes.get(at) != Some(&b'[') || depth == 0 {
         return None;
@@ -181,10 +183,11 @@ fn space(bytes: &[u8], mut at: usize) -> usize {
     at
 }
 
-/// Past the string without escapes at `at` (its closing quote included);
-/// `None` when there is none, or it has an escape or a control character.
+/// Past the member's name at `at` (its closing quote included); `None`
+/// when there is none, or it has an escape (a name is compared as
+/// written) or a control character.
 #[inline]
-fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
+fn name_end(bytes: &[u8], at: usize) -> Option<usize> {
     if bytes.get(at) != Some(&b'"') {
         return None;
     }
@@ -193,7 +196,35 @@ fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
     (bytes[stop] == b'"').then_some(stop + 1)
 }
 
-/// Past the value at `at`: a string without escapes, a number, `true`,
+/// Past the string at `at` (its closing quote included); `None` when there
+/// is none, or it has a control character or an escape JSON does not
+/// have. As serde_json skips a string, a `\u` escape is four hex digits,
+/// whatever code point they make (a lone surrogate is refused only when
+/// the string is unescaped: see [`string`]).
+#[inline]
+fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
+    if bytes.get(at) != Some(&b'"') {
+        return None;
+    }
+    let mut at = at + 1;
+    loop {
+        // A quote, a backslash, or a control character (below 0x20).
+        let stop = at + crate::traffic::bytes::find(bytes.get(at..)?, [b'"', b'\\'], 0x20)?;
+        match bytes[stop] {
+            b'"' => return Some(stop + 1),
+            b'\\' => {
+                at = match bytes.get(stop + 1)? {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => stop + 2,
+                    b'u' if bytes.get(stop + 2..stop + 6)?.iter().all(u8::is_ascii_hexdigit) => stop + 6,
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// Past the value at `at`: a string, a number, `true`,
 /// `false`, `null`, or an object or array of them nested at most `depth`
 /// deep; `None` for anything else.
 #[inline]
@@ -398,6 +429,18 @@ mod tests {
         );
         assert_eq!(Ok(found), parsed(line, names).map_err(|e| e.to_string()));
         assert_eq!(scanned("{ }", [Some("a")]), Some([None]));
+        // Escapes in values, as Kong's file-log and Go's loggers write them.
+        let kong = r#"{"request":{"uri":"\/api\/cart?a=1\u0026b=2","headers":{"host":"shop.example","user-agent":"q\"\\\n"}},"client_ip":"10.0.0.1","started_at":1764230400123}"#;
+        let names = [Some("request.uri"), Some("request.headers.host"), Some("client_ip"), Some("started_at")];
+        let found = scanned(kong, names).expect("read by the scanner");
+        assert_eq!(
+            found,
+            [Some(r#""\/api\/cart?a=1\u0026b=2""#), Some(r#""shop.example""#), Some(r#""10.0.0.1""#), Some("1764230400123")]
+        );
+        assert_eq!(Ok(found), parsed(kong, names).map_err(|e| e.to_string()));
+        assert_eq!(string(found[0].unwrap()).as_deref(), Some("/api/cart?a=1&b=2"));
+        // A name with an escape is compared unescaped: serde_json's.
+        assert_eq!(scanned(r#"{"t\u0069me":1}"#, [Some("time")]), None);
     }
 
     use proptest::prelude::*;
@@ -417,7 +460,10 @@ mod tests {
     /// letters, some of them escapes, control characters, quotes or
     /// characters past ASCII, at any place within the scanner's 8 bytes.
     fn written() -> impl Strategy<Value = String> {
-        let alphabet = ["a", "a", "a", "a", "a", "a", "é", "\\", "\\\"", "\u{1}", "\t", "\"", "\u{7f}", " ", "\u{1f}", "€"];
+        let alphabet = [
+            "a", "a", "a", "a", "a", "a", "é", "\\", "\\\"", "\u{1}", "\t", "\"", "\u{7f}", " ", "\u{1f}", "€",
+            "\\/", "\\\\", "\\n", "\\b", "\\u0026", "\\u00E9", "\\uD800", "\\u12G4", "\\u00", "\\x", "\\U0041",
+        ];
         prop::collection::vec(0..alphabet.len(), 0..40)
             .prop_map(move |chars| format!("\"{}\"", chars.iter().map(|&c| alphabet[c]).collect::<String>()))
     }
