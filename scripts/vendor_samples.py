@@ -47,3 +47,29 @@ with open("scenarios/traces/checkout-access.gcp.json", "w") as f:
             "timestamp": w.strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
         f.write(json.dumps(entry, separators=(",", ":"), sort_keys=True) + "\n")
+# Kong's file-log: kong.log.serialize() (kong/pdk/log.lua) one object a line,
+# as OpenResty's cjson writes it (every "/" escaped); a request its
+# rate-limiting plugin turned away was answered 429 by Kong, no upstream.
+with open("scenarios/traces/checkout-access.kong.json", "w") as f:
+    for n, ip, w, m, p, pr, st, sz, ag in rows:
+        limited = st == 429
+        entry = {
+            "request": {
+                "id": rid(n)[:32], "uri": p, "url": f"https://shop.example:443{p}", "querystring": {},
+                "method": m, "size": 180,
+                "headers": {"host": "shop.example", "user-agent": ag, "accept": "application/json"},
+            },
+            "upstream_uri": "" if limited else p,
+            "upstream_status": "" if limited else str(st),
+            "response": {
+                "status": st, "size": sz,
+                "headers": {"x-ratelimit-limit-second": "20", "x-ratelimit-remaining-second": "0" if limited else "7"},
+            },
+            "latencies": {"kong": 0, "proxy": -1 if limited else 11, "request": 1 if limited else 12, "receive": 0},
+            "route": {"name": "checkout", "paths": ["/api/"]},
+            "service": {"name": "shop", "host": "10.0.1.17", "port": 8080},
+            "client_ip": ip,
+            "started_at": int(w.timestamp()) * 1000,
+            "source": "kong" if limited else "upstream",
+        }
+        f.write(json.dumps(entry, separators=(",", ":")).replace("/", "\\/") + "\n")

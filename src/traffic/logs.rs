@@ -30,6 +30,10 @@ pub enum Format {
     /// Logging exports them (one LogEntry per line): time `timestamp`, the
     /// request's fields under `httpRequest` (`httpRequest.remoteIp`).
     Gcp,
+    /// Kong's logging plugins (file-log, tcp-log, udp-log, syslog's
+    /// message): `kong.log.serialize()` as one JSON object a line, the
+    /// request's start in `started_at` (Unix milliseconds).
+    Kong,
     /// AWS Application Load Balancer access logs.
     Alb,
     /// CloudFront standard logs (tab-separated, `#Fields:` header).
@@ -77,7 +81,7 @@ impl Format {
     pub fn is_json(self) -> bool {
         matches!(
             self,
-            Format::Jsonl | Format::Traefik | Format::Cloudflare | Format::Gcp
+            Format::Jsonl | Format::Traefik | Format::Cloudflare | Format::Gcp | Format::Kong
         )
     }
 
@@ -99,6 +103,7 @@ impl Format {
             Format::Traefik => "traefik",
             Format::Cloudflare => "cloudflare",
             Format::Gcp => "gcp",
+            Format::Kong => "kong",
             Format::Alb => "alb",
             Format::Cloudfront => "cloudfront",
             Format::Envoy => "envoy",

@@ -102,8 +102,9 @@ fn a_gzipped_log_on_standard_input_replays_as_the_file_does() {
 
 /// Each vendor's sample of the same requests as the combined log (written
 /// by scripts/vendor_samples.py), and the field naming its client.
-const VENDORS: [(&str, &str, &str); 7] = [
+const VENDORS: [(&str, &str, &str); 8] = [
     ("traefik", "checkout-access.traefik.json", "ClientHost"),
+    ("kong", "checkout-access.kong.json", "client_ip"),
     ("cloudflare", "checkout-access.cloudflare.json", "ClientIP"),
     ("gcp", "checkout-access.gcp.json", "httpRequest.remoteIp"),
     ("alb", "checkout-access.alb.log", "client"),

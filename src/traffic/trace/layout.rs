@@ -113,6 +113,15 @@ impl JsonPreset {
                 ],
                 flag: None,
             },
+            // `kong.log.serialize()` (kong/pdk/log.lua, Kong 3.x): the
+            // start from `kong.request.get_start_time()` in milliseconds,
+            // the path as requested (its query included), the Host header.
+            Format::Kong => JsonPreset {
+                time: "started_at",
+                numbers: Unit::Millis,
+                fields: ["request.method", "request.uri", "response.status", "request.headers.host"],
+                flag: None,
+            },
             _ => JsonPreset {
                 time: "time",
                 numbers: Unit::Seconds,
@@ -193,7 +202,7 @@ impl Config {
             (Format::Alb | Format::Cloudfront | Format::Envoy | Format::Haproxy, _) => {
                 self.locate_text()
             }
-            (Format::Jsonl | Format::Traefik | Format::Cloudflare | Format::Gcp, _) => {
+            (Format::Jsonl | Format::Traefik | Format::Cloudflare | Format::Gcp | Format::Kong, _) => {
                 let preset = JsonPreset::of(self.format);
                 Ok(Layout::Json {
                     time: self.column.clone().unwrap_or_else(|| preset.time.into()),

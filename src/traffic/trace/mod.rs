@@ -67,7 +67,7 @@ pub struct Config {
     pub paths: Option<Vec<PathBuf>>,
     /// How it is laid out: `"csv"` (default), `"combined"`, `"jsonl"`, or a
     /// vendor's log (`"alb"`, `"cloudfront"`, `"cloudflare"`, `"envoy"`,
-    /// `"gcp"`, `"haproxy"`, `"traefik"`).
+    /// `"gcp"`, `"haproxy"`, `"kong"`, `"traefik"`).
     #[serde(default)]
     pub format: Format,
     /// The CSV column or JSON field of the time (default: `time_ns`, else
