@@ -2,10 +2,10 @@
 //! it: the other members are checked and skipped, and nothing is kept of
 //! them (a table of every member cost a map, an allocation a member name
 //! and a SipHash each: two thirds of a JSON log's reading time). A line
-//! that is one flat object without escapes — what access logs write — is
-//! read by a scanner of its own ([`scanned`]), escapes in its values
-//! included (Kong's file-log writes every `/` as `\/`, Go's loggers `&` as
-//! `\u0026`); any other goes to serde_json, which the scanner never
+//! that is one object whose members' names have no escapes — what access
+//! logs write, their values escaped or not (Kong's file-log writes every
+//! `/` as `\/`, Go's loggers `&` as `\u0026`) — is read by a scanner of its
+//! own ([`scanned`]); any other goes to serde_json, which the scanner never
 //! contradicts (a property test checks it on lines valid, nested, escaped
 //! and broken).
 
@@ -59,8 +59,9 @@ fn parsed<'a, const N: usize>(
 /// [`members`] of a line of JSON without escapes in its members' names,
 /// nested at most [`NESTING`] deep (what access logs write), read byte by
 /// byte with JSON's grammar; `None` for any other line — an escaped name,
-/// deeper nesting, or what is not JSON — for serde_json to read. (serde_json took 0.7 µs of a
-/// 190-byte line's reading; see docs/performance.md.)
+/// deeper nesting, or what is not JSON — for serde_json to read.
+/// (serde_json took 0.7 µs of a 190-byte line's reading; see
+/// docs/performance.md.)
 fn scanned<'a, const N: usize>(text: &'a str, names: [Option<&str>; N]) -> Option<[Option<&'a str>; N]> {
     let bytes = text.as_bytes();
     let outers = names.map(|name| {
