@@ -325,7 +325,7 @@ impl Bucket4j {
         Hint {
             retry_at: Some(Nanos(arrival.saturating_add(seconds.saturating_mul(Nanos::SECOND.get())))),
             reset_at: None,
-            forbidden: false,
+            ..Hint::NONE
         }
     }
 }
@@ -465,16 +465,16 @@ mod tests {
         // 10 a minute, greedy: at 1 s the refill carried 1/6 of a token, so
         // the next is (60 s − 10 s) / 10 = 5 s away; it is due at 6 s.
         let greedy = "{ capacity = 10, refill_period = \"1m\" }";
-        assert_eq!(hint(greedy, 10, 1_000 * MS), Decision::Reject(Hint { retry_at: Some(Nanos(6_000 * MS)), reset_at: None, forbidden: false }));
+        assert_eq!(hint(greedy, 10, 1_000 * MS), Decision::Reject(Hint { retry_at: Some(Nanos(6_000 * MS)), reset_at: None, ..Hint::NONE }));
         // 3 a second: 333 ms away, which truncates to 0: "retry now".
         let fast = "{ capacity = 3, refill_period = \"1s\" }";
-        assert_eq!(hint(fast, 3, 0), Decision::Reject(Hint { retry_at: Some(Nanos(0)), reset_at: None, forbidden: false }));
+        assert_eq!(hint(fast, 3, 0), Decision::Reject(Hint { retry_at: Some(Nanos(0)), reset_at: None, ..Hint::NONE }));
         // Intervally: the next refill (60 s) − now (1.5 s) = 58.5 s → 58.
         let interval = "{ capacity = 10, refill_period = \"1m\", refill = \"intervally\" }";
-        assert_eq!(hint(interval, 10, 1_500 * MS), Decision::Reject(Hint { retry_at: Some(Nanos(59_500 * MS)), reset_at: None, forbidden: false }));
+        assert_eq!(hint(interval, 10, 1_500 * MS), Decision::Reject(Hint { retry_at: Some(Nanos(59_500 * MS)), reset_at: None, ..Hint::NONE }));
         // The longest wait over the bandwidths that are empty.
         let both = format!("{greedy}, {{ capacity = 20, refill_period = \"1h\" }}");
-        assert_eq!(hint(&both, 10, 1_000 * MS), Decision::Reject(Hint { retry_at: Some(Nanos(6_000 * MS)), reset_at: None, forbidden: false }));
+        assert_eq!(hint(&both, 10, 1_000 * MS), Decision::Reject(Hint { retry_at: Some(Nanos(6_000 * MS)), reset_at: None, ..Hint::NONE }));
         // tryConsume alone tells nothing.
         let mut plain = bucket(&format!("bandwidths = [{greedy}]"));
         assert_eq!(passed(&mut plain, 0, 11), 10);

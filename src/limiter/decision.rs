@@ -86,7 +86,7 @@ impl Hint {
         Hint {
             retry_at: Some(Nanos(retry)),
             reset_at: Some(Nanos(reset)),
-            forbidden: false,
+            ..Hint::NONE
         }
     }
 

@@ -100,7 +100,7 @@ impl RateLimiter for EnvoyLocal {
         Decision::admit_or::<HINTS>(admit, || Hint {
             retry_at: None,
             reset_at: Some(Nanos((tick + 1).saturating_mul(self.interval))),
-            forbidden: false,
+            ..Hint::NONE
         })
     }
 

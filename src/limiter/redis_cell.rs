@@ -159,7 +159,7 @@ impl RateLimiter for RedisCell {
                 Hint {
                     retry_at: (self.increment <= self.tau).then(|| Nanos(whole(new - self.tau - now))),
                     reset_at: Some(Nanos(whole(tat.saturating_sub(now)))),
-                    forbidden: false,
+                    ..Hint::NONE
                 }
             });
         }
@@ -245,7 +245,7 @@ mod tests {
             Decision::Reject(Hint {
                 retry_at: Some(Nanos(5 * s + 300 * MS)),
                 reset_at: Some(Nanos(7 * s + 300 * MS)),
-                forbidden: false,
+                ..Hint::NONE
             }),
             "0.7 s to retry says 0, 2.7 s to reset says 2"
         );

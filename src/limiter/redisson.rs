@@ -151,7 +151,7 @@ impl Redisson {
             Hint {
                 retry_at: Some(Nanos(now.saturating_add(delay.saturating_mul(MS)))),
                 reset_at: None,
-                forbidden: false,
+                ..Hint::NONE
             }
         })
     }

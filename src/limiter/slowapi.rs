@@ -214,7 +214,7 @@ impl State {
         Hint {
             retry_at: Some(Nanos(now.get().saturating_add(whole.saturating_mul(SECOND)))),
             reset_at: None,
-            forbidden: false,
+            ..Hint::NONE
         }
     }
 

@@ -207,7 +207,7 @@ impl RateLimiter for Traefik {
                     now.saturating_add(wait.div_ceil(NANOS_PER_SEC).saturating_mul(NANOS_PER_SEC)),
                 )),
                 reset_at: None,
-                forbidden: false,
+                ..Hint::NONE
             });
         }
         if wait == 0 {
@@ -321,7 +321,7 @@ mod tests {
             Decision::Reject(Hint {
                 retry_at: Some(Nanos(1_010_000_007)),
                 reset_at: None,
-                forbidden: false,
+                ..Hint::NONE
             })
         );
         assert!(limiter.clone().decide(Nanos(1_010_000_007)).admitted());

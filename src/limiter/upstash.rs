@@ -320,7 +320,7 @@ impl RateLimiter for Upstash {
                 return Decision::Reject(Hint {
                     retry_at: None,
                     reset_at: Some(Nanos(reset * MS)),
-                    forbidden: false,
+                    ..Hint::NONE
                 });
             }
             self.state.blocked = 0;
@@ -337,7 +337,7 @@ impl RateLimiter for Upstash {
         Decision::Reject(Hint {
             retry_at: None,
             reset_at: Some(Nanos(reset * MS)),
-            forbidden: false,
+            ..Hint::NONE
         })
     }
 

@@ -220,7 +220,7 @@ impl Library {
         let hint = Hint {
             retry_at: None,
             reset_at: Some(Nanos(reset.saturating_mul(MS))),
-            forbidden: false,
+            ..Hint::NONE
         };
         Some(Decision::Reject(super::in_true_time(
             hint, at.clock, at.now,

@@ -18,7 +18,7 @@ fn a_fixed_window_opens_at_the_first_hit_and_counts_refusals() {
     assert!(d[0].admitted() && d[1].admitted());
     // The third hit in [0.3 s, 1.3 s) is refused: reset 1.3, so
     // int(1 + 1.3 − 0.9) = 1 s after the response.
-    assert_eq!(d[2], Decision::Reject(Hint { retry_at: Some(Nanos(1_900 * MS)), reset_at: None, forbidden: false }));
+    assert_eq!(d[2], Decision::Reject(Hint { retry_at: Some(Nanos(1_900 * MS)), reset_at: None, ..Hint::NONE }));
     assert!(!d[3].admitted());
     // At 1.3 s the expiry is ≤ now: a new window from this hit.
     assert!(d[4].admitted() && d[5].admitted() && !d[6].admitted());
@@ -40,7 +40,7 @@ fn a_moving_window_refuses_while_the_nth_newest_is_within_w() {
     assert!(d[0].admitted() && d[1].admitted());
     // The 2nd newest (0 s) is at or after 1.999 − 2: refused; the oldest
     // entry after now − W is at 0, so int(1 + 0 + 2 − 1.999) = 1.
-    assert_eq!(d[2], Decision::Reject(Hint { retry_at: Some(Nanos(2_999 * MS)), reset_at: None, forbidden: false }));
+    assert_eq!(d[2], Decision::Reject(Hint { retry_at: Some(Nanos(2_999 * MS)), reset_at: None, ..Hint::NONE }));
     // At 2.000 s, 0 ≥ 2 − 2 still holds: refused, the entry at exactly now − W counts.
     assert!(!d[3].admitted());
     assert!(d[4].admitted(), "0 < 2.001 − 2");
