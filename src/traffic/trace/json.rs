@@ -46,14 +46,46 @@ fn parsed<'a, const N: usize>(
     let [found, outer] = reader.deserialize_map(Members { names, outers })?;
     reader.end()?;
     let mut found = found.map(|value| value.map(RawValue::get));
-    for (i, name) in names.iter().enumerate() {
-        if found[i].is_none()
-            && let (Some(value), Some((_, inner))) = (outer[i], name.and_then(|n| n.split_once('.')))
-        {
-            found[i] = members(value.get(), [Some(inner)]).ok().and_then(|[value]| value);
+    inside(&mut found, outer.map(|value| value.map(RawValue::get)), names);
+    Ok(found)
+}
+
+/// The dotted names not found as members themselves, looked up in the
+/// objects their first parts name (`outer`, each as written): each such
+/// object read once for all the names inside it (Google's `httpRequest`
+/// holds the address, the status, the method and the URL).
+fn inside<'a, const N: usize>(
+    found: &mut [Option<&'a str>; N],
+    outer: [Option<&'a str>; N],
+    names: [Option<&str>; N],
+) {
+    let parts = names.map(|name| name?.split_once('.'));
+    let mut read = [false; N];
+    for i in 0..N {
+        let (Some(object), Some((first, _))) = (outer[i], parts[i]) else {
+            continue;
+        };
+        if read[i] || found[i].is_some() {
+            continue;
+        }
+        let mut inner = [None; N];
+        for j in i..N {
+            if let Some((other, rest)) = parts[j]
+                && other == first
+                && found[j].is_none()
+            {
+                inner[j] = Some(rest);
+                read[j] = true;
+            }
+        }
+        if let Ok(values) = members(object, inner) {
+            for j in 0..N {
+                if inner[j].is_some() {
+                    found[j] = values[j];
+                }
+            }
         }
     }
-    Ok(found)
 }
 
 /// [`members`] of a line of JSON without escapes in its members' names,
@@ -91,13 +123,7 @@ fn scanned<'a, const N: usize>(text: &'a str, names: [Option<&str>; N]) -> Optio
     if space(bytes, end) != bytes.len() {
         return None;
     }
-    for (i, name) in names.iter().enumerate() {
-        if found[i].is_none()
-            && let (Some(value), Some((_, inner))) = (outer[i], name.and_then(|n| n.split_once('.')))
-        {
-            found[i] = members(value, [Some(inner)]).ok().and_then(|[value]| value);
-        }
-    }
+    inside(&mut found, outer, names);
     Some(found)
 }
 
@@ -392,6 +418,11 @@ mod tests {
                     "{name} in {line}"
                 );
                 assert!(none.is_none());
+            }
+            // All at once: each object holding dotted names read once for them.
+            let together = members(line, names.map(Some)).unwrap();
+            for (name, got) in names.iter().zip(together) {
+                assert_eq!(got, lookup(&all, name).map(RawValue::get), "{name} with the others in {line}");
             }
         }
     }
