@@ -59,6 +59,10 @@ fn inside<'a, const N: usize>(
     outer: [Option<&'a str>; N],
     names: [Option<&str>; N],
 ) {
+    // Most lines name no object: nothing to split.
+    if outer.iter().all(Option::is_none) {
+        return;
+    }
     let parts = names.map(|name| name?.split_once('.'));
     let mut read = [false; N];
     for i in 0..N {
