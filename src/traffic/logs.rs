@@ -473,6 +473,13 @@ fn clf_seconds(text: &[u8; 20]) -> Option<i64> {
 /// (a leap second, another layout, a time before 1970), which the general
 /// parser reads as before: where this reads a time, it reads the same.
 fn rfc3339_time(text: &[u8]) -> Option<u64> {
+    rfc3339_rest(text, rfc3339_head(text)?)
+}
+
+/// The seconds from 1970 to the date and time of day that the first
+/// [`HEAD`] bytes of an RFC 3339 date-time write (`2026-11-30T12:00:00`),
+/// before its offset; `None` unless they are one. Reads no other byte.
+fn rfc3339_head(text: &[u8]) -> Option<i64> {
     let digits = |range: std::ops::Range<usize>| decimal(text.get(range)?);
     let at = |i: usize| text.get(i).copied();
     if at(4) != Some(b'-')
@@ -485,8 +492,19 @@ fn rfc3339_time(text: &[u8]) -> Option<u64> {
     }
     let (year, month, day) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
     let (hour, minute, second) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
+    civil_seconds([year, month, day], [hour, minute, second])
+}
+
+/// An RFC 3339 date-time's bytes up to its seconds.
+const HEAD: usize = 19;
+
+/// [`rfc3339_time`] of `text`, whose first [`HEAD`] bytes write `civil`
+/// ([`rfc3339_head`]): its fraction of a second and offset read.
+fn rfc3339_rest(text: &[u8], civil: i64) -> Option<u64> {
+    let digits = |range: std::ops::Range<usize>| decimal(text.get(range)?);
+    let at = |i: usize| text.get(i).copied();
     let mut nanos = 0u32;
-    let mut end = 19;
+    let mut end = HEAD;
     if at(end) == Some(b'.') {
         let fraction = text[end + 1..]
             .iter()
@@ -510,7 +528,7 @@ fn rfc3339_time(text: &[u8]) -> Option<u64> {
         }
         _ => return None,
     };
-    let utc = civil_seconds([year, month, day], [hour, minute, second])? - offset;
+    let utc = civil - offset;
     u64::try_from(utc)
         .ok()?
         .checked_mul(1_000_000_000)?
@@ -574,6 +592,11 @@ fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
 pub struct TimeCache {
     text: String,
     value: Option<u64>,
+    /// The last RFC 3339 date-time's first [`HEAD`] bytes, and the seconds
+    /// they write ([`rfc3339_head`]): a log's lines share their second,
+    /// whatever fraction of it each writes.
+    iso_head: [u8; HEAD],
+    iso_civil: Option<i64>,
 }
 
 /// Whether `a` and `b` are the same bytes: nginx's 26 compared as arrays,
@@ -596,6 +619,31 @@ impl TimeCache {
             self.text.push_str(text);
         }
         self.value
+    }
+
+    /// [`iso_time`] of `text`, its date and time of day read again only
+    /// when they are not the last ones read.
+    #[inline]
+    pub fn iso(&mut self, text: &str) -> Option<u64> {
+        let text = text.trim();
+        let bytes = text.as_bytes();
+        if let Some(head) = bytes.first_chunk::<HEAD>() {
+            let civil = match self.iso_civil {
+                Some(civil) if *head == self.iso_head => Some(civil),
+                _ => {
+                    let civil = rfc3339_head(bytes);
+                    if civil.is_some() {
+                        self.iso_head = *head;
+                        self.iso_civil = civil;
+                    }
+                    civil
+                }
+            };
+            if let Some(time) = civil.and_then(|civil| rfc3339_rest(bytes, civil)) {
+                return Some(time);
+            }
+        }
+        any_iso_time(text)
     }
 }
 
@@ -839,6 +887,37 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Whatever came before, sharing its date and time of day or not,
+        /// the cache reads an ISO date-time as [`iso_time`] does.
+        #[test]
+        fn a_time_cache_reads_iso_date_times_as_iso_time_does(
+            texts in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "2026-11-30T12:00:00Z",
+                    "2026-11-30T12:00:00.250Z",
+                    "2026-11-30T12:00:00.250+01:00",
+                    "2026-11-30 12:00:00-01:30",
+                    "2026-11-30T12:00:00",
+                    "2026-11-30T12:00:00.Z",
+                    "2026-11-30T12:00:01Z",
+                    " 2026-11-30T12:00:00Z ",
+                    "2026-11-30T12:00:60Z",
+                    "2026-02-30T12:00:00Z",
+                    "2026-11-30t12:00:00z",
+                    "1969-12-31T23:59:59Z",
+                    "1970-01-01T01:00:00+02:00",
+                    "2026-11-30T12:00",
+                    "",
+                ]),
+                1..12,
+            ),
+        ) {
+            let mut cache = TimeCache::default();
+            for text in texts {
+                proptest::prop_assert_eq!(cache.iso(text), iso_time(text), "{:?}", text);
+            }
+        }
+
         /// Whatever came before, of nginx's 26 bytes or not, the cache
         /// reads a text as the parser does.
         #[test]

@@ -5,7 +5,7 @@
 use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
 
-use super::logs::{Format, iso_time};
+use super::logs::{Format, TimeCache};
 
 /// The most fields a line of any of these formats has.
 pub const MAX_FIELDS: usize = 34;
@@ -357,7 +357,7 @@ impl Text {
 
     /// The time of the field at `at` of `fields`, in nanoseconds since the
     /// Unix epoch; `None` when it is not a time.
-    pub fn time(self, fields: &Fields<'_>, at: usize) -> Option<u64> {
+    pub fn time(self, fields: &Fields<'_>, at: usize, times: &mut TimeCache) -> Option<u64> {
         let text = fields[at];
         match (self, self.names()[at]) {
             (Text::CloudFront, "time" | "date") => {
@@ -375,7 +375,8 @@ impl Text {
                 // HAProxy log's reading), else by the general parser.
                 super::logs::haproxy_time_fixed(text.as_bytes()).or_else(|| haproxy_time(text))
             }
-            _ => iso_time(text),
+            // Most lines share their second with the line before.
+            _ => times.iso(text),
         }
     }
 
@@ -538,14 +539,17 @@ mod tests {
         assert_eq!(field(alb, &fields, "conn_trace_id"), "TID_1234abcd5678ef90");
         let at = alb.index("request_creation_time").unwrap();
         // 2018-07-02T22:22:48.364Z, to the nanosecond.
-        assert_eq!(alb.time(&fields, at), Some(1_530_570_168_364_000_000));
+        assert_eq!(
+            alb.time(&fields, at, &mut Default::default()),
+            Some(1_530_570_168_364_000_000)
+        );
         let (path, host) = split_target(field(alb, &fields, "request").split(' ').nth(1).unwrap());
         assert_eq!((path, host), ("/api/cart?x=1", Some("www.example.com")));
         // An older line ends after ssl_protocol.
         let short = &line[..line.find(" arn:").unwrap()];
         let fields = alb.split(short, &[]).unwrap();
         assert_eq!(fields[at], "");
-        assert_eq!(alb.time(&fields, at), None);
+        assert_eq!(alb.time(&fields, at, &mut Default::default()), None);
         assert!(alb.split("http 2018-07-02T22:23:00Z app/x", &[]).is_none());
     }
 
@@ -558,7 +562,10 @@ mod tests {
         assert_eq!(field(cf, &fields, "x-host-header"), "shop.example");
         assert_eq!(field(cf, &fields, "sc-range-end"), "-");
         let at = cf.index("time").unwrap();
-        assert_eq!(cf.time(&fields, at), Some(1_575_493_351_000_000_000));
+        assert_eq!(
+            cf.time(&fields, at, &mut Default::default()),
+            Some(1_575_493_351_000_000_000)
+        );
         // A header choosing and ordering fields (new standard logging).
         let header = cf
             .header("#Fields: time date c-ip cs-method sc-status x-custom")
@@ -569,7 +576,10 @@ mod tests {
             .unwrap();
         assert_eq!(field(cf, &fields, "c-ip"), "192.0.2.9");
         assert_eq!(field(cf, &fields, "sc-status"), "429");
-        assert_eq!(cf.time(&fields, at), Some(1_575_493_351_000_000_000));
+        assert_eq!(
+            cf.time(&fields, at, &mut Default::default()),
+            Some(1_575_493_351_000_000_000)
+        );
         assert!(
             cf.split("a\tb\tc\td\te\tf\tg", &header).is_none(),
             "more columns than named"
@@ -582,7 +592,10 @@ mod tests {
         let envoy = Text::Envoy;
         let line = r#"[2016-04-15T20:17:00.310Z] "POST /api/v1/locations HTTP/2" 429 RL 154 0 226 100 "10.0.35.28" "nsq2http" "cc21d9b0-cf5c-432b-8c7e-98aeb7988cd2" "locations:8080" "tcp://10.0.2.1:80""#;
         let fields = envoy.split(line, &[]).unwrap();
-        assert_eq!(envoy.time(&fields, 0), Some(1_460_751_420_310_000_000));
+        assert_eq!(
+            envoy.time(&fields, 0, &mut Default::default()),
+            Some(1_460_751_420_310_000_000)
+        );
         assert_eq!(field(envoy, &fields, "x_forwarded_for"), "10.0.35.28");
         assert_eq!(field(envoy, &fields, "authority"), "locations:8080");
         assert_eq!(host_of("locations:8080"), "locations");
@@ -609,7 +622,10 @@ mod tests {
             field(haproxy, &fields, "http_request"),
             "GET /index.html HTTP/1.1"
         );
-        assert_eq!(haproxy.time(&fields, 2), Some(1_233_922_454_655_000_000));
+        assert_eq!(
+            haproxy.time(&fields, 2, &mut Default::default()),
+            Some(1_233_922_454_655_000_000)
+        );
         let raw = &line[line.find("10.0.1.2").unwrap()..];
         let bare = raw.replace(" {1wt.eu|Mozilla/5.0 (X11)} {}", "");
         let fields = haproxy.split(&bare, &[]).unwrap();

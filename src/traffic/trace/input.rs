@@ -344,7 +344,7 @@ impl Input {
                         Ok(Some((time, key)))
                     }
                     Layout::Text { .. } | Layout::Json { .. } => {
-                        match other_line(text, layout, header, (left_out, turned_away, rejected_status)) {
+                        match other_line(text, layout, (header, times), (left_out, turned_away, rejected_status)) {
                             Ok(None) => continue,
                             row => row.map_err(at),
                         }
@@ -375,7 +375,7 @@ fn no_forwarded_for(text: &str) -> FieldError {
 fn other_line(
     text: &str,
     layout: &Layout,
-    header: &mut Vec<u8>,
+    (header, times): (&mut Vec<u8>, &mut logs::TimeCache),
     (left_out, turned_away, rejected_status): (&mut u64, &mut (u64, u64), &[u16]),
 ) -> Result<Option<(u64, Key)>, FieldError> {
     match layout {
@@ -407,7 +407,7 @@ fn other_line(
                 *left_out += 1;
                 return Ok(None);
             }
-            let when = format.time(&fields, *time).ok_or_else(|| {
+            let when = format.time(&fields, *time, times).ok_or_else(|| {
                 FieldError::new(format!(
                     "{}: {:?} is not {}",
                     format.names()[*time],
@@ -444,6 +444,7 @@ fn other_line(
             flag,
         } => match json_row(
             text,
+            times,
             (time, elapsed.as_deref()),
             (*unit, *numbers),
             (key.as_deref(), fallback.as_deref(), host.as_deref()),
@@ -513,6 +514,7 @@ pub(super) const KEY_TEXT_CHARS: usize = 64;
 /// None when `filter` leaves it out.
 pub(super) fn json_row(
     text: &str,
+    times: &mut logs::TimeCache,
     (field, elapsed): (&str, Option<&str>),
     (unit, numbers): (Option<Unit>, Unit),
     (key, fallback, host): (Option<&str>, Option<&str>, Option<&str>),
@@ -572,7 +574,12 @@ pub(super) fn json_row(
             .into());
         }
     };
-    let mut time = parse_text(&written, unit).ok_or_else(|| invalid(&written, unit))?;
+    let time = match unit {
+        // Most lines share their second with the line before.
+        Unit::DateTime => times.iso(&written),
+        _ => parse_text(&written, unit),
+    };
+    let mut time = time.ok_or_else(|| invalid(&written, unit))?;
     if let Some(name) = elapsed {
         let took = match took.map(json_text) {
             Some(JsonText::String(text)) => text,
