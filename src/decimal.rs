@@ -14,15 +14,10 @@ use crate::error::FieldError;
 /// durations are read with it.
 #[inline]
 pub fn scaled(text: &str, scale: u64, digits: usize) -> Option<u64> {
-    let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
-    if whole.is_empty() && frac.is_empty()
-        || !whole
-            .bytes()
-            .chain(frac.bytes())
-            .all(|b| b.is_ascii_digit())
-    {
+    if !is_decimal(text) {
         return None;
     }
+    let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
     let whole: u64 = if whole.is_empty() {
         0
     } else {
@@ -36,6 +31,18 @@ pub fn scaled(text: &str, scale: u64, digits: usize) -> Option<u64> {
     };
     let frac = frac * 10u64.pow((digits - kept.len()) as u32);
     whole.checked_mul(scale)?.checked_add(frac)
+}
+
+/// Whether `text` is digits around at most one point, at least one digit:
+/// what [`scaled`] reads, whether or not it overflows.
+#[inline]
+pub fn is_decimal(text: &str) -> bool {
+    let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
+    !(whole.is_empty() && frac.is_empty())
+        && whole
+            .bytes()
+            .chain(frac.bytes())
+            .all(|b| b.is_ascii_digit())
 }
 
 /// As [`scaled`], but `None` rather than dropping digits past the

@@ -70,17 +70,9 @@ fn out_of_range(text: &str, unit: Unit) -> bool {
     let text = text.trim();
     match unit {
         Unit::Nanos => !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()),
-        Unit::Seconds | Unit::Millis => is_decimal(text),
+        Unit::Seconds | Unit::Millis => crate::decimal::is_decimal(text),
         Unit::DateTime => logs::iso_out_of_range(text),
     }
-}
-
-/// Digits around at most one point, at least one digit: the shape
-/// [`crate::decimal::scaled`] reads.
-fn is_decimal(text: &str) -> bool {
-    let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
-    !(whole.is_empty() && frac.is_empty())
-        && whole.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
 }
 
 /// A request's start: its logged `end`, written as `text` in `unit`, less
@@ -112,7 +104,7 @@ pub(super) fn started(
     let took = match parse_text(elapsed, Unit::Seconds) {
         Some(took) => took,
         // Too many seconds for nanoseconds in 64 bits: more than any end.
-        None if is_decimal(elapsed.trim()) => return Err(longer()),
+        None if crate::decimal::is_decimal(elapsed.trim()) => return Err(longer()),
         None => {
             return Err(format!(
                 "{name}: {:?} is not {}",
