@@ -380,6 +380,14 @@ impl Text {
         }
     }
 
+    /// Where the time field starts in its line (CloudFront's at its date).
+    pub fn time_start<'a>(self, fields: &Fields<'a>, at: usize) -> &'a str {
+        match (self, self.names()[at]) {
+            (Text::CloudFront, "time" | "date") => fields[0],
+            _ => fields[at],
+        }
+    }
+
     /// The time field's text as written (CloudFront's date and time joined).
     pub fn time_text(self, fields: &Fields<'_>, at: usize) -> String {
         match (self, self.names()[at]) {

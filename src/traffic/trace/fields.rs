@@ -169,9 +169,11 @@ pub(super) fn parse_key(
         })
 }
 
+/// The time in column `column`, whose header `name` gives when it is
+/// wrong.
 pub(super) fn parse(
     record: &csv::ByteRecord,
-    column: usize,
+    (column, name): (usize, impl FnOnce() -> String),
     unit: Unit,
     path: &Path,
     line: impl Fn() -> u64,
@@ -193,8 +195,10 @@ pub(super) fn parse(
             ));
         };
         FieldError::new(format!(
-            "{}:{line}: {}",
+            "{}:{line}: {} (column {}): {}",
             path.display(),
+            name(),
+            column + 1,
             invalid(&String::from_utf8_lossy(field), unit)
         ))
     })

@@ -239,7 +239,11 @@ impl Input {
                     }
                 }
                 let at = || record_line(record, crlf);
-                let mut time = parse(record, *column, *unit, path, at)?;
+                let name = || {
+                    let header = reader.byte_headers().ok().and_then(|header| header.get(*column));
+                    String::from_utf8_lossy(header.unwrap_or_default()).into_owned()
+                };
+                let mut time = parse(record, (*column, name), *unit, path, at)?;
                 if let Some(took) = *elapsed {
                     let text = |column| {
                         record.get(column).map_or("", |bytes| {
@@ -288,9 +292,7 @@ impl Input {
                 if text.is_empty() {
                     continue;
                 }
-                let at = |what: FieldError| {
-                    FieldError::new(format!("{}:{number}: {what}", path.display()))
-                };
+                let at = |fault: LineFault| fault.located(path, *number);
                 return match layout {
                     Layout::Combined {
                         key,
@@ -303,7 +305,8 @@ impl Input {
                             at(FieldError::new(format!(
                                 "{:?} is not a combined log line (ADDR IDENT USER [TIME] \"REQUEST\" STATUS BYTES …)",
                                 crate::input::quote_at_most(text, 64)
-                            )))
+                            ))
+                            .into())
                         })?;
                         if let Some(conditions) = filter {
                             let row = Row::of_request(
@@ -316,21 +319,27 @@ impl Input {
                             }
                         }
                         let time = times.combined(fields.time).ok_or_else(|| {
-                            at(FieldError::new(format!(
-                                "[{}] is not a time like [10/Oct/2000:13:55:36 -0700]",
-                                fields.time
-                            )))
+                            // nginx's name for it; the column of its `[`.
+                            at(LineFault::in_field(
+                                text,
+                                fields.time,
+                                format!(
+                                    "time_local: [{}] is not a time like [10/Oct/2000:13:55:36 -0700]",
+                                    crate::input::quote_at_most(fields.time, 64)
+                                ),
+                            )
+                            .before(1))
                         })?;
                         let key = match *key {
                             None => Key::DEFAULT,
                             Some(place) => {
                                 let named = fields
                                     .get(place)
-                                    .ok_or_else(|| at(no_forwarded_for(text)))?;
+                                    .ok_or_else(|| at(no_forwarded_for(text).into()))?;
                                 let named = match fallback {
                                     Some(other) if named == "-" => fields
                                         .get(*other)
-                                        .ok_or_else(|| at(no_forwarded_for(text)))?,
+                                        .ok_or_else(|| at(no_forwarded_for(text).into()))?,
                                     _ => named,
                                 };
                                 Key::named(named.as_bytes())
@@ -377,7 +386,7 @@ fn other_line(
     layout: &Layout,
     (header, times): (&mut Vec<u8>, &mut logs::TimeCache),
     (left_out, turned_away, rejected_status): (&mut u64, &mut (u64, u64), &[u16]),
-) -> Result<Option<(u64, Key)>, FieldError> {
+) -> Result<Option<(u64, Key)>, LineFault> {
     match layout {
         Layout::Text {
             format,
@@ -408,12 +417,16 @@ fn other_line(
                 return Ok(None);
             }
             let when = format.time(&fields, *time, times).ok_or_else(|| {
-                FieldError::new(format!(
-                    "{}: {:?} is not {}",
-                    format.names()[*time],
-                    crate::input::quote_at_most(&format.time_text(&fields, *time), 64),
-                    format.time_expected()
-                ))
+                LineFault::in_field(
+                    text,
+                    format.time_start(&fields, *time),
+                    format!(
+                        "{}: {:?} is not {}",
+                        format.names()[*time],
+                        crate::input::quote_at_most(&format.time_text(&fields, *time), 64),
+                        format.time_expected()
+                    ),
+                )
             })?;
             let key = key.map_or(Key::DEFAULT, |at| {
                 Key::named(logs::or_fallback(fields[at].trim(), fallback.map(|f| fields[f].trim())).as_bytes())
@@ -519,7 +532,7 @@ pub(super) fn json_row(
     (unit, numbers): (Option<Unit>, Unit),
     (key, fallback, host): (Option<&str>, Option<&str>, Option<&str>),
     (filter, status, flag): (Option<&JsonFilter>, &str, Option<&str>),
-) -> Result<Option<JsonRow>, FieldError> {
+) -> Result<Option<JsonRow>, LineFault> {
     // Values as written: a number of epoch seconds goes through the same
     // decimal parser as CSV's time_s, never through a float (which would turn
     // 1764460800.999999999 into 1764460801).
@@ -566,12 +579,12 @@ pub(super) fn json_row(
     let (written, unit) = match json_text(value) {
         JsonText::String(text) => (text, unit.unwrap_or(Unit::DateTime)),
         JsonText::Number(text) => (Cow::Borrowed(text), unit.unwrap_or(numbers)),
-        JsonText::Other(text) => {
-            return Err(format!(
-                "{field}: {} is not a time",
-                crate::input::quote_at_most(text, 64)
-            )
-            .into());
+        JsonText::Other(raw) => {
+            return Err(LineFault::in_field(
+                text,
+                raw,
+                format!("{field}: {} is not a time", crate::input::quote_at_most(raw, 64)),
+            ));
         }
     };
     let time = match unit {
@@ -579,14 +592,15 @@ pub(super) fn json_row(
         Unit::DateTime => times.iso(&written),
         _ => parse_text(&written, unit),
     };
-    let mut time = time.ok_or_else(|| invalid(&written, unit))?;
+    let mut time = time
+        .ok_or_else(|| LineFault::in_field(text, value, format!("{field}: {}", invalid(&written, unit))))?;
     if let Some(name) = elapsed {
         let took = match took.map(json_text) {
             Some(JsonText::String(text)) => text,
             Some(JsonText::Number(text) | JsonText::Other(text)) => Cow::Borrowed(text),
             None => return Err(format!("no field {name:?} (elapsed_field)").into()),
         };
-        time = started(time, (&written, unit), &took, name)?;
+        time = started(time, (&written, unit), &took, name).map_err(FieldError::from)?;
     }
     let named = |name: &str, raw: Option<_>, what: &str| match raw.map(json_text) {
         Some(JsonText::String(text)) => Ok(Key::named(text.trim().as_bytes())),
@@ -624,6 +638,52 @@ pub(super) fn json_row(
         None => Logged::Status(status_raw.map(as_text)),
     };
     Ok(Some(((time, key), logged)))
+}
+
+/// What is wrong with a line, and where in it: the column (a character,
+/// counted from 1) where the field at fault starts, when it is one field.
+pub(super) struct LineFault {
+    column: Option<usize>,
+    error: FieldError,
+}
+
+impl LineFault {
+    /// A fault in `field`, a part of `line`.
+    #[cold]
+    pub(super) fn in_field(line: &str, field: &str, message: String) -> LineFault {
+        let start = (field.as_ptr() as usize).wrapping_sub(line.as_ptr() as usize);
+        LineFault {
+            column: line.get(..start).map(|before| before.chars().count() + 1),
+            error: FieldError::new(message),
+        }
+    }
+
+    /// Its column moved `chars` to the left (to a field's opening bracket).
+    pub(super) fn before(mut self, chars: usize) -> LineFault {
+        self.column = self.column.map(|column| column.saturating_sub(chars).max(1));
+        self
+    }
+
+    /// The error as the file's `line` at `path` says it.
+    #[cold]
+    pub(super) fn located(self, path: &Path, line: u64) -> FieldError {
+        match self.column {
+            Some(column) => FieldError::new(format!("{}:{line}:{column}: {}", path.display(), self.error)),
+            None => FieldError::new(format!("{}:{line}: {}", path.display(), self.error)),
+        }
+    }
+}
+
+impl From<FieldError> for LineFault {
+    fn from(error: FieldError) -> LineFault {
+        LineFault { column: None, error }
+    }
+}
+
+impl From<String> for LineFault {
+    fn from(message: String) -> LineFault {
+        FieldError::new(message).into()
+    }
 }
 
 /// A member's value unless it is missing or `null`.

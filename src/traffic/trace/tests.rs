@@ -677,7 +677,7 @@ fn bad_log_lines_name_their_line_and_what_is_expected() {
             "a.log",
             "1.2.3.4 - - [27/Nov/2026:25:00:00 +0100] \"GET / HTTP/1.1\" 200 5\n",
             "format = \"combined\"",
-            "a.log:1: [27/Nov/2026:25:00:00 +0100] is not a time",
+            "a.log:1:13: time_local: [27/Nov/2026:25:00:00 +0100] is not a time",
         ),
         (
             "a.log",
@@ -703,11 +703,30 @@ fn bad_log_lines_name_their_line_and_what_is_expected() {
             "format = \"jsonl\"",
             "a.jsonl:1: no field \"time\"; set time_field",
         ),
+        // The column counts characters, not bytes; CSV names its column.
+        (
+            "a.jsonl",
+            "{\"user\": \"zoë\", \"at\": [1]}\n",
+            "format = \"jsonl\"\ntime_field = \"at\"",
+            "a.jsonl:1:23: at: [1] is not a time",
+        ),
+        (
+            "a.csv",
+            "client,time_s\nalice,noon\n",
+            "",
+            "a.csv:2: time_s (column 2): \"noon\" is not a non-negative number of seconds",
+        ),
+        (
+            "a.log",
+            "[2026-11-27T25:00:00.000Z] \"GET / HTTP/1.1\" 200 - 0 0 1 - \"-\" \"-\" \"-\" \"-\" \"-\"\n",
+            "format = \"envoy\"",
+            "a.log:1:2: start_time: \"2026-11-27T25:00:00.000Z\" is not an ISO 8601 time",
+        ),
         (
             "a.jsonl",
             "{\"time\": \"noon\"}\n",
             "format = \"jsonl\"",
-            "a.jsonl:1: \"noon\" is not an RFC 3339 date-time",
+            "a.jsonl:1:10: time: \"noon\" is not an RFC 3339 date-time",
         ),
         // Written as times, but past the last nanosecond 64 bits hold (or
         // before the epoch): said so, not called malformed.
@@ -715,25 +734,25 @@ fn bad_log_lines_name_their_line_and_what_is_expected() {
             "a.jsonl",
             "{\"time\": \"1969-12-31T23:59:59Z\"}\n",
             "format = \"jsonl\"",
-            "a.jsonl:1: \"1969-12-31T23:59:59Z\" is outside the times burstsim holds: nanoseconds since 1970-01-01T00:00:00Z in 64 bits, up to 2554-07-21T23:34:33.709551615Z",
+            "a.jsonl:1:10: time: \"1969-12-31T23:59:59Z\" is outside the times burstsim holds: nanoseconds since 1970-01-01T00:00:00Z in 64 bits, up to 2554-07-21T23:34:33.709551615Z",
         ),
         (
             "a.jsonl",
             "{\"time\": \"2554-07-21T23:34:34Z\"}\n",
             "format = \"jsonl\"",
-            "a.jsonl:1: \"2554-07-21T23:34:34Z\" is outside the times burstsim holds",
+            "a.jsonl:1:10: time: \"2554-07-21T23:34:34Z\" is outside the times burstsim holds",
         ),
         (
             "a.csv",
             "time_ns\n18446744073709551616\n",
             "",
-            "a.csv:2: \"18446744073709551616\" is outside the times burstsim holds",
+            "a.csv:2: time_ns (column 1): \"18446744073709551616\" is outside the times burstsim holds",
         ),
         (
             "a.csv",
             "time_ms\n1764230400900000000\n",
             "",
-            "a.csv:2: \"1764230400900000000\" is outside the times burstsim holds: nanoseconds since 1970-01-01T00:00:00Z in 64 bits, up to 2554-07-21T23:34:33.709551615Z; is it in a smaller unit than milliseconds?",
+            "a.csv:2: time_ms (column 1): \"1764230400900000000\" is outside the times burstsim holds: nanoseconds since 1970-01-01T00:00:00Z in 64 bits, up to 2554-07-21T23:34:33.709551615Z; is it in a smaller unit than milliseconds?",
         ),
         (
             "a.jsonl",
