@@ -85,6 +85,11 @@ impl Server {
         let _ = self.waits.record(wait_ns);
     }
 
+    /// Requests dropped so far (the queue full).
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
     /// The figures so far.
     pub fn stats(&self) -> ServerStats {
         let quantile = |q: f64| {

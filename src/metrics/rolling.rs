@@ -221,6 +221,16 @@ impl RollingCounts {
         self.trackers.iter().map(worst).collect()
     }
 
+    /// The worst count over `interval` (one of those tracked, else 0) of
+    /// the requests scanned so far: never more than [`RollingCounts::worst`]
+    /// finds, and as cheap as a look (the last few pushed may be unscanned).
+    pub fn worst_so_far(&self, interval: Nanos) -> u64 {
+        self.trackers
+            .iter()
+            .find(|tracker| tracker.interval == interval.get())
+            .map_or(0, |tracker| tracker.worst)
+    }
+
     /// How many admitted requests lie in `(now − L, now]` for the overload
     /// interval L, at `now` (non-decreasing, and not before the last push).
     #[inline]

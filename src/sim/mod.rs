@@ -54,6 +54,31 @@ pub struct Options {
     /// For a log of whole seconds, also run its requests packed against the
     /// seconds' edges, to find the most another placement admits.
     pub packed: bool,
+    /// Stop with [`Exceeded`] as soon as a run has admitted more than this
+    /// in some second, or its backend has dropped a request: sizing asks
+    /// only whether a setting stays within capacity.
+    pub stop_above: Option<u64>,
+}
+
+/// A simulation stopped early: a run admitted more than
+/// [`Options::stop_above`] in some second, or its backend dropped a request.
+#[derive(Debug)]
+pub struct Exceeded;
+
+impl std::fmt::Display for Exceeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a run went over the capacity it was held to")
+    }
+}
+
+impl std::error::Error for Exceeded {}
+
+/// [`Exceeded`] once some run of `runs` is over `stop_above`.
+fn stop_if_over(runs: &[RunState], stop_above: Option<u64>) -> Result<()> {
+    match stop_above {
+        Some(capacity) if runs.iter().any(|run| run.over(capacity)) => Err(Exceeded.into()),
+        _ => Ok(()),
+    }
 }
 
 /// How many interval lengths the charts' arrival curve samples.
@@ -423,7 +448,7 @@ fn simulate_open(
             in_chunks(times, pipelined, &mut |chunk: &[Nanos]| {
                 decide(&mut runs, sink, index, chunk)?;
                 Away::after_chunk(&mut away, &mut runs);
-                Ok(())
+                stop_if_over(&runs, options.stop_above)
             })?;
             None
         }
@@ -433,7 +458,7 @@ fn simulate_open(
                 Packed::along(&mut packed, chunk);
                 decide(&mut runs, sink, index, chunk)?;
                 Away::after_chunk(&mut away, &mut runs);
-                Ok(())
+                stop_if_over(&runs, options.stop_above)
             })?
             .take_error()
         }
@@ -444,7 +469,7 @@ fn simulate_open(
                 Packed::along(&mut packed, chunk);
                 decide(&mut runs, sink, index, chunk)?;
                 Away::after_chunk(&mut away, &mut runs);
-                Ok(())
+                stop_if_over(&runs, options.stop_above)
             },
         )?
         .take_error(),

@@ -226,6 +226,18 @@ impl RunState {
         self.limiter.decide_all(chunk, &mut self.m);
     }
 
+    /// Whether it has, as far as counted, admitted more than `capacity` in
+    /// some second, or its backend has dropped a request (see
+    /// [`super::Options::stop_above`]).
+    pub(super) fn over(&self, capacity: u64) -> bool {
+        self.m.rolling.worst_so_far(Nanos::SECOND) > capacity
+            || self
+                .m
+                .server
+                .as_ref()
+                .is_some_and(|server| server.dropped() > 0)
+    }
+
     /// Counts one decision made elsewhere (by a real Redis).
     pub(super) fn record(&mut self, arrival: Arrival, admitted: bool, delay: Nanos) {
         self.m.record(arrival, admitted, delay);

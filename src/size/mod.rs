@@ -198,8 +198,35 @@ impl<'a> Probe<'a> {
     /// The worst second over all workloads and replications, the requests
     /// the backend dropped (with a queue), and the costs.
     fn simulate(&self, value: u64) -> Result<(u64, u64, Vec<Cost>)> {
+        self.simulate_within(value, None)
+    }
+
+    /// Whether the setting at `value` keeps the worst second of every
+    /// workload and replication within `capacity`, nothing dropped: its
+    /// runs stop as soon as one is not (most of a bisection's settings
+    /// are found unsafe early, a log's runs often in their first minutes).
+    fn within(&self, value: u64, capacity: u64) -> Result<bool> {
+        match self.simulate_within(value, Some(capacity)) {
+            Ok((worst, dropped, _)) => Ok(worst <= capacity && dropped == 0),
+            Err(err) if err.chain().any(|cause| cause.is::<sim::Exceeded>()) => Ok(false),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// [`Probe::simulate`], stopped early past `stop_above` ([`Options::stop_above`]).
+    fn simulate_within(
+        &self,
+        value: u64,
+        stop_above: Option<u64>,
+    ) -> Result<(u64, u64, Vec<Cost>)> {
         let mut scenario = self.scenario.clone();
         scenario.limiters = vec![self.limiter(value)?];
+        // Sizing reads each run's worst second, its backend's figures and
+        // what it turned away: not the figures per key, nor the profile's
+        // other intervals (a replayed log's figures per key were a third
+        // of each of its runs).
+        scenario.metrics.per_key = false;
+        scenario.metrics.profile.clear();
         let mut costs: Vec<Cost> = scenario
             .workloads
             .iter()
@@ -223,6 +250,7 @@ impl<'a> Probe<'a> {
                     // of its seconds run is, as `check` judges it (packed
                     // in replication 0, as a run packs it).
                     packed: replication == 0,
+                    stop_above,
                     ..Options::default()
                 },
             )?;
@@ -260,12 +288,14 @@ impl<'a> Probe<'a> {
         Ok((worst, dropped, costs))
     }
 
-    fn safe(&self, value: u64, worst_1s: u64) -> Result<Safe> {
+    /// The safe setting at `value`, simulated once: its worst second is
+    /// `bound_1s` when safe for any traffic, else the simulated one.
+    fn safe(&self, value: u64, bound_1s: Option<u64>) -> Result<Safe> {
         let (simulated_1s, _, costs) = self.simulate(value)?;
         Ok(Safe::Value {
             value,
             description: self.limiter(value)?.description,
-            worst_1s,
+            worst_1s: bound_1s.unwrap_or(simulated_1s),
             simulated_1s,
             costs,
         })
@@ -292,7 +322,7 @@ fn size_limiter(
     let safe_any_traffic = match largest(least, ceiling, |v| Ok(probe.bound_1s(v)? <= capacity))? {
         Largest::All => Safe::Any,
         Largest::None => Safe::None,
-        Largest::Value(v) => probe.safe(v, probe.bound_1s(v)?)?,
+        Largest::Value(v) => probe.safe(v, Some(probe.bound_1s(v)?))?,
     };
     // Past the most requests a workload offers, a window lets everything through.
     let offered = probe
@@ -303,13 +333,10 @@ fn size_limiter(
         .max()
         .unwrap_or(0);
     let offered_ceiling = offered.saturating_add(1).max(ceiling);
-    let safe_on_workloads = match largest(least, offered_ceiling, |v| {
-        let (worst, dropped, _) = probe.simulate(v)?;
-        Ok(worst <= capacity && dropped == 0)
-    })? {
+    let safe_on_workloads = match largest(least, offered_ceiling, |v| probe.within(v, capacity))? {
         Largest::All => Safe::Any,
         Largest::None => Safe::None,
-        Largest::Value(v) => probe.safe(v, probe.simulate(v)?.0)?,
+        Largest::Value(v) => probe.safe(v, None)?,
     };
     let top = (current.max(1) * 2).max(match &safe_on_workloads {
         Safe::Value { value, .. } => value + value / 4,
@@ -401,9 +428,13 @@ nodelay = true"#,
 
     /// The shop with the limiter `edge` of these fields.
     fn shop_with(limiter: &str) -> Scenario {
-        crate::scenario::parse(
-            &format!(
-                r#"
+        crate::scenario::parse(&shop_text(limiter), std::path::Path::new("shop.toml")).unwrap()
+    }
+
+    /// [`shop_with`]'s scenario file.
+    fn shop_text(limiter: &str) -> String {
+        format!(
+            r#"
 name = "shop"
 duration = "6s"
 seed = 5
@@ -419,10 +450,7 @@ sources = [
 name = "edge"
 {limiter}
 "#
-            ),
-            std::path::Path::new("shop.toml"),
         )
-        .unwrap()
     }
 
     #[test]
@@ -544,6 +572,47 @@ name = "edge"
         let today: u64 = at.simulate(25).unwrap().2.iter().map(|c| c.rejected).sum();
         assert!(at.bound_1s(25).unwrap() <= 30);
         assert!(any.rejected() <= today, "{} > {today}", any.rejected());
+    }
+
+    /// A setting's runs stopped at their first second over capacity give
+    /// the whole runs' verdict: stopped only when the whole runs go over
+    /// (or their queue drops a request), and safe exactly when they are —
+    /// on runs of many chunks, so that they do stop early.
+    #[test]
+    fn runs_stopped_early_give_the_whole_runs_verdict() {
+        let limiters = [
+            "kind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 30",
+            "kind = \"token-bucket\"\nrate = 25\nburst = 30",
+            "kind = \"sliding-log\"\nwindow = \"1s\"\nthreshold = 30",
+            "kind = \"nginx-limit-req\"\nrate = \"25r/s\"\nburst = 10\nnodelay = true",
+        ];
+        let mut stopped = 0;
+        for limiter in limiters {
+            for backend in ["capacity = 30", "capacity = 30\nqueue = 4"] {
+                let scenario = crate::scenario::parse(
+                    &shop_text(limiter)
+                        .replace("duration = \"6s\"", "duration = \"900s\"")
+                        .replace("capacity = 30", backend),
+                    std::path::Path::new("shop.toml"),
+                )
+                .unwrap();
+                let probe = first_probe(&scenario);
+                for capacity in [20, 45, 60] {
+                    for value in [1, 10, 25, 30, 40, 60, 200] {
+                        let (worst, dropped, _) = probe.simulate(value).unwrap();
+                        let whole = worst <= capacity && dropped == 0;
+                        let said = format!("{limiter} ({backend}) at {value} against {capacity}");
+                        assert_eq!(probe.within(value, capacity).unwrap(), whole, "{said}");
+                        if let Err(err) = probe.simulate_within(value, Some(capacity)) {
+                            assert!(err.is::<sim::Exceeded>(), "{said}: {err}");
+                            assert!(!whole, "{said}: stopped, yet safe");
+                            stopped += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(stopped > 20, "only {stopped} runs stopped early");
     }
 
     #[test]

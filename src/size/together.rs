@@ -91,8 +91,7 @@ pub(super) fn together(
     let ceiling = capacity.saturating_mul(4).saturating_add(4);
     let on_workloads = cheapest(probe, capacity, (current, unit), false, |probe| {
         let found = largest(probe.named.config.least_parameter(), offered_ceiling, |v| {
-            let (worst, dropped, _) = probe.simulate(v)?;
-            Ok(worst <= capacity && dropped == 0)
+            probe.within(v, capacity)
         })?;
         // Safe whatever the parameter: it does not bind below the traffic.
         Ok(match found {
