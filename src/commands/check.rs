@@ -10,7 +10,10 @@ use crate::results::RunResult;
 /// `burstsim check`: true when every run stays within the backend.
 pub fn check(args: &CheckArgs) -> Result<bool> {
     let scenario = load(&args.scenario)?;
-    let scenario = with_capacity(scenario, args.capacity)?;
+    let mut scenario = with_capacity(scenario, args.capacity)?;
+    // A check reads each run's worst second and its backend's drops: not
+    // the figures per key, nor the timeline (a third of a log's runs).
+    scenario.metrics.per_key = false;
     let replications = scenario.replications;
     crate::memory::check(
         &scenario,
@@ -21,7 +24,7 @@ pub fn check(args: &CheckArgs) -> Result<bool> {
     )?;
     let results = replicate::simulate_replicated(
         &scenario,
-        replicate::Keep::Timeline,
+        replicate::Keep::Figures,
         replications,
         None,
         &(),
