@@ -186,3 +186,24 @@ fn the_ladder_stays_short_for_large_budgets_and_grows_monotonically() {
     assert!(large.contains(&1_000) && !large.contains(&1_050));
     assert!(large.len() < 200, "{} rungs", large.len());
 }
+
+proptest::proptest! {
+    /// The search's count of a pattern is the exact rolling worst, equal
+    /// times and 1 ns intervals included; a time put in its place keeps
+    /// the pattern as a sort would.
+    #[test]
+    fn the_peak_is_the_brute_force_worst_and_insertion_sorts(
+        mut times in proptest::collection::vec(0u64..2_000, 0..60),
+        interval in 1u64..1_500,
+        t in 0u64..2_000,
+    ) {
+        times.sort_unstable();
+        let (worst, _) = crate::metrics::rolling::worst_by_brute_force(&times, interval);
+        proptest::prop_assert_eq!(peak_within(&times, interval), worst);
+        let mut sorted = times.clone();
+        sorted.push(t);
+        sorted.sort_unstable();
+        insert_sorted(&mut times, t);
+        proptest::prop_assert_eq!(times, sorted);
+    }
+}
