@@ -200,7 +200,58 @@ fn from_bits(b: u64) -> Double {
 
 /// `time.time()` at `now` ns: `ns / 10**9`, correctly rounded.
 fn seconds(now: Nanos) -> Double {
+    match seconds_exactly(now.get()) {
+        Some(bits) => from_bits(bits),
+        None => seconds_by_division(now),
+    }
+}
+
+/// [`seconds`] as binary64 division makes it: `ns` rounded to a double
+/// (exact below 2^53), then divided by 10^9.
+fn seconds_by_division(now: Nanos) -> Double {
     (double(now.get()) / double(SECOND)).value
+}
+
+/// The bits of `ns / 10^9` rounded to the nearest double,
+/// worked out in integers, for `ns` below 2^53, where the double of `ns`
+/// is `ns` itself and so the same as [`seconds_by_division`] (whose
+/// software division was half of a slowapi run's time); `None` above.
+fn seconds_exactly(ns: u64) -> Option<u64> {
+    const SIGNIFICAND: u32 = 52;
+    if ns >= 1 << (SIGNIFICAND + 1) {
+        return None;
+    }
+    if ns == 0 {
+        return Some(0);
+    }
+    let divisor = u128::from(SECOND);
+    // The shift that puts ns·2^shift / 10^9 in [2^52, 2^53): from the
+    // lengths of the two, then at most one step either way.
+    let length = |v: u128| 128 - v.leading_zeros();
+    let mut shift = SIGNIFICAND + length(divisor) - length(u128::from(ns));
+    let low = divisor << SIGNIFICAND;
+    while u128::from(ns) << shift < low {
+        shift += 1;
+    }
+    while u128::from(ns) << shift >= low << 1 {
+        shift -= 1;
+    }
+    // Below 2^53 · 10^9 < 2^83: within 128 bits.
+    let scaled = u128::from(ns) << shift;
+    let (mut significand, rest) = ((scaled / divisor) as u64, scaled % divisor);
+    let mut exponent = i64::from(SIGNIFICAND) - i64::from(shift);
+    // Never exactly halfway (ties to even would need a shift of at most 9,
+    // the twos in 10^9, and ns / 10^9 < 2^24 takes one of at least 29).
+    if 2 * rest > divisor {
+        significand += 1;
+        if significand == 1 << (SIGNIFICAND + 1) {
+            significand >>= 1;
+            exponent += 1;
+        }
+    }
+    // ns / 10^9 ≥ 10^-9: far above the subnormals.
+    let biased = u64::try_from(exponent + 1023).ok()?;
+    Some(biased << SIGNIFICAND | significand & ((1 << SIGNIFICAND) - 1))
 }
 
 impl State {

@@ -96,3 +96,32 @@ proptest::proptest! {
         }
     }
 }
+
+/// `ns / 10^9` worked out in integers is the double binary64 division
+/// gives, bit for bit, at the edges of the integers' range and of the
+/// doubles' exponents.
+#[test]
+fn seconds_in_integers_are_the_division_at_the_edges() {
+    let five_to_the_ninth: u64 = 1_953_125;
+    let mut cases = vec![0, 1, 2, 499_999_999, 500_000_000, 999_999_999, SECOND, SECOND + 1];
+    cases.extend([(1 << 53) - 1, 1 << 53, (1 << 53) + 1, u64::MAX]);
+    // Multiples of 5^9: as near to halfway between two doubles as it gets.
+    cases.extend((1..2_000).map(|j| j * five_to_the_ninth));
+    cases.extend((0..53).map(|p| 1u64 << p));
+    for ns in cases {
+        assert_eq!(
+            bits(seconds(Nanos(ns))),
+            bits(seconds_by_division(Nanos(ns))),
+            "{ns} ns"
+        );
+    }
+}
+
+proptest::proptest! {
+    #[test]
+    fn seconds_in_integers_are_the_division(ns in proptest::prelude::any::<u64>(), small in 0u64..1 << 53, halves in 0u64..(1 << 53) / 1_953_125) {
+        for ns in [ns, small, halves * 1_953_125] {
+            proptest::prop_assert_eq!(bits(seconds(Nanos(ns))), bits(seconds_by_division(Nanos(ns))), "{} ns", ns);
+        }
+    }
+}
