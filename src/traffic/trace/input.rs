@@ -600,7 +600,7 @@ pub(super) fn json_row(
             Some(JsonText::Number(text) | JsonText::Other(text)) => Cow::Borrowed(text),
             None => return Err(format!("no field {name:?} (elapsed_field)").into()),
         };
-        time = started(time, (&written, unit), &took, name).map_err(FieldError::from)?;
+        time = started(time, (&written, unit), &took, name)?;
     }
     let named = |name: &str, raw: Option<_>, what: &str| match raw.map(json_text) {
         Some(JsonText::String(text)) => Ok(Key::named(text.trim().as_bytes())),
