@@ -118,10 +118,21 @@ fn seconds_in_integers_are_the_division_at_the_edges() {
 }
 
 proptest::proptest! {
+    /// The same, anywhere: any u64, any integer of a double, and any
+    /// multiple of 5^9 (the nearest to halfway) below 2^53.
     #[test]
-    fn seconds_in_integers_are_the_division(ns in proptest::prelude::any::<u64>(), small in 0u64..1 << 53, halves in 0u64..(1 << 53) / 1_953_125) {
+    fn seconds_in_integers_are_the_division(
+        ns in proptest::prelude::any::<u64>(),
+        small in 0u64..1 << 53,
+        halves in 0u64..(1 << 53) / 1_953_125,
+    ) {
         for ns in [ns, small, halves * 1_953_125] {
-            proptest::prop_assert_eq!(bits(seconds(Nanos(ns))), bits(seconds_by_division(Nanos(ns))), "{} ns", ns);
+            proptest::prop_assert_eq!(
+                bits(seconds(Nanos(ns))),
+                bits(seconds_by_division(Nanos(ns))),
+                "{} ns",
+                ns
+            );
         }
     }
 }
