@@ -1294,3 +1294,72 @@ fn several_logs_count_their_busy_seconds_together_up_to_a_stated_limit() {
         );
     }
 }
+
+/// Reading a log allocates nothing per line, in any format (issue #36: a
+/// JSON line's status was copied into a `String` of its own, two million
+/// allocations for two million lines): checking each shipped sample with
+/// every row written four times allocates, on the reading thread (a small
+/// file is read on the thread that checks it), what checking the sample
+/// does — the same keys, seconds and statuses in four times the lines —
+/// give or take a table grown once more.
+#[test]
+fn reading_a_log_allocates_nothing_per_line_in_any_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = fs::read_to_string(SCENARIO).unwrap();
+    let mut formats = vec![
+        ("combined", "checkout-access.log", "remote_addr", ""),
+        ("jsonl", "checkout-access.jsonl", "remote_addr", ""),
+        (
+            "csv",
+            "checkout-access.csv",
+            "client",
+            r#", time_field = "time", unit = "rfc3339""#,
+        ),
+    ];
+    formats.extend(
+        VENDORS
+            .iter()
+            .map(|&(format, file, key)| (format, file, key, "")),
+    );
+    for (format, file, key, extra) in formats {
+        let text = fs::read_to_string(format!("scenarios/traces/{file}")).unwrap();
+        // CSV's header and CloudFront's directives once, each row `times` times.
+        let written = |times: usize| {
+            let mut out = String::new();
+            for (i, line) in text.lines().enumerate() {
+                let head = (format == "csv" && i == 0) || line.starts_with('#');
+                for _ in 0..if head { 1 } else { times } {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+            out
+        };
+        let checked = |times: usize| {
+            let path = dir.path().join(format!("{times}-{file}"));
+            fs::write(&path, written(times)).unwrap();
+            let source = format!(
+                r#"{{ kind = "trace", format = "{format}", path = "{}", key_field = "{key}"{extra} }}"#,
+                path.display()
+            );
+            let text = scenario.replace(SOURCE, &source);
+            let scenario_path = dir.path().join("s.toml");
+            let mut parsed = None;
+            let made = allocation_counter::measure(|| {
+                parsed = Some(burstsim::scenario::parse(&text, &scenario_path));
+            });
+            if let Some(Err(err)) = parsed {
+                panic!("{format}: {err}");
+            }
+            made.count_total
+        };
+        let rows = text.lines().count() as u64;
+        let (once, four) = (checked(1), checked(4));
+        assert!(once > 0, "{format}: the allocations are not counted");
+        // One allocation per line would be 3 × rows more.
+        assert!(
+            four <= once + 64,
+            "{format}: {once} allocations checking {rows} lines, {four} checking them four times over"
+        );
+    }
+}

@@ -485,15 +485,16 @@ fn other_line(
 }
 
 /// A JSON line's time and key, and what it says the gateway did.
-pub(super) type JsonRow = ((u64, Key), Logged);
+pub(super) type JsonRow<'a> = ((u64, Key), Logged<'a>);
 
 /// What a row says its gateway's rate limit did.
-pub(super) enum Logged {
+pub(super) enum Logged<'a> {
     /// The gateway's own flag (Cloudflare's `EdgeRateLimitAction`): whether
     /// it turned the request away.
     Flag(bool),
-    /// The response's status as written, if logged.
-    Status(Option<String>),
+    /// The response's status as written, if logged (borrowed from the line
+    /// unless it has escapes: nothing allocated per line).
+    Status(Option<Cow<'a, str>>),
 }
 
 /// `where`, and the JSON fields it reads.
@@ -525,14 +526,14 @@ pub(super) const KEY_TEXT_CHARS: usize = 64;
 
 /// The time and key of one JSON line, and its `status` field as written;
 /// None when `filter` leaves it out.
-pub(super) fn json_row(
-    text: &str,
+pub(super) fn json_row<'a>(
+    text: &'a str,
     times: &mut logs::TimeCache,
     (field, elapsed): (&str, Option<&str>),
     (unit, numbers): (Option<Unit>, Unit),
     (key, fallback, host): (Option<&str>, Option<&str>, Option<&str>),
     (filter, status, flag): (Option<&JsonFilter>, &str, Option<&str>),
-) -> Result<Option<JsonRow>, LineFault> {
+) -> Result<Option<JsonRow<'a>>, LineFault> {
     // Values as written: a number of epoch seconds goes through the same
     // decimal parser as CSV's time_s, never through a float (which would turn
     // 1764460800.999999999 into 1764460801).
@@ -621,8 +622,8 @@ pub(super) fn json_row(
         Some(name) => key.on_host_of(named(name, host_raw, "host")?),
     };
     let as_text = |raw| match json_text(raw) {
-        JsonText::String(text) => text.into_owned(),
-        JsonText::Number(text) | JsonText::Other(text) => text.to_string(),
+        JsonText::String(text) => text,
+        JsonText::Number(text) | JsonText::Other(text) => Cow::Borrowed(text),
     };
     // The gateway's flag where the row has it: Cloudflare's action, empty
     // when no rate limit acted; "log" and "simulate" let the request through.
@@ -632,7 +633,9 @@ pub(super) fn json_row(
             let action = action.trim();
             Logged::Flag(
                 !action.is_empty()
-                    && !["log", "simulate", "null"].contains(&action.to_ascii_lowercase().as_str()),
+                    && !["log", "simulate", "null"]
+                        .iter()
+                        .any(|word| action.eq_ignore_ascii_case(word)),
             )
         }
         None => Logged::Status(status_raw.map(as_text)),

@@ -1296,6 +1296,25 @@ fn the_logs_own_rejections_are_counted_from_its_statuses() {
     let (dir, config) = file("a.jsonl", &format!("{json}{{\"time\": 3}}\n"), "format = \"jsonl\"");
     config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
     assert_eq!(config.turned_away_in_log(), None);
+    // Cloudflare's own flag where a row has it, its status where not: an
+    // action other than empty, "log" or "simulate" (any case) turned it away.
+    let flagged = [
+        r#""EdgeRateLimitAction":"block""#,
+        r#""EdgeRateLimitAction":"Log""#,
+        r#""EdgeRateLimitAction":"SIMULATE""#,
+        r#""EdgeRateLimitAction":"""#,
+        r#""EdgeRateLimitAction":" challenge ""#,
+        r#""EdgeResponseStatus":429"#,
+        r#""EdgeRateLimitAction":"null""#,
+    ];
+    let lines: String = flagged
+        .iter()
+        .enumerate()
+        .map(|(i, member)| format!("{{\"ClientIP\":\"a\",\"EdgeStartTimestamp\":{}000000000,{member}}}\n", i + 1))
+        .collect();
+    let (dir, config) = file("a.json", &lines, "format = \"cloudflare\"");
+    config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+    assert_eq!(config.turned_away_in_log(), Some(3), "block, challenge and the 429");
     let (dir, config) = file("t.csv", "time_ns,status\n1,429\n2,200\n", "");
     config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
     assert_eq!(config.turned_away_in_log(), Some(1));
