@@ -178,16 +178,24 @@ pub fn render(results: &Results) -> Result<Chart> {
         // rolling interval.
         let mut values = vec![(nominal_rate * at, REFERENCE)];
         values.extend(capacity.map(|c| (c * at, CAPACITY)));
+        // Each on a pale backdrop: the curves of a busy chart cross just
+        // there, and a line through "150" made it read as another number.
         for (level, colour) in values {
             chart.draw_series([Circle::new((at, level), 4, colour.filled())])?;
-            chart.draw_series([Text::new(
-                format!("{level:.0} in {}", interval_words(rolling)),
-                (at * 1.06, level),
-                (FONT, LABEL_SIZE)
-                    .into_font()
-                    .color(&colour)
-                    .pos(Pos::new(HPos::Left, VPos::Top)),
-            )])?;
+            let text = format!("{level:.0} in {}", interval_words(rolling));
+            let size = LABEL_SIZE as i32;
+            // About half an em a character in the sans-serif face.
+            let wide = text.chars().count() as i32 * size * 11 / 20;
+            chart.draw_series([EmptyElement::at((at, level))
+                + Rectangle::new([(6, 1), (12 + wide, size + 5)], WHITE.mix(0.8).filled())
+                + Text::new(
+                    text,
+                    (9, 3),
+                    (FONT, LABEL_SIZE)
+                        .into_font()
+                        .color(&colour)
+                        .pos(Pos::new(HPos::Left, VPos::Top)),
+                )])?;
         }
         draw_legend(&legend, &entries)?;
         canvas.present()?;

@@ -119,6 +119,48 @@ fn every_chart_is_well_formed_with_a_title_axis_labels_and_every_limiter() {
     }
 }
 
+/// The arrival curve's values at the rolling interval ("100 in 1 s", "150
+/// in 1 s") stand on a pale backdrop drawn just before them: the curves
+/// cross right there, and a line through "150" read as another number.
+#[test]
+fn the_arrival_curve_s_values_stand_on_a_backdrop() {
+    let promo = run("scenarios/promo.toml", &[]);
+    let svg = read(&promo.out.join("charts/arrival-curve.svg"));
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let number = |node: roxmltree::Node, name: &str| -> f64 {
+        node.attribute(name).unwrap().parse().unwrap()
+    };
+    let mut labels = 0;
+    for text in doc.descendants().filter(|n| n.has_tag_name("text")) {
+        let Some(words) = text
+            .text()
+            .map(str::trim)
+            .filter(|t| t.ends_with(" in 1 s"))
+        else {
+            continue;
+        };
+        labels += 1;
+        let backdrop = text
+            .prev_sibling_element()
+            .filter(|r| r.has_tag_name("rect") && r.attribute("fill") == Some("#FFFFFF"))
+            .unwrap_or_else(|| panic!("{words:?} has no backdrop before it"));
+        let (x, y) = (number(text, "x"), number(text, "y"));
+        let (left, top) = (number(backdrop, "x"), number(backdrop, "y"));
+        let (width, height) = (number(backdrop, "width"), number(backdrop, "height"));
+        let size = number(text, "font-size");
+        // The text's box: about 0.6 em a character, an em tall from its top.
+        let wide = words.chars().count() as f64 * size * 0.6;
+        assert!(
+            left <= x && x + wide <= left + width && top <= y && y + size <= top + height,
+            "{words:?} at ({x}, {y}), {wide} wide, outside its backdrop ({left}, {top}) {width}×{height}"
+        );
+    }
+    assert_eq!(
+        labels, 2,
+        "the advertised limit's and the capacity's values"
+    );
+}
+
 /// Pixel x of a time in seconds, from two labelled ticks of the x axis.
 fn x_axis(svg: &str) -> impl Fn(f64) -> f64 {
     let doc = roxmltree::Document::parse(svg).unwrap();
