@@ -55,7 +55,9 @@ impl ByHand {
 }
 
 fn main() {
-    let new_in_tenths: u64 = std::env::args().nth(1).map_or(7, |a| a.parse().expect("a share in tenths"));
+    let new_in_tenths: u64 = std::env::args()
+        .nth(1)
+        .map_or(7, |a| a.parse().expect("a share in tenths"));
     let n: u64 = 2_000_000;
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut next = || {
@@ -76,11 +78,17 @@ fn main() {
         // 555 a second, each on its whole second.
         admissions.push((i * 1_800_000 / 1_000_000_000 * 1_000_000_000, key));
     }
-    let events: Vec<KeyEvent> = admissions.iter().map(|&(at, key)| KeyEvent::Admitted(Nanos(at), key)).collect();
+    let events: Vec<KeyEvent> = admissions
+        .iter()
+        .map(|&(at, key)| KeyEvent::Admitted(Nanos(at), key))
+        .collect();
     let interval = 1_000_000_000;
     for _ in 0..5 {
         let start = std::time::Instant::now();
-        let mut runs = [PerKeyCounts::new(Nanos(interval)), PerKeyCounts::new(Nanos(interval))];
+        let mut runs = [
+            PerKeyCounts::new(Nanos(interval)),
+            PerKeyCounts::new(Nanos(interval)),
+        ];
         for chunk in events.chunks(16384) {
             for run in &mut runs {
                 run.count(chunk);
@@ -103,8 +111,16 @@ fn main() {
         let hand = start.elapsed();
         for (run, hand) in runs.iter().zip(&by_hand) {
             let figures = run.finish(None, None).expect("keys");
-            let worst = hand.cells.iter().map(|c| u64::from(c.worst)).max().unwrap_or(0);
-            assert_eq!((figures.keys, figures.worst_rolling_max), (hand.cells.len() as u64, worst));
+            let worst = hand
+                .cells
+                .iter()
+                .map(|c| u64::from(c.worst))
+                .max()
+                .unwrap_or(0);
+            assert_eq!(
+                (figures.keys, figures.worst_rolling_max),
+                (hand.cells.len() as u64, worst)
+            );
         }
         let per = |took: std::time::Duration| took.as_nanos() as f64 / (2 * n) as f64;
         println!(
