@@ -557,13 +557,7 @@ pub(super) fn json_row<'a>(
         )
         .map_err(|err| format!("not a JSON object ({err})"))?;
     if let Some((conditions, _)) = filter {
-        let texts: [Option<Cow<'_, str>>; 4] =
-            [method, path, status_field, host_field].map(|raw| {
-                Some(match json_text(raw?) {
-                    JsonText::String(text) => text,
-                    JsonText::Number(text) | JsonText::Other(text) => Cow::Borrowed(text),
-                })
-            });
+        let texts = [method, path, status_field, host_field].map(|raw| raw.map(|raw| json_text(raw).text()));
         let row = Row {
             method: texts[0].as_deref(),
             path: texts[1].as_deref(),
@@ -596,10 +590,8 @@ pub(super) fn json_row<'a>(
     let mut time = time
         .ok_or_else(|| LineFault::in_field(text, value, format!("{field}: {}", invalid(&written, unit))))?;
     if let Some(name) = elapsed {
-        let took = match took.map(json_text) {
-            Some(JsonText::String(text)) => text,
-            Some(JsonText::Number(text) | JsonText::Other(text)) => Cow::Borrowed(text),
-            None => return Err(format!("no field {name:?} (elapsed_field)").into()),
+        let Some(took) = took.map(|raw| json_text(raw).text()) else {
+            return Err(format!("no field {name:?} (elapsed_field)").into());
         };
         time = started(time, (&written, unit), &took, name)?;
     }
@@ -621,10 +613,7 @@ pub(super) fn json_row<'a>(
         None => key,
         Some(name) => key.on_host_of(named(name, host_raw, "host")?),
     };
-    let as_text = |raw| match json_text(raw) {
-        JsonText::String(text) => text,
-        JsonText::Number(text) | JsonText::Other(text) => Cow::Borrowed(text),
-    };
+    let as_text = |raw| json_text(raw).text();
     // The gateway's flag where the row has it: Cloudflare's action, empty
     // when no rate limit acted; "log" and "simulate" let the request through.
     let logged = match flag_raw {
@@ -710,6 +699,16 @@ pub(super) enum JsonText<'a> {
     Number(&'a str),
     /// Anything else, as written.
     Other(&'a str),
+}
+
+impl<'a> JsonText<'a> {
+    /// Its text: a string's unescaped, anything else's as written.
+    pub(super) fn text(self) -> Cow<'a, str> {
+        match self {
+            JsonText::String(text) => text,
+            JsonText::Number(text) | JsonText::Other(text) => Cow::Borrowed(text),
+        }
+    }
 }
 
 pub(super) fn json_text(text: &str) -> JsonText<'_> {
