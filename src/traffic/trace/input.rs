@@ -539,23 +539,25 @@ pub(super) fn json_row<'a>(
     // 1764460800.999999999 into 1764460801).
     let no_filter = [None, None, None, None];
     let wanted = filter.map_or(&no_filter, |(_, fields)| fields);
-    let [value, took, key_raw, host_raw, flag_raw, status_raw, method, path, status_field, host_field] =
-        super::json::members(
-            text,
-            [
-                Some(field),
-                elapsed,
-                key,
-                host,
-                flag,
-                Some(status),
-                wanted[0].as_deref(),
-                wanted[1].as_deref(),
-                wanted[2].as_deref(),
-                wanted[3].as_deref(),
-            ],
-        )
-        .map_err(|err| format!("not a JSON object ({err})"))?;
+    let mut found = [None; 10];
+    super::json::members_into(
+        text,
+        &[
+            Some(field),
+            elapsed,
+            key,
+            host,
+            flag,
+            Some(status),
+            wanted[0].as_deref(),
+            wanted[1].as_deref(),
+            wanted[2].as_deref(),
+            wanted[3].as_deref(),
+        ],
+        &mut found,
+    )
+    .map_err(|err| format!("not a JSON object ({err})"))?;
+    let [value, took, key_raw, host_raw, flag_raw, status_raw, method, path, status_field, host_field] = found;
     if let Some((conditions, _)) = filter {
         let texts = [method, path, status_field, host_field].map(|raw| raw.map(|raw| json_text(raw).text()));
         let row = Row {

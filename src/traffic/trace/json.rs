@@ -26,17 +26,32 @@ pub(super) fn members<'a, const N: usize>(
     text: &'a str,
     names: [Option<&str>; N],
 ) -> Result<[Option<&'a str>; N], serde_json::Error> {
-    match scanned(text, names) {
-        Some(found) => Ok(found),
-        None => parsed(text, names),
+    let mut found = [None; N];
+    members_into(text, &names, &mut found)?;
+    Ok(found)
+}
+
+/// [`members`] written into `found`. (Each line's arrays of names, of
+/// names listed and of members passed by reference and written in place:
+/// passed and returned by value, they were copied with `memcpy` four times
+/// a line, a twentieth of a JSON log's reading.)
+pub(super) fn members_into<'a, const N: usize>(
+    text: &'a str,
+    names: &[Option<&str>; N],
+    found: &mut [Option<&'a str>; N],
+) -> Result<(), serde_json::Error> {
+    if !scanned(text, names, found) {
+        *found = parsed(text, names)?;
     }
+    Ok(())
 }
 
 /// [`members`] as serde_json reads them: any JSON.
 fn parsed<'a, const N: usize>(
     text: &'a str,
-    names: [Option<&str>; N],
+    names: &[Option<&str>; N],
 ) -> Result<[Option<&'a str>; N], serde_json::Error> {
+    let names = *names;
     // (A byte loop: the names are short, and a search's set-up costs more.)
     let outers = names.map(|name| {
         let name = name?;
@@ -46,7 +61,7 @@ fn parsed<'a, const N: usize>(
     let [found, outer] = reader.deserialize_map(Members { names, outers })?;
     reader.end()?;
     let mut found = found.map(|value| value.map(RawValue::get));
-    inside(&mut found, outer.map(|value| value.map(RawValue::get)), names);
+    inside(&mut found, &outer.map(|value| value.map(RawValue::get)), &names);
     Ok(found)
 }
 
@@ -56,8 +71,8 @@ fn parsed<'a, const N: usize>(
 /// holds the address, the status, the method and the URL).
 fn inside<'a, const N: usize>(
     found: &mut [Option<&'a str>; N],
-    outer: [Option<&'a str>; N],
-    names: [Option<&str>; N],
+    outer: &[Option<&'a str>; N],
+    names: &[Option<&str>; N],
 ) {
     // Most lines name no object: nothing to split.
     if outer.iter().all(Option::is_none) {
@@ -105,7 +120,11 @@ fn inside<'a, const N: usize>(
 /// deeper nesting, or what is not JSON — for serde_json to read.
 /// (serde_json took 0.7 µs of a 190-byte line's reading; see
 /// docs/performance.md.)
-fn scanned<'a, const N: usize>(text: &'a str, names: [Option<&str>; N]) -> Option<[Option<&'a str>; N]> {
+fn scanned<'a, const N: usize>(
+    text: &'a str,
+    names: &[Option<&str>; N],
+    found: &mut [Option<&'a str>; N],
+) -> bool {
     let bytes = text.as_bytes();
     let outers = names.map(|name| {
         let name = name?;
@@ -114,9 +133,10 @@ fn scanned<'a, const N: usize>(text: &'a str, names: [Option<&str>; N]) -> Optio
     // The names asked for (and the objects holding dotted ones) listed
     // once, so that each member is compared with those few, not with every
     // slot: the slots' loop was a quarter of a JSON line's reading.
-    let (asked, asked_len) = listed(&names);
-    let (outer_asked, outer_len) = listed(&outers);
-    let (mut found, mut outer) = ([None; N], [None; N]);
+    let (mut asked, mut outer_asked) = ([(0, &[][..]); N], [(0, &[][..]); N]);
+    let asked_len = listed(names, &mut asked);
+    let outer_len = listed(&outers, &mut outer_asked);
+    let mut outer = [None; N];
     let start = space(bytes, 0);
     let end = object_end(bytes, start, NESTING, &mut |name: (usize, usize), value: (usize, usize)| {
         let name = &bytes[name.0..name.1];
@@ -130,19 +150,17 @@ fn scanned<'a, const N: usize>(text: &'a str, names: [Option<&str>; N]) -> Optio
                 outer[i] = text.get(value.0..value.1);
             }
         }
-    })?;
-    if space(bytes, end) != bytes.len() {
-        return None;
+    });
+    if end.is_none_or(|end| space(bytes, end) != bytes.len()) {
+        return false;
     }
-    inside(&mut found, outer, names);
-    Some(found)
+    inside(found, &outer, names);
+    true
 }
 
-/// The names given, each with its slot, first; and how many there are.
-/// (Inlined: returned through memory, the lists were copied each line.)
+/// The names given, each with its slot, first in `listed`; how many there are.
 #[inline(always)]
-fn listed<'n, const N: usize>(names: &[Option<&'n str>; N]) -> ([(usize, &'n [u8]); N], usize) {
-    let mut listed = [(0, &[][..]); N];
+fn listed<'n, const N: usize>(names: &[Option<&'n str>; N], listed: &mut [(usize, &'n [u8]); N]) -> usize {
     let mut len = 0;
     for (i, name) in names.iter().enumerate() {
         if let Some(name) = name {
@@ -150,7 +168,7 @@ fn listed<'n, const N: usize>(names: &[Option<&'n str>; N]) -> ([(usize, &'n [u8
             len += 1;
         }
     }
-    (listed, len)
+    len
 }
 
 /// How deep [`scanned`] reads nested objects and arrays (the line's own
@@ -394,6 +412,12 @@ pub(super) fn string(raw: &str) -> Option<Cow<'_, str>> {
 mod tests {
     use super::*;
 
+    /// [`scanned`]'s members, or `None` when it leaves the line to serde_json.
+    fn scan<'a, const N: usize>(text: &'a str, names: [Option<&str>; N]) -> Option<[Option<&'a str>; N]> {
+        let mut found = [None; N];
+        scanned(text, &names, &mut found).then_some(found)
+    }
+
     /// The members as a map of every member finds them (the reading this
     /// replaced), for every name, on objects with nesting, escapes,
     /// repeated names and values of every type.
@@ -465,25 +489,25 @@ mod tests {
     fn a_flat_line_is_read_by_the_scanner() {
         let line = r#"{"time":"2026-11-27T08:00:00Z","remote_addr":"10.8.170.193","status":200,"bytes":-2.5e+3,"referer":"-","ok":true,"gone":null,"no":false, "ua" : "Mozilla/5.0 (X11; Linux x86_64) é" }"#;
         let names = [Some("time"), Some("remote_addr"), Some("status"), Some("bytes"), Some("ua"), Some("no"), Some("missing"), None];
-        let found = scanned(line, names).expect("read by the scanner");
+        let found = scan(line, names).expect("read by the scanner");
         assert_eq!(
             found,
             [Some(r#""2026-11-27T08:00:00Z""#), Some(r#""10.8.170.193""#), Some("200"), Some("-2.5e+3"), Some(r#""Mozilla/5.0 (X11; Linux x86_64) é""#), Some("false"), None, None]
         );
-        assert_eq!(Ok(found), parsed(line, names).map_err(|e| e.to_string()));
-        assert_eq!(scanned("{ }", [Some("a")]), Some([None]));
+        assert_eq!(Ok(found), parsed(line, &names).map_err(|e| e.to_string()));
+        assert_eq!(scan("{ }", [Some("a")]), Some([None]));
         // Escapes in values, as Kong's file-log and Go's loggers write them.
         let kong = r#"{"request":{"uri":"\/api\/cart?a=1\u0026b=2","headers":{"host":"shop.example","user-agent":"q\"\\\n"}},"client_ip":"10.0.0.1","started_at":1764230400123}"#;
         let names = [Some("request.uri"), Some("request.headers.host"), Some("client_ip"), Some("started_at")];
-        let found = scanned(kong, names).expect("read by the scanner");
+        let found = scan(kong, names).expect("read by the scanner");
         assert_eq!(
             found,
             [Some(r#""\/api\/cart?a=1\u0026b=2""#), Some(r#""shop.example""#), Some(r#""10.0.0.1""#), Some("1764230400123")]
         );
-        assert_eq!(Ok(found), parsed(kong, names).map_err(|e| e.to_string()));
+        assert_eq!(Ok(found), parsed(kong, &names).map_err(|e| e.to_string()));
         assert_eq!(string(found[0].unwrap()).as_deref(), Some("/api/cart?a=1&b=2"));
         // A name with an escape is compared unescaped: serde_json's.
-        assert_eq!(scanned(r#"{"t\u0069me":1}"#, [Some("time")]), None);
+        assert_eq!(scan(r#"{"t\u0069me":1}"#, [Some("time")]), None);
     }
 
     use proptest::prelude::*;
@@ -560,8 +584,8 @@ mod tests {
         #[test]
         fn the_scanner_reads_as_serde_json_does(line in line()) {
             let names = [Some("time"), Some("ip"), Some("a.b"), Some("a"), Some(""), Some("é"), Some("x.y"), Some("httpRequest.remoteIp"), Some("a.b.c"), Some("x.y.c")];
-            if let Some(found) = scanned(&line, names) {
-                prop_assert_eq!(Ok(found), parsed(&line, names).map_err(|e| e.to_string()), "{:?}", line);
+            if let Some(found) = scan(&line, names) {
+                prop_assert_eq!(Ok(found), parsed(&line, &names).map_err(|e| e.to_string()), "{:?}", line);
             }
         }
     }
@@ -574,13 +598,13 @@ mod tests {
             // The line's object, then depth - 1 arrays.
             let arrays = depth - 1;
             let line = format!("{{\"a\":{}1{}, \"ip\": \"10.0.0.1\"}}", "[".repeat(arrays), "]".repeat(arrays));
-            let found = scanned(&line, [Some("ip")]);
+            let found = scan(&line, [Some("ip")]);
             assert_eq!(found.is_some(), depth <= NESTING, "{depth}");
             assert_eq!(members(&line, [Some("ip")]).unwrap(), [Some("\"10.0.0.1\"")]);
         }
         let gcp = r#"{"httpRequest":{"requestMethod":"GET","remoteIp":"192.0.2.1","status":429,"latency":"0.01s"},"timestamp":"2026-11-27T08:00:00.250Z","labels":[]}"#;
         assert_eq!(
-            scanned(gcp, [Some("httpRequest.remoteIp"), Some("httpRequest.status"), Some("timestamp"), Some("httpRequest.missing")]),
+            scan(gcp, [Some("httpRequest.remoteIp"), Some("httpRequest.status"), Some("timestamp"), Some("httpRequest.missing")]),
             Some([Some("\"192.0.2.1\""), Some("429"), Some("\"2026-11-27T08:00:00.250Z\""), None])
         );
     }
