@@ -31,17 +31,18 @@ pub(super) fn members<'a, const N: usize>(
     Ok(found)
 }
 
-/// [`members`] written into `found`. (Each line's arrays of names, of
-/// names listed and of members passed by reference and written in place:
-/// passed and returned by value, they were copied with `memcpy` four times
-/// a line, a twentieth of a JSON log's reading.)
+/// [`members`] written into `found` (on an error, what it holds is not
+/// the line's: the scanner may have stopped part way). (Each line's arrays
+/// of names, of names listed and of members passed by reference and
+/// written in place: passed and returned by value, they were copied with
+/// `memcpy` four times a line, a twentieth of a JSON log's reading.)
 pub(super) fn members_into<'a, const N: usize>(
     text: &'a str,
     names: &[Option<&str>; N],
     found: &mut [Option<&'a str>; N],
 ) -> Result<(), serde_json::Error> {
     if !scanned(text, names, found) {
-        *found = parsed(text, names)?;
+        *found = parsed(text, *names)?;
     }
     Ok(())
 }
@@ -49,9 +50,8 @@ pub(super) fn members_into<'a, const N: usize>(
 /// [`members`] as serde_json reads them: any JSON.
 fn parsed<'a, const N: usize>(
     text: &'a str,
-    names: &[Option<&str>; N],
+    names: [Option<&str>; N],
 ) -> Result<[Option<&'a str>; N], serde_json::Error> {
-    let names = *names;
     // (A byte loop: the names are short, and a search's set-up costs more.)
     let outers = names.map(|name| {
         let name = name?;
@@ -494,7 +494,7 @@ mod tests {
             found,
             [Some(r#""2026-11-27T08:00:00Z""#), Some(r#""10.8.170.193""#), Some("200"), Some("-2.5e+3"), Some(r#""Mozilla/5.0 (X11; Linux x86_64) é""#), Some("false"), None, None]
         );
-        assert_eq!(Ok(found), parsed(line, &names).map_err(|e| e.to_string()));
+        assert_eq!(Ok(found), parsed(line, names).map_err(|e| e.to_string()));
         assert_eq!(scan("{ }", [Some("a")]), Some([None]));
         // Escapes in values, as Kong's file-log and Go's loggers write them.
         let kong = r#"{"request":{"uri":"\/api\/cart?a=1\u0026b=2","headers":{"host":"shop.example","user-agent":"q\"\\\n"}},"client_ip":"10.0.0.1","started_at":1764230400123}"#;
@@ -504,7 +504,7 @@ mod tests {
             found,
             [Some(r#""\/api\/cart?a=1\u0026b=2""#), Some(r#""shop.example""#), Some(r#""10.0.0.1""#), Some("1764230400123")]
         );
-        assert_eq!(Ok(found), parsed(kong, &names).map_err(|e| e.to_string()));
+        assert_eq!(Ok(found), parsed(kong, names).map_err(|e| e.to_string()));
         assert_eq!(string(found[0].unwrap()).as_deref(), Some("/api/cart?a=1&b=2"));
         // A name with an escape is compared unescaped: serde_json's.
         assert_eq!(scan(r#"{"t\u0069me":1}"#, [Some("time")]), None);
@@ -585,7 +585,7 @@ mod tests {
         fn the_scanner_reads_as_serde_json_does(line in line()) {
             let names = [Some("time"), Some("ip"), Some("a.b"), Some("a"), Some(""), Some("é"), Some("x.y"), Some("httpRequest.remoteIp"), Some("a.b.c"), Some("x.y.c")];
             if let Some(found) = scan(&line, names) {
-                prop_assert_eq!(Ok(found), parsed(&line, &names).map_err(|e| e.to_string()), "{:?}", line);
+                prop_assert_eq!(Ok(found), parsed(&line, names).map_err(|e| e.to_string()), "{:?}", line);
             }
         }
     }
