@@ -143,6 +143,12 @@ impl PerKeyCounts {
         self.keys.is_empty()
     }
 
+    /// Whether both have counted nothing over the same interval: then the
+    /// same decisions counted by each leave them alike.
+    pub fn starts_as(&self, other: &PerKeyCounts) -> bool {
+        self.is_empty() && other.is_empty() && self.interval == other.interval
+    }
+
     /// Asks for the figures of `key`, to be counted `ahead` requests from
     /// now, and, while the trailing interval holds [`ASK_LEAVING_FROM`]
     /// admissions or more, those of its `ahead` oldest not asked for yet

@@ -432,15 +432,20 @@ fn simulate_open(
     let two = big.is_ok_and(|n| n >= PIPELINE_FROM) && crate::cores::second_core_free();
     // The second thread counts the figures per key where they are kept
     // and their keys outgrow the cache (then they are most of the run's
-    // work), else it generates the arrivals.
+    // work), else it generates the arrivals. With one core, such figures
+    // are counted here a chunk at a time while runs decide alike (counted
+    // once for all of them); in the cache, as each run decides.
     let keys = workload.sources().iter().try_fold(0u64, |sum, source| {
         source
             .keys(scenario.duration, &scenario.base_dir)
             .map(|n| sum.saturating_add(n))
     });
     let many = keys.is_ok_and(|n| n >= crate::limiter::per_key::PREFETCH_FROM as u64);
-    let mut away = (two && many).then(|| Away::start(&mut runs)).flatten();
-    let pipelined = two && away.is_none();
+    let mut away = (two && many)
+        .then(|| Away::start(&mut runs))
+        .flatten()
+        .or_else(|| many.then(|| Away::here(&mut runs)).flatten());
+    let pipelined = two && !Away::threaded(&away);
     let mut packed = Packed::new(scenario, options, index);
     let error = match arrivals.into_poisson() {
         // One Poisson source without clients: chunks of bare times.
