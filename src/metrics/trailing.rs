@@ -24,6 +24,9 @@ pub struct Trailing {
     window: VecDeque<u64>,
     /// Columns before this one are final.
     current: usize,
+    /// Where the current column ends (`u64::MAX` for the last): a time
+    /// before it is in the current column, found without a division.
+    end: u64,
 }
 
 impl Trailing {
@@ -32,25 +35,37 @@ impl Trailing {
     pub fn new(interval: Nanos, duration: Nanos, column: Nanos) -> Trailing {
         let column = column.get().max(1);
         let count = duration.get().div_ceil(column).max(1);
-        Trailing {
+        let mut trailing = Trailing {
             interval,
             column: Nanos(column),
             most: vec![0; usize::try_from(count).unwrap_or(usize::MAX)],
             window: VecDeque::new(),
             current: 0,
-        }
+            end: 0,
+        };
+        trailing.end = trailing.end_of_current();
+        trailing
     }
 
     /// Counts a request admitted at `at`; times come in order.
     #[inline]
     pub fn push(&mut self, at: Nanos) {
-        let column = self.column_of(at.get());
-        self.advance(column);
+        if at.get() >= self.end {
+            self.advance(self.column_of(at.get()));
+        }
         self.forget_until(at.get());
         self.window.push_back(at.get());
         let count = self.count();
-        let most = &mut self.most[column];
+        let most = &mut self.most[self.current];
         *most = (*most).max(count);
+    }
+
+    /// Where the current column ends, `u64::MAX` for the last.
+    fn end_of_current(&self) -> u64 {
+        if self.current + 1 >= self.most.len() {
+            return u64::MAX;
+        }
+        (self.current as u64 + 1).saturating_mul(self.column.get())
     }
 
     /// Accounts the time after the last request, to the end of the run.
@@ -75,6 +90,7 @@ impl Trailing {
             self.forget_until(start);
             self.most[self.current] = self.most[self.current].max(self.count());
         }
+        self.end = self.end_of_current();
     }
 
     fn count(&self) -> u32 {
