@@ -232,11 +232,21 @@ impl PerKeyCounts {
         state: Option<StateCost>,
         per_key_nominal: Option<f64>,
     ) -> Option<KeysSummary> {
+        Some(self.summed()?.finish(state, per_key_nominal))
+    }
+
+    /// The figures summed up over every key, or `None` when no key sent
+    /// anything: what [`Self::finish`] says, but what a limiter adds.
+    pub fn summed(&self) -> Option<Summed> {
         if self.keys.is_empty() {
             return None;
         }
         let (counts, worst, shares) = self.by_value().unwrap_or_else(|| self.by_list());
-        Some(summarised(counts, worst, shares, state, per_key_nominal))
+        Some(Summed {
+            counts,
+            worst,
+            shares,
+        })
     }
 
     /// The parts of [`Self::finish`]'s figures — [keys, throttled, the
@@ -315,6 +325,26 @@ impl PerKeyCounts {
                 total,
             ],
         ))
+    }
+}
+
+/// The figures per key summed up over every key ([`PerKeyCounts::summed`]),
+/// to be finished for any run that counted them (several runs deciding
+/// alike count them once: see `sim::run::figures`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Summed {
+    /// [keys, throttled, the worst key].
+    counts: [u64; 3],
+    /// The worst counts' [p50, p99, max].
+    worst: [u64; 3],
+    /// [the busiest 1%'s admitted, all admitted].
+    shares: [u64; 2],
+}
+
+impl Summed {
+    /// The figures, as [`PerKeyCounts::finish`] gives them.
+    pub fn finish(self, state: Option<StateCost>, per_key_nominal: Option<f64>) -> KeysSummary {
+        summarised(self.counts, self.worst, self.shares, state, per_key_nominal)
     }
 }
 

@@ -13,7 +13,7 @@ use crate::metrics::backend::Server;
 use crate::metrics::closed_loop::ClosedLoop;
 use crate::metrics::outage::Outages;
 use crate::metrics::overload::OverloadCounts;
-use crate::metrics::per_key::{KeyEvent, KeyTallies, PerKeyCounts, StateCost};
+use crate::metrics::per_key::{KeyEvent, KeyTallies, PerKeyCounts, StateCost, Summed};
 use crate::metrics::rolling::RollingCounts;
 use crate::metrics::timeline::Timeline;
 use crate::metrics::trailing::Trailing;
@@ -56,6 +56,9 @@ struct Counters {
     keys: Option<PerKeyCounts>,
     /// Instead, while another thread counts them: the decisions since sent ([`figures::Away`]).
     keys_away: Option<Vec<KeyEvent>>,
+    /// Instead, at the end: those figures summed up, when the run counted
+    /// them with others that decided alike ([`figures::Figures`]).
+    keys_summed: Option<Summed>,
     /// Whether `keys` counts Hosts.
     keys_by_host: bool,
     /// Figures of clients that retry, when they do.
@@ -154,6 +157,7 @@ impl RunState {
             events: Events::default(),
             keys: (keyed && metrics.per_key).then(|| PerKeyCounts::new(metrics.rolling)),
             keys_away: None,
+            keys_summed: None,
             keys_by_host: named.limiter.keyed_by_host(),
             closed: None,
             outages: match &named.limiter {
@@ -409,6 +413,7 @@ impl RunState {
                 whole_seconds: None,
             }
         });
+        let summed = merged.is_none().then(|| self.m.summed_keys()).flatten();
         let (overload, peak) = self.m.overload.finish(scenario.duration);
         let summary = RunSummary {
             workload: workload.to_string(),
@@ -446,8 +451,8 @@ impl RunState {
                     Some(per.prototype().nominal(rolling)),
                 )),
                 (Some(from), _) => Some(from.tallies.summary(from.busiest, None, None)),
-                (None, limiter) => self.m.keys.as_ref().and_then(|keys| match limiter {
-                    Limiter::PerKey(per) => keys.finish(
+                (None, limiter) => summed.map(|summed| match limiter {
+                    Limiter::PerKey(per) => summed.finish(
                         Some(state_cost(
                             per,
                             [per.keys_alive_max(), per.resets()],
@@ -456,7 +461,7 @@ impl RunState {
                         )),
                         Some(per.prototype().nominal(rolling)),
                     ),
-                    _ => keys.finish(None, None),
+                    _ => summed.finish(None, None),
                 }),
             }
             .map(|mut keys| {
@@ -591,6 +596,11 @@ impl Counters {
         if self.extras {
             self.deliver_extras(at, key);
         }
+    }
+
+    /// The figures per key summed up, if kept and any key sent anything.
+    fn summed_keys(&self) -> Option<Summed> {
+        (self.keys_summed).or_else(|| self.keys.as_ref().and_then(PerKeyCounts::summed))
     }
 
     /// The figures only some runs keep, for a request the backend gets.

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::thread::JoinHandle;
 
-use super::{KeyEvent, PerKeyCounts, RunState};
+use super::{KeyEvent, PerKeyCounts, RunState, Summed};
 use crate::sim::pipeline::{Core, Judge};
 
 /// Each run's decisions of one chunk, by run (none for a run without figures).
@@ -106,8 +106,31 @@ impl Figures {
         self.each.iter().filter(same).count()
     }
 
+    /// Every run's figures at the end of the runs: a run counted with
+    /// others (leading or following) gets its count summed up once for
+    /// all; one counted alone, its own.
+    fn into_ends(self) -> Vec<Option<Ended>> {
+        let mut summed: Vec<Option<Summed>> = self.each.iter().map(|_| None).collect();
+        for share in &self.each {
+            if let Share::Same(leader) = *share
+                && summed[leader].is_none()
+            {
+                summed[leader] = self.counts(leader).summed();
+            }
+        }
+        let leaders = summed.clone();
+        (self.each.into_iter().zip(summed))
+            .map(|(share, sum)| match (share, sum) {
+                (Share::Off, _) => None,
+                (Share::Same(leader), _) => leaders[leader].map(Ended::Summed),
+                (Share::Own(_), Some(sum)) => Some(Ended::Summed(sum)),
+                (Share::Own(counts), None) => Some(Ended::Counts(counts)),
+            })
+            .collect()
+    }
+
     /// Every run's figures, each follower given a copy of its leader's.
-    pub(in super::super) fn into_counts(self) -> Vec<Option<PerKeyCounts>> {
+    fn into_counts(self) -> Vec<Option<PerKeyCounts>> {
         let copies: Vec<Option<PerKeyCounts>> = (self.each.iter())
             .map(|share| match share {
                 Share::Same(leader) => Some(self.counts(*leader).clone()),
@@ -121,6 +144,14 @@ impl Figures {
             })
             .collect()
     }
+}
+
+/// A run's figures per key at the end of the runs.
+enum Ended {
+    /// Counted alone (boxed, as in [`Share::Own`]).
+    Counts(Box<PerKeyCounts>),
+    /// Counted with other runs deciding alike, and summed up once for all.
+    Summed(Summed),
 }
 
 /// The figures per key of a workload's runs, counted a batch of decisions
@@ -140,7 +171,7 @@ pub(in super::super) struct Thread {
     /// Set by the thread when it finds its core shared.
     retired: Arc<AtomicBool>,
     /// Gives back every run's figures once every batch sent is counted.
-    worker: JoinHandle<Vec<Option<PerKeyCounts>>>,
+    worker: JoinHandle<Option<Figures>>,
 }
 
 impl Away {
@@ -167,7 +198,7 @@ impl Away {
             .name("figures".into())
             .spawn(move || {
                 let Ok(mut figures) = take.recv() else {
-                    return Vec::new();
+                    return None;
                 };
                 let mut shared = judge();
                 // Until every sender is gone: every batch sent is counted.
@@ -178,7 +209,7 @@ impl Away {
                         flag.store(true, Ordering::Relaxed);
                     }
                 }
-                figures.into_counts()
+                Some(figures)
             })
             .ok()?;
         give.send(Figures::new(Self::take(runs)))
@@ -238,7 +269,7 @@ impl Away {
                 // decides again (a chunk's decisions kept and read back
                 // cost a tenth of a run whose limiters part at once).
                 if figures.following() == 0 {
-                    away.take().expect("away").bring_back(runs);
+                    away.take().expect("away").bring_back(runs, false);
                 }
             }
             Some(Away::Thread(this)) if gathered >= GATHERED => {
@@ -249,7 +280,7 @@ impl Away {
                 Self::gather(runs, &mut batch);
                 // A send fails only when the thread is gone: its panic is raised below.
                 if this.send.send(batch).is_err() || this.retired.load(Ordering::Relaxed) {
-                    away.take().expect("away").bring_back(runs);
+                    away.take().expect("away").bring_back(runs, false);
                 }
             }
             Some(Away::Thread(_)) => {}
@@ -268,11 +299,13 @@ impl Away {
     /// Every decision counted, the figures back in their runs.
     pub(in super::super) fn finish(away: Option<Away>, runs: &mut [RunState]) {
         if let Some(this) = away {
-            this.bring_back(runs);
+            this.bring_back(runs, true);
         }
     }
 
-    fn bring_back(self, runs: &mut [RunState]) {
+    /// Every decision sent counted, the figures back in `runs`: to count on
+    /// as they decide, or at the `end`, to be finished.
+    fn bring_back(self, runs: &mut [RunState], end: bool) {
         let mut rest: Batch = runs
             .iter_mut()
             .map(|run| {
@@ -283,24 +316,35 @@ impl Away {
                     .unwrap_or_default()
             })
             .collect();
-        let counts = match self {
+        let figures = match self {
             Away::Here(mut figures, _) => {
                 figures.count(&mut rest);
-                figures.into_counts()
+                figures
             }
             Away::Thread(this) => {
                 let _ = this.send.send(rest);
                 drop(this.send);
                 match this.worker.join() {
-                    Ok(counts) => counts,
+                    Ok(figures) => figures.expect("the thread was given the figures"),
                     Err(panic) => std::panic::resume_unwind(panic),
                 }
             }
         };
-        for (run, counts) in runs.iter_mut().zip(counts) {
-            if counts.is_some() {
-                (run.m.keys, run.m.keys_away) = (counts, None);
+        if !end {
+            for (run, counts) in runs.iter_mut().zip(figures.into_counts()) {
+                if counts.is_some() {
+                    (run.m.keys, run.m.keys_away) = (counts, None);
+                }
             }
+            return;
+        }
+        for (run, ended) in runs.iter_mut().zip(figures.into_ends()) {
+            match ended {
+                Some(Ended::Counts(counts)) => run.m.keys = Some(*counts),
+                Some(Ended::Summed(summed)) => run.m.keys_summed = Some(summed),
+                None => continue,
+            }
+            run.m.keys_away = None;
         }
     }
 }
