@@ -369,11 +369,15 @@ impl Numbers {
                 if stored == 0 {
                     break;
                 }
-                // The first free place from its home, as `number` puts it.
+                // The first free place from its home, as `number` puts it:
+                // a line's places fill in order, so its first free one is
+                // the count of those taken (counted without a branch: which
+                // place is free is a coin toss the processor mispredicts).
                 let mut at = Self::home(stored - 1, mask);
                 loop {
                     let line = &mut self.lines[at];
-                    if let Some(place) = line.ids.iter().position(|&id| id == 0) {
+                    let place = line.ids.iter().filter(|&&id| id != 0).count();
+                    if place < PER_LINE {
                         (line.ids[place], line.numbers[place]) = (stored, number);
                         break;
                     }
