@@ -362,14 +362,8 @@ mod tests {
     /// one, both keeping figures per key; a nginx-style delay holds some
     /// requests to be released at the end.
     fn scenario() -> Scenario {
-        crate::scenario::parse(
-            r#"duration = "2s"
-[metrics]
-rolling = "100ms"
-[[workload]]
-name = "w"
-sources = [{ kind = "poisson", rate = 150000, clients = { count = 3000 } }, { kind = "uniform", rate = 9000, clients = { count = 7 } }]
-[[limiter]]
+        keyed(
+            r#"[[limiter]]
 name = "per-key"
 kind = "fixed-window"
 window = "100ms"
@@ -386,6 +380,21 @@ kind = "nginx-limit-req"
 rate = "120000r/s"
 burst = 40
 "#,
+        )
+    }
+
+    /// Keyed traffic for two seconds, 159,000 requests a second from 3,007
+    /// clients, through `limiters`.
+    fn keyed(limiters: &str) -> Scenario {
+        let traffic = r#"duration = "2s"
+[metrics]
+rolling = "100ms"
+[[workload]]
+name = "w"
+sources = [{ kind = "poisson", rate = 150000, clients = { count = 3000 } }, { kind = "uniform", rate = 9000, clients = { count = 7 } }]
+"#;
+        crate::scenario::parse(
+            &format!("{traffic}{limiters}"),
             std::path::Path::new("p.toml"),
         )
         .unwrap()
@@ -396,14 +405,8 @@ burst = 40
     /// about 1.7 s (159,000 a second come, 100,000 go back in), one per key
     /// that turns keys away from the start.
     fn alike() -> Scenario {
-        crate::scenario::parse(
-            r#"duration = "2s"
-[metrics]
-rolling = "100ms"
-[[workload]]
-name = "w"
-sources = [{ kind = "poisson", rate = 150000, clients = { count = 3000 } }, { kind = "uniform", rate = 9000, clients = { count = 7 } }]
-[[limiter]]
+        keyed(
+            r#"[[limiter]]
 name = "all"
 kind = "fixed-window"
 window = "100ms"
@@ -425,9 +428,7 @@ window = "100ms"
 threshold = 3
 per = "key"
 "#,
-            std::path::Path::new("p.toml"),
         )
-        .unwrap()
     }
 
     /// How the figures per key are counted in [`results`].
