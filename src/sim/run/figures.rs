@@ -110,21 +110,17 @@ impl Figures {
     /// others (leading or following) gets its count summed up once for
     /// all; one counted alone, its own.
     fn into_ends(self) -> Vec<Option<Ended>> {
-        let mut summed: Vec<Option<Summed>> = self.each.iter().map(|_| None).collect();
-        for share in &self.each {
-            if let Share::Same(leader) = *share
-                && summed[leader].is_none()
-            {
-                summed[leader] = self.counts(leader).summed();
-            }
-        }
-        let leaders = summed.clone();
-        (self.each.into_iter().zip(summed))
-            .map(|(share, sum)| match (share, sum) {
-                (Share::Off, _) => None,
-                (Share::Same(leader), _) => leaders[leader].map(Ended::Summed),
-                (Share::Own(_), Some(sum)) => Some(Ended::Summed(sum)),
-                (Share::Own(counts), None) => Some(Ended::Counts(counts)),
+        let led = |run: usize| {
+            (self.each.iter()).any(|share| matches!(share, Share::Same(l) if *l == run))
+        };
+        let sums: Vec<Option<Summed>> = (0..self.each.len())
+            .map(|run| led(run).then(|| self.counts(run).summed()).flatten())
+            .collect();
+        (self.each.into_iter().enumerate())
+            .map(|(run, share)| match share {
+                Share::Off => None,
+                Share::Same(leader) => sums[leader].map(Ended::Summed),
+                Share::Own(counts) => Some(sums[run].map_or(Ended::Counts(counts), Ended::Summed)),
             })
             .collect()
     }
@@ -256,10 +252,11 @@ impl Away {
     /// Sends what `runs` decided since the last call to be counted; when
     /// the thread has retired, brings the figures back to be counted here.
     pub(in super::super) fn after_chunk(away: &mut Option<Away>, runs: &mut [RunState]) {
-        let gathered: usize = runs
-            .iter()
-            .filter_map(|run| run.m.keys_away.as_ref().map(Vec::len))
-            .sum();
+        let gathered = |runs: &[RunState]| -> usize {
+            (runs.iter())
+                .filter_map(|run| run.m.keys_away.as_ref().map(Vec::len))
+                .sum()
+        };
         match away {
             None => {}
             Some(Away::Here(figures, batch)) => {
@@ -272,7 +269,7 @@ impl Away {
                     away.take().expect("away").bring_back(runs, false);
                 }
             }
-            Some(Away::Thread(this)) if gathered >= GATHERED => {
+            Some(Away::Thread(this)) if gathered(runs) >= GATHERED => {
                 let mut batch = this
                     .spent
                     .try_recv()
