@@ -148,7 +148,7 @@ impl CheckedWriter {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn row(&mut self, time: u64, client: u64, host: u64, verdict: u8) {
         let Some(out) = &mut self.out else {
             return;

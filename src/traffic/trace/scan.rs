@@ -128,7 +128,7 @@ impl Counting<'_> {
     }
 
     /// Numbers one row's key and keeps the row; whether the key is new.
-    #[inline]
+    #[inline(always)]
     fn number(&mut self, (time, key, verdict): ReadRow) -> Result<bool, FieldError> {
         let (number, new) = self.keys.insert(key.client);
         self.empty_rows += u64::from(key.client == self.empty[0] || key.client == self.empty[1]);
