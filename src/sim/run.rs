@@ -543,11 +543,14 @@ impl Counters {
         } else {
             self.timeline.record(now, false);
         }
-        // Of an admission's extras only the outages': no call otherwise (a
-        // call per admission that returned at once was 7% of the deciding
-        // thread's time in a log's replay).
-        if self.extras && (!admitted || self.outages.is_some()) {
-            self.record_extras(arrival, admitted);
+        // Out of line, and called only where there is something to count
+        // (a call per admission that returned at once was 7% of the
+        // deciding thread's time in a log's replay).
+        if self.outages.is_some() {
+            self.record_outages(arrival.time, admitted);
+        }
+        if self.extras && !admitted {
+            self.record_rejected(arrival);
         }
     }
 
@@ -561,20 +564,22 @@ impl Counters {
         let _ = delays.record(delay.get());
     }
 
-    /// The figures only some runs keep, for a decision on `arrival`: per
-    /// key, against the backend's capacity, during store outages.
+    /// A decision at `now` during a cluster's store outages, or after.
     #[inline(never)]
-    fn record_extras(&mut self, arrival: Arrival, admitted: bool) {
-        let Arrival { time: now, key } = arrival;
+    fn record_outages(&mut self, now: Nanos, admitted: bool) {
         if let Some(outages) = &mut self.outages {
             outages.offered(now);
             if admitted {
                 outages.admitted(now);
             }
         }
-        if admitted {
-            return;
-        }
+    }
+
+    /// The figures only some runs keep, for a rejection of `arrival`: per
+    /// key, and against the backend's capacity.
+    #[inline(never)]
+    fn record_rejected(&mut self, arrival: Arrival) {
+        let Arrival { time: now, key } = arrival;
         let key = counted(key, self.keys_by_host);
         if let Some(keys) = &mut self.keys {
             keys.rejected(key);
@@ -603,7 +608,8 @@ impl Counters {
 
     /// The figures per key summed up, if kept and any key sent anything.
     fn summed_keys(&self) -> Option<Summed> {
-        (self.keys_summed).or_else(|| self.keys.as_ref().and_then(PerKeyCounts::summed))
+        self.keys_summed
+            .or_else(|| self.keys.as_ref().and_then(PerKeyCounts::summed))
     }
 
     /// The figures only some runs keep, for a request the backend gets.
