@@ -341,6 +341,23 @@ impl Numbers {
         self.len as usize
     }
 
+    /// Ids it holds before it next grows.
+    pub fn capacity(&self) -> usize {
+        self.lines.len() * PER_LINE * 4 / 5
+    }
+
+    /// Room for `ids` ids (the fewest lines, a power of two, that hold
+    /// them), grown to at once: every id moved once, where doubling a
+    /// line at a time would move the first ids once a doubling and fault
+    /// in every table on the way. Nothing when it holds them already.
+    pub fn reserve(&mut self, ids: usize) {
+        let ids = ids.min(u32::MAX as usize);
+        let lines = ids.div_ceil(PER_LINE * 4 / 5).next_power_of_two().max(4);
+        if lines > self.lines.len() {
+            self.grow_to(lines);
+        }
+    }
+
     /// Whether none is.
     pub fn is_empty(&self) -> bool {
         self.len == 0
@@ -359,7 +376,12 @@ impl Numbers {
     /// that page from every core running another thread of burstsim (an
     /// interrupt per page, measured at 3% of a log's check on two cores).
     fn grow(&mut self) {
-        let lines = (self.lines.len() * 2).max(4);
+        self.grow_to((self.lines.len() * 2).max(4));
+    }
+
+    /// [`Self::grow`] to `lines` lines, a power of two larger than now.
+    fn grow_to(&mut self, lines: usize) {
+        debug_assert!(lines.is_power_of_two() && lines > self.lines.len());
         let mut free = Vec::with_capacity(lines);
         free.resize(lines, Line::default());
         let old = std::mem::replace(&mut self.lines, free);
@@ -477,6 +499,61 @@ mod tests {
             }
             proptest::prop_assert_eq!(numbers.get(12345), seen.iter().position(|&s| s == 12345).map(|n| n as u32));
         }
+    }
+
+    proptest::proptest! {
+        /// Room made at any point, for more ids or fewer than it holds,
+        /// changes no number: each id keeps its own, new ones follow on,
+        /// and as many as asked for then fit before it grows again.
+        #[test]
+        fn room_made_changes_no_number(
+            ids in proptest::collection::vec(proptest::prop_oneof![0u64..300, proptest::num::u64::ANY], 0..600),
+            at in 0usize..600,
+            room in 0usize..5000,
+        ) {
+            let (mut reserved, mut plain) = (Numbers::default(), Numbers::default());
+            for (nth, &id) in ids.iter().enumerate() {
+                if nth == at {
+                    reserved.reserve(room);
+                    proptest::prop_assert!(reserved.capacity() >= room.max(reserved.len()));
+                    proptest::prop_assert!(reserved.lines.len().is_power_of_two());
+                    for &seen in &ids[..nth] {
+                        proptest::prop_assert_eq!(reserved.get(seen), plain.get(seen));
+                    }
+                }
+                proptest::prop_assert_eq!(reserved.number(id), plain.number(id));
+            }
+            for &id in &ids {
+                proptest::prop_assert_eq!(reserved.get(id), plain.get(id));
+            }
+            proptest::prop_assert_eq!(reserved.len(), plain.len());
+        }
+    }
+
+    /// A reservation grows the table once, to the fewest lines that hold
+    /// it, and ids up to it then fit without another growth.
+    #[test]
+    fn room_made_is_the_fewest_lines_that_hold_it() {
+        let mut numbers = Numbers::default();
+        numbers.reserve(1000);
+        assert_eq!(
+            numbers.lines.len(),
+            256,
+            "1000 ids at 4 a line: 250 lines, 256 a power of two"
+        );
+        assert_eq!(numbers.capacity(), 1024);
+        for id in 0..1024 {
+            numbers.number(id * 7919);
+        }
+        assert_eq!(numbers.lines.len(), 256, "every id reserved for fit");
+        numbers.number(u64::from(u32::MAX));
+        assert_eq!(numbers.lines.len(), 512, "one more than it holds: doubled");
+        numbers.reserve(100);
+        assert_eq!(
+            numbers.lines.len(),
+            512,
+            "room for fewer than it holds: nothing"
+        );
     }
 
     proptest::proptest! {

@@ -1009,6 +1009,54 @@ fn a_logs_memory_does_not_grow_with_its_lines() {
     );
 }
 
+/// A log whose new keys outgrow the numbering's growth by doubling (more
+/// than 2^18 of them, most rows a new address: the table grows at once to
+/// the keys foreseen at the file's end) numbers every key once and keeps
+/// each key's rows together: every fourth row comes back to the address of
+/// the row two before it, in the same second.
+#[test]
+fn a_log_of_many_new_keys_numbers_each_once() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let (rows, per_second) = (1_000_000u64, 2000);
+    let address = |row: u64| {
+        let key = if row % 4 == 3 { row - 2 } else { row };
+        format!("10.{}.{}.{}", key >> 16, (key >> 8) & 255, key & 255)
+    };
+    let log = dir.path().join("access.log");
+    let mut out = std::io::BufWriter::new(fs::File::create(&log).unwrap());
+    for row in 0..rows {
+        let second = row / per_second;
+        writeln!(
+            out,
+            "{} - - [27/Nov/2026:{:02}:{:02}:{:02} +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"curl\"",
+            address(row),
+            9 + second / 3600,
+            second / 60 % 60,
+            second % 60
+        )
+        .unwrap();
+    }
+    out.flush().unwrap();
+    drop(out);
+    let scenario = dir.path().join("many.toml");
+    fs::write(
+        &scenario,
+        "duration = \"10m\"\n[[workload]]\nname = \"log\"\nsources = [{ kind = \"trace\", format = \"combined\", path = \"access.log\", key_field = \"remote_addr\", spread = \"none\" }]\n\
+         [[limiter]]\nname = \"per-client\"\nkind = \"fixed-window\"\nwindow = \"1s\"\nthreshold = 5\nper = \"key\"\n",
+    )
+    .unwrap();
+    let summary = run_summary(&scenario, &dir.path().join("out"));
+    let run = &summary["runs"][0];
+    assert_eq!(run["offered"], rows, "{run}");
+    assert_eq!(run["admitted"], rows, "{run}");
+    let keys = &run["keys"];
+    assert_eq!(keys["keys"], rows / 4 * 3, "{keys}");
+    assert_eq!(keys["worst_rolling_max"], 2, "{keys}");
+    assert_eq!(keys["worst_rolling_p50"], 1, "{keys}");
+    assert_eq!(keys["worst_key_name"], address(1), "{keys}");
+}
+
 /// Several servers' logs replay as one log of all their lines would: each
 /// rebased from the earliest row of any of them, not each from its own
 /// first, so a server whose first request came later keeps its place —

@@ -128,6 +128,13 @@ impl Input {
         }
     }
 
+    /// Bytes of the file read so far, for a file read as it is stored (a
+    /// compressed file's bytes decompressed say nothing of its length).
+    pub(super) fn bytes_read(&mut self) -> Option<u64> {
+        let capped = self.capped();
+        matches!(capped.decoded, Decoded::Plain(_)).then_some(capped.handed)
+    }
+
     pub(super) fn hashing(&mut self) -> &mut Hashing {
         self.capped().decoded.hashing()
     }

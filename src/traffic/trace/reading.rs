@@ -24,7 +24,13 @@ pub(super) trait ReadInto {
     ) -> Result<(), FieldError>;
     /// A file read to its end and checked unchanged.
     fn file(&mut self, file: FileRead) -> Result<(), FieldError>;
+    /// `done` of the file's `total` bytes read, now and then, for a file
+    /// read as it is stored (a hint: see `scan::Foresight`).
+    fn bytes_read(&mut self, _done: u64, _total: u64) {}
 }
+
+/// Rows read between two tellings of the bytes read.
+const TOLD_EVERY: u32 = 1 << 14;
 
 /// One file read to its end.
 pub(super) struct FileRead {
@@ -73,7 +79,8 @@ const AHEAD: usize = 16;
 
 /// What the reading thread sends.
 enum Reading {
-    Rows(Vec<ReadRow>, Vec<(usize, String)>),
+    /// Rows, their names by place, and the bytes read when last told.
+    Rows(Vec<ReadRow>, Vec<(usize, String)>, Option<[u64; 2]>),
     /// Boxed: a file's part (its layout) is far larger than a hand-over.
     File(Box<FileRead>),
     Failed(FieldError),
@@ -91,6 +98,7 @@ impl Config {
             let (mut input, identity) = self.open(file, None, false)?;
             let named = Self::named(file);
             let layout = self.locate(&named, &mut input)?;
+            let mut untold = 0u32;
             loop {
                 let before = input.turned_away();
                 // A line a writer left cut short (or one overwritten) is
@@ -113,6 +121,13 @@ impl Config {
                 rows.row((time, key, verdict), || {
                     keyed.then(|| input.key_text(&layout)).flatten()
                 })?;
+                untold += 1;
+                if untold == TOLD_EVERY {
+                    untold = 0;
+                    if let Some(done) = input.bytes_read() {
+                        rows.bytes_read(done, identity.len);
+                    }
+                }
             }
             let left_out = input.left_out();
             let turned_away = input.turned_away();
@@ -182,6 +197,7 @@ impl Config {
                     rows: Vec::with_capacity(HANDED),
                     names: Vec::new(),
                     naming: Naming::default(),
+                    told: None,
                 };
                 let read = self.read_files(files, &mut handing);
                 // The rows before an error are counted first, as they are
@@ -208,11 +224,14 @@ fn take(
 ) -> Result<(), FieldError> {
     while let Ok(reading) = receiver.recv() {
         match reading {
-            Reading::Rows(mut read, names) => {
+            Reading::Rows(mut read, names, told) => {
                 let mut names = names.into_iter().peekable();
                 for (at, row) in read.drain(..).enumerate() {
                     let name = names.next_if(|(named, _)| *named == at).map(|(_, name)| name);
                     rows.row(row, || name)?;
+                }
+                if let Some([done, total]) = told {
+                    rows.bytes_read(done, total);
                 }
                 // Full only if the reader holds as many as it may: then it
                 // allocates one, as it would have anyway.
@@ -234,6 +253,9 @@ struct Handing {
     /// The names among `rows`, by place.
     names: Vec<(usize, String)>,
     naming: Naming,
+    /// The bytes read when last told, since the last hand-over (told after
+    /// its rows: a few rows later than read, which a hint may be).
+    told: Option<[u64; 2]>,
 }
 
 impl Handing {
@@ -254,7 +276,8 @@ impl Handing {
             .unwrap_or_else(|_| Vec::with_capacity(HANDED));
         let rows = std::mem::replace(&mut self.rows, empty);
         let names = std::mem::take(&mut self.names);
-        self.send(Reading::Rows(rows, names))
+        let told = self.told.take();
+        self.send(Reading::Rows(rows, names, told))
     }
 }
 
@@ -278,6 +301,10 @@ impl ReadInto for Handing {
     fn file(&mut self, file: FileRead) -> Result<(), FieldError> {
         self.hand()?;
         self.send(Reading::File(Box::new(file)))
+    }
+
+    fn bytes_read(&mut self, done: u64, total: u64) {
+        self.told = Some([done, total]);
     }
 }
 
