@@ -62,10 +62,13 @@ impl Batch {
 /// yardstick's log of 1.39·10^6 keys: five doublings from here, about a
 /// tenth of its check on one core).
 const FORESEEN_FROM: usize = 1 << 18;
-/// A table grows to at most this many times its size at once: a file
-/// whose new keys slow down (a user's requests come back) is foreseen
-/// larger than it ends, and its table at most this much too large.
+/// A table grows to at most this many times its size at once, and to at
+/// most [`FORESEEN_KEYS`] keys (a 32 MB table): a file whose new keys
+/// slow down (a user's requests come back) is foreseen larger than it
+/// ends, and its table then at most 24 MB larger than doubling makes it.
 const FORESEEN_AT_MOST: usize = 8;
+/// See [`FORESEEN_AT_MOST`]: past it, the table doubles.
+const FORESEEN_KEYS: usize = 1 << 21;
 
 /// How many keys a file's numbering will hold at its end, foreseen from
 /// how fast new keys came since the table last grew and how many of the
@@ -170,7 +173,7 @@ impl Counting<'_> {
             let (keys, capacity) = (numbers.len() + len, numbers.capacity());
             let foreseen = self.foresight.keys(keys as u64, self.rows);
             if capacity >= FORESEEN_FROM {
-                let most = capacity.saturating_mul(FORESEEN_AT_MOST);
+                let most = capacity.saturating_mul(FORESEEN_AT_MOST).min(FORESEEN_KEYS).max(keys);
                 let foreseen = usize::try_from(foreseen).unwrap_or(most).clamp(keys, most);
                 self.keys.numbers.reserve(foreseen);
             }
