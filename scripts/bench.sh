@@ -6,7 +6,8 @@
 # replication-heavy run from one core to all.
 #
 # With ../shared/perf-floor present, first the ratios to that hand-written
-# yardstick, each the median of three back-to-back pairs: the open loop, per-key
+# yardstick, each the median of three back-to-back pairs (eleven for the
+# log's four lines of the issue's targets): the open loop, per-key
 # limits (10^4 and 10^6 keys, with and without the figures per key) and an
 # access log's replay (on one core and on all, with and without the figures
 # per key; spread within its seconds, as by default; gzipped, against zcat's
@@ -79,21 +80,30 @@ if [ -f "$floor_dir/Cargo.toml" ]; then
     echo "$path"
   }
   # Each pair runs the floor, then burstsim, back to back; the pair with the
-  # median ratio of three is printed (the machine's speed drifts: only pairs compare).
+  # median ratio of three (of $count, when set: the log's runs take a fifth
+  # of a second, and three such pairs moved by a tenth from run to run) is
+  # printed, with the lowest and highest ratio of more than three (the
+  # machine's speed drifts: only pairs compare).
   pairs() { # label floor-command burstsim-command (each a string, run by sh)
-    local f b pairs=""
-    for _ in 1 2 3; do
+    local f b pairs="" n=${count:-3} sorted
+    for _ in $(seq "$n"); do
       f=$(secs sh -c "$2")
       b=$(secs sh -c "$3")
       pairs+="$(echo "$b / $f" | bc -l) $b $f"$'\n'
     done
-    read -r r b f < <(sort -n <<< "${pairs%$'\n'}" | sed -n 2p)
-    printf '%-30s burstsim %6.2f s, floor %5.2f s: %5.2fx\n' "$1" "$b" "$f" "$r"
+    sorted=$(sort -n <<< "${pairs%$'\n'}")
+    read -r r b f < <(sed -n "$(((n + 1) / 2))p" <<< "$sorted")
+    printf '%-30s burstsim %6.2f s, floor %5.2f s: %5.2fx' "$1" "$b" "$f" "$r"
+    if [ "$n" -gt 3 ]; then
+      printf ' (%d pairs, %.2f-%.2fx)' "$n" "$(head -n1 <<< "$sorted" | cut -d' ' -f1)" \
+        "$(tail -n1 <<< "$sorted" | cut -d' ' -f1)"
+    fi
+    printf '\n'
   }
   ratio() { # label floor-kind burstsim-scenario
     pairs "$1" "$floor $2 1e8 small fast 1024" "$bin run $3 --no-charts --quiet --out $tmp/floor-out"
   }
-  echo "yardstick (../shared/perf-floor; burstsim's time over the floor's, the median of 3 back-to-back pairs):"
+  echo "yardstick (../shared/perf-floor; burstsim's time over the floor's, the median of 3 back-to-back pairs unless counted):"
   ratio "same work, fixed" fixed "$(same_work fixed)"
   ratio "default metrics" fixed scenarios/bench-100m.toml
   if [ "${1:-}" != quick ]; then
@@ -113,13 +123,13 @@ if [ -f "$floor_dir/Cargo.toml" ]; then
     python3 "$floor_dir/gen-log.py" "$tmp/access-2m.log" >/dev/null
     cp "$floor_dir/same-work-log.toml" "$tmp/same-work-log.toml"
     log_run="$bin run $tmp/same-work-log.toml --no-charts --quiet --out $tmp/log"
-    pairs "log replay, one core" "taskset -c 0 $floor log $tmp/access-2m.log" "taskset -c 0 $log_run"
-    pairs "log replay, all cores" "$floor log $tmp/access-2m.log" "$log_run"
+    count=11 pairs "log replay, one core" "taskset -c 0 $floor log $tmp/access-2m.log" "taskset -c 0 $log_run"
+    count=11 pairs "log replay, all cores" "$floor log $tmp/access-2m.log" "$log_run"
     # The same without the figures per key, which the floor does not keep.
     sed "s/^bucket = .*/&\nper_key = false/" "$tmp/same-work-log.toml" > "$tmp/same-work-log-off.toml"
     log_off="$bin run $tmp/same-work-log-off.toml --no-charts --quiet --out $tmp/log-off"
-    pairs "log, one core, no figures" "taskset -c 0 $floor log $tmp/access-2m.log" "taskset -c 0 $log_off"
-    pairs "log, all cores, no figures" "$floor log $tmp/access-2m.log" "$log_off"
+    count=11 pairs "log, one core, no figures" "taskset -c 0 $floor log $tmp/access-2m.log" "taskset -c 0 $log_off"
+    count=11 pairs "log, all cores, no figures" "$floor log $tmp/access-2m.log" "$log_off"
     # The same spread within each second, as a whole-second log is by
     # default: more work than the floor's, what a user's run costs.
     sed 's/, spread = "none"//' "$tmp/same-work-log.toml" > "$tmp/same-work-log-spread.toml"
