@@ -62,13 +62,24 @@ impl Batch {
 /// yardstick's log of 1.39·10^6 keys: three doublings from here to its
 /// 2^21, and all of its doublings about a twelfth of its time on one core).
 const FORESEEN_FROM: usize = 1 << 18;
-/// A table grows to at most this many times its size at once, and to at
-/// most [`FORESEEN_KEYS`] keys (a 32 MB table): a file whose new keys
-/// slow down (a user's requests come back) is foreseen larger than it
-/// ends, and its table then at most 24 MB larger than doubling makes it.
-const FORESEEN_AT_MOST: usize = 8;
-/// See [`FORESEEN_AT_MOST`]: past it, the table doubles.
+/// A table grows at once to at most this many keys (a 32 MB table, eight
+/// times one of [`FORESEEN_FROM`]): a file whose new keys slow down (a
+/// user's requests come back) is foreseen larger than it ends, and its
+/// table then at most 24 MB larger than doubling makes it. Past it, the
+/// table doubles.
 const FORESEEN_KEYS: usize = 1 << 21;
+
+/// The keys a numbering table of `capacity` keys, about to hold `keys`,
+/// makes room for at once, `foreseen` at the file's end: `None` (it
+/// doubles) below [`FORESEEN_FROM`]; else the keys foreseen, at least
+/// `keys` and at most [`FORESEEN_KEYS`] (or `keys`, past that).
+fn room(keys: usize, capacity: usize, foreseen: u64) -> Option<usize> {
+    if capacity < FORESEEN_FROM {
+        return None;
+    }
+    let most = FORESEEN_KEYS.max(keys);
+    Some(usize::try_from(foreseen).unwrap_or(most).clamp(keys, most))
+}
 
 /// How many keys a file's numbering will hold at its end, foreseen from
 /// how fast new keys came since the table last grew and how many of the
@@ -173,10 +184,8 @@ impl Counting<'_> {
         if numbers.len() + len > numbers.capacity() {
             let (keys, capacity) = (numbers.len() + len, numbers.capacity());
             let foreseen = self.foresight.keys(keys as u64, self.rows);
-            if capacity >= FORESEEN_FROM {
-                let most = capacity.saturating_mul(FORESEEN_AT_MOST).min(FORESEEN_KEYS).max(keys);
-                let foreseen = usize::try_from(foreseen).unwrap_or(most).clamp(keys, most);
-                self.keys.numbers.reserve(foreseen);
+            if let Some(room) = room(keys, capacity, foreseen) {
+                self.keys.numbers.reserve(room);
             }
         }
         let touched = self.batch.clients[..len]
@@ -610,7 +619,25 @@ impl Config {
 
 #[cfg(test)]
 mod tests {
-    use super::Foresight;
+    use super::{FORESEEN_FROM, FORESEEN_KEYS, Foresight, room};
+
+    /// The room made at once is what is foreseen, but never less than the
+    /// keys about to be held nor more than 2^21 keys (a 32 MB table) — and
+    /// below 2^18 keys, none: the table doubles.
+    #[test]
+    fn room_made_at_once_is_bounded() {
+        let small = FORESEEN_FROM / 2;
+        assert_eq!(room(small + 1, small, u64::MAX), None);
+        let from = FORESEEN_FROM;
+        assert_eq!(room(from + 32, from, 1_400_000), Some(1_400_000));
+        assert_eq!(room(from + 32, from, 0), Some(from + 32), "at least the keys");
+        assert_eq!(room(from + 32, from, u64::MAX), Some(FORESEEN_KEYS), "a 32 MB table at most");
+        assert_eq!(room(from + 32, from, 2_000_000), Some(2_000_000));
+        assert_eq!(room(2 * from + 32, 2 * from, u64::MAX), Some(FORESEEN_KEYS));
+        // Past the ceiling, only the keys: the table doubles to hold them.
+        assert_eq!(room(FORESEEN_KEYS + 32, FORESEEN_KEYS, u64::MAX), Some(FORESEEN_KEYS + 32));
+        assert_eq!(room(from / 4 + 1, from / 4, u64::MAX), None);
+    }
 
     /// Told `done` of `total` bytes after `rows` rows.
     fn told(rows: u64, done: u64, total: u64) -> Foresight {
