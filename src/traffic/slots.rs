@@ -347,9 +347,9 @@ impl Numbers {
     }
 
     /// Room for `ids` ids (the fewest lines, a power of two, that hold
-    /// them), grown to at once: every id moved once, where doubling a
-    /// line at a time would move the first ids once a doubling and fault
-    /// in every table on the way. Nothing when it holds them already.
+    /// them), grown to at once: every id moved once, where doubling
+    /// would move the first ids once a doubling and fault in every table
+    /// on the way. Nothing when it holds them already.
     pub fn reserve(&mut self, ids: usize) {
         let ids = ids.min(u32::MAX as usize);
         let lines = ids.div_ceil(PER_LINE * 4 / 5).next_power_of_two().max(4);
@@ -503,8 +503,8 @@ mod tests {
 
     proptest::proptest! {
         /// Room made at any point, for more ids or fewer than it holds,
-        /// changes no number: each id keeps its own, new ones follow on,
-        /// and as many as asked for then fit before it grows again.
+        /// changes no number: each id keeps its own and new ones follow
+        /// on; the table then holds at least as many as asked for.
         #[test]
         fn room_made_changes_no_number(
             ids in proptest::collection::vec(proptest::prop_oneof![0u64..300, proptest::num::u64::ANY], 0..600),
