@@ -256,6 +256,8 @@ pub struct Numbers {
 
 /// Places in one [`Line`].
 const PER_LINE: usize = 5;
+/// Ids a line holds on average before the table grows: four fifths full.
+const HELD_PER_LINE: usize = PER_LINE * 4 / 5;
 
 /// One cache line of places: each id + 1, or 0 for a free place (the
 /// places of a line fill in order, and nothing leaves), and its number.
@@ -276,7 +278,7 @@ impl Numbers {
             self.len += u32::from(number == next);
             return (number, number == next);
         }
-        if (self.len as usize + 1) * 5 > self.lines.len() * PER_LINE * 4 {
+        if self.len as usize >= self.capacity() {
             self.grow();
         }
         let mask = self.lines.len() - 1;
@@ -343,7 +345,7 @@ impl Numbers {
 
     /// Ids it holds before it next grows.
     pub fn capacity(&self) -> usize {
-        self.lines.len() * PER_LINE * 4 / 5
+        self.lines.len() * HELD_PER_LINE
     }
 
     /// Room for `ids` ids (the fewest lines, a power of two, that hold
@@ -352,7 +354,7 @@ impl Numbers {
     /// on the way. Nothing when it holds them already.
     pub fn reserve(&mut self, ids: usize) {
         let ids = ids.min(u32::MAX as usize);
-        let lines = ids.div_ceil(PER_LINE * 4 / 5).next_power_of_two().max(4);
+        let lines = ids.div_ceil(HELD_PER_LINE).next_power_of_two().max(4);
         if lines > self.lines.len() {
             self.grow_to(lines);
         }

@@ -71,10 +71,11 @@ const THREADED_FROM: u64 = 8 << 20;
 const HANDED: usize = 16384;
 /// Hand-overs the reading thread may hold ready: the rows it runs ahead
 /// (at most 8 MiB of them, sixteen of 512 KiB) — enough to read on through
-/// the counting side's longest pauses, the doublings of its numbering
-/// table (the yardstick log's last, to a million keys, about 15 ms by its
-/// profile), which stalled it with four: 0.97× the time on two cores, the
-/// peak 5 MB higher.
+/// the counting side's longest pauses, the growths of its numbering table.
+/// With four it stalled on the doublings (the yardstick log's last, to a
+/// million keys, about 15 ms): sixteen took 0.97× the time on two cores,
+/// the peak 5 MB higher. Since the table grows at once to the keys foreseen
+/// (`scan::Foresight`), four and eight took 1.030× and 1.017× of sixteen.
 const AHEAD: usize = 16;
 
 /// What the reading thread sends.

@@ -85,7 +85,7 @@ fn room(keys: usize, capacity: usize, foreseen: u64) -> Option<usize> {
 /// how fast new keys came since the table last grew and how many of the
 /// file's rows are left (from the bytes left, at the rows a byte so far),
 /// while at least every other row brings a new key; else as many as now.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 struct Foresight {
     /// The rows before the file being read.
     file_from: u64,
@@ -180,9 +180,8 @@ impl Counting<'_> {
     /// so that their cache misses overlap.
     fn number_batch(&mut self) -> Result<(), FieldError> {
         let len = self.batch.len;
-        let numbers = &self.keys.numbers;
-        if numbers.len() + len > numbers.capacity() {
-            let (keys, capacity) = (numbers.len() + len, numbers.capacity());
+        let (keys, capacity) = (self.keys.numbers.len() + len, self.keys.numbers.capacity());
+        if keys > capacity {
             let foreseen = self.foresight.keys(keys as u64, self.rows);
             if let Some(room) = room(keys, capacity, foreseen) {
                 self.keys.numbers.reserve(room);
