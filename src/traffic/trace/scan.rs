@@ -583,6 +583,16 @@ impl Config {
                 }
             ));
         }
+        // Some rows log a status and some do not (a `-`, a field missing,
+        // a line written wrong): the log's own rejections are not counted,
+        // and the summary would say nothing of why.
+        if turned_away.1 > 0 && turned_away.1 < rows {
+            warnings.push(format!(
+                "{}: {} of {rows} rows have no status (a `-`, none logged, or not a number), so the requests the log's own limiter turned away are not counted (turned_away_in_log)",
+                shown.display(),
+                rows - turned_away.1
+            ));
+        }
         if unsorted > 0 {
             warnings.push(format!(
                 "{}: {unsorted} of {rows} rows are earlier than the row before them; the trace was sorted in memory",

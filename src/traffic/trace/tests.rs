@@ -1294,8 +1294,21 @@ fn the_logs_own_rejections_are_counted_from_its_statuses() {
     config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
     assert_eq!(config.turned_away_in_log(), Some(1));
     let (dir, config) = file("a.jsonl", &format!("{json}{{\"time\": 3}}\n"), "format = \"jsonl\"");
-    config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+    let warnings = config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
     assert_eq!(config.turned_away_in_log(), None);
+    // ... and says so, as it does of a combined line whose status is not a number.
+    let said = |warnings: &[String]| warnings.iter().any(|w| w.contains("1 of 3 rows have no status") && w.contains("turned_away_in_log"));
+    assert!(said(&warnings), "{warnings:?}");
+    let broken = log.lines().take(3).collect::<Vec<_>>().join("\n").replacen(" 200 ", " 2x0 ", 1) + "\n";
+    assert!(broken.contains(" 2x0 "), "{broken}");
+    let (dir, config) = file("a.log", &broken, "format = \"combined\"");
+    let warnings = config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+    assert_eq!(config.turned_away_in_log(), None);
+    assert!(said(&warnings), "{warnings:?}");
+    // Every row with a status, or none: nothing to say.
+    let (dir, config) = file("a.log", &log, "format = \"combined\"");
+    let warnings = config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
+    assert!(!warnings.iter().any(|w| w.contains("no status")), "{warnings:?}");
     // Cloudflare's own flag where a row has it, its status where not: an
     // action other than empty, "log" or "simulate" (any case) turned it away.
     let flagged = [
