@@ -146,17 +146,22 @@ fn haproxy() -> Option<Gateway> {
 /// The Express server of tests/probe_express (its packages installed by
 /// `npm ci`, as `.ci/run` does).
 fn express() -> Option<Gateway> {
-    let node = common::installed(&["/usr/bin/node", "/usr/local/bin/node"])?;
+    let node = express_installed()?;
     let app = repo("tests/probe_express");
-    if !app.join("node_modules/express-rate-limit").is_dir() {
-        return None;
-    }
     Some(start(
         &node,
         "node",
         |_, _| {},
         |_| vec![app.join("server.js").display().to_string()],
     ))
+}
+
+/// Node, when it and `tests/probe_express`'s packages are installed.
+fn express_installed() -> Option<PathBuf> {
+    let node = common::installed(&["/usr/bin/node", "/usr/local/bin/node"])?;
+    repo("tests/probe_express/node_modules/express-rate-limit")
+        .is_dir()
+        .then_some(node)
 }
 
 /// What one probe wrote: probe.json, and the requests' CSV.
@@ -461,18 +466,24 @@ fn retrying_clients_read_the_real_retry_after() {
 #[ignore = "needs Node.js and tests/probe_express's packages (npm ci): run with --include-ignored, as .ci/run does"]
 fn express_rate_limit_is_a_first_request_window_per_key() {
     let _alone = common::real_time();
-    for workload in ["worst-case", "edge-bursts"] {
-        let Some(express) = express() else {
-            return required(
-                "not installed: node, or tests/probe_express/node_modules; .ci/run runs npm ci there",
-            );
-        };
-        let url = format!("http://127.0.0.1:{}/", express.port);
-        let p = probe(
-            "scenarios/probe-express.toml",
-            &url,
-            &["--workload", workload, "--key-as", "header:X-Api-Key"],
+    if express_installed().is_none() {
+        return required(
+            "not installed: node, or tests/probe_express/node_modules; .ci/run runs npm ci there",
         );
+    }
+    for workload in ["worst-case", "edge-bursts"] {
+        // As nginx's and HAProxy's: once (2026-12-07, CI of 2b91903, its
+        // answers taking up to 24 ms) two requests of 88 needed instants
+        // between those the comparison tries.
+        let p = unless_explained(|| {
+            let express = express().expect("found above");
+            let url = format!("http://127.0.0.1:{}/", express.port);
+            probe(
+                "scenarios/probe-express.toml",
+                &url,
+                &["--workload", workload, "--key-as", "header:X-Api-Key"],
+            )
+        });
         let worst = agreed(&p);
         assert!(worst >= 10, "{worst}");
         // Its hint, as sent: whole seconds.
