@@ -39,6 +39,8 @@ pub(super) struct FileRead {
     pub(super) left_out: u64,
     /// See [`Input::turned_away`].
     pub(super) turned_away: (u64, u64),
+    /// The line of the first row kept that logs no status.
+    pub(super) no_status: Option<u64>,
 }
 
 /// Which keys' texts are kept: those of the first [`NAMED_KEYS`] distinct
@@ -99,7 +101,7 @@ impl Config {
             let (mut input, identity) = self.open(file, None, false)?;
             let named = Self::named(file);
             let layout = self.locate(&named, &mut input)?;
-            let mut untold = 0u32;
+            let (mut untold, mut no_status) = (0u32, None);
             loop {
                 let before = input.turned_away();
                 // A line a writer left cut short (or one overwritten) is
@@ -119,6 +121,9 @@ impl Config {
                     break;
                 };
                 let verdict = verdict(before, input.turned_away());
+                if verdict == 0 && no_status.is_none() {
+                    no_status = Some(input.line());
+                }
                 rows.row((time, key, verdict), || {
                     keyed.then(|| input.key_text(&layout)).flatten()
                 })?;
@@ -147,6 +152,7 @@ impl Config {
                 },
                 left_out,
                 turned_away,
+                no_status,
             })?;
         }
         Ok(())

@@ -154,6 +154,8 @@ struct Counting<'a> {
     parts: Vec<Part>,
     left_out: u64,
     turned_away: (u64, u64),
+    /// The first row kept that logs no status: its file and line.
+    no_status: Option<(PathBuf, u64)>,
     checked: CheckedWriter,
     /// Rows whose keys are numbered next, together (see `number_batch`).
     batch: Batch,
@@ -298,6 +300,9 @@ impl ReadInto for Counting<'_> {
         self.left_out += file.left_out;
         self.turned_away.0 += file.turned_away.0;
         self.turned_away.1 += file.turned_away.1;
+        if self.no_status.is_none() {
+            self.no_status = file.no_status.map(|line| (file.part.path.clone(), line));
+        }
         self.parts.push(file.part);
         Ok(())
     }
@@ -339,6 +344,7 @@ impl Config {
             parts: Vec::with_capacity(files.len()),
             left_out: 0,
             turned_away: (0, 0),
+            no_status: None,
             checked: CheckedWriter::new(self.host.is_some(), !self.reread),
             batch: Batch::default(),
             foresight: Foresight::default(),
@@ -371,6 +377,7 @@ impl Config {
             mut parts,
             left_out,
             turned_away,
+            no_status,
             checked,
             empty_rows,
             ..
@@ -587,8 +594,11 @@ impl Config {
         // a line written wrong): the log's own rejections are not counted,
         // and the summary would say nothing of why.
         if turned_away.1 > 0 && turned_away.1 < rows {
+            let first = no_status
+                .map(|(path, line)| format!("; the first at {}:{line}", Self::named(&path).display()))
+                .unwrap_or_default();
             warnings.push(format!(
-                "{}: {} of {rows} rows have no status (a `-`, none logged, or not a number), so the requests the log's own limiter turned away are not counted (turned_away_in_log)",
+                "{}: {} of {rows} rows have no status (a `-`, none logged, or not a number{first}), so the requests the log's own limiter turned away are not counted (turned_away_in_log)",
                 shown.display(),
                 rows - turned_away.1
             ));

@@ -1296,7 +1296,8 @@ fn the_logs_own_rejections_are_counted_from_its_statuses() {
     let (dir, config) = file("a.jsonl", &format!("{json}{{\"time\": 3}}\n"), "format = \"jsonl\"");
     let warnings = config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
     assert_eq!(config.turned_away_in_log(), None);
-    // ... and says so, as it does of a combined line whose status is not a number.
+    // ... and says so, and where, as it does of a combined line whose status is not a number.
+    assert!(warnings.iter().any(|w| w.contains("a.jsonl:3)")), "{warnings:?}");
     let said = |warnings: &[String]| warnings.iter().any(|w| w.contains("1 of 3 rows have no status") && w.contains("turned_away_in_log"));
     assert!(said(&warnings), "{warnings:?}");
     let broken = log.lines().take(3).collect::<Vec<_>>().join("\n").replacen(" 200 ", " 2x0 ", 1) + "\n";
@@ -1305,6 +1306,7 @@ fn the_logs_own_rejections_are_counted_from_its_statuses() {
     let warnings = config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
     assert_eq!(config.turned_away_in_log(), None);
     assert!(said(&warnings), "{warnings:?}");
+    assert!(warnings.iter().any(|w| w.contains("the first at ") && w.contains("a.log:2)")), "{warnings:?}");
     // Every row with a status, or none: nothing to say.
     let (dir, config) = file("a.log", &log, "format = \"combined\"");
     let warnings = config.check(dir.path(), Nanos(0), Nanos(u64::MAX)).unwrap();
